@@ -1,0 +1,39 @@
+# agora — the commands the README and .ci/run use.
+GO        ?= go
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+
+VERSITYGW_VERSION   := v1.8.0
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: build tools check test bench fuzz demo clean
+
+build: ## the static worker and the CLI into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora ./cmd/agora
+
+tools: ## test tools: versitygw (strict S3 suite) and staticcheck
+	@test -x $(GOBIN)/versitygw || $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+check: ## gofmt, go vet, staticcheck
+	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GOBIN)/staticcheck ./...
+
+test: tools ## every test, including the NATS, S3 and Docker ones
+	PATH="$(GOBIN):$$PATH" $(GO) test -count=1 -timeout 30m ./...
+
+bench: ## benchmarks, printed as tables
+	$(GO) test -run '^$$' -bench . -benchtime 50x ./worker/...
+	$(GO) test -run '^$$' -bench Resolve -benchtime 2000x ./orchestrator/registry/
+
+fuzz: ## a short run of every fuzz target
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./worker/sentinel
+
+demo: build ## a sub-agent asks, you answer, the same sub-agent resumes and finishes
+	bin/agora demo
+
+clean:
+	rm -rf bin

@@ -1,0 +1,148 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/agoradev/agora/schemas"
+)
+
+// maxStreamLine bounds the memory spent on one stream-json line. Lines longer
+// than this (a tool result with a whole file in it) are still passed through
+// but not parsed; the two lines read for usage — system/init and result — are
+// far smaller.
+const maxStreamLine = 8 << 20
+
+// streamMessage holds the fields of a stream-json message that agora reads.
+// Claude Code writes one JSON object per line:
+//
+//	{"type":"system","subtype":"init","model":"…","session_id":"…",…}
+//	{"type":"assistant","message":{…},"session_id":"…"}
+//	{"type":"result","subtype":"success","num_turns":2,"total_cost_usd":0.01,
+//	 "usage":{"input_tokens":…,"output_tokens":…},…}
+type streamMessage struct {
+	Type         string   `json:"type"`
+	Subtype      string   `json:"subtype"`
+	Model        string   `json:"model"`
+	NumTurns     *int     `json:"num_turns"`
+	TotalCostUSD *float64 `json:"total_cost_usd"`
+	Usage        *struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// streamWriter passes Claude Code's stdout through to dst unchanged and reads
+// the usage out of it line by line as it arrives. Lines that are not the JSON
+// it expects are ignored: the stream is the runtime's, and a line it cannot
+// read must never fail the dispatch.
+type streamWriter struct {
+	dst io.Writer
+	log *slog.Logger
+
+	mu       sync.Mutex
+	line     []byte
+	skipping bool // the current line outgrew maxStreamLine; drop it up to its end
+	usage    schemas.Usage
+	reported bool // the stream carried an init or result message
+}
+
+func newStreamWriter(dst io.Writer, log *slog.Logger) *streamWriter {
+	if dst == nil {
+		dst = io.Discard
+	}
+	return &streamWriter{dst: dst, log: log}
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	n, err := w.dst.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.scan(p[:n])
+	return n, err
+}
+
+// scan feeds p into the line buffer and parses each completed line.
+func (w *streamWriter) scan(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if !w.skipping {
+			if len(w.line)+len(chunk) > maxStreamLine {
+				w.log.Debug("stream-json line too long to parse; passed through", "limit", maxStreamLine)
+				w.skipping, w.line = true, w.line[:0]
+			} else {
+				w.line = append(w.line, chunk...)
+			}
+		}
+		if i < 0 {
+			return
+		}
+		if !w.skipping {
+			w.parse(w.line)
+		}
+		w.skipping, w.line = false, w.line[:0]
+		p = p[i+1:]
+	}
+}
+
+// flush parses a last line that had no newline.
+func (w *streamWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.skipping && len(w.line) > 0 {
+		w.parse(w.line)
+	}
+	w.skipping, w.line = false, nil
+}
+
+func (w *streamWriter) parse(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return
+	}
+	var m streamMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		w.log.Debug("stream-json line ignored", "err", err)
+		return
+	}
+	switch {
+	case m.Type == "system" && m.Subtype == "init":
+		if m.Model != "" {
+			w.usage.Model = m.Model
+		}
+		w.reported = true
+	case m.Type == "result":
+		// Claude Code writes one result, last; should there be more, the
+		// last one wins.
+		if m.NumTurns != nil {
+			w.usage.Turns = *m.NumTurns
+		}
+		if m.TotalCostUSD != nil {
+			w.usage.CostUSD = *m.TotalCostUSD
+		}
+		if m.Usage != nil {
+			w.usage.InputTokens = m.Usage.InputTokens
+			w.usage.OutputTokens = m.Usage.OutputTokens
+		}
+		w.reported = true
+	}
+}
+
+// Usage is what the stream reported, nil when it carried neither an init nor
+// a result message.
+func (w *streamWriter) Usage() *schemas.Usage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.reported {
+		return nil
+	}
+	u := w.usage
+	return &u
+}

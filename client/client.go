@@ -1,0 +1,282 @@
+// Package client is the Go client of agora's HTTP API (package
+// orchestrator/api) for integrators: submit tasks, read them, answer their
+// questions, cancel, respawn, continue and remove them, read or follow a
+// round's output, watch their changes and wait for them to settle. Its
+// methods mirror orchestrator.Service and speak its types; its errors match
+// the orchestrator's sentinel errors with errors.Is, as if the orchestrator
+// were in process.
+//
+// Its registry methods register and read sub-agents, capabilities and env
+// bundles.
+//
+// It imports orchestrator, orchestrator/api (for the wire types),
+// orchestrator/registry and the standard library.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api"
+)
+
+// DefaultPollInterval is how often Wait reads the task again while its
+// event stream is quiet.
+const DefaultPollInterval = 30 * time.Second
+
+// Client calls one agora API. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+	poll  time.Duration
+	// reopen is Wait's first pause before reopening a broken stream.
+	reopen time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (transport, TLS, proxies). It should
+// have no Timeout: that would cut Watch and Wait short. Bound each call with
+// its context instead. The default is a new http.Client on
+// http.DefaultTransport.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.hc = hc }
+}
+
+// WithPollInterval sets how often Wait reads the task again while its event
+// stream is quiet, a safety net for a change made while the stream was
+// being opened. Default DefaultPollInterval.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.poll = d
+		}
+	}
+}
+
+// New returns a client of the API at baseURL (e.g. "http://127.0.0.1:7070")
+// that sends token as its bearer token; an empty token sends none (an API
+// without tokens, on loopback).
+func New(baseURL, token string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{},
+		poll: DefaultPollInterval, reopen: time.Second}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Submit creates a task, or returns the existing one when req.TaskID names
+// a task submitted with the same request (orchestrator.ErrConflict when the
+// request differs).
+func (c *Client) Submit(ctx context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+	var t orchestrator.Task
+	if err := c.do(ctx, http.MethodPost, "/v1/tasks", req, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Get returns one task.
+func (c *Client) Get(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+	return c.task(ctx, http.MethodGet, taskID, "", nil)
+}
+
+// List returns the tasks matching opts, newest first, and the counts of all
+// tasks by state.
+func (c *Client) List(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+	q := url.Values{}
+	if opts.State != "" {
+		q.Set("state", string(opts.State))
+	}
+	if opts.Label != "" {
+		q.Set("label", opts.Label)
+	}
+	path := "/v1/tasks"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var list api.TaskList
+	if err := c.do(ctx, http.MethodGet, path, nil, &list); err != nil {
+		return nil, orchestrator.Summary{}, err
+	}
+	return list.Tasks, list.Summary, nil
+}
+
+// Questions returns the open questions, oldest first.
+func (c *Client) Questions(ctx context.Context) ([]orchestrator.QuestionView, error) {
+	var list api.QuestionList
+	if err := c.do(ctx, http.MethodGet, "/v1/questions", nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Questions, nil
+}
+
+// Answer answers the open question of req.TaskID. An empty req.By is the
+// token's name (or "api"), an empty req.Channel "api"; a non-zero req.Round
+// must be the round whose question is open. A late answer is
+// orchestrator.ErrAlreadyAnswered, with who answered when in the message.
+func (c *Client) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+	return c.task(ctx, http.MethodPost, req.TaskID, "/answer",
+		api.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel})
+}
+
+// Cancel ends a queued, running or waiting task.
+func (c *Client) Cancel(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+	return c.task(ctx, http.MethodPost, taskID, "/cancel", nil)
+}
+
+// Respawn starts a failed, cancelled or expired task again from its last
+// round.
+func (c *Client) Respawn(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+	return c.task(ctx, http.MethodPost, taskID, "/respawn", nil)
+}
+
+// Continue starts a new round of a finished task with message as the
+// answer; an empty by is the token's name (or "api").
+func (c *Client) Continue(ctx context.Context, taskID, message, by string) (*orchestrator.Task, error) {
+	return c.task(ctx, http.MethodPost, taskID, "/continue", api.ContinueBody{Message: message, By: by})
+}
+
+// Remove deletes a task and its stored data.
+func (c *Client) Remove(ctx context.Context, taskID string) error {
+	path, err := taskPath(taskID, "")
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodDelete, path, nil, nil)
+}
+
+// task calls an endpoint of one task that answers with the task.
+func (c *Client) task(ctx context.Context, method, taskID, suffix string, body any) (*orchestrator.Task, error) {
+	path, err := taskPath(taskID, suffix)
+	if err != nil {
+		return nil, err
+	}
+	var t orchestrator.Task
+	if err := c.do(ctx, method, path, body, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func taskPath(taskID, suffix string) (string, error) {
+	if taskID == "" {
+		return "", fmt.Errorf("agora api: empty task id: %w", orchestrator.ErrInvalidRequest)
+	}
+	return "/v1/tasks/" + url.PathEscape(taskID) + suffix, nil
+}
+
+// do sends body (JSON, when not nil) and decodes a 2xx response into out
+// (when not nil); any other status is an *Error.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("agora api: %s %s: encode request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := c.newRequest(ctx, method, path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.send(req, out)
+}
+
+// send sends req and decodes a 2xx response into out (when not nil); any
+// other status is an *Error.
+func (c *Client) send(req *http.Request, out any) error {
+	method, path := req.Method, req.URL.Path
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return errorOf(resp)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body) // so the connection is reused
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("agora api: %s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("agora api: %s %s: %w", method, path, err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// Error is an error response of the API.
+type Error struct {
+	// Status is the HTTP status; 0 for an error sent inside an event
+	// stream.
+	Status int
+	// Code is the API's error code (api.Code: not_found, conflict, invalid,
+	// invalid_answer, already_answered, no_question, wrong_state,
+	// unauthorized, no_route, internal); empty when the response was not
+	// the API's (a proxy's error page, say).
+	Code string
+	// Message is the API's message, e.g. "task t-42: task not found".
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("agora api: %s (HTTP %d)", e.Message, e.Status)
+	}
+	if e.Status == 0 {
+		return fmt.Sprintf("agora api: %s (%s)", e.Message, e.Code)
+	}
+	return fmt.Sprintf("agora api: %s (HTTP %d, %s)", e.Message, e.Status, e.Code)
+}
+
+// Is reports whether target is the orchestrator sentinel error of e's code,
+// so errors.Is(err, orchestrator.ErrNotFound) holds for a not_found
+// response.
+func (e *Error) Is(target error) bool {
+	s := api.Code(e.Code).Sentinel()
+	return s != nil && s == target
+}
+
+// errorOf reads an error response.
+func errorOf(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body api.ErrorBody
+	if json.Unmarshal(data, &body) == nil && body.Code != "" {
+		return &Error{Status: resp.StatusCode, Code: string(body.Code), Message: body.Error}
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return &Error{Status: resp.StatusCode, Message: msg}
+}

@@ -1,0 +1,108 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/schemas"
+)
+
+// The client and the API in front of the real orchestrator on an embedded
+// NATS server (no runner: rounds stay queued): the operations that need no
+// container, and every error the orchestrator returns arriving as its
+// sentinel.
+func TestClient_RealOrchestrator(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, store := testenv.Bus(t), testenv.FileStore(t)
+	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(ctx); err != nil {
+		t.Fatalf("start orchestrator: %v", err)
+	}
+	t.Cleanup(func() { _ = o.Stop(context.Background()) })
+	h, err := api.NewHandler(api.Config{Service: o, Tokens: []string{"alice:s3cret"}, Logger: natstest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "s3cret", client.WithHTTPClient(srv.Client()))
+
+	req := orchestrator.SubmitRequest{TaskID: "t-api-1", Labels: map[string]string{"batch": "7"},
+		Subagent: schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{"/bin/true"}}}
+	task, err := c.Submit(ctx, req)
+	if err != nil || task.ID != "t-api-1" || task.State != orchestrator.StateQueued || task.Attention.Kind != "none" {
+		t.Fatalf("Submit = %+v, %v; want t-api-1 queued, attention none", task, err)
+	}
+	if again, err := c.Submit(ctx, req); err != nil || again.ID != task.ID || !again.CreatedAt.Equal(task.CreatedAt) {
+		t.Errorf("Submit again = %+v, %v; want the same task", again, err)
+	}
+	other := req
+	other.Route = "memory"
+	if _, err := c.Submit(ctx, other); !errors.Is(err, orchestrator.ErrConflict) {
+		t.Errorf("Submit with the same id and another request = %v, want ErrConflict", err)
+	}
+	bad := req
+	bad.TaskID = "not an id!"
+	if _, err := c.Submit(ctx, bad); !errors.Is(err, orchestrator.ErrInvalidRequest) {
+		t.Errorf("Submit with a bad id = %v, want ErrInvalidRequest", err)
+	}
+
+	tasks, summary, err := c.List(ctx, orchestrator.ListOptions{Label: "batch=7"})
+	if err != nil || len(tasks) != 1 || tasks[0].ID != task.ID || summary.Counts[orchestrator.StateQueued] != 1 {
+		t.Errorf("List(batch=7) = %d tasks, %+v, %v; want t-api-1 and 1 queued", len(tasks), summary, err)
+	}
+	if qs, err := c.Questions(ctx); err != nil || len(qs) != 0 {
+		t.Errorf("Questions = %v, %v; want none", qs, err)
+	}
+	if _, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Answer: "yes"}); !errors.Is(err, orchestrator.ErrNoQuestion) {
+		t.Errorf("Answer a queued task = %v, want ErrNoQuestion", err)
+	}
+
+	// Wait follows the task until the cancel below ends it.
+	waited := make(chan *orchestrator.Task, 1)
+	go func() {
+		w, err := c.Wait(ctx, task.ID)
+		if err != nil {
+			t.Errorf("Wait = %v", err)
+		}
+		waited <- w
+	}()
+	if task, err = c.Cancel(ctx, task.ID); err != nil || task.State != orchestrator.StateCancelled {
+		t.Fatalf("Cancel = %+v, %v; want cancelled", task, err)
+	}
+	select {
+	case w := <-waited:
+		if w == nil || w.State != orchestrator.StateCancelled {
+			t.Errorf("Wait returned %+v, want the cancelled task", w)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Wait did not return within 30s of the cancel")
+	}
+	if _, err := c.Cancel(ctx, task.ID); !errors.Is(err, orchestrator.ErrWrongState) {
+		t.Errorf("Cancel a cancelled task = %v, want ErrWrongState", err)
+	}
+	if _, err := c.Continue(ctx, task.ID, "more", ""); !errors.Is(err, orchestrator.ErrWrongState) {
+		t.Errorf("Continue a cancelled task = %v, want ErrWrongState", err)
+	}
+	if task, err = c.Respawn(ctx, task.ID); err != nil || task.State != orchestrator.StateQueued {
+		t.Errorf("Respawn = %+v, %v; want queued", task, err)
+	}
+	if err := c.Remove(ctx, task.ID); err != nil {
+		t.Errorf("Remove = %v", err)
+	}
+	if _, err := c.Get(ctx, task.ID); !errors.Is(err, orchestrator.ErrNotFound) {
+		t.Errorf("Get a removed task = %v, want ErrNotFound", err)
+	}
+}

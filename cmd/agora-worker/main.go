@@ -1,0 +1,128 @@
+// Command agora-worker is the in-container entrypoint: it runs one dispatch
+// (package worker) and exits with its code. `agora-worker ask` writes a
+// needs_input sentinel for shell scripts. Only this file reads the
+// environment and signals; everything else takes a Config.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agoradev/agora/adapters"
+	"github.com/agoradev/agora/adapters/claudecode"
+	"github.com/agoradev/agora/adapters/exec"
+	"github.com/agoradev/agora/worker"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests call it directly.
+func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "ask":
+			return runAsk(args[1:], environ, stdin, stderr)
+		case "version", "--version":
+			fmt.Fprintln(stdout, "agora-worker", version)
+			return 0
+		case "help", "-h", "--help":
+			fmt.Fprint(stdout, usage)
+			return 0
+		default:
+			fmt.Fprintf(stderr, "agora-worker: unknown command %q\n%s", args[0], usage)
+			return 2
+		}
+	}
+	// Nothing the sub-agent runs (as the same user) may read this process's
+	// memory or environment, nor write to its files through /proc: that is
+	// where the event key lives once its file is gone.
+	if err := makeUndumpable(); err != nil {
+		fmt.Fprintf(stderr, "agora-worker: %v\n", err)
+	}
+	cfg := configFromEnv(environ)
+	cfg.Stdout, cfg.Stderr = stdout, stderr
+	cfg.Adapters = []adapters.Adapter{exec.New(), claudecode.New()}
+	if exe, err := os.Executable(); err == nil {
+		cfg.ExecutableDir = filepath.Dir(exe)
+	}
+	return worker.Run(ctx, cfg).ExitCode
+}
+
+const usage = `usage:
+  agora-worker                 run the dispatch named by AGORA_DISPATCH_ID (see docs/contract.md)
+  agora-worker ask QUESTION [--option A]... [--context TEXT] [--default ANSWER]
+                   [--state FILE|-] [--workspace DIR]
+                               write the needs_input sentinel and return; then exit your script
+  agora-worker version
+`
+
+// configFromEnv reads the worker's environment variables. Malformed values
+// are collected into EnvProblems so the dispatch fails with an event that
+// names them.
+func configFromEnv(environ []string) worker.Config {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	var problems []error
+	seconds := func(name string) time.Duration {
+		v := env[name]
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			problems = append(problems, fmt.Errorf("%s=%q: want a whole number of seconds above 0", name, v))
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	var disableHelper bool
+	switch v := strings.ToLower(env["AGORA_DISABLE_NEEDS_INPUT_HELPER"]); v {
+	case "", "false", "0", "no":
+	case "true", "1", "yes":
+		disableHelper = true
+	default:
+		problems = append(problems, fmt.Errorf("AGORA_DISABLE_NEEDS_INPUT_HELPER=%q: want true or false", v))
+	}
+	level := slog.LevelInfo
+	if env["AGORA_LOG_LEVEL"] == "debug" {
+		level = slog.LevelDebug
+	}
+	return worker.Config{
+		DispatchID:              env["AGORA_DISPATCH_ID"],
+		SpecFile:                env["AGORA_SPEC_FILE"],
+		StorageURI:              env["AGORA_STORAGE_URI"],
+		Workspace:               env["AGORA_WORKSPACE"],
+		NATSURL:                 env["AGORA_NATS_URL"],
+		DisableNeedsInputHelper: disableHelper,
+		SetupTimeout:            seconds("AGORA_SETUP_TIMEOUT_SECONDS"),
+		Grace:                   seconds("AGORA_GRACE_SECONDS"),
+		PublishWindow:           seconds("AGORA_PUBLISH_WINDOW_SECONDS"),
+		SecretsDir:              env["AGORA_SECRETS_DIR"],
+		EventKeyFile:            env["AGORA_EVENT_KEY_FILE"],
+		SecretsTimeout:          seconds("AGORA_SECRETS_TIMEOUT_SECONDS"),
+		Environ:                 environ,
+		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		EnvProblems:             errors.Join(problems...),
+	}
+}

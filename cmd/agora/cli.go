@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/stack"
+)
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode prints err as one line prefixed with the command and returns 2 for
+// a usage error, 1 for anything else (0 for nil or errHelp).
+func exitCode(stderr io.Writer, cmd string, err error) int {
+	if err == nil || errors.Is(err, errHelp) {
+		return 0
+	}
+	// errors.Join and friends use newlines; one line is easier to grep.
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
+}
+
+// parseFlags parses args into fs (named after the command). It returns
+// errHelp after printing the usage to stdout for -h, a usageError for a bad
+// flag or a leftover argument, and nil otherwise.
+func parseFlags(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard) // errors are reported in one line by the caller
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "usage: %s %s\n\nflags:\n", fs.Name(), synopsis)
+		fs.PrintDefaults()
+		return errHelp
+	case err != nil:
+		return usagef("%v; run '%s -h' for the flags", err, fs.Name())
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q; run '%s -h' for the flags", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// errHelp: the usage was printed on request; exit 0.
+var errHelp = errors.New("help printed")
+
+// getenv looks key up in environ (os.Environ form); the last one wins.
+func getenv(environ []string, key string) string {
+	v := ""
+	for _, kv := range environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// newLogger is the text logger on stderr every long-running verb uses.
+func newLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, nil))
+}
+
+// pingTimeout bounds the first contact with the Docker engine.
+const pingTimeout = 10 * time.Second
+
+// connectDocker returns an engine on the Docker daemon that the Docker
+// environment variables (DOCKER_HOST, …) or the default socket name, after
+// checking that it answers. The docker package reads those variables from
+// the process environment itself; environ only words the error.
+func connectDocker(ctx context.Context, environ []string, log *slog.Logger) (*docker.Engine, error) {
+	eng, err := docker.New(docker.Config{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, dockerHint(environ))
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("docker engine not reachable: %w; %s", err, dockerHint(environ))
+	}
+	return eng, nil
+}
+
+func dockerHint(environ []string) string {
+	if h := getenv(environ, "DOCKER_HOST"); h != "" {
+		return "check that the engine at DOCKER_HOST=" + h + " is running and that you may use it"
+	}
+	return "start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST"
+}
+
+// workerBinary is stack.WorkerBinary: the worker to build the image from,
+// path when given, else agora-worker next to the running agora.
+func workerBinary(path, orFlag string) (string, error) { return stack.WorkerBinary(path, orFlag) }

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/internal/stack"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/schemas"
+)
+
+// demoAgent is the example sub-agent: it asks which of two config files to
+// keep, leaves its notes in partial_state, and on the next round acts on the
+// answer.
+//
+//go:embed demo_agent.sh
+var demoAgent string
+
+const demoSynopsis = "[--answer ANSWER] [--data-dir DIR] [--keep] [--worker PATH]"
+
+// runDemo shows the whole loop on the embedded stack: a sub-agent pauses
+// with a question, it is answered, the same sub-agent resumes and finishes.
+func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return exitCode(stderr, "agora demo", demoMain(ctx, args, environ, stdin, stdout, stderr))
+}
+
+func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agora demo", flag.ContinueOnError)
+	answerFlag := fs.String("answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
+	dataDir := fs.String("data-dir", "", "keep the demo's state in `DIR` (default: a temporary directory, removed afterwards)")
+	keep := fs.Bool("keep", false, "keep the temporary data directory")
+	worker := fs.String("worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
+	if err := parseFlags(fs, demoSynopsis, args, stdout); err != nil {
+		return err
+	}
+	dir := *dataDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "agora-demo-")
+		if err != nil {
+			return err
+		}
+		dir = tmp
+		if !*keep {
+			defer os.RemoveAll(dir)
+		}
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if getenv(environ, "AGORA_LOG_LEVEL") == "debug" {
+		quiet = newLogger(stderr)
+	}
+	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", dir)
+	st, err := stack.Start(ctx, stack.Config{DataDir: dir, Listen: "127.0.0.1:0", Runner: true, Orchestrator: true, Slots: 2,
+		WorkerBinary: *worker, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = st.Stop(sctx)
+	}()
+	fmt.Fprintf(stdout, "  API %s · NATS %s\n\n", st.URL(), st.NATSURL())
+
+	c := client.New(st.URL(), "")
+	// Registered like any sub-agent: the registry gives it a content-addressed
+	// version, and the task pins it.
+	reg, err := c.RegisterSubagent(ctx, registry.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
+		Description: "Keeps one of two config files; asks which.",
+		Command:     registry.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
+	if err != nil {
+		return fmt.Errorf("register the example sub-agent: %w", err)
+	}
+	fmt.Fprintf(stdout, "registered sub-agent %s (version %d): the task pins it\n", reg.Entry.Ref(), reg.Entry.Seq)
+	taskID := fmt.Sprintf("demo-%d", time.Now().Unix())
+	task, err := c.Submit(ctx, orchestrator.SubmitRequest{
+		TaskID:      taskID,
+		SubagentRef: reg.Entry.Ref(),
+		Input:       []byte(`{"goal":"one config file"}`),
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "task %s: sub-agent %s; %s\n", task.ID, task.Pins.Subagent, task.Attention.Summary)
+	task, err = c.Wait(ctx, task.ID)
+	if err != nil {
+		return err
+	}
+	if task.State != orchestrator.StateNeedsInput {
+		return fmt.Errorf("round 1 ended %s (%s), expected a question", task.State, outcomeText(task))
+	}
+	q := task.Rounds[len(task.Rounds)-1].Question
+	fmt.Fprintf(stdout, "\nthe sub-agent asks: %s\n  context: %s\n", q.Question, q.Context)
+	for i, o := range q.Options {
+		fmt.Fprintf(stdout, "  %d) %s\n", i+1, o)
+	}
+	fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n\n", q.PartialState, task.Attention.Action)
+
+	answer, by, err := demoAnswer(q, *answerFlag, environ, stdin, stdout)
+	if err != nil {
+		return err
+	}
+	task, err = c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Answer: answer, By: by, Channel: "cli"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "answered %q; %s\n", answer, task.Attention.Summary)
+	task, err = c.Wait(ctx, task.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\ntimeline of %s — %s\n", task.ID, task.State)
+	printTimeline(stdout, task)
+	if task.State != orchestrator.StateFinished {
+		return fmt.Errorf("the task ended %s: %s", task.State, outcomeText(task))
+	}
+	fmt.Fprintln(stdout, "\nthe same sub-agent resumed with the answer and its own notes, and finished.")
+	return nil
+}
+
+// demoAnswer takes --answer, else the terminal, else (CI or no terminal)
+// the question's default.
+func demoAnswer(q *schemas.NeedsInput, flagAnswer string, environ []string, stdin io.Reader, stdout io.Writer) (string, string, error) {
+	if flagAnswer != "" {
+		return flagAnswer, "--answer", nil
+	}
+	if getenv(environ, "CI") == "true" || !isTerminal(stdin) {
+		if q.Default != nil {
+			fmt.Fprintf(stdout, "no terminal to ask (or CI=true): taking the question's default %q\n", *q.Default)
+			return *q.Default, "the demo (default, no terminal)", nil
+		}
+		return "", "", errors.New("no terminal to ask and no default; pass --answer")
+	}
+	sc := bufio.NewScanner(stdin)
+	for {
+		fmt.Fprint(stdout, "your answer (number or text): ")
+		if !sc.Scan() {
+			return "", "", errors.New("no answer given")
+		}
+		a := strings.TrimSpace(sc.Text())
+		if i, err := strconv.Atoi(a); err == nil && i >= 1 && i <= len(q.Options) {
+			a = q.Options[i-1]
+		}
+		for _, o := range q.Options {
+			if o == a {
+				return a, "you, on the terminal", nil
+			}
+		}
+		fmt.Fprintf(stdout, "%q is not one of %s\n", a, strings.Join(q.Options, ", "))
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func outcomeText(t *orchestrator.Task) string {
+	if t.Outcome != nil {
+		return t.Outcome.Reason + ": " + t.Outcome.Detail
+	}
+	return t.Attention.Summary
+}
+
+// printTimeline lists a task's rounds: when each ran, what it asked, who
+// answered and after how long.
+func printTimeline(w io.Writer, t *orchestrator.Task) {
+	for _, r := range t.Rounds {
+		ran := ""
+		if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+			ran = fmt.Sprintf(" in %s", r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond))
+		}
+		fmt.Fprintf(w, "  round %d  %-22s queued %s, %s%s\n", r.N, r.DispatchID, r.QueuedAt.Local().Format("15:04:05.000"), r.State, ran)
+		if r.Question != nil {
+			fmt.Fprintf(w, "           asked   %q\n", r.Question.Question)
+		}
+		if a := r.Answer; a != nil {
+			assumed := ""
+			if a.Assumed {
+				assumed = " (assumed)"
+			}
+			fmt.Fprintf(w, "           answer  %q by %s via %s after %s%s\n", a.Value, a.By, a.Channel, (time.Duration(a.WaitMS) * time.Millisecond).Round(time.Millisecond), assumed)
+		}
+		if r.Failure != nil {
+			fmt.Fprintf(w, "           failed  %s: %s\n", r.Failure.Reason, r.Failure.Detail)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/orchestrator/registry"
+)
+
+// registryVerb is one of subagent, capability and env.
+type registryVerb struct {
+	kind  registry.Kind
+	noun  string // for messages: "sub-agent"
+	plain string // the verb as typed
+}
+
+var registryVerbs = map[string]registryVerb{
+	"subagent":   {registry.KindSubagent, "sub-agent", "subagent"},
+	"capability": {registry.KindCapability, "capability", "capability"},
+	"env":        {registry.KindEnv, "env bundle", "env"},
+}
+
+func runRegistry(ctx context.Context, verb string, args, environ []string, stdout, stderr io.Writer) int {
+	v := registryVerbs[verb]
+	name := "agora " + verb
+	if len(args) == 0 {
+		return exitCode(stderr, name, usagef("want register FILE, list or show NAME[@VERSION]"))
+	}
+	name += " " + args[0]
+	switch args[0] {
+	case "register":
+		return verbExit(stderr, name, v.register(ctx, name, args[1:], environ, stdout))
+	case "list", "ls":
+		return verbExit(stderr, name, v.list(ctx, name, args[1:], environ, stdout))
+	case "show":
+		return verbExit(stderr, name, v.show(ctx, name, args[1:], environ, stdout))
+	case "-h", "--help", "help":
+		fmt.Fprintf(stdout, "usage: agora %s register FILE | list | show NAME[@VERSION] [--versions]\n", verb)
+		return 0
+	}
+	return exitCode(stderr, "agora "+verb, usagef("unknown subcommand %q; want register, list or show", args[0]))
+}
+
+// register reads and checks the file here, so a mistake is found before
+// anything reaches the server, then registers its content.
+func (v registryVerb) register(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	pos, err := parseVerb(fs, "FILE [--json] [--server URL] [--token TOKEN]", args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one FILE (YAML or JSON; 'agora schema %s' prints its schema)", v.kind)
+	}
+	file := pos[0]
+	data, err := registry.ReadFile(file)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	var call func(*client.Client) (registry.Registered, error)
+	switch v.kind {
+	case registry.KindSubagent:
+		def, err := registry.ParseSubagent(file, data)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *def) }
+	case registry.KindCapability:
+		capf, err := registry.ParseCapability(file, data)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		dir := capf.Path
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(file), dir)
+		}
+		archive, _, err := registry.PackDir(dir, registry.MaxCapabilityBytes)
+		if err != nil {
+			return usagef("%s: field path: %v", file, err)
+		}
+		call = func(c *client.Client) (registry.Registered, error) {
+			return c.RegisterCapability(ctx, capf.Name, capf.Description, archive)
+		}
+	case registry.KindEnv:
+		env, err := registry.ParseEnv(file, data)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *env) }
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	reg, err := call(c)
+	if err != nil {
+		return a.explainRegistry(err)
+	}
+	if a.json {
+		return writeJSON(stdout, reg)
+	}
+	e := reg.Entry
+	if reg.Created {
+		fmt.Fprintf(stdout, "registered %s %s (version %d)\n", v.noun, e.Ref(), e.Seq)
+	} else {
+		fmt.Fprintf(stdout, "%s %s is registered already (version %d); nothing changed\n", v.noun, e.Ref(), e.Seq)
+	}
+	return nil
+}
+
+func (v registryVerb) list(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	pos, err := parseVerb(fs, "[--json] [--server URL] [--token TOKEN]", args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q; 'agora %s show %s' shows one", pos[0], v.plain, pos[0])
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	entries, err := c.Entries(ctx, v.kind)
+	if err != nil {
+		return a.explainRegistry(err)
+	}
+	if a.json {
+		return writeJSON(stdout, entries)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(stdout, "no %s registered; 'agora %s register FILE' adds one\n", v.noun, v.plain)
+		return nil
+	}
+	v.table(stdout, environ, entries, true)
+	return nil
+}
+
+func (v registryVerb) show(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	versions := fs.Bool("versions", false, "list every version, oldest first")
+	pos, err := parseVerb(fs, "NAME[@VERSION] [--versions] [--json] [--server URL] [--token TOKEN]", args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one NAME or NAME@VERSION; 'agora %s list' shows the names", v.plain)
+	}
+	ref := pos[0]
+	refName, version, err := registry.ParseRef(ref)
+	if err != nil {
+		return usagef("%q: want NAME or NAME@VERSION (12 hex digits); 'agora %s list' shows them", ref, v.plain)
+	}
+	if *versions && version != "" {
+		return usagef("--versions lists every version of a name; give NAME, not NAME@VERSION")
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	if *versions {
+		list, err := c.Versions(ctx, v.kind, refName)
+		if err != nil {
+			return a.explainRegistry(err)
+		}
+		if a.json {
+			return writeJSON(stdout, list)
+		}
+		v.table(stdout, environ, list, false)
+		return nil
+	}
+	e, err := c.Entry(ctx, v.kind, ref)
+	if err != nil {
+		return a.explainRegistry(err)
+	}
+	if a.json {
+		return writeJSON(stdout, e)
+	}
+	v.detail(stdout, environ, e)
+	return nil
+}
+
+// table writes entries, one per row.
+func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.Entry, latest bool) {
+	u := newUI(w, environ)
+	header := []string{"NAME", "VERSION", "SEQ", "REGISTERED"}
+	switch v.kind {
+	case registry.KindSubagent:
+		header = append(header, "RUNTIME", "USES")
+	case registry.KindCapability:
+		header = append(header, "FILES", "SIZE")
+	case registry.KindEnv:
+		header = append(header, "VALUES", "SECRETS")
+	}
+	header = append(header, "DESCRIPTION")
+	var rows [][]cell
+	for _, e := range entries {
+		seq := fmt.Sprint(e.Seq)
+		if latest {
+			seq += " (latest)"
+		}
+		row := []cell{{e.Name, sgrBold}, {e.Version, ""}, {seq, ""}, {e.CreatedAt.Local().Format(time.DateTime), sgrDim}}
+		switch v.kind {
+		case registry.KindSubagent:
+			uses := "-"
+			if s := e.Subagent; s != nil {
+				if all := append(append([]string{}, s.Capabilities...), s.Env...); len(all) > 0 {
+					uses = strings.Join(all, ", ")
+				}
+				row = append(row, cell{string(s.Runtime), ""}, cell{uses, ""})
+			} else {
+				row = append(row, cell{"?", ""}, cell{uses, ""})
+			}
+		case registry.KindCapability:
+			row = append(row, cell{fmt.Sprint(e.Files), ""}, cell{humanBytes(e.Size), ""})
+		case registry.KindEnv:
+			nv, ns := 0, 0
+			if e.Env != nil {
+				nv, ns = len(e.Env.Values), len(e.Env.Secrets)
+			}
+			row = append(row, cell{fmt.Sprint(nv), ""}, cell{fmt.Sprint(ns), ""})
+		}
+		rows = append(rows, append(row, cell{clipText(e.Description, 60), ""}))
+	}
+	u.writeTable(w, header, rows)
+}
+
+// detail writes one entry in full. Env values are shown; secrets are refs,
+// never values, so they are shown too.
+func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
+	u := newUI(w, environ)
+	fmt.Fprintf(w, "%s %s · version %d · registered %s\n", v.noun, u.paint(sgrBold, e.Ref()), e.Seq, e.CreatedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(w, "digest: %s\n", e.Digest)
+	if e.Description != "" {
+		fmt.Fprintf(w, "description: %s\n", e.Description)
+	}
+	switch {
+	case e.Subagent != nil:
+		s := e.Subagent
+		fmt.Fprintf(w, "runtime: %s\n", s.Runtime)
+		if len(s.Command) > 0 {
+			fmt.Fprintf(w, "command: %s\n", strings.Join(s.Command, " "))
+		}
+		for _, kv := range [][2]string{{"model", s.Model}, {"route", s.Route}, {"image", s.Image}, {"network", s.Network}, {"workspace", s.Workspace}} {
+			if kv[1] != "" {
+				fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
+			}
+		}
+		if s.Prompt != "" {
+			fmt.Fprintf(w, "prompt: %s\n", clipText(s.Prompt, 200))
+		}
+		if len(s.Capabilities) > 0 {
+			fmt.Fprintf(w, "capabilities: %s\n", strings.Join(s.Capabilities, ", "))
+		}
+		if len(s.Env) > 0 {
+			fmt.Fprintf(w, "env: %s\n", strings.Join(s.Env, ", "))
+		}
+		if s.TimeoutSeconds > 0 {
+			fmt.Fprintf(w, "timeout: %s per round\n", humanDuration(time.Duration(s.TimeoutSeconds)*time.Second))
+		}
+		if s.Limits != nil {
+			fmt.Fprintf(w, "limits: max_rounds %d, max_wait_seconds %d\n", s.Limits.MaxRounds, s.Limits.MaxWaitSeconds)
+		}
+		fmt.Fprintf(w, "dispatch: %s\n", u.paint(sgrBold, "agora dispatch --subagent "+e.Ref()))
+	case e.Env != nil:
+		for _, k := range sortedKeys(e.Env.Values) {
+			fmt.Fprintf(w, "value  %s=%s\n", k, e.Env.Values[k])
+		}
+		for _, k := range sortedKeys(e.Env.Secrets) {
+			fmt.Fprintf(w, "secret %s from %s\n", k, e.Env.Secrets[k])
+		}
+	default:
+		fmt.Fprintf(w, "files: %d · %s\n", e.Files, humanBytes(e.Size))
+	}
+}
+
+// explainRegistry is explain, with the registry's not-found in its words.
+func (a *apiFlags) explainRegistry(err error) error {
+	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(api.CodeNotFound) {
+		return errors.New(e.Message)
+	}
+	return a.explain(err, "")
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

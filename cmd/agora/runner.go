@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/stack"
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/runner"
+)
+
+const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR]"
+
+// stopTimeout bounds the graceful stop after the first signal. Stopping does
+// not wait for containers (they keep running and the next runner process
+// adopts them), only for the runner's own goroutines to let go of them.
+const stopTimeout = time.Minute
+
+// runnerFlags is the command line of `agora runner`, checked.
+type runnerFlags struct {
+	natsURL    string
+	storageURI string
+	dataDir    string
+	image      string // "": build or reuse the default worker image
+	id         string
+	workerNATS string
+	slots      int
+	grace      time.Duration
+	logCap     int64
+	workerEnv  multiFlag
+	secretsDir string
+	cpus       float64
+	memoryMB   int64
+	pids       int64
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runRunner(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return exitCode(stderr, "agora runner", runnerMain(ctx, args, environ, stdout, stderr))
+}
+
+// parseRunnerFlags reads and checks the flags without touching anything
+// outside the process, so every mistake is reported before connecting.
+func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, error) {
+	var f runnerFlags
+	fs := flag.NewFlagSet("agora runner", flag.ContinueOnError)
+	fs.StringVar(&f.natsURL, "nats", "", "the `URL` of the NATS server (with JetStream), e.g. nats://127.0.0.1:4222; required")
+	fs.StringVar(&f.storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep dispatch specs and workspaces on this host in `DIR` (default ~/.agora/runner)")
+	fs.IntVar(&f.slots, "slots", runner.DefaultSlots, "run at most `N` dispatches at once")
+	fs.StringVar(&f.image, "image", "", "run dispatches in the worker `IMAGE` (default: build or reuse it as 'agora image build' does)")
+	fs.StringVar(&f.id, "id", "", "name this runner `ID`; keep it across restarts so the next process adopts the containers (default: the host name)")
+	fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
+	fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
+	fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
+	fs.Var(&f.workerEnv, "worker-env", "give every worker `KEY=VALUE` (repeatable), e.g. a proxy setting; never passed on to sub-agents (AWS credentials are not needed: the runner stages S3 and resolves aws-sm: refs itself)")
+	fs.StringVar(&f.secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default ~/.agora/secrets, where 'agora secret set' writes)")
+	fs.Float64Var(&f.cpus, "cpus", float64(stack.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
+	fs.Int64Var(&f.memoryMB, "memory-mb", stack.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
+	fs.Int64Var(&f.pids, "pids", stack.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
+	if err := parseFlags(fs, runnerSynopsis, args, stdout); err != nil {
+		return f, err
+	}
+	switch {
+	case f.natsURL == "":
+		return f, usagef("--nats is required: the URL of the NATS server, e.g. --nats nats://127.0.0.1:4222")
+	case f.slots < 1:
+		return f, usagef("--slots must be at least 1")
+	case f.grace < time.Second:
+		return f, usagef("--grace must be at least 1s (Docker counts it in seconds)")
+	case f.logCap < 1:
+		return f, usagef("--log-cap must be at least 1 (bytes of output kept per dispatch)")
+	case f.cpus < 0 || f.memoryMB < 0 || f.pids < 0:
+		return f, usagef("--cpus, --memory-mb and --pids must not be negative (0 means no limit)")
+	case f.memoryMB > 0 && f.memoryMB < 6:
+		return f, usagef("--memory-mb must be at least 6 (Docker's minimum), or 0 for no limit")
+	}
+	for _, kv := range f.workerEnv {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return f, usagef("--worker-env %q: want KEY=VALUE", kv)
+		}
+	}
+	if f.dataDir == "" {
+		home := getenv(environ, "HOME")
+		if home == "" {
+			return f, usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR")
+		}
+		f.dataDir = filepath.Join(home, ".agora", "runner")
+	}
+	// Containers mount paths under it: make it absolute.
+	abs, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return f, usagef("--data-dir %s: %v", f.dataDir, err)
+	}
+	f.dataDir = abs
+	if home := getenv(environ, "HOME"); f.secretsDir == "" && home != "" {
+		f.secretsDir = filepath.Join(home, ".agora", "secrets")
+	}
+	if f.secretsDir != "" {
+		if f.secretsDir, err = filepath.Abs(f.secretsDir); err != nil {
+			return f, usagef("--secrets-dir: %v", err)
+		}
+	}
+	if f.storageURI == "" {
+		f.storageURI = "file://" + filepath.Join(f.dataDir, "storage")
+	}
+	if u, err := url.Parse(f.storageURI); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
+		return f, usagef("--storage %q: want file:///abs/dir or s3://bucket/prefix", f.storageURI)
+	}
+	return f, nil
+}
+
+// runnerMain runs one runner until ctx is done, then stops it gracefully:
+// its containers keep running for the next runner process with the same id.
+func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	f, err := parseRunnerFlags(args, environ, stdout)
+	if err != nil {
+		return err
+	}
+	var workerBin string
+	if f.image == "" {
+		// Before connecting: a missing binary is the likeliest mistake.
+		if workerBin, err = workerBinary("", "--image IMAGE"); err != nil {
+			return err
+		}
+	}
+	log := newLogger(stderr)
+	if u, err := url.Parse(f.workerNATS); err == nil && isLoopback(u.Hostname()) {
+		log.Warn("--worker-nats names a loopback address, which containers cannot reach: events then reach NATS only when the runner recovers them from stdout after each container ends", "worker_nats", f.workerNATS)
+	}
+
+	eng, err := connectDocker(ctx, environ, log)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, log)
+	if err != nil {
+		return err
+	}
+
+	store, err := storage.Open(ctx, f.storageURI, storage.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora-runner", Logger: log})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if !b.Connected() {
+		return fmt.Errorf("cannot reach NATS at %s; start a NATS server with JetStream there (nats-server -js) or fix --nats", f.natsURL)
+	}
+
+	r, err := runner.New(runner.Config{
+		ID:            f.id,
+		Slots:         f.slots,
+		Image:         image,
+		DataDir:       f.dataDir,
+		StorageURI:    f.storageURI,
+		Store:         store,
+		WorkerNATSURL: f.workerNATS,
+		Grace:         f.grace,
+		LogCap:        f.logCap,
+		WorkerEnv:     f.workerEnv,
+		SecretsDir:    f.secretsDir,
+		AWSEnv:        awsVariables(environ),
+		Resources: compute.Resources{
+			NanoCPUs:    int64(f.cpus * 1e9),
+			MemoryBytes: f.memoryMB << 20,
+			PidsLimit:   f.pids,
+		},
+		Bus:    b,
+		Engine: eng,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("stopping: running containers keep running and the next runner with this id adopts them (signal again to exit at once)",
+		slog.String("cause", context.Cause(ctx).Error()))
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if err := r.Stop(stopCtx); err != nil {
+		return err
+	}
+	log.Info("runner stopped")
+	return nil
+}
+
+// isLoopback reports whether host names this machine's loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,207 @@
+package main
+
+// agora secret set|list|rm: this machine's local secret store
+// (internal/secrets), where the local:NAME refs of env bundles find their
+// values when dispatches run on `agora serve` (or `agora runner
+// --secrets-dir`). Values are read from stdin or a file, never from an
+// argument, and never printed.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agoradev/agora/internal/secrets"
+)
+
+const secretUsage = `usage: agora secret set NAME [--from-file FILE] [--data-dir DIR]   the value from stdin, or FILE
+       agora secret list [--json] [--data-dir DIR]                   names, sizes and times, never values
+       agora secret rm NAME... [--data-dir DIR]
+`
+
+func runSecret(args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return exitCode(stderr, "agora secret", usagef("want set NAME, list or rm NAME; run 'agora secret -h' for more"))
+	}
+	name := "agora secret " + args[0]
+	switch args[0] {
+	case "set":
+		return exitCode(stderr, name, secretSet(name, args[1:], environ, stdin, stdout, stderr))
+	case "list", "ls":
+		return exitCode(stderr, name, secretList(name, args[1:], environ, stdout))
+	case "rm", "delete":
+		return exitCode(stderr, name, secretRemove(name, args[1:], environ, stdout))
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, secretUsage)
+		return 0
+	}
+	return exitCode(stderr, "agora secret", usagef("unknown subcommand %q; want set, list or rm", args[0]))
+}
+
+// secretStoreFlag adds --data-dir and returns a func that opens the store
+// under it (default ~/.agora, as agora serve).
+func secretStoreFlag(fs *flag.FlagSet, environ []string) func() (*secrets.Store, error) {
+	dataDir := fs.String("data-dir", "", "the agora data `DIR` whose secrets/ holds the store (default ~/.agora, as agora serve)")
+	return func() (*secrets.Store, error) {
+		dir := *dataDir
+		if dir == "" {
+			home := getenv(environ, "HOME")
+			if home == "" {
+				return nil, usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR")
+			}
+			dir = filepath.Join(home, ".agora")
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, usagef("--data-dir %s: %v", dir, err)
+		}
+		return secrets.Open(filepath.Join(abs, "secrets")), nil
+	}
+}
+
+func secretSet(name string, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	open := secretStoreFlag(fs, environ)
+	fromFile := fs.String("from-file", "", "read the value from `FILE` instead of stdin, byte for byte")
+	pos, err := parseVerb(fs, "NAME [--from-file FILE] [--data-dir DIR]", args, stdout)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return usagef("want the secret's NAME, e.g. printf '%%s' \"$TOKEN\" | agora secret set github")
+	case len(pos) > 1:
+		return usagef("the value is read from stdin or --from-file, never from an argument, so it stays out of your shell history: printf '%%s' VALUE | agora secret set %s", pos[0])
+	}
+	key := pos[0]
+	if err := secrets.ValidName(key); err != nil {
+		return usagef("%v", err)
+	}
+	store, err := open()
+	if err != nil {
+		return err
+	}
+
+	src, from := stdin, "stdin"
+	if *fromFile != "" {
+		f, err := os.Open(*fromFile)
+		if err != nil {
+			return fmt.Errorf("read the value of %s: %w", key, err)
+		}
+		defer f.Close()
+		src, from = f, *fromFile
+	} else if f, ok := stdin.(*os.File); ok && isTTY(f) {
+		fmt.Fprintf(stderr, "%s: type the value of %s, then Ctrl-D (it shows on the screen; pipe it in or use --from-file to keep it off)\n", name, key)
+	}
+	value, err := io.ReadAll(io.LimitReader(src, secrets.MaxValueBytes+1))
+	if err != nil {
+		return fmt.Errorf("read the value of %s from %s: %w", key, from, err)
+	}
+	switch {
+	case len(value) == 0:
+		return fmt.Errorf("refusing an empty value for %s (%s was empty): pipe the value in, e.g. printf '%%s' \"$VALUE\" | agora secret set %s, or pass --from-file FILE", key, from, key)
+	case len(value) > secrets.MaxValueBytes:
+		return fmt.Errorf("the value of %s from %s is larger than %d bytes, the most a secret may hold", key, from, secrets.MaxValueBytes)
+	}
+	_, existed := store.Get(key)
+	if err := store.Set(key, value); err != nil {
+		return err
+	}
+	verb := "set"
+	if existed == nil {
+		verb = "replaced"
+	}
+	fmt.Fprintf(stdout, "secret %s %s (%d bytes) in %s; env bundles refer to it as local:%s\n", key, verb, len(value), store.Dir(), key)
+	if strings.HasSuffix(string(value), "\n") {
+		fmt.Fprintf(stderr, "%s: note: the value ends with a newline, which is kept as part of it (printf '%%s' leaves it out)\n", name)
+	}
+	return nil
+}
+
+func secretList(name string, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	open := secretStoreFlag(fs, environ)
+	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
+	pos, err := parseVerb(fs, "[--json] [--data-dir DIR]", args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q: list takes no NAME (and never shows a value)", pos[0])
+	}
+	store, err := open()
+	if err != nil {
+		return err
+	}
+	infos, err := store.List()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if infos == nil {
+			infos = []secrets.Info{}
+		}
+		return writeJSON(stdout, infos)
+	}
+	if len(infos) == 0 {
+		fmt.Fprintf(stdout, "no secrets in %s; add one with: printf '%%s' VALUE | agora secret set NAME\n", store.Dir())
+		return nil
+	}
+	rows := make([][]cell, len(infos))
+	for i, in := range infos {
+		rows[i] = []cell{{text: in.Name}, {text: strconv.FormatInt(in.Size, 10)}, {text: in.Modified.Local().Format("2006-01-02 15:04:05")}}
+	}
+	newUI(stdout, environ).writeTable(stdout, []string{"NAME", "BYTES", "MODIFIED"}, rows)
+	return nil
+}
+
+func secretRemove(name string, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	open := secretStoreFlag(fs, environ)
+	pos, err := parseVerb(fs, "NAME... [--data-dir DIR]", args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("want the NAME of a secret to remove ('agora secret list' lists them)")
+	}
+	for _, key := range pos {
+		if err := secrets.ValidName(key); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	store, err := open()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, key := range pos {
+		err := store.Delete(key)
+		switch {
+		case errors.Is(err, secrets.ErrNotFound):
+			errs = append(errs, fmt.Errorf("no secret %s in %s; 'agora secret list' lists them", key, store.Dir()))
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			fmt.Fprintf(stdout, "secret %s removed\n", key)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// awsVariables are the AWS_* lines of environ: what a runner gives the
+// workers of dispatches with aws-sm: secret refs.
+func awsVariables(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "AWS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

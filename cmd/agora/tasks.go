@@ -1,0 +1,471 @@
+package main
+
+// The task verbs that read or change a task's state — status, questions,
+// answer, cancel, respawn, continue, rm — and what every verb that talks
+// to the agora server shares: --server, --token and --json, positional
+// arguments among the flags, and the server's errors turned into one line
+// that says what to do.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api"
+)
+
+// defaultServer is where the CLI looks for the API without --server or
+// $AGORA_SERVER: `agora serve` on this machine.
+const defaultServer = "http://127.0.0.1:7070"
+
+// apiFlags are the flags of every verb that talks to the server.
+type apiFlags struct {
+	server, token string
+	json          bool
+}
+
+func newAPIFlags(fs *flag.FlagSet) *apiFlags {
+	a := &apiFlags{}
+	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else "+defaultServer+")")
+	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN)")
+	fs.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
+	return a
+}
+
+// connect settles the server and token (flag, else environment, else
+// default) and returns a client of that server.
+func (a *apiFlags) connect(environ []string) (*client.Client, error) {
+	server, from := a.server, "--server"
+	if server == "" {
+		server, from = getenv(environ, "AGORA_SERVER"), "AGORA_SERVER"
+	}
+	given := server
+	if server == "" {
+		server = defaultServer
+	}
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef("%s %q: want the agora server's URL, e.g. %s", from, given, defaultServer)
+	}
+	a.server = strings.TrimRight(server, "/")
+	if a.token == "" {
+		a.token = getenv(environ, "AGORA_TOKEN")
+	}
+	return client.New(a.server, a.token), nil
+}
+
+// explain turns an error of the client into one line that says what to
+// do; taskID names the task the call was about, if any.
+func (a *apiFlags) explain(err error, taskID string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted")
+	}
+	if e, ok := errors.AsType[*client.Error](err); ok {
+		switch {
+		case e.Code == string(api.CodeNotFound) && taskID != "":
+			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
+		case e.Code == string(api.CodeUnauthorized):
+			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
+		case e.Code == string(api.CodeNoRoute) || e.Code == "":
+			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
+		}
+		return errors.New(plainMessage(e))
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
+	}
+	return err
+}
+
+// plainMessage is the API's message without the sentinel's own words,
+// which repeat what the message says: "task t-1 is finished already: not
+// possible in the task's state" reads "task t-1 is finished already".
+func plainMessage(e *client.Error) string {
+	msg := e.Message
+	if s := api.Code(e.Code).Sentinel(); s != nil {
+		switch {
+		case errors.Is(s, orchestrator.ErrInvalidAnswer), errors.Is(s, orchestrator.ErrInvalidRequest):
+			msg = strings.Replace(msg, s.Error()+": ", "", 1)
+			msg = strings.TrimSuffix(msg, ": "+s.Error())
+		case errors.Is(s, orchestrator.ErrWrongState):
+			msg = strings.TrimSuffix(msg, ": "+s.Error())
+		}
+	}
+	return msg
+}
+
+// parseVerb parses flags anywhere among args (a "--" ends them) and
+// returns the other arguments. -h prints the usage to stdout (errHelp).
+func parseVerb(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			fs.SetOutput(stdout)
+			fmt.Fprintf(stdout, "usage: %s %s\n\nflags:\n", fs.Name(), synopsis)
+			fs.PrintDefaults()
+			return nil, errHelp
+		case err != nil:
+			return nil, usagef("%v; run '%s -h' for the flags", err, fs.Name())
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// verbExit runs main and turns its error into the exit code: 0, 1 for a
+// failure, 2 for a usage error, or the code of an exitOutcome.
+func verbExit(stderr io.Writer, name string, err error) int {
+	if o, ok := errors.AsType[exitOutcome](err); ok {
+		if o.msg != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", name, o.msg)
+		}
+		return o.code
+	}
+	return exitCode(stderr, name, err)
+}
+
+// exitOutcome is an exit code a verb chose, with an optional one-line message.
+type exitOutcome struct {
+	code int
+	msg  string
+}
+
+func (o exitOutcome) Error() string { return o.msg }
+
+// ---- status
+
+const statusSynopsis = "[TASK] [--state STATE] [--label KEY=VALUE] [--json] [--server URL] [--token TOKEN]"
+
+func runStatus(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora status", statusMain(ctx, args, environ, stdout))
+}
+
+// statusMain without TASK is the attention view: the counts and every task
+// with what it needs and the exact next command, what waits for a person
+// first. With TASK it is the task's timeline.
+func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("agora status", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	state := fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
+	label := fs.String("label", "", "only tasks labelled `KEY=VALUE`")
+	pos, err := parseVerb(fs, statusSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 1 {
+		t, err := c.Get(ctx, pos[0])
+		if err != nil {
+			return a.explain(err, pos[0])
+		}
+		if a.json {
+			return writeJSON(stdout, t)
+		}
+		newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
+		return nil
+	}
+	tasks, summary, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.State(*state), Label: *label})
+	if err != nil {
+		return a.explain(err, "")
+	}
+	if a.json {
+		if tasks == nil {
+			tasks = []*orchestrator.Task{}
+		}
+		return writeJSON(stdout, api.TaskList{Tasks: tasks, Summary: summary})
+	}
+	newUI(stdout, environ).writeAttention(stdout, tasks, summary)
+	return nil
+}
+
+// ---- questions
+
+const questionsSynopsis = "[--group] [--json] [--server URL] [--token TOKEN]"
+
+func runQuestions(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora questions", questionsMain(ctx, args, environ, stdout))
+}
+
+// questionsMain lists the open questions, oldest first.
+func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("agora questions", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	group := fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks")
+	pos, err := parseVerb(fs, questionsSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	if *group {
+		return questionsGroupedMain(ctx, c, a, environ, stdout)
+	}
+	qs, err := c.Questions(ctx)
+	if err != nil {
+		return a.explain(err, "")
+	}
+	if a.json {
+		if qs == nil {
+			qs = []orchestrator.QuestionView{}
+		}
+		return writeJSON(stdout, api.QuestionList{Questions: qs})
+	}
+	newUI(stdout, environ).writeQuestions(stdout, qs)
+	return nil
+}
+
+// ---- answer
+
+const answerSynopsis = "TASK ANSWER [--round N | --all-like] [--by NAME] [--json] [--server URL] [--token TOKEN]"
+
+func runAnswer(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora answer", answerMain(ctx, args, environ, stdout))
+}
+
+// answerMain answers a task's open question, by an option's value or its
+// 1-based index. Who answers is --by, else the token's name when a token
+// is given, else $USER.
+func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("agora answer", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	round := fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
+	by := fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
+	allLike := fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
+	pos, err := parseVerb(fs, answerSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
+	}
+	if *round < 0 {
+		return usagef("--round %d: want a round number (1, 2, …)", *round)
+	}
+	if *allLike && *round != 0 {
+		return usagef("--all-like answers each task's open round; drop --round")
+	}
+	if strings.TrimSpace(pos[1]) == "" {
+		return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	who := *by
+	if who == "" && a.token == "" {
+		who = getenv(environ, "USER")
+	}
+	if *allLike {
+		return answerAllLikeMain(ctx, c, a, pos[0], pos[1], who, stdout)
+	}
+	t, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli"})
+	if errors.Is(err, orchestrator.ErrNoQuestion) {
+		return fmt.Errorf("%v; 'agora questions' lists the open ones", a.explain(err, pos[0]))
+	}
+	if err != nil {
+		return a.explain(err, pos[0])
+	}
+	if a.json {
+		return writeJSON(stdout, t)
+	}
+	var answered *orchestrator.Round
+	for i := len(t.Rounds) - 1; i >= 0; i-- {
+		if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
+			answered = r
+			break
+		}
+	}
+	if answered == nil {
+		fmt.Fprintf(stdout, "%s answered; %s\n", t.ID, needsText(t))
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, needsText(t))
+	return nil
+}
+
+// ---- cancel, respawn, continue, rm
+
+const taskOnlySynopsis = "TASK [--json] [--server URL] [--token TOKEN]"
+
+func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", args, environ, stdout,
+		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Cancel(ctx, id) },
+		func(t *orchestrator.Task) string {
+			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, outcomeDetail(t), t.ID)
+		}))
+}
+
+func runRespawn(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", args, environ, stdout,
+		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Respawn(ctx, id) },
+		func(t *orchestrator.Task) string {
+			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
+		}))
+}
+
+func outcomeDetail(t *orchestrator.Task) string {
+	if t.Outcome != nil {
+		return t.Outcome.Detail
+	}
+	return stateLabel(t.State)
+}
+
+// taskOpMain is a verb that takes one TASK and changes it.
+func taskOpMain(ctx context.Context, name string, args, environ []string, stdout io.Writer,
+	op func(*client.Client, string) (*orchestrator.Task, error), done func(*orchestrator.Task) string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	pos, err := parseVerb(fs, taskOnlySynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one TASK, e.g. %s t-42 ('agora status' lists the tasks)", name)
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	t, err := op(c, pos[0])
+	if err != nil {
+		return a.explainOp(ctx, c, err, pos[0])
+	}
+	if a.json {
+		return writeJSON(stdout, t)
+	}
+	fmt.Fprintln(stdout, done(t))
+	return nil
+}
+
+// explainOp is explain plus, for an operation the task's state does not
+// allow, the command that fits its state.
+func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, taskID string) error {
+	line := a.explain(err, taskID)
+	if !errors.Is(err, orchestrator.ErrWrongState) {
+		return line
+	}
+	t, gerr := c.Get(ctx, taskID)
+	if gerr != nil {
+		return line
+	}
+	if next := nextAction(t); next != "" {
+		return fmt.Errorf("%v; what fits now: %s", line, next)
+	}
+	return line
+}
+
+const continueSynopsis = "TASK MESSAGE [--by NAME] [--json] [--server URL] [--token TOKEN]"
+
+func runContinue(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora continue", continueMain(ctx, args, environ, stdout))
+}
+
+// continueMain gives a finished task a follow-up message: a new round.
+func continueMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("agora continue", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	by := fs.String("by", "", "who continues, recorded in the timeline (default: the token's name, else $USER)")
+	pos, err := parseVerb(fs, continueSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
+		return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	who := *by
+	if who == "" && a.token == "" {
+		who = getenv(environ, "USER")
+	}
+	t, err := c.Continue(ctx, pos[0], pos[1], who)
+	if err != nil {
+		return a.explainOp(ctx, c, err, pos[0])
+	}
+	if a.json {
+		return writeJSON(stdout, t)
+	}
+	fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, roundText(lastRound(t)), t.ID)
+	return nil
+}
+
+func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora rm", removeMain(ctx, args, environ, stdout))
+}
+
+// removeMain deletes a task and its stored output (cancelling it first if
+// it has not ended).
+func removeMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("agora rm", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	pos, err := parseVerb(fs, taskOnlySynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one TASK, e.g. agora rm t-42 ('agora status' lists the tasks)")
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	if err := c.Remove(ctx, pos[0]); err != nil {
+		return a.explain(err, pos[0])
+	}
+	if a.json {
+		return writeJSON(stdout, orchestrator.Change{TaskID: pos[0], Removed: true})
+	}
+	fmt.Fprintf(stdout, "removed %s and its stored output\n", pos[0])
+	return nil
+}

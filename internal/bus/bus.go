@@ -1,0 +1,208 @@
+// Package bus is agora's one seam to NATS JetStream: the subjects and
+// streams, publishing lifecycle events with their de-duplication id, and
+// reading them back. It imports only schemas from this module, and
+// github.com/nats-io/nats.go (never nats-server: the worker links this
+// package and must stay small).
+//
+// # Subjects and streams
+//
+// Lifecycle events go to EventSubject(id) = "agora.events.<dispatch_id>" in
+// stream AGORA_EVENTS (subjects "agora.events.>"), each with the header
+// Nats-Msg-Id = Event.MsgID() = "<dispatch_id>.<kind>". LogSubject,
+// ControlSubject and QueueStream are reserved for the runner and the
+// orchestrator; this package creates no stream for them yet. A dispatch id
+// is one subject token: non-empty, without '.', '*', '>' or white space.
+//
+// AGORA_EVENTS is a file-stored, limits-retention stream with
+//   - MaxAge 30 days (EventMaxAge): long enough to inspect any dispatch a
+//     person still cares about, short enough that the stream does not grow
+//     without bound; the orchestrator keeps its own state in KV.
+//   - a 24 hour duplicate window (EventDuplicateWindow): the runner may
+//     recover a terminal event from a container's stdout long after the worker
+//     tried to publish it (a runner restarted overnight adopts finished
+//     containers), and each remembered id costs the server a few dozen bytes.
+//     Past the window a re-published event is stored twice; readers take the
+//     first terminal event (TerminalEvent), so that is still harmless.
+//
+// EnsureEventStream owns the subjects, max age and duplicate window; it
+// leaves replicas and placement as an operator set them.
+//
+// # Connecting to a server that is down
+//
+// Connect makes one bounded attempt (Options.ConnectTimeout, and ctx) and
+// returns a Bus even when the server is unreachable: nats.go keeps
+// reconnecting in the background (RetryOnFailedConnect, every
+// Options.ReconnectWait, forever until Close). While it is not connected a
+// publish fails at once with ErrNotConnected instead of being buffered, so
+// PublishEventRetry retries with its own backoff and succeeds as soon as the
+// server is up within its window; nothing is sent twice by a reconnect, and
+// the msg-id makes our own retries harmless.
+//
+// # Reading events
+//
+// Events reads a dispatch's events with the stream's message-get API, by
+// subject and sequence ("first message at or after seq on this subject"),
+// until the server reports that there is none: no consumer to create or
+// clean up, no waiting. A dispatch has a handful of events, so one request
+// per event is cheap. Kinds outside the closed vocabulary are logged and
+// skipped; StoredEvents returns everything stored, raw, for diagnostics and
+// tests.
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults for Options.
+const (
+	DefaultName           = "agora"
+	DefaultConnectTimeout = 2 * time.Second
+	DefaultReconnectWait  = 250 * time.Millisecond
+	DefaultPublishTimeout = 5 * time.Second
+)
+
+// Options configures a Bus.
+type Options struct {
+	// Name is the client connection name the server shows; default DefaultName.
+	Name string
+	// Logger receives the bus's logs; default discards them.
+	Logger *slog.Logger
+	// ConnectTimeout bounds the first connection attempt (dial and
+	// handshake); ctx's deadline bounds it too. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ReconnectWait is the pause between reconnection attempts while the
+	// server is unreachable; default DefaultReconnectWait.
+	ReconnectWait time.Duration
+	// PublishTimeout bounds one publish attempt (request and ack), on top of
+	// ctx; default DefaultPublishTimeout.
+	PublishTimeout time.Duration
+	// OnRetry, when set, is called by PublishEventRetry after each failed
+	// attempt that will be retried, on the caller's goroutine, before the
+	// backoff pause. attempt counts from 1.
+	OnRetry func(attempt int, err error)
+}
+
+// WithDefaults returns o with every unset field set to its default.
+func (o Options) WithDefaults() Options {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ReconnectWait <= 0 {
+		o.ReconnectWait = DefaultReconnectWait
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = DefaultPublishTimeout
+	}
+	return o
+}
+
+// ErrNotConnected means the bus has no live connection to the server right
+// now; it is reconnecting in the background and a retry may succeed.
+var ErrNotConnected = errors.New("not connected to NATS")
+
+// ErrClosed means the Bus was closed.
+var ErrClosed = errors.New("bus closed")
+
+// Bus is a connection to NATS JetStream. It is safe for concurrent use.
+type Bus struct {
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	opts      Options
+	log       *slog.Logger
+	closeOnce sync.Once
+}
+
+// Connect connects to the NATS server at url. It returns once the first
+// attempt has succeeded or failed, bounded by ctx and opts.ConnectTimeout;
+// when it failed, the Bus keeps reconnecting in the background and Connect
+// still succeeds (see the package comment). It fails for a malformed url or
+// a ctx that is already done.
+func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
+	opts = opts.WithDefaults()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", url, context.Cause(ctx))
+	}
+	timeout := opts.ConnectTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("connect to %s: %w", url, context.DeadlineExceeded)
+	}
+	log := opts.Logger.With("nats_url", url)
+	nc, err := nats.Connect(url,
+		nats.Name(opts.Name),
+		nats.Timeout(timeout),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(opts.ReconnectWait),
+		nats.NoCallbacksAfterClientClose(),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("nats connected") }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.Warn("nats async error", "err", err)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connect to %s: jetstream: %w", url, err)
+	}
+	if nc.IsConnected() {
+		log.Debug("nats connected")
+	} else {
+		log.Warn("nats not reachable yet; reconnecting in the background", "reconnect_wait", opts.ReconnectWait)
+	}
+	return &Bus{nc: nc, js: js, opts: opts, log: opts.Logger}, nil
+}
+
+// Close closes the connection. Publishes are synchronous, so nothing is left
+// to drain; a publish in flight fails. Close is idempotent.
+func (b *Bus) Close() {
+	b.closeOnce.Do(b.nc.Close)
+}
+
+// Connected reports whether the bus is connected to a server right now.
+func (b *Bus) Connected() bool { return b.nc.IsConnected() }
+
+// MaxPayload is the largest message (headers included) the connected server
+// accepts, 0 while not connected. NATS's default is 1 MiB.
+func (b *Bus) MaxPayload() int64 {
+	if !b.nc.IsConnected() {
+		return 0
+	}
+	return b.nc.MaxPayload()
+}
+
+// ready fails fast when the connection cannot carry a request right now.
+func (b *Bus) ready() error {
+	switch st := b.nc.Status(); st {
+	case nats.CONNECTED:
+		return nil
+	case nats.CLOSED:
+		return ErrClosed
+	default:
+		return fmt.Errorf("%w (%s)", ErrNotConnected, st)
+	}
+}

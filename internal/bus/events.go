@@ -1,0 +1,117 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agoradev/agora/schemas"
+)
+
+// StoredEvent is one message stored on a dispatch's event subject, as it is
+// stored, whatever its kind.
+type StoredEvent struct {
+	// Sequence is the message's stream sequence.
+	Sequence uint64
+	// Time is when the stream stored it.
+	Time time.Time
+	// MsgID is its Nats-Msg-Id header.
+	MsgID string
+	// Kind is its JSON "kind" field, read loosely: "" when Data is not a JSON
+	// object with a string kind. It may be a kind outside the vocabulary.
+	Kind schemas.EventKind
+	// Data is the message body.
+	Data []byte
+}
+
+// StoredEvents returns every message stored on EventSubject(dispatchID), in
+// stream order, without interpreting it beyond Kind. It reads until the
+// server has no further message for the subject; a missing stream means no
+// events.
+func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEvent, error) {
+	subject := EventSubject(dispatchID)
+	if err := ValidateDispatchID(dispatchID); err != nil {
+		return nil, fmt.Errorf("read events from %s: %w", subject, err)
+	}
+	if err := b.ready(); errors.Is(err, ErrClosed) {
+		return nil, fmt.Errorf("read events from %s: %w", subject, err)
+	}
+	st, err := b.js.Stream(ctx, EventStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read events from %s: look up stream %s: %w", subject, EventStream, err)
+	}
+	var out []StoredEvent
+	for seq := uint64(1); ; {
+		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read events from %s at sequence %d: %w", subject, seq, err)
+		}
+		var head struct {
+			Kind schemas.EventKind `json:"kind"`
+		}
+		_ = json.Unmarshal(msg.Data, &head) // loose: Kind stays "" when the body is not an event
+		out = append(out, StoredEvent{
+			Sequence: msg.Sequence,
+			Time:     msg.Time,
+			MsgID:    msg.Header.Get(jetstream.MsgIDHeader),
+			Kind:     head.Kind,
+			Data:     msg.Data,
+		})
+		seq = msg.Sequence + 1
+	}
+}
+
+// Events returns the lifecycle events stored for dispatchID, in the order
+// they were stored. Messages whose kind is outside the vocabulary, that do
+// not decode, or that name another dispatch are logged and skipped.
+func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, error) {
+	stored, err := b.StoredEvents(ctx, dispatchID)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]schemas.Event, 0, len(stored))
+	for _, se := range stored {
+		log := b.log.With("dispatch_id", dispatchID, "seq", se.Sequence, "kind", se.Kind)
+		if !se.Kind.Known() {
+			log.Warn("skip event of unknown kind")
+			continue
+		}
+		var ev schemas.Event
+		if err := json.Unmarshal(se.Data, &ev); err != nil {
+			log.Warn("skip event that does not decode", "err", err)
+			continue
+		}
+		if ev.DispatchID != dispatchID {
+			log.Warn("skip event of another dispatch", "event_dispatch_id", ev.DispatchID)
+			continue
+		}
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
+// TerminalEvent returns dispatchID's terminal event (finished, needs_input,
+// failed or cancelled), nil when there is none yet. Should more than one be
+// stored, the first one counts.
+func (b *Bus) TerminalEvent(ctx context.Context, dispatchID string) (*schemas.Event, error) {
+	events, err := b.Events(ctx, dispatchID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range events {
+		if events[i].Kind.Terminal() {
+			return &events[i], nil
+		}
+	}
+	return nil, nil
+}

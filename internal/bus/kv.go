@@ -1,0 +1,237 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agoradev/agora/schemas"
+)
+
+// KV errors callers branch on.
+var (
+	ErrKeyNotFound = errors.New("key not found")
+	ErrKeyExists   = errors.New("key exists")
+	// ErrRevision: the key changed since it was read (compare-and-swap lost).
+	ErrRevision = errors.New("key changed since it was read")
+)
+
+// KV is one JetStream key-value bucket; every write can be a
+// compare-and-swap on the key's revision.
+type KV struct {
+	kv     jetstream.KeyValue
+	bucket string
+}
+
+// KeyValue opens bucket, creating it (file storage) when absent.
+func (b *Bus) KeyValue(ctx context.Context, bucket, description string) (*KV, error) {
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: description, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	return &KV{kv: kv, bucket: bucket}, nil
+}
+
+func (k *KV) wrap(op, key string, err error) error {
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		err = ErrKeyNotFound
+	case errors.Is(err, jetstream.ErrKeyExists):
+		err = ErrKeyExists
+	default:
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			err = fmt.Errorf("%w: %w", ErrRevision, err)
+		}
+	}
+	return fmt.Errorf("%s %s/%s: %w", op, k.bucket, key, err)
+}
+
+// Get returns key's value and revision.
+func (k *KV) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+	e, err := k.kv.Get(ctx, key)
+	if err != nil {
+		return nil, 0, k.wrap("get", key, err)
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// Create stores key only when it does not exist (ErrKeyExists otherwise).
+func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
+	rev, err := k.kv.Create(ctx, key, value)
+	if err != nil {
+		return 0, k.wrap("create", key, err)
+	}
+	return rev, nil
+}
+
+// Update stores key only when its revision is still rev (ErrRevision otherwise).
+func (k *KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	rev, err := k.kv.Update(ctx, key, value, rev)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// nats.go reports a lost compare-and-swap as "key exists".
+		return 0, fmt.Errorf("update %s/%s: %w: %w", k.bucket, key, ErrRevision, err)
+	}
+	if err != nil {
+		return 0, k.wrap("update", key, err)
+	}
+	return rev, nil
+}
+
+// Put stores key whatever was there.
+func (k *KV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	rev, err := k.kv.Put(ctx, key, value)
+	if err != nil {
+		return 0, k.wrap("put", key, err)
+	}
+	return rev, nil
+}
+
+// Delete removes key (and its history); a missing key is no error.
+func (k *KV) Delete(ctx context.Context, key string) error {
+	if err := k.kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return k.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// Each calls fn for every live key and its value and revision.
+func (k *KV) Each(ctx context.Context, fn func(key string, value []byte, rev uint64) error) error {
+	w, err := k.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("read bucket %s: %w", k.bucket, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("read bucket %s: the watch ended before it caught up", k.bucket)
+			}
+			if e == nil { // caught up
+				return nil
+			}
+			if err := fn(e.Key(), e.Value(), e.Revision()); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Follow calls fn with every live key's value, then caughtUp once, then fn
+// for every change (value nil when deleted) until ctx ends — one ordered
+// watch, so no change falls between the snapshot and the updates. When the
+// watch ends for another reason, lost is called. It returns once watching.
+func (k *KV) Follow(ctx context.Context, fn func(key string, value []byte, rev uint64), caughtUp, lost func()) error {
+	w, err := k.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("follow bucket %s: %w", k.bucket, err)
+	}
+	go pump(ctx, w, fn, caughtUp, lost)
+	return nil
+}
+
+// Watch calls fn for every change from now on (value nil when deleted)
+// until ctx ends. It returns once watching.
+func (k *KV) Watch(ctx context.Context, fn func(key string, value []byte, rev uint64)) error {
+	w, err := k.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("watch bucket %s: %w", k.bucket, err)
+	}
+	go pump(ctx, w, fn, func() {}, func() {})
+	return nil
+}
+
+// pump hands a watcher's entries to fn until ctx ends or the watcher does.
+func pump(ctx context.Context, w jetstream.KeyWatcher, fn func(key string, value []byte, rev uint64), caughtUp, lost func()) {
+	defer w.Stop()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() == nil {
+					lost()
+				}
+				return
+			}
+			if e == nil {
+				caughtUp()
+				continue
+			}
+			var v []byte
+			if e.Operation() == jetstream.KeyValuePut {
+				v = e.Value()
+			}
+			fn(e.Key(), v, e.Revision())
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ConsumeEvents delivers every event in AGORA_EVENTS to fn through the
+// durable consumer named durable, from the first one it has not
+// acknowledged. An event is acknowledged only when fn returns nil; an error
+// redelivers it after a pause. Unknown kinds are logged and acknowledged
+// (consumers skip what they do not know). It returns once consuming; ctx
+// ends it.
+func (b *Bus) ConsumeEvents(ctx context.Context, durable string, fn func(ctx context.Context, ev schemas.Event) error) error {
+	if err := b.EnsureEventStream(ctx); err != nil {
+		return err
+	}
+	c, err := b.js.CreateOrUpdateConsumer(ctx, EventStream, jetstream.ConsumerConfig{
+		Durable:       durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 1, // in order: a task's events must apply in sequence
+		FilterSubject: EventSubjects,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", durable, EventStream, err)
+	}
+	cc, err := c.Consume(func(msg jetstream.Msg) {
+		ev, err := schemas.ParseEvent(msg.Data())
+		if err != nil {
+			b.log.Warn("event that breaks the schema; skipped", "subject", msg.Subject(), "error", err)
+			_ = msg.Ack()
+			return
+		}
+		if !ev.Kind.Known() {
+			b.log.Info("event of an unknown kind; skipped", "kind", ev.Kind)
+			_ = msg.Ack()
+			return
+		}
+		if err := fn(ctx, *ev); err != nil {
+			b.log.Warn("event not applied; redelivering", "kind", ev.Kind, "dispatch_id", ev.DispatchID, "error", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+		if err := msg.DoubleAck(ctx); err != nil {
+			b.log.Warn("acknowledge event", "error", err)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", EventStream, err)
+	}
+	go func() {
+		<-ctx.Done()
+		cc.Stop()
+	}()
+	return nil
+}
+
+// PublishAccepted records that the orchestrator accepted and queued a
+// dispatch: the one kind the orchestrator publishes.
+func (b *Bus) PublishAccepted(ctx context.Context, spec *schemas.DispatchSpec) error {
+	ev := schemas.Event{Kind: schemas.KindAccepted, DispatchID: spec.DispatchID, TaskID: spec.TaskID,
+		Round: spec.EffectiveRound(), Time: time.Now().UTC(), Subagent: spec.Subagent.Name, Runtime: spec.Subagent.Runtime}
+	_, err := b.PublishEvent(ctx, ev)
+	return err
+}

@@ -1,0 +1,292 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/agoradev/agora/internal/compute"
+)
+
+// Create implements compute.Engine.
+func (e *Engine) Create(ctx context.Context, spec compute.ContainerSpec) (string, error) {
+	if err := spec.Validate(); err != nil {
+		return "", fmt.Errorf("create container %s: %w", describe(spec), err)
+	}
+	cfg, hostCfg := e.containerConfig(spec)
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	resp, err := e.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
+	switch {
+	case cerrdefs.IsConflict(err):
+		return "", fmt.Errorf("create container %s: %w: %w", describe(spec), compute.ErrAlreadyExists, err)
+	case cerrdefs.IsNotFound(err):
+		return "", fmt.Errorf("create container %s: %w: %w", describe(spec), compute.ErrImageNotFound, err)
+	case err != nil:
+		return "", fmt.Errorf("create container %s: %w", describe(spec), err)
+	}
+	for _, w := range resp.Warnings {
+		e.cfg.Logger.Warn("docker create warning", "container_id", resp.ID, "container_name", spec.Name, "warning", w)
+	}
+	return resp.ID, nil
+}
+
+// describe names a container to be created in errors: "name (image)".
+func describe(spec compute.ContainerSpec) string {
+	if spec.Name == "" {
+		return "(" + spec.Image + ")"
+	}
+	return spec.Name + " (" + spec.Image + ")"
+}
+
+// containerConfig turns a validated spec into the Docker create request,
+// hardening included.
+func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config, *container.HostConfig) {
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[compute.LabelManaged] = "true"
+	cfg := &container.Config{
+		Image:      spec.Image,
+		Entrypoint: spec.Entrypoint,
+		Cmd:        spec.Cmd,
+		Env:        spec.Env,
+		Labels:     labels,
+		User:       spec.User,
+		WorkingDir: spec.WorkingDir,
+		StopSignal: spec.StopSignal,
+	}
+	if spec.StopTimeout > 0 {
+		s := seconds(spec.StopTimeout)
+		cfg.StopTimeout = &s
+	}
+	network := spec.NetworkMode
+	if network == "" {
+		network = compute.NetworkNone
+	}
+	tmpfs := spec.TmpfsBytes
+	if tmpfs == 0 {
+		tmpfs = compute.DefaultTmpfsBytes
+	}
+	initProcess := spec.Init
+	hostCfg := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(network),
+		ExtraHosts:     spec.ExtraHosts,
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		CapDrop:        []string{"ALL"},
+		ReadonlyRootfs: !spec.WritableRootfs,
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(tmpfs, 10)},
+		Init:           &initProcess,
+		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		LogConfig: container.LogConfig{
+			Type:   "json-file",
+			Config: map[string]string{"max-size": strconv.FormatInt(e.cfg.LogMaxBytes, 10), "max-file": "1"},
+		},
+		Resources: container.Resources{
+			NanoCPUs: spec.Resources.NanoCPUs,
+			Memory:   spec.Resources.MemoryBytes,
+		},
+	}
+	if m := spec.Resources.MemoryBytes; m > 0 {
+		hostCfg.MemorySwap = m // memory + swap = memory: no swap
+	}
+	if p := spec.Resources.PidsLimit; p > 0 {
+		hostCfg.PidsLimit = &p
+	}
+	for _, m := range spec.Mounts {
+		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
+			Type:     mount.TypeBind,
+			Source:   m.Source,
+			Target:   m.Target,
+			ReadOnly: m.ReadOnly,
+		})
+	}
+	return cfg, hostCfg
+}
+
+// Start implements compute.Engine.
+func (e *Engine) Start(ctx context.Context, id string) error {
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	if err := e.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start container %s: %w", id, notFound(err))
+	}
+	return nil
+}
+
+// Wait implements compute.Engine. It has no timeout of its own; once the
+// container has stopped it inspects it (bounded) for OOMKilled.
+func (e *Engine) Wait(ctx context.Context, id string) (compute.ExitResult, error) {
+	resC, errC := e.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	var res compute.ExitResult
+	select {
+	case err := <-errC:
+		return res, fmt.Errorf("wait for container %s: %w", id, notFound(err))
+	case r := <-resC:
+		res.ExitCode = int(r.StatusCode)
+		if r.Error != nil && r.Error.Message != "" {
+			res.Err = errors.New(r.Error.Message)
+		}
+	}
+	res.Signal = signalName(res.ExitCode)
+	// The container has stopped: the outcome must be completed even when the
+	// caller's context ends right now.
+	ictx, cancel := e.callContext(context.WithoutCancel(ctx))
+	defer cancel()
+	info, err := e.cli.ContainerInspect(ictx, id)
+	if err != nil {
+		return res, fmt.Errorf("inspect container %s after wait: %w", id, notFound(err))
+	}
+	if info.State != nil {
+		res.OOMKilled = info.State.OOMKilled
+		if info.State.Error != "" && res.Err == nil {
+			res.Err = errors.New(info.State.Error)
+		}
+	}
+	return res, nil
+}
+
+// Logs implements compute.Engine. Without follow it is bounded by the call
+// timeout; with follow only by ctx.
+func (e *Engine) Logs(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) error {
+	if !follow {
+		var cancel context.CancelFunc
+		ctx, cancel = e.callContext(ctx)
+		defer cancel()
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	rc, err := e.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow})
+	if err != nil {
+		return fmt.Errorf("logs of container %s: %w", id, notFound(err))
+	}
+	defer rc.Close()
+	// Containers never get a TTY, so the stream is always multiplexed.
+	if _, err := stdcopy.StdCopy(stdout, stderr, rc); err != nil {
+		if ctxErr := context.Cause(ctx); ctxErr != nil {
+			err = ctxErr
+		}
+		return fmt.Errorf("logs of container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Stop implements compute.Engine. The call is bounded by grace plus the
+// call timeout.
+func (e *Engine) Stop(ctx context.Context, id string, grace time.Duration) error {
+	s := seconds(grace)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s)*time.Second+e.cfg.CallTimeout)
+	defer cancel()
+	if err := e.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &s}); err != nil {
+		return fmt.Errorf("stop container %s: %w", id, notFound(err))
+	}
+	return nil
+}
+
+// Remove implements compute.Engine.
+func (e *Engine) Remove(ctx context.Context, id string) error {
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	err := e.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
+		return nil // another Remove got there first
+	}
+	return fmt.Errorf("remove container %s: %w", id, err)
+}
+
+// List implements compute.Engine.
+func (e *Engine) List(ctx context.Context, labels map[string]string) ([]compute.Container, error) {
+	args := filters.NewArgs(filters.Arg("label", compute.LabelManaged+"=true"))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args.Add("label", k+"="+labels[k])
+	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]compute.Container, 0, len(list))
+	for _, c := range list {
+		var name string
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, compute.Container{
+			ID:       c.ID,
+			Name:     name,
+			Labels:   c.Labels,
+			State:    c.State,
+			ExitCode: exitCodeFromStatus(c.Status),
+			Created:  time.Unix(c.Created, 0),
+		})
+	}
+	slices.SortStableFunc(out, func(a, b compute.Container) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// exitedStatus matches the daemon's status line of an exited container,
+// "Exited (137) 5 seconds ago".
+var exitedStatus = regexp.MustCompile(`^Exited \((-?\d+)\)`)
+
+func exitCodeFromStatus(status string) int {
+	m := exitedStatus.FindStringSubmatch(status)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// seconds rounds d up to whole seconds, as the API counts them.
+func seconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// signalNames are the Linux signal numbers: containers run Linux whatever
+// the client's OS.
+var signalNames = map[int]string{
+	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+	7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
+	13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD",
+	18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU",
+	23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ", 26: "SIGVTALRM", 27: "SIGPROF",
+	28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
+}
+
+// signalName names the signal an exit code above 128 stands for.
+func signalName(code int) string {
+	if code <= 128 {
+		return ""
+	}
+	return signalNames[code-128]
+}

@@ -1,0 +1,91 @@
+package compute
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// DefaultTmpfsBytes is the size of the /tmp tmpfs when the spec leaves
+// TmpfsBytes zero.
+const DefaultTmpfsBytes = 64 << 20
+
+// Validate reports every problem of the spec, each wrapped in ErrInvalidSpec.
+// It is pure: it looks at nothing outside the spec.
+func (s ContainerSpec) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidSpec}, args...)...))
+	}
+	if strings.TrimSpace(s.Image) == "" {
+		bad("image is required")
+	}
+	if err := validateUser(s.User); err != nil {
+		bad("user: %v", err)
+	}
+	switch s.NetworkMode {
+	case "", NetworkNone, NetworkBridge, NetworkHost:
+	default:
+		bad("network mode %q: want %q, %q or %q", s.NetworkMode, NetworkNone, NetworkBridge, NetworkHost)
+	}
+	if s.WorkingDir != "" && !path.IsAbs(s.WorkingDir) {
+		bad("working dir %q is not absolute", s.WorkingDir)
+	}
+	for i, m := range s.Mounts {
+		switch {
+		case m.Source == "" || !path.IsAbs(m.Source):
+			bad("mount %d: source %q is not an absolute host path", i, m.Source)
+		case m.Target == "" || !path.IsAbs(m.Target):
+			bad("mount %d: target %q is not an absolute path", i, m.Target)
+		case path.Clean(m.Target) == "/" || path.Clean(m.Target) == "/tmp":
+			bad("mount %d: target %q is reserved", i, m.Target)
+		}
+	}
+	for _, kv := range s.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			bad("env %q is not KEY=value", kv)
+		}
+	}
+	for k := range s.Labels {
+		if k == "" {
+			bad("empty label key")
+		}
+	}
+	if v, ok := s.Labels[LabelManaged]; ok && v != "true" {
+		bad("label %s=%q: the engine sets it to \"true\"", LabelManaged, v)
+	}
+	for _, h := range s.ExtraHosts {
+		if host, ip, ok := strings.Cut(h, ":"); !ok || host == "" || ip == "" {
+			bad("extra host %q is not host:ip", h)
+		}
+	}
+	r := s.Resources
+	if r.NanoCPUs < 0 || r.MemoryBytes < 0 || r.PidsLimit < 0 {
+		bad("resources must not be negative: %+v", r)
+	}
+	if r.MemoryBytes != 0 && r.MemoryBytes < 6<<20 {
+		bad("memory limit %d bytes is below the engine's minimum of 6 MiB", r.MemoryBytes)
+	}
+	if s.StopTimeout < 0 || s.TmpfsBytes < 0 {
+		bad("stop timeout and tmpfs size must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// validateUser refuses an empty user and root, by name or by uid.
+func validateUser(u string) error {
+	if u == "" {
+		return errors.New("required: containers never run as root")
+	}
+	name, group, _ := strings.Cut(u, ":")
+	switch strings.TrimLeft(name, "0") {
+	case "", "root":
+		// "0", "00" and "root" are root; so is an empty name before ":gid".
+		return fmt.Errorf("%q runs as root", u)
+	}
+	if strings.ContainsAny(u, " \t\n") || strings.Contains(group, ":") {
+		return fmt.Errorf("%q is not uid[:gid] or name[:group]", u)
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/runner"
+)
+
+// scrapeTimeout bounds the read of the tasks behind one scrape
+// (Prometheus's own default scrape timeout).
+const scrapeTimeout = 10 * time.Second
+
+// Histogram buckets. A human answers in minutes to days; a dispatch runs
+// for seconds to its 1h default timeout; a task allows 10 rounds by default.
+var (
+	answerWaitBuckets = []float64{1, 5, 15, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600}
+	dispatchBuckets   = []float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600}
+	roundBuckets      = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+)
+
+// dispatchOutcomes are the states a round ends its dispatch in: the values
+// of agora_dispatch_duration_seconds's outcome label.
+var dispatchOutcomes = []orchestrator.State{orchestrator.StateFinished, orchestrator.StateNeedsInput,
+	orchestrator.StateFailed, orchestrator.StateCancelled}
+
+// metricsHandler serves the stack's metrics in the Prometheus exposition
+// format, behind the API's token rule (authorizer).
+func (s *Stack) metricsHandler() (http.Handler, error) {
+	auth, err := newAuthorizer(s.cfg.Tokens, s.log)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	cs := []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	if s.orch != nil {
+		cs = append(cs, newTaskCollector(s.orch, s.log))
+	}
+	if s.runner != nil {
+		cs = append(cs, runnerCollectors(s.runner, s.cfg.RunnerID, s.cfg.Slots)...)
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      promLogger{s.log},
+		ErrorHandling: promhttp.ContinueOnError, // a failed task read still serves the runner's and the process's metrics
+		Timeout:       scrapeTimeout + 5*time.Second,
+	})
+	return auth.wrap(h), nil
+}
+
+// runnerCollectors are the slot gauges of the runner in this process.
+func runnerCollectors(r *runner.Runner, id string, slots int) []prometheus.Collector {
+	labels := prometheus.Labels{"runner": id}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_runner_slots", ConstLabels: labels,
+			Help: "Dispatches this runner may run at once (--slots)."},
+			func() float64 { return float64(slots) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_runner_slots_in_use", ConstLabels: labels,
+			Help: "Dispatches this runner is running now."},
+			// Active, not InUse: InUse also counts the slot held while
+			// waiting for the next request.
+			func() float64 { return float64(len(r.Active())) }),
+	}
+}
+
+// taskCollector derives the task metrics from the stored tasks at every
+// scrape, as kube-state-metrics does from the Kubernetes API: the numbers
+// are the same from every orchestrator replica and survive restarts, and
+// there is nothing to keep in step with the task store. The histograms
+// count the rounds and tasks still stored: `agora rm` lowers them, which
+// Prometheus reads as a counter reset.
+type taskCollector struct {
+	list                                         func(context.Context) ([]*orchestrator.Task, error)
+	log                                          *slog.Logger
+	tasks, questions, answerWait, rounds, dispat *prometheus.Desc
+}
+
+func newTaskCollector(o *orchestrator.Orchestrator, log *slog.Logger) *taskCollector {
+	return &taskCollector{
+		list: func(ctx context.Context) ([]*orchestrator.Task, error) {
+			tasks, _, err := o.List(ctx, orchestrator.ListOptions{})
+			return tasks, err
+		},
+		log: log,
+		tasks: prometheus.NewDesc("agora_tasks", "Tasks by state.",
+			[]string{"state"}, nil),
+		questions: prometheus.NewDesc("agora_open_questions", "Questions waiting for an answer.",
+			nil, nil),
+		answerWait: prometheus.NewDesc("agora_answer_wait_seconds", "Time from a question to its accepted answer (or assumed default), over the answered rounds of the stored tasks.",
+			nil, nil),
+		rounds: prometheus.NewDesc("agora_task_rounds", "Rounds per ended task (finished, failed, cancelled or expired).",
+			nil, nil),
+		dispat: prometheus.NewDesc("agora_dispatch_duration_seconds", "Run time of dispatches, from dispatch.started to their terminal event, by how they ended.",
+			[]string{"outcome"}, nil),
+	}
+}
+
+func (c *taskCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tasks, c.questions, c.answerWait, c.rounds, c.dispat} {
+		ch <- d
+	}
+}
+
+func (c *taskCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	tasks, err := c.list(ctx)
+	if err != nil {
+		c.log.Warn("metrics: list tasks", "error", err)
+		ch <- prometheus.NewInvalidMetric(c.tasks, fmt.Errorf("list tasks: %w", err))
+		return
+	}
+	m := taskMetricsOf(tasks)
+	for _, st := range orchestrator.States {
+		ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(m.byState[st]), string(st))
+	}
+	ch <- prometheus.MustNewConstMetric(c.questions, prometheus.GaugeValue, float64(m.openQuestions))
+	ch <- m.answerWait.metric(c.answerWait)
+	ch <- m.rounds.metric(c.rounds)
+	for _, out := range dispatchOutcomes {
+		ch <- m.dispatch[out].metric(c.dispat, string(out))
+	}
+}
+
+// taskMetrics is what one scrape reports about the tasks.
+type taskMetrics struct {
+	byState       map[orchestrator.State]int
+	openQuestions int
+	answerWait    *histogram
+	rounds        *histogram
+	dispatch      map[orchestrator.State]*histogram
+}
+
+// taskMetricsOf computes the task metrics from the stored tasks.
+func taskMetricsOf(tasks []*orchestrator.Task) taskMetrics {
+	m := taskMetrics{
+		byState:    map[orchestrator.State]int{},
+		answerWait: newHistogram(answerWaitBuckets),
+		rounds:     newHistogram(roundBuckets),
+		dispatch:   map[orchestrator.State]*histogram{},
+	}
+	for _, out := range dispatchOutcomes {
+		m.dispatch[out] = newHistogram(dispatchBuckets)
+	}
+	for _, t := range tasks {
+		m.byState[t.State]++
+		if t.State.Terminal() {
+			m.rounds.observe(float64(len(t.Rounds)))
+		}
+		for i := range t.Rounds {
+			r := &t.Rounds[i]
+			if a := r.Answer; a != nil {
+				m.answerWait.observe(float64(a.WaitMS) / 1000)
+			}
+			if h := m.dispatch[r.State]; h != nil && !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+				h.observe(max(r.EndedAt.Sub(r.StartedAt).Seconds(), 0))
+			}
+		}
+		if n := len(t.Rounds); t.State == orchestrator.StateNeedsInput && n > 0 &&
+			t.Rounds[n-1].Question != nil && t.Rounds[n-1].Answer == nil {
+			m.openQuestions++
+		}
+	}
+	return m
+}
+
+// histogram accumulates observations for a constant Prometheus histogram.
+type histogram struct {
+	bounds []float64
+	counts []uint64 // per bucket, not cumulative
+	count  uint64
+	sum    float64
+}
+
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds))}
+}
+
+func (h *histogram) observe(v float64) {
+	h.count++
+	h.sum += v
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+			return
+		}
+	}
+}
+
+func (h *histogram) metric(d *prometheus.Desc, labels ...string) prometheus.Metric {
+	cum := make(map[float64]uint64, len(h.bounds))
+	var n uint64
+	for i, b := range h.bounds {
+		n += h.counts[i]
+		cum[b] = n
+	}
+	return prometheus.MustNewConstHistogram(d, h.count, h.sum, cum, labels...)
+}
+
+// promLogger sends promhttp's errors to slog.
+type promLogger struct{ log *slog.Logger }
+
+func (l promLogger) Println(v ...any) { l.log.Error("metrics: " + fmt.Sprint(v...)) }

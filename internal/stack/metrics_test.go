@@ -1,0 +1,241 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/schemas"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// round is a round that ran for d and ended in state.
+func round(n int, state orchestrator.State, d time.Duration) orchestrator.Round {
+	return orchestrator.Round{N: n, State: state, StartedAt: t0, EndedAt: t0.Add(d)}
+}
+
+// asked is a round that asked a question, answered after wait (or open).
+func asked(n int, wait time.Duration, answered bool) orchestrator.Round {
+	r := round(n, orchestrator.StateNeedsInput, 2*time.Second)
+	r.Question = &schemas.NeedsInput{Question: "A or B?"}
+	if answered {
+		r.Answer = &orchestrator.Answer{Value: "A", WaitMS: wait.Milliseconds()}
+	}
+	return r
+}
+
+func tasksForMetrics() []*orchestrator.Task {
+	return []*orchestrator.Task{
+		{ID: "done-after-answer", State: orchestrator.StateFinished, Rounds: []orchestrator.Round{
+			asked(1, 90*time.Second, true), round(2, orchestrator.StateFinished, 20*time.Second)}},
+		{ID: "done-at-once", State: orchestrator.StateFinished, Rounds: []orchestrator.Round{
+			round(1, orchestrator.StateFinished, 500*time.Millisecond)}},
+		{ID: "waiting", State: orchestrator.StateNeedsInput, Rounds: []orchestrator.Round{asked(1, 0, false)}},
+		{ID: "failed", State: orchestrator.StateFailed, Rounds: []orchestrator.Round{
+			asked(1, 3*time.Hour, true), asked(2, 2*time.Second, true), round(3, orchestrator.StateFailed, 4000*time.Second)}},
+		{ID: "queued", State: orchestrator.StateQueued, Rounds: []orchestrator.Round{{N: 1, State: orchestrator.StateQueued}}},
+		{ID: "running", State: orchestrator.StateRunning, Rounds: []orchestrator.Round{{N: 1, State: orchestrator.StateRunning, StartedAt: t0}}},
+		// Clocks of two hosts: an end before the start counts as 0s.
+		{ID: "skewed", State: orchestrator.StateCancelled, Rounds: []orchestrator.Round{round(1, orchestrator.StateCancelled, -time.Second)}},
+	}
+}
+
+func TestTaskMetricsOf(t *testing.T) {
+	t.Parallel()
+	m := taskMetricsOf(tasksForMetrics())
+	wantStates := map[orchestrator.State]int{orchestrator.StateFinished: 2, orchestrator.StateNeedsInput: 1,
+		orchestrator.StateFailed: 1, orchestrator.StateQueued: 1, orchestrator.StateRunning: 1, orchestrator.StateCancelled: 1}
+	for _, st := range orchestrator.States {
+		if m.byState[st] != wantStates[st] {
+			t.Errorf("tasks %s = %d, want %d", st, m.byState[st], wantStates[st])
+		}
+	}
+	if m.openQuestions != 1 {
+		t.Errorf("open questions = %d, want 1", m.openQuestions)
+	}
+	checkHist := func(name string, h *histogram, count uint64, sum float64) {
+		t.Helper()
+		if h.count != count || h.sum < sum-1e-9 || h.sum > sum+1e-9 {
+			t.Errorf("%s: count %d, sum %g; want %d, %g", name, h.count, h.sum, count, sum)
+		}
+	}
+	checkHist("answer wait", m.answerWait, 3, 90+3*3600+2)
+	checkHist("rounds per ended task", m.rounds, 4, 2+1+3+1) // finished ×2, failed, cancelled
+	checkHist("finished dispatches", m.dispatch[orchestrator.StateFinished], 2, 20.5)
+	checkHist("needs_input dispatches", m.dispatch[orchestrator.StateNeedsInput], 4, 8)
+	checkHist("failed dispatches", m.dispatch[orchestrator.StateFailed], 1, 4000)
+	checkHist("cancelled dispatches", m.dispatch[orchestrator.StateCancelled], 1, 0)
+}
+
+func TestTaskCollectorExposition(t *testing.T) {
+	t.Parallel()
+	c := newTaskCollector(nil, slog.New(slog.DiscardHandler))
+	c.list = func(context.Context) ([]*orchestrator.Task, error) { return tasksForMetrics(), nil }
+	got := expose(t, c, http.StatusOK)
+	for _, want := range []string{
+		`agora_tasks{state="expired"} 0`, // every state, zeros too
+		`agora_tasks{state="finished"} 2`,
+		`agora_open_questions 1`,
+		`agora_answer_wait_seconds_bucket{le="60"} 1`,  // 2s
+		`agora_answer_wait_seconds_bucket{le="300"} 2`, // and 90s
+		`agora_answer_wait_seconds_bucket{le="14400"} 3`,
+		`agora_task_rounds_bucket{le="1"} 2`,
+		`agora_task_rounds_bucket{le="3"} 4`,
+		`agora_dispatch_duration_seconds_bucket{outcome="failed",le="3600"} 0`,
+		`agora_dispatch_duration_seconds_bucket{outcome="failed",le="7200"} 1`,
+		`agora_dispatch_duration_seconds_count{outcome="finished"} 2`,
+	} {
+		if !strings.Contains(got, "\n"+want+"\n") {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(got)
+	}
+
+	// A failed read of the tasks is the scrape's error, not zeros.
+	c.list = func(context.Context) ([]*orchestrator.Task, error) { return nil, errors.New("nats: timeout") }
+	if got := expose(t, c, http.StatusInternalServerError); !strings.Contains(got, "list tasks: nats: timeout") {
+		t.Errorf("scrape with a failed list = %q; want the error", got)
+	}
+}
+
+// expose serves c alone in the text format and returns the body.
+func expose(t *testing.T, c prometheus.Collector, wantStatus int) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).
+		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != wantStatus {
+		t.Errorf("scrape = %d, want %d: %s", rec.Code, wantStatus, rec.Body)
+	}
+	return rec.Body.String()
+}
+
+// questionsOnly is the API's one endpoint the auth comparison calls.
+type questionsOnly struct{ orchestrator.Service }
+
+func (questionsOnly) Questions(context.Context) ([]orchestrator.QuestionView, error) { return nil, nil }
+
+// TestMetricsAuthMatchesAPI: /metrics lets through exactly the requests the
+// API lets through, with the same status, for an API with tokens and one
+// without.
+func TestMetricsAuthMatchesAPI(t *testing.T) {
+	t.Parallel()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	requests := []struct {
+		name, remote, host, auth string
+	}{
+		{"loopback, no header", "127.0.0.1:5000", "127.0.0.1:7070", ""},
+		{"localhost name", "127.0.0.1:5000", "localhost:7070", ""},
+		{"ipv6 loopback", "[::1]:5000", "[::1]:7070", ""},
+		{"rebound name", "127.0.0.1:5000", "evil.example:7070", ""},
+		{"network peer", "10.0.0.8:5000", "agora.internal:7070", ""},
+		{"right token", "10.0.0.8:5000", "agora.internal:7070", "Bearer s3cret"},
+		{"right token, lower-case scheme", "10.0.0.8:5000", "agora.internal:7070", "bearer s3cret"},
+		{"second token", "10.0.0.8:5000", "agora.internal:7070", "Bearer other"},
+		{"wrong token", "127.0.0.1:5000", "127.0.0.1:7070", "Bearer nope"},
+		{"basic auth", "10.0.0.8:5000", "agora.internal:7070", "Basic czNjcmV0"},
+		{"empty bearer", "10.0.0.8:5000", "agora.internal:7070", "Bearer "},
+	}
+	for _, tokens := range [][]string{nil, {"alice:s3cret", "other"}} {
+		h, err := api.NewHandler(api.Config{Service: questionsOnly{}, Tokens: tokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth, err := newAuthorizer(tokens, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics := auth.wrap(ok)
+		for _, rq := range requests {
+			status := func(h http.Handler, path string) (int, http.Header) {
+				r := httptest.NewRequest(http.MethodGet, path, nil)
+				r.RemoteAddr, r.Host = rq.remote, rq.host
+				if rq.auth != "" {
+					r.Header.Set("Authorization", rq.auth)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+				return rec.Code, rec.Header()
+			}
+			apiStatus, apiHeader := status(h, "/v1/questions")
+			mStatus, mHeader := status(metrics, "/metrics")
+			if apiStatus != mStatus || apiHeader.Get("WWW-Authenticate") != mHeader.Get("WWW-Authenticate") {
+				t.Errorf("tokens %v, %s: API %d %q, /metrics %d %q; want the same", tokens, rq.name,
+					apiStatus, apiHeader.Get("WWW-Authenticate"), mStatus, mHeader.Get("WWW-Authenticate"))
+			}
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	base := Config{DataDir: t.TempDir(), Orchestrator: true, Runner: true, Metrics: true}
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string // "" for valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"no role", func(c *Config) { c.Orchestrator, c.Runner = false, false }, "no role"},
+		{"runner only with metrics on loopback", func(c *Config) { c.Orchestrator = false }, ""},
+		{"port with a URL", func(c *Config) { c.NATSURL, c.NATSPort = "nats://n:4222", 4222 }, "not with a NATS URL"},
+		{"port out of range", func(c *Config) { c.NATSPort = 70000 }, "out of range"},
+		{"network without tokens", func(c *Config) { c.Listen = "0.0.0.0:7070" }, "without --token"},
+		{"network with a token", func(c *Config) { c.Listen, c.Tokens = "0.0.0.0:7070", []string{"ci:s"} }, ""},
+		{"runner only, no metrics, network", func(c *Config) { c.Orchestrator, c.Metrics, c.Listen = false, false, ":7070" }, ""},
+		{"token without a secret", func(c *Config) { c.Tokens = []string{"ci:"} }, "token 1: want SECRET or NAME:SECRET"},
+	}
+	for _, tt := range tests {
+		c := base
+		tt.change(&c)
+		err := c.WithDefaults().Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: Validate = %v, want nil", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: Validate = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	c := Config{DataDir: "rel"}.WithDefaults()
+	if !strings.HasPrefix(c.DataDir, "/") || c.StorageURI != "file://"+c.DataDir+"/storage" || c.Listen != DefaultListen ||
+		*c.Resources != DefaultResources {
+		t.Errorf("WithDefaults = %+v", c)
+	}
+}
+
+func TestLockDataDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), "in use by another agora (pid ") {
+		t.Errorf("second lock = %v; want in use, naming the pid", err)
+	}
+	if err := unlockDataDir(f); err != nil {
+		t.Fatal(err)
+	}
+	f, err = lockDataDir(dir)
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	if err := unlockDataDir(f); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,594 @@
+// Package stack wires agora's roles into one process — the all-in-one
+// `agora serve`: an embedded NATS server with JetStream on disk (or a remote
+// NATS), object storage, the orchestrator with its HTTP API, a runner on the
+// local Docker engine, and Prometheus metrics on the API's listener. Each
+// role can be left out, so the same wiring runs the distributed roles.
+// `agora serve` and `agora demo` start it; tests start it with a
+// t.TempDir() data dir and port 0.
+//
+// Metrics, at GET /metrics behind the API's token rule (with tokens a
+// scraper sends Authorization: Bearer SECRET; without, loopback only):
+// agora_tasks{state}, agora_open_questions, agora_answer_wait_seconds,
+// agora_task_rounds, agora_dispatch_duration_seconds{outcome} — computed
+// from the stored tasks at each scrape — agora_runner_slots{runner},
+// agora_runner_slots_in_use{runner}, and the Go and process collectors.
+//
+// It holds no logic of its own beyond the wiring, the data dir layout and
+// the metrics. It imports internal/natsserver, internal/bus,
+// internal/storage, internal/compute (and /docker), images, runner,
+// orchestrator (and /answer, /api) from the module.
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/natsserver"
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/runner"
+)
+
+// DefaultListen is where the API (and /metrics) listens when Config.Listen
+// is empty: loopback, so it needs no token.
+const DefaultListen = "127.0.0.1:7070"
+
+// DefaultResources are the limits of a dispatch container whose request
+// sets none: 2 CPUs, 2 GiB of memory, 1024 processes (`agora runner` has
+// the same defaults).
+var DefaultResources = compute.Resources{NanoCPUs: 2e9, MemoryBytes: 2048 << 20, PidsLimit: 1024}
+
+// pingTimeout bounds the first contact with the Docker engine.
+const pingTimeout = 10 * time.Second
+
+// Engine is what the runner role needs of a container engine: running
+// containers and building (or finding) the worker image.
+type Engine interface {
+	compute.Engine
+	compute.ImageBuilder
+}
+
+var _ Engine = (*docker.Engine)(nil)
+
+// Config is one stack. Orchestrator and Runner select the roles; at least
+// one is required.
+type Config struct {
+	// DataDir holds this stack's state on this host: nats/ (the embedded
+	// server's JetStream store), storage/ (the default file storage),
+	// runner/ (dispatch specs and workspaces), runner-id and a lock file
+	// that keeps a second stack off the same directory. Default ~/.agora.
+	// It is made absolute: containers mount paths under it.
+	DataDir string
+	// NATSURL is the NATS server (with JetStream) to use; empty starts an
+	// embedded one on loopback with its store in DataDir/nats.
+	NATSURL string
+	// NATSPort is the embedded server's client port; 0 picks a free one
+	// each start. Unused with NATSURL.
+	NATSPort int
+	// StorageURI is the object storage: file:///abs/dir or
+	// s3://bucket/prefix. Default file://DataDir/storage.
+	StorageURI string
+	// Listen is the address of the HTTP API and /metrics; default
+	// DefaultListen. Off loopback it needs Tokens (api.CheckBind).
+	Listen string
+	// Tokens are the API's bearer tokens, NAME:SECRET or SECRET; /metrics
+	// takes the same ones.
+	Tokens []string
+	// Orchestrator runs the orchestrator and serves its HTTP API.
+	Orchestrator bool
+	// Answerers resolves route steps (lookup rules, webhook secret); nil
+	// gives the orchestrator's default. Its Logger is set when nil.
+	Answerers *answer.Resolver
+	// Runner runs a runner on the Docker engine.
+	Runner bool
+	// Slots is how many dispatches the runner runs at once; default
+	// runner.DefaultSlots.
+	Slots int
+	// Image is the worker image dispatches run in; it must exist on the
+	// engine. Empty builds it from WorkerBinary, or reuses the image built
+	// from the same inputs, as `agora image build` does.
+	Image string
+	// WorkerBinary is the static agora-worker the image is built from;
+	// default agora-worker next to the running executable.
+	WorkerBinary string
+	// RunnerID names the runner in claims and container labels, so the next
+	// stack on this data dir adopts the containers this one leaves running.
+	// Default: the one kept in DataDir/runner-id, made once from the host
+	// name and a random suffix (two data dirs on a host never share one).
+	RunnerID string
+	// Resources are the default limits of a dispatch container; nil means
+	// DefaultResources.
+	Resources *compute.Resources
+	// WorkerEnv is extra KEY=value lines for every worker, e.g. credentials
+	// for aws-sm: secret refs; never passed on to sub-agents.
+	WorkerEnv []string
+	// SecretsDir is the local secret store whose local:NAME secrets the
+	// runner copies into the dispatches that reference them; default
+	// DataDir/secrets (`agora secret set` writes there).
+	SecretsDir string
+	// AWSEnv is the AWS_* variables the runner resolves aws-sm: secret refs
+	// with, on this host; they never enter a container.
+	AWSEnv []string
+	// Engine is the container engine; nil connects to the Docker engine
+	// that DOCKER_HOST (or the default socket) names, and closes it on Stop.
+	Engine Engine
+	// Logger gets every component's log lines; nil discards them.
+	Logger *slog.Logger
+	// Metrics serves Prometheus metrics at /metrics on Listen.
+	Metrics bool
+}
+
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	if c.DataDir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			c.DataDir = filepath.Join(home, ".agora")
+		}
+	}
+	if c.DataDir != "" {
+		if abs, err := filepath.Abs(c.DataDir); err == nil {
+			c.DataDir = abs
+		}
+	}
+	if c.SecretsDir == "" && c.DataDir != "" {
+		c.SecretsDir = filepath.Join(c.DataDir, "secrets")
+	}
+	if c.StorageURI == "" && c.DataDir != "" {
+		c.StorageURI = "file://" + filepath.Join(c.DataDir, "storage")
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Slots <= 0 {
+		c.Slots = runner.DefaultSlots
+	}
+	if c.Resources == nil {
+		r := DefaultResources
+		c.Resources = &r
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate names every problem with the configuration (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	if !c.Orchestrator && !c.Runner {
+		errs = append(errs, errors.New("no role: run the orchestrator, the runner or both"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data dir is required (there is no home directory for the default)"))
+	}
+	if c.NATSURL != "" && c.NATSPort != 0 {
+		errs = append(errs, errors.New("a NATS port is for the embedded server: not with a NATS URL"))
+	}
+	if c.NATSPort < 0 || c.NATSPort > 65535 {
+		errs = append(errs, fmt.Errorf("NATS port %d out of range 0-65535", c.NATSPort))
+	}
+	if c.Orchestrator || c.Metrics {
+		if err := api.CheckBind(c.Listen, c.Tokens); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := parseSecrets(c.Tokens); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Stack is a running set of roles.
+type Stack struct {
+	cfg  Config
+	log  *slog.Logger
+	lock *os.File
+
+	nats    *natsserver.Server // nil with Config.NATSURL
+	natsURL string
+	bus     *bus.Bus
+	store   storage.Store
+	engine  Engine
+	closeEn func() error // closes an engine the stack opened
+	orch    *orchestrator.Orchestrator
+	reg     *registry.Registry
+	runner  *runner.Runner
+
+	ln         net.Listener
+	srv        *http.Server
+	endStreams context.CancelFunc
+
+	failOnce sync.Once
+	done     chan struct{} // closed on a failure or by Stop
+	failure  error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts the configured roles and returns once all of them run: the
+// API (when there is one) answers at URL. ctx bounds the start only; the
+// stack runs until Stop. On an error everything started is stopped again.
+func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s = &Stack{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.stop(context.WithoutCancel(ctx))
+			s = nil
+		}
+	}()
+	var workerBin string
+	if cfg.Runner && cfg.Image == "" {
+		// Before anything starts: a missing binary is the likeliest mistake.
+		if workerBin, err = WorkerBinary(cfg.WorkerBinary, "--image IMAGE"); err != nil {
+			return s, err
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return s, fmt.Errorf("data dir: %w", err)
+	}
+	if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
+		return s, err
+	}
+	if cfg.Orchestrator || cfg.Metrics {
+		// Bound first: a taken port fails before anything is built.
+		if s.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return s, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		}
+	}
+	if err := s.startBus(ctx); err != nil {
+		return s, err
+	}
+	if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log}); err != nil {
+		return s, err
+	}
+	if cfg.Orchestrator {
+		if err := s.startOrchestrator(ctx); err != nil {
+			return s, err
+		}
+	}
+	if cfg.Runner {
+		if err := s.startRunner(ctx, workerBin); err != nil {
+			return s, err
+		}
+	}
+	if s.ln != nil {
+		if err := s.serve(); err != nil {
+			return s, err
+		}
+	}
+	s.log.Info("agora ready", "api", s.URL(), "nats", s.natsURL, "embedded_nats", s.nats != nil,
+		"storage", cfg.StorageURI, "orchestrator", cfg.Orchestrator, "runner", cfg.Runner, "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+func (s *Stack) startBus(ctx context.Context) error {
+	s.natsURL = s.cfg.NATSURL
+	if s.natsURL == "" {
+		srv, err := natsserver.Start(ctx, natsserver.Config{
+			StoreDir: filepath.Join(s.cfg.DataDir, "nats"),
+			Port:     s.cfg.NATSPort,
+			// nats-server's banner and notices drown agora's own lines;
+			// its warnings and errors pass.
+			Logger: slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn}),
+		})
+		if err != nil {
+			return err
+		}
+		s.nats, s.natsURL = srv, srv.ClientURL()
+	}
+	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: "agora serve", Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.bus = b
+	if !b.Connected() {
+		return fmt.Errorf("NATS at %s is not reachable; start it (nats-server -js) or pass the right --nats", s.natsURL)
+	}
+	return nil
+}
+
+func (s *Stack) startOrchestrator(ctx context.Context) error {
+	res := s.cfg.Answerers
+	if res == nil {
+		res = &answer.Resolver{}
+	}
+	if res.Logger == nil {
+		res.Logger = s.log
+	}
+	reg, err := registry.Open(ctx, s.bus, s.store)
+	if err != nil {
+		return fmt.Errorf("open the registry: %w", err)
+	}
+	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.reg = reg
+	if err := o.Start(ctx); err != nil {
+		return err
+	}
+	s.orch = o
+	return nil
+}
+
+func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
+	s.engine = s.cfg.Engine
+	if s.engine == nil {
+		eng, err := docker.New(docker.Config{Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("%w; start the Docker engine or set DOCKER_HOST", err)
+		}
+		s.engine, s.closeEn = eng, eng.Close
+		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+		if err := eng.Ping(pingCtx); err != nil {
+			return fmt.Errorf("docker engine not reachable: %w; start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST", err)
+		}
+	}
+	image, err := WorkerImage(ctx, s.engine, s.cfg.Image, workerBin, s.log)
+	if err != nil {
+		return err
+	}
+	id := s.cfg.RunnerID
+	if id == "" {
+		if id, err = runnerID(s.cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	r, err := runner.New(runner.Config{
+		ID:         id,
+		Slots:      s.cfg.Slots,
+		Image:      image,
+		DataDir:    filepath.Join(s.cfg.DataDir, "runner"),
+		StorageURI: s.cfg.StorageURI,
+		Store:      s.store,
+		WorkerEnv:  s.cfg.WorkerEnv,
+		SecretsDir: s.cfg.SecretsDir,
+		AWSEnv:     s.cfg.AWSEnv,
+		Resources:  *s.cfg.Resources,
+		Bus:        s.bus,
+		Engine:     s.engine,
+		Logger:     s.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	s.cfg.RunnerID, s.runner = id, r
+	return nil
+}
+
+// serve starts the HTTP server on the listener bound in Start: /metrics,
+// and the API when the orchestrator runs.
+func (s *Stack) serve() error {
+	mux := http.NewServeMux()
+	if s.cfg.Metrics {
+		m, err := s.metricsHandler()
+		if err != nil {
+			return err
+		}
+		mux.Handle("GET /metrics", m)
+	}
+	if s.orch != nil {
+		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: s.reg, Tokens: s.cfg.Tokens, Logger: s.log})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/", h)
+	} else {
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+		})
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusNotFound, api.ErrorBody{Code: api.CodeNoRoute,
+				Error: fmt.Sprintf("no endpoint %s %s: this agora runs the runner only, without the API (metrics are at /metrics)", r.Method, r.URL.Path)})
+		})
+	}
+	// Event streams end when this context does, so Shutdown is not held up
+	// by a client following /v1/events.
+	streams, end := context.WithCancel(context.Background())
+	s.endStreams = end
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return streams }}
+	srv, ln := s.srv, s.ln
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.fail(fmt.Errorf("serve the API on %s: %w", ln.Addr(), err))
+		}
+	}()
+	return nil
+}
+
+// fail records the first failure and closes Done.
+func (s *Stack) fail(err error) {
+	s.failOnce.Do(func() {
+		s.failure = err
+		s.log.Error("agora failed", "error", err)
+		close(s.done)
+	})
+}
+
+// Done is closed when the stack can no longer serve (Err says why) and
+// after Stop.
+func (s *Stack) Done() <-chan struct{} { return s.done }
+
+// Err is the failure that closed Done; nil while running and after a
+// clean Stop.
+func (s *Stack) Err() error {
+	select {
+	case <-s.done:
+		return s.failure
+	default:
+		return nil
+	}
+}
+
+// URL is the base URL of the API and /metrics, e.g. http://127.0.0.1:7070
+// (a listener on every interface is named by its loopback address); empty
+// when the stack serves neither.
+func (s *Stack) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	addr := s.ln.Addr().(*net.TCPAddr)
+	ip := addr.IP
+	if ip.IsUnspecified() {
+		if ip.To4() != nil {
+			ip = net.IPv4(127, 0, 0, 1)
+		} else {
+			ip = net.IPv6loopback
+		}
+	}
+	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(addr.Port))
+}
+
+// NATSURL is the NATS server the stack uses: the embedded one's client URL
+// or Config.NATSURL.
+func (s *Stack) NATSURL() string { return s.natsURL }
+
+// Bus is the stack's connection to NATS.
+func (s *Stack) Bus() *bus.Bus { return s.bus }
+
+// Store is the stack's object storage.
+func (s *Stack) Store() storage.Store { return s.store }
+
+// Orchestrator is the running orchestrator; nil without that role.
+func (s *Stack) Orchestrator() *orchestrator.Orchestrator { return s.orch }
+
+// Runner is the running runner; nil without that role.
+func (s *Stack) Runner() *runner.Runner { return s.runner }
+
+// RunnerID is the runner's id (resolved from DataDir/runner-id by
+// default); empty without that role.
+func (s *Stack) RunnerID() string {
+	if s.runner == nil {
+		return ""
+	}
+	return s.cfg.RunnerID
+}
+
+// Config is the configuration the stack runs with, defaults applied.
+func (s *Stack) Config() Config { return s.cfg }
+
+// Stop stops the stack gracefully, in order: the API stops taking requests
+// and its event streams end; the orchestrator stops consuming and routing;
+// the runner lets go of its containers without stopping them (the next
+// stack on this data dir adopts them); then the NATS connection closes and
+// the embedded server shuts down, its store synced. ctx bounds the waits;
+// what ctx cuts short is closed hard. Idempotent: later calls return the
+// first call's result.
+func (s *Stack) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
+	return s.stopErr
+}
+
+func (s *Stack) stop(ctx context.Context) error {
+	var errs []error
+	if s.srv != nil {
+		s.endStreams()
+		if err := s.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop the API: %w", err))
+			_ = s.srv.Close()
+		}
+	} else if s.ln != nil {
+		_ = s.ln.Close() // bound but never served: a failed start
+	}
+	if s.orch != nil {
+		if err := s.orch.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop orchestrator: %w", err))
+		}
+	}
+	if s.runner != nil {
+		if err := s.runner.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.bus != nil {
+		s.bus.Close()
+	}
+	if s.closeEn != nil {
+		if err := s.closeEn(); err != nil {
+			errs = append(errs, fmt.Errorf("close docker client: %w", err))
+		}
+	}
+	if s.nats != nil {
+		s.nats.Shutdown()
+	}
+	if s.lock != nil {
+		if err := unlockDataDir(s.lock); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.failOnce.Do(func() { close(s.done) })
+	err := errors.Join(errs...)
+	if err == nil {
+		s.log.Info("agora stopped")
+	}
+	return err
+}
+
+// minLevel drops the records of h below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+// runnerID returns the runner id kept in dataDir/runner-id, making it on
+// first use: the host name and 8 random hex digits.
+func runnerID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "runner-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("runner id: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "agora"
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:]) // never fails
+	id := host + "-" + hex.EncodeToString(suffix[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("runner id: %w", err)
+	}
+	return id, nil
+}

@@ -1,0 +1,144 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// BlobRef points at a content-addressed blob: where it is, its sha256 (lower-case
+// hex) and its size in bytes. Events and specs carry it as JSON.
+type BlobRef struct {
+	URI    string `json:"uri"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// BlobKey is the key of the blob whose sha256 is sha256hex: "blobs/sha256/<hex>".
+func BlobKey(sha256hex string) string {
+	return "blobs/sha256/" + sha256hex
+}
+
+// PutBlob stores r under BlobKey of its sha256 and returns the key and a ref.
+// It hashes while spooling r to a temp file (memory stays bounded), and skips
+// the upload when the blob is already there: same content, same key.
+func PutBlob(ctx context.Context, s Store, r io.Reader) (key string, ref BlobRef, err error) {
+	f, err := os.CreateTemp("", "agora-blob-*")
+	if err != nil {
+		return "", BlobRef{}, fmt.Errorf("put blob: spool: %w", err)
+	}
+	defer func() {
+		cerr := f.Close()
+		if rerr := os.Remove(f.Name()); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("put blob: remove spool file: %w", rerr))
+		} else if cerr != nil {
+			err = errors.Join(err, fmt.Errorf("put blob: close spool file: %w", cerr))
+		}
+	}()
+	h := sha256.New()
+	size, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx, r})
+	if err != nil {
+		return "", BlobRef{}, fmt.Errorf("put blob: read: %w", err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	key = BlobKey(sum)
+	ref = BlobRef{URI: s.URI(key), SHA256: sum, Size: size}
+
+	// Put is atomic, so an object at this key is a whole earlier PutBlob; the
+	// size check only guards against something else having written there.
+	info, err := s.Stat(ctx, key)
+	switch {
+	case err == nil && info.Size == size:
+		return key, ref, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return "", BlobRef{}, fmt.Errorf("put blob: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", BlobRef{}, fmt.Errorf("put blob %s: rewind spool file: %w", ref.URI, err)
+	}
+	if err := s.Put(ctx, key, f); err != nil {
+		return "", BlobRef{}, fmt.Errorf("put blob: %w", err)
+	}
+	return key, ref, nil
+}
+
+// GetVerified reads the object at key and checks it against wantSHA256 (hex)
+// and maxSize. It reads at most maxSize+1 bytes, so a huge or hostile object
+// costs no more than the limit. Too big or a hash mismatch give ErrIntegrity
+// with a message naming the object, what was wanted and what was found.
+func GetVerified(ctx context.Context, s Store, key, wantSHA256 string, maxSize int64) ([]byte, error) {
+	want := strings.ToLower(wantSHA256)
+	if b, err := hex.DecodeString(want); err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("verify %s: %w: want sha256 %q is not 64 hex characters", s.URI(key), ErrIntegrity, wantSHA256)
+	}
+	if maxSize < 0 {
+		return nil, fmt.Errorf("verify %s: negative max size %d", s.URI(key), maxSize)
+	}
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	// A read-only stream: closing it early (on oversize) is the point, and a
+	// close error cannot change what was read.
+	defer rc.Close()
+
+	limit := maxSize
+	if limit < math.MaxInt64 {
+		limit++ // one byte more than allowed tells "too big" from "exactly max"
+	}
+	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, rc}, limit))
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: read: %w", s.URI(key), err)
+	}
+	if int64(len(data)) > maxSize {
+		return nil, fmt.Errorf("verify %s: %w: size: want at most %d bytes, got more", s.URI(key), ErrIntegrity, maxSize)
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return nil, fmt.Errorf("verify %s: %w: sha256: want %s, got %s (%d bytes)", s.URI(key), ErrIntegrity, want, got, len(data))
+	}
+	return data, nil
+}
+
+// ResolveURI returns the key whose s.URI is uri. Workers receive refs as URIs;
+// this both recovers the key and refuses a URI that points outside s (another
+// bucket, directory or prefix), so a ref cannot make a worker read elsewhere.
+// It works for any Store whose URI is a fixed base followed by the key.
+func ResolveURI(s Store, uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", fmt.Errorf("resolve uri %q: %w", uri, err)
+	}
+	if u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("resolve uri %q: not an object uri of the form scheme://host/path", uri)
+	}
+	// The key is a suffix of the path made of whole segments; only one suffix can
+	// map back to the same URI, since the store's base is fixed.
+	p := strings.TrimPrefix(u.Path, "/")
+	for i := 0; i <= len(p); i++ {
+		if i > 0 && p[i-1] != '/' {
+			continue
+		}
+		key := p[i:]
+		if ValidateKey(key) != nil {
+			continue
+		}
+		if sameURI(s.URI(key), u) {
+			return key, nil
+		}
+	}
+	return "", fmt.Errorf("resolve uri %q: not an object in %s", uri, s.URI(""))
+}
+
+// sameURI compares decoded parts, so "%7E" and "~" spell the same key.
+func sameURI(a string, b *url.URL) bool {
+	u, err := url.Parse(a)
+	return err == nil && strings.EqualFold(u.Scheme, b.Scheme) && u.Host == b.Host && u.Path == b.Path
+}

@@ -1,0 +1,50 @@
+package answer_test
+
+import (
+	"testing"
+
+	"github.com/agoradev/agora/orchestrator/answer"
+)
+
+func TestValidateAnswer(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		options []string
+		answer  string
+		want    string
+		wantErr string
+	}{
+		{name: "exact option", options: []string{"A", "B"}, answer: "B", want: "B"},
+		{name: "trimmed", options: []string{"A", "B"}, answer: "  B\n", want: "B"},
+		{name: "case-insensitive", options: []string{"Rewrite A", "Rewrite B"}, answer: "rewrite b", want: "Rewrite B"},
+		{name: "exact wins over case-insensitive", options: []string{"yes", "YES"}, answer: "YES", want: "YES"},
+		{name: "ambiguous case-insensitive", options: []string{"yes", "YES"}, answer: "Yes", wantErr: `answer "Yes" is not one of: yes, YES (or 1-2)`},
+		{name: "by index", options: []string{"A", "B"}, answer: "2", want: "B"},
+		{name: "index out of range", options: []string{"A", "B"}, answer: "3", wantErr: `answer "3" is not one of: A, B (or 1-2)`},
+		{name: "index zero", options: []string{"A", "B"}, answer: "0", wantErr: `answer "0" is not one of: A, B (or 1-2)`},
+		{name: "signed index", options: []string{"A", "B"}, answer: "+1", wantErr: `answer "+1" is not one of: A, B (or 1-2)`},
+		{name: "not an option", options: []string{"A", "B"}, answer: "C", wantErr: `answer "C" is not one of: A, B (or 1-2)`},
+		{name: "one option", options: []string{"A"}, answer: "C", wantErr: `answer "C" is not one of: A (or 1)`},
+		{name: "blank with options", options: []string{"A", "B"}, answer: " ", wantErr: `answer "" is not one of: A, B (or 1-2)`},
+		{name: "numeric options match by value", options: []string{"1", "2", "5"}, answer: "5", want: "5"},
+		{name: "numeric options take no index", options: []string{"1", "2", "5"}, answer: "3", wantErr: `answer "3" is not one of: 1, 2, 5`},
+		{name: "free text", answer: " ship it \n", want: "ship it"},
+		{name: "free text blank", answer: " \t", wantErr: "answer is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := answer.ValidateAnswer(answer.Question{Question: "?", Options: tt.options}, tt.answer)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("ValidateAnswer(%q, %q) = %q, %v; want error %q", tt.options, tt.answer, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ValidateAnswer(%q, %q) = %q, %v; want %q", tt.options, tt.answer, got, err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,423 @@
+// Package api serves an orchestrator.Service as JSON over HTTP: submit,
+// get and list tasks, list and answer open questions, cancel, respawn,
+// continue and remove tasks, stream a round's output, and a server-sent
+// event stream of task changes.
+// Every endpoint but /healthz takes a bearer token; an API without tokens
+// serves loopback clients only, and CheckBind refuses to put it on the
+// network. docs/api.md describes the wire format; package client speaks it.
+//
+// The registry endpoints (/v1/subagents, /v1/capabilities, /v1/envs) serve
+// an orchestrator/registry.Registry.
+//
+// It imports orchestrator, orchestrator/registry and the standard library,
+// nothing else.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/orchestrator"
+)
+
+// MaxBodyBytes caps a request body.
+const MaxBodyBytes = 1 << 20
+
+// DefaultHeartbeat is how often an idle event stream gets a comment line.
+const DefaultHeartbeat = 15 * time.Second
+
+// Config is what NewHandler serves.
+type Config struct {
+	// Service is the orchestrator the API fronts. Required.
+	Service orchestrator.Service
+	// Tokens are the accepted bearer tokens, each SECRET or NAME:SECRET (the
+	// name is recorded as who answered or continued; a bare secret must not
+	// contain ':'). Empty means no authentication, which the handler allows
+	// for loopback clients only: run CheckBind before listening.
+	Tokens []string
+	// Logger gets a debug line per request and an error line per internal
+	// error; nil discards.
+	Logger *slog.Logger
+	// Heartbeat is how often an idle event stream gets a comment line, so
+	// proxies and clients see it alive; zero means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Registry serves /v1/subagents, /v1/capabilities and /v1/envs; nil
+	// answers them with no_route.
+	Registry Registry
+}
+
+// handler is the API: authentication in front of a ServeMux.
+type handler struct {
+	svc       orchestrator.Service
+	reg       Registry
+	tokens    []token
+	log       *slog.Logger
+	heartbeat time.Duration
+	mux       *http.ServeMux
+	// csrf refuses state-changing requests a browser sends from another
+	// origin: a web page must not drive a loopback API without tokens.
+	csrf *http.CrossOriginProtection
+}
+
+// NewHandler returns the API's handler. Event streams last as long as
+// their clients: http.Server.Shutdown waits for them, so give the server a
+// BaseContext that is cancelled when shutting down (or call Close after a
+// grace period) to end them.
+func NewHandler(cfg Config) (http.Handler, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("api: Config.Service is nil")
+	}
+	tokens, err := parseTokens(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	h := &handler{svc: cfg.Service, reg: cfg.Registry, tokens: tokens, log: cfg.Logger, heartbeat: cfg.Heartbeat,
+		mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.heartbeat <= 0 {
+		h.heartbeat = DefaultHeartbeat
+	}
+	h.routes()
+	return h, nil
+}
+
+// endpoint is one method on one path.
+type endpoint struct {
+	method, path string
+	serve        http.HandlerFunc
+}
+
+// routes registers every endpoint, a JSON 405 for the other methods of
+// each path, and a JSON 404 for everything else.
+func (h *handler) routes() {
+	endpoints := []endpoint{
+		{http.MethodGet, "/healthz", h.health},
+		{http.MethodPost, "/v1/tasks", h.submit},
+		{http.MethodGet, "/v1/tasks", h.list},
+		{http.MethodGet, "/v1/tasks/{id}", h.get},
+		{http.MethodDelete, "/v1/tasks/{id}", h.remove},
+		{http.MethodPost, "/v1/tasks/{id}/answer", h.answer},
+		{http.MethodPost, "/v1/tasks/{id}/cancel", h.cancel},
+		{http.MethodPost, "/v1/tasks/{id}/respawn", h.respawn},
+		{http.MethodPost, "/v1/tasks/{id}/continue", h.continueTask},
+		{http.MethodGet, "/v1/tasks/{id}/logs", h.logs},
+		{http.MethodGet, "/v1/questions", h.questions},
+		{http.MethodGet, "/v1/events", h.events},
+	}
+	endpoints = append(endpoints, h.registryRoutes()...)
+	allowed := map[string][]string{}
+	var paths []string
+	for _, e := range endpoints {
+		h.mux.HandleFunc(e.method+" "+e.path, e.serve)
+		if allowed[e.path] == nil {
+			paths = append(paths, e.path)
+		}
+		allowed[e.path] = append(allowed[e.path], e.method)
+		if e.method == http.MethodGet {
+			allowed[e.path] = append(allowed[e.path], http.MethodHead)
+		}
+	}
+	for _, p := range paths {
+		allow := strings.Join(allowed[p], ", ")
+		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			h.fail(w, r, &requestError{http.StatusMethodNotAllowed, CodeNoRoute,
+				fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, p, allow)})
+		})
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, &requestError{http.StatusNotFound, CodeNoRoute, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
+	})
+}
+
+// ServeHTTP refuses cross-origin browser requests, authenticates every
+// request but /healthz, then routes it.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Duration("duration", time.Since(start))}
+		if id := r.PathValue("id"); id != "" {
+			attrs = append(attrs, slog.String("task_id", id))
+		}
+		h.log.LogAttrs(r.Context(), slog.LevelDebug, "api request", attrs...)
+	}()
+	if err := h.csrf.Check(r); err != nil {
+		h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr,
+			"origin", r.Header.Get("Origin"), "error", err)
+		h.fail(sw, r, &requestError{http.StatusForbidden, CodeUnauthorized, "cross-origin browser requests are refused: " + err.Error()})
+		return
+	}
+	if r.URL.Path != "/healthz" {
+		name, err := h.authenticate(r)
+		if err != nil {
+			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
+			}
+			h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
+			h.fail(sw, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), nameKey{}, name))
+	}
+	h.mux.ServeHTTP(sw, r)
+}
+
+func (h *handler) health(w http.ResponseWriter, r *http.Request) {
+	h.write(w, r, http.StatusOK, Health{Status: "ok"})
+}
+
+// submit answers 201 for a new task and 200 when a task with the request's
+// task id existed already (an idempotent retry). The service does not say
+// which, so the handler looks first: two first submits racing may both get
+// 201, never a wrong task.
+func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
+	var req orchestrator.SubmitRequest
+	if err := decode(w, r, &req); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if req.TaskID != "" {
+		if _, err := h.svc.Get(r.Context(), req.TaskID); err == nil {
+			status = http.StatusOK
+		}
+	}
+	t, err := h.svc.Submit(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/tasks/"+url.PathEscape(t.ID))
+	h.write(w, r, status, t)
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+	t, err := h.svc.Get(r.Context(), r.PathValue("id"))
+	h.reply(w, r, t, err)
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	opts, err := listOptions(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	tasks, summary, err := h.svc.List(r.Context(), opts)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if tasks == nil {
+		tasks = []*orchestrator.Task{}
+	}
+	h.write(w, r, http.StatusOK, TaskList{Tasks: tasks, Summary: summary})
+}
+
+// listOptions reads ?state=…&label=key=value.
+func listOptions(q url.Values) (orchestrator.ListOptions, error) {
+	for _, k := range []string{"state", "label"} {
+		if len(q[k]) > 1 {
+			return orchestrator.ListOptions{}, invalid(fmt.Sprintf("query: %s given %d times; give it once", k, len(q[k])))
+		}
+	}
+	opts := orchestrator.ListOptions{State: orchestrator.State(q.Get("state")), Label: q.Get("label")}
+	if opts.State != "" && !slices.Contains(orchestrator.States, opts.State) {
+		names := make([]string, len(orchestrator.States))
+		for i, s := range orchestrator.States {
+			names[i] = string(s)
+		}
+		return opts, invalid(fmt.Sprintf("query: unknown state %q; want one of %s", opts.State, strings.Join(names, ", ")))
+	}
+	if k, _, ok := strings.Cut(opts.Label, "="); opts.Label != "" && (!ok || k == "") {
+		return opts, invalid(fmt.Sprintf("query: label %q; want key=value", opts.Label))
+	}
+	return opts, nil
+}
+
+func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
+	qs, err := h.svc.Questions(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if qs == nil {
+		qs = []orchestrator.QuestionView{}
+	}
+	slices.SortStableFunc(qs, func(a, b orchestrator.QuestionView) int { return a.AskedAt.Compare(b.AskedAt) })
+	h.write(w, r, http.StatusOK, QuestionList{Questions: qs})
+}
+
+func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
+	var body AnswerBody
+	if err := decode(w, r, &body); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	channel := body.Channel
+	if channel == "" {
+		channel = DefaultChannel
+	}
+	t, err := h.svc.Answer(r.Context(), orchestrator.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
+		Answer: body.Answer, By: by(r, body.By), Channel: channel})
+	h.reply(w, r, t, err)
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	t, err := h.svc.Cancel(r.Context(), r.PathValue("id"))
+	h.reply(w, r, t, err)
+}
+
+func (h *handler) respawn(w http.ResponseWriter, r *http.Request) {
+	t, err := h.svc.Respawn(r.Context(), r.PathValue("id"))
+	h.reply(w, r, t, err)
+}
+
+func (h *handler) continueTask(w http.ResponseWriter, r *http.Request) {
+	var body ContinueBody
+	if err := decode(w, r, &body); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t, err := h.svc.Continue(r.Context(), r.PathValue("id"), body.Message, by(r, body.By))
+	h.reply(w, r, t, err)
+}
+
+func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.Remove(r.Context(), r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// by is who acts: the body's by, else the token's name, else "api".
+func by(r *http.Request, given string) string {
+	if given != "" {
+		return given
+	}
+	if name, _ := r.Context().Value(nameKey{}).(string); name != "" {
+		return name
+	}
+	return DefaultBy
+}
+
+// reply writes t, or err.
+func (h *handler) reply(w http.ResponseWriter, r *http.Request, t *orchestrator.Task, err error) {
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, t)
+}
+
+// fail writes err as an ErrorBody with its status; the message passes
+// through as the service wrote it.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := classify(err)
+	if status >= 500 && r.Context().Err() == nil {
+		h.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
+	}
+	h.write(w, r, status, ErrorBody{Error: err.Error(), Code: code})
+}
+
+func (h *handler) write(w http.ResponseWriter, r *http.Request, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		h.log.Error("encode api response", "method", r.Method, "path", r.URL.Path, "error", err)
+		status, data = http.StatusInternalServerError, []byte(`{"error":"encode response","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n')) // a client gone away is not the API's error
+}
+
+// decode reads r's JSON body into v: one object, no unknown fields, at most
+// MaxBodyBytes.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = errTrailing
+			if terr != nil && !isSyntax(terr) {
+				err = terr
+			}
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	var (
+		tooBig    *http.MaxBytesError
+		syntax    *json.SyntaxError
+		wrongType *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooBig):
+		return &requestError{http.StatusRequestEntityTooLarge, CodeInvalid,
+			fmt.Sprintf("request body is larger than %d bytes (1 MiB)", MaxBodyBytes)}
+	case errors.Is(err, io.EOF):
+		return invalid("request body is empty; want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("request body: the JSON ends early")
+	case errors.Is(err, errTrailing):
+		return invalid("request body: more data after the JSON object; send one object")
+	case errors.As(err, &syntax):
+		return invalid(fmt.Sprintf("request body is not valid JSON: %v (at byte %d)", syntax, syntax.Offset))
+	case errors.As(err, &wrongType):
+		field := wrongType.Field
+		if field == "" {
+			return invalid(fmt.Sprintf("request body: want a JSON object, got %s", wrongType.Value))
+		}
+		return invalid(fmt.Sprintf("request body: field %q: want %s, got %s", field, wrongType.Type, wrongType.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return invalid("request body: unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return invalid("request body: " + err.Error())
+}
+
+var errTrailing = errors.New("trailing data")
+
+func isSyntax(err error) bool {
+	var syntax *json.SyntaxError
+	return errors.As(err, &syntax)
+}
+
+// statusWriter remembers the status for the request log; Unwrap lets
+// http.ResponseController reach the connection (flush, write deadlines).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

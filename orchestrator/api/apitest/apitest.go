@@ -1,0 +1,114 @@
+// Package apitest holds a hand-written fake orchestrator.Service for tests
+// of the HTTP API and of its clients: each method calls the function field
+// of the same name, and one left nil fails the call with an error naming it
+// (the API answers it 500 internal).
+//
+// It imports orchestrator and the standard library.
+package apitest
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/agoradev/agora/orchestrator"
+)
+
+// Service is a fake orchestrator.Service built from functions.
+type Service struct {
+	SubmitFunc    func(ctx context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error)
+	GetFunc       func(ctx context.Context, taskID string) (*orchestrator.Task, error)
+	ListFunc      func(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error)
+	QuestionsFunc func(ctx context.Context) ([]orchestrator.QuestionView, error)
+	AnswerFunc    func(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error)
+	CancelFunc    func(ctx context.Context, taskID string) (*orchestrator.Task, error)
+	RespawnFunc   func(ctx context.Context, taskID string) (*orchestrator.Task, error)
+	ContinueFunc  func(ctx context.Context, taskID, message, by string) (*orchestrator.Task, error)
+	RemoveFunc    func(ctx context.Context, taskID string) error
+	WatchFunc     func(ctx context.Context, fn func(orchestrator.Change)) error
+	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+}
+
+var _ orchestrator.Service = (*Service)(nil)
+
+func unset(method string) error { return fmt.Errorf("apitest: Service.%sFunc is not set", method) }
+
+func (s *Service) Submit(ctx context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+	if s.SubmitFunc == nil {
+		return nil, unset("Submit")
+	}
+	return s.SubmitFunc(ctx, req)
+}
+
+func (s *Service) Get(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+	if s.GetFunc == nil {
+		return nil, unset("Get")
+	}
+	return s.GetFunc(ctx, taskID)
+}
+
+func (s *Service) List(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+	if s.ListFunc == nil {
+		return nil, orchestrator.Summary{}, unset("List")
+	}
+	return s.ListFunc(ctx, opts)
+}
+
+func (s *Service) Questions(ctx context.Context) ([]orchestrator.QuestionView, error) {
+	if s.QuestionsFunc == nil {
+		return nil, unset("Questions")
+	}
+	return s.QuestionsFunc(ctx)
+}
+
+func (s *Service) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+	if s.AnswerFunc == nil {
+		return nil, unset("Answer")
+	}
+	return s.AnswerFunc(ctx, req)
+}
+
+func (s *Service) Cancel(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+	if s.CancelFunc == nil {
+		return nil, unset("Cancel")
+	}
+	return s.CancelFunc(ctx, taskID)
+}
+
+func (s *Service) Respawn(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+	if s.RespawnFunc == nil {
+		return nil, unset("Respawn")
+	}
+	return s.RespawnFunc(ctx, taskID)
+}
+
+func (s *Service) Continue(ctx context.Context, taskID, message, by string) (*orchestrator.Task, error) {
+	if s.ContinueFunc == nil {
+		return nil, unset("Continue")
+	}
+	return s.ContinueFunc(ctx, taskID, message, by)
+}
+
+func (s *Service) Remove(ctx context.Context, taskID string) error {
+	if s.RemoveFunc == nil {
+		return unset("Remove")
+	}
+	return s.RemoveFunc(ctx, taskID)
+}
+
+// Watch calls WatchFunc; with none it blocks until ctx ends, as a service
+// with no changes does.
+func (s *Service) Watch(ctx context.Context, fn func(orchestrator.Change)) error {
+	if s.WatchFunc == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return s.WatchFunc(ctx, fn)
+}
+
+func (s *Service) Logs(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error {
+	if s.LogsFunc == nil {
+		return unset("Logs")
+	}
+	return s.LogsFunc(ctx, taskID, round, follow, w)
+}

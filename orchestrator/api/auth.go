@@ -1,0 +1,129 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// token is one accepted bearer token: the secret's hash (so every compare
+// takes the same time whatever the lengths) and the name it records.
+type token struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+// nameKey carries the authenticated token's name in the request context.
+type nameKey struct{}
+
+func parseTokens(raw []string) ([]token, error) {
+	out := make([]token, 0, len(raw))
+	seen := map[[sha256.Size]byte]bool{}
+	for i, s := range raw {
+		name, secret, named := strings.Cut(s, ":")
+		if !named {
+			name, secret = "", s
+		}
+		if secret == "" || named && name == "" {
+			return nil, fmt.Errorf("api: token %d: want SECRET or NAME:SECRET, both non-empty", i+1)
+		}
+		t := token{name: name, sum: sha256.Sum256([]byte(secret))}
+		if seen[t.sum] {
+			return nil, fmt.Errorf("api: token %d: the same secret is given twice", i+1)
+		}
+		seen[t.sum] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// authenticate returns the name of r's token ("" for an unnamed one). An
+// API without tokens takes any request from a loopback peer that names a
+// loopback host (so a web page whose name an attacker rebinds to 127.0.0.1
+// gets nothing).
+func (h *handler) authenticate(r *http.Request) (string, error) {
+	if len(h.tokens) == 0 {
+		if !loopbackPeer(r.RemoteAddr) {
+			return "", &requestError{http.StatusForbidden, CodeUnauthorized,
+				"this API has no tokens and serves loopback clients only; start it with --token to serve the network"}
+		}
+		if !loopbackHost(r.Host) {
+			return "", &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+				"this API has no tokens and answers requests for localhost, 127.0.0.1 or [::1] only, not %q", r.Host)}
+		}
+		return "", nil
+	}
+	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	secret = strings.TrimSpace(secret)
+	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return "", &requestError{http.StatusUnauthorized, CodeUnauthorized,
+			"missing bearer token: send the header Authorization: Bearer <token>"}
+	}
+	sum := sha256.Sum256([]byte(secret))
+	match := -1
+	for i := range h.tokens { // every token, always: no early exit to time
+		if subtle.ConstantTimeCompare(sum[:], h.tokens[i].sum[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return "", &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
+	}
+	return h.tokens[match].name, nil
+}
+
+// loopbackPeer reports whether a request's RemoteAddr is a loopback
+// address. One that is no IP address at all (a Unix socket) is local too.
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return true
+	}
+	return ip.Unmap().IsLoopback()
+}
+
+// loopbackHost reports whether a request's Host names the loopback
+// interface: localhost or a loopback address, any port. An empty Host
+// (HTTP/1.0) passes.
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+	}
+	return host == "" || isLoopbackName(host)
+}
+
+// isLoopbackName: localhost, 127.0.0.0/8 or ::1.
+func isLoopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// CheckBind refuses to serve a non-loopback address without tokens: call
+// it with the listen address and Config.Tokens before listening. Loopback
+// is 127.0.0.0/8, ::1 and "localhost"; every other host, including an empty
+// one (":8080", every interface), needs a token.
+func CheckBind(addr string, tokens []string) error {
+	if len(tokens) > 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if isLoopbackName(host) {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %s without --token: the API would be open to the network", addr)
+}

@@ -1,0 +1,188 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/agoradev/agora/orchestrator/registry"
+)
+
+// Registry is what the registry endpoints serve; *registry.Registry
+// implements it.
+type Registry interface {
+	RegisterSubagent(ctx context.Context, s registry.Subagent) (registry.Registered, error)
+	RegisterCapability(ctx context.Context, name, description string, archive []byte) (registry.Registered, error)
+	RegisterEnv(ctx context.Context, env registry.Env) (registry.Registered, error)
+	Get(ctx context.Context, kind registry.Kind, ref string) (*registry.Entry, error)
+	Versions(ctx context.Context, kind registry.Kind, name string) ([]*registry.Entry, error)
+	List(ctx context.Context, kind registry.Kind) ([]*registry.Entry, error)
+}
+
+var _ Registry = (*registry.Registry)(nil)
+
+// EntryList is the answer to listing a kind or the versions of a name.
+type EntryList struct {
+	// Entries are never null.
+	Entries []*registry.Entry `json:"entries"`
+}
+
+// registryPaths maps the URL segment to the kind.
+var registryPaths = map[string]registry.Kind{
+	"subagents":    registry.KindSubagent,
+	"capabilities": registry.KindCapability,
+	"envs":         registry.KindEnv,
+}
+
+func (h *handler) registryRoutes() []endpoint {
+	var out []endpoint
+	out = append(out,
+		endpoint{http.MethodPost, "/v1/subagents", h.registerSubagent},
+		endpoint{http.MethodPost, "/v1/capabilities", h.registerCapability},
+		endpoint{http.MethodPost, "/v1/envs", h.registerEnv},
+	)
+	for seg, kind := range registryPaths {
+		out = append(out,
+			endpoint{http.MethodGet, "/v1/" + seg, h.listEntries(kind)},
+			endpoint{http.MethodGet, "/v1/" + seg + "/{ref}", h.getEntry(kind)},
+			endpoint{http.MethodGet, "/v1/" + seg + "/{ref}/versions", h.entryVersions(kind)},
+		)
+	}
+	return out
+}
+
+func (h *handler) registryOr(w http.ResponseWriter, r *http.Request) (Registry, bool) {
+	if h.reg == nil {
+		h.fail(w, r, &requestError{http.StatusNotFound, CodeNoRoute, "this server has no registry"})
+		return nil, false
+	}
+	return h.reg, true
+}
+
+// registered answers 201 for a new version, 200 for content that was there.
+func (h *handler) registered(w http.ResponseWriter, r *http.Request, reg registry.Registered, err error) {
+	if err != nil {
+		h.fail(w, r, registryError(err))
+		return
+	}
+	status := http.StatusOK
+	if reg.Created {
+		status = http.StatusCreated
+	}
+	h.write(w, r, status, reg)
+}
+
+func (h *handler) registerSubagent(w http.ResponseWriter, r *http.Request) {
+	reg, ok := h.registryOr(w, r)
+	if !ok {
+		return
+	}
+	var s registry.Subagent
+	if err := decode(w, r, &s); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out, err := reg.RegisterSubagent(r.Context(), s)
+	h.registered(w, r, out, err)
+}
+
+func (h *handler) registerEnv(w http.ResponseWriter, r *http.Request) {
+	reg, ok := h.registryOr(w, r)
+	if !ok {
+		return
+	}
+	var e registry.Env
+	if err := decode(w, r, &e); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out, err := reg.RegisterEnv(r.Context(), e)
+	h.registered(w, r, out, err)
+}
+
+// registerCapability takes the tar as the body and the name and
+// description in the query.
+func (h *handler) registerCapability(w http.ResponseWriter, r *http.Request) {
+	reg, ok := h.registryOr(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	if q.Get("name") == "" {
+		h.fail(w, r, invalid("query: name is required (POST /v1/capabilities?name=NAME with the tar as the body)"))
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, registry.MaxCapabilityBytes+1<<20)
+	archive, err := io.ReadAll(body)
+	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
+		h.fail(w, r, &requestError{http.StatusRequestEntityTooLarge, CodeInvalid,
+			fmt.Sprintf("capability archive is larger than %d bytes", registry.MaxCapabilityBytes)})
+		return
+	} else if err != nil {
+		h.fail(w, r, invalid("read capability archive: "+err.Error()))
+		return
+	}
+	out, err := reg.RegisterCapability(r.Context(), q.Get("name"), q.Get("description"), archive)
+	h.registered(w, r, out, err)
+}
+
+func (h *handler) listEntries(kind registry.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		reg, ok := h.registryOr(w, r)
+		if !ok {
+			return
+		}
+		list, err := reg.List(r.Context(), kind)
+		if err != nil {
+			h.fail(w, r, registryError(err))
+			return
+		}
+		if list == nil {
+			list = []*registry.Entry{}
+		}
+		h.write(w, r, http.StatusOK, EntryList{Entries: list})
+	}
+}
+
+func (h *handler) getEntry(kind registry.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		reg, ok := h.registryOr(w, r)
+		if !ok {
+			return
+		}
+		e, err := reg.Get(r.Context(), kind, r.PathValue("ref"))
+		if err != nil {
+			h.fail(w, r, registryError(err))
+			return
+		}
+		h.write(w, r, http.StatusOK, e)
+	}
+}
+
+func (h *handler) entryVersions(kind registry.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		reg, ok := h.registryOr(w, r)
+		if !ok {
+			return
+		}
+		list, err := reg.Versions(r.Context(), kind, r.PathValue("ref"))
+		if err != nil {
+			h.fail(w, r, registryError(err))
+			return
+		}
+		h.write(w, r, http.StatusOK, EntryList{Entries: list})
+	}
+}
+
+// registryError gives the registry's errors their status and code.
+func registryError(err error) error {
+	switch {
+	case errors.Is(err, registry.ErrInvalid): // first: a registration naming a missing entry is invalid
+		return &requestError{http.StatusUnprocessableEntity, CodeInvalid, err.Error()}
+	case errors.Is(err, registry.ErrNotFound):
+		return &requestError{http.StatusNotFound, CodeNotFound, err.Error()}
+	}
+	return err
+}

@@ -1,0 +1,53 @@
+package api
+
+import "github.com/agoradev/agora/orchestrator"
+
+// The request and response bodies the API speaks besides the orchestrator's
+// own types (SubmitRequest, Task, Change), which travel as they are.
+
+// AnswerBody is the body of POST /v1/tasks/{id}/answer.
+type AnswerBody struct {
+	Answer string `json:"answer"`
+	// Round, when set, must be the round whose question is open: an answer
+	// meant for round 2 cannot land on round 3.
+	Round int `json:"round,omitempty"`
+	// By is who answers; empty means the token's name, else "api".
+	By string `json:"by,omitempty"`
+	// Channel is how the answer came (cli, slack, web, …); empty means "api".
+	Channel string `json:"channel,omitempty"`
+}
+
+// ContinueBody is the body of POST /v1/tasks/{id}/continue.
+type ContinueBody struct {
+	// Message is the follow-up: the next round's answer.
+	Message string `json:"message"`
+	// By is who continues; empty means the token's name, else "api".
+	By string `json:"by,omitempty"`
+}
+
+// TaskList is the body of GET /v1/tasks.
+type TaskList struct {
+	// Tasks match the filters, newest first; never null.
+	Tasks []*orchestrator.Task `json:"tasks"`
+	// Summary counts every task by state, whatever the filters.
+	Summary orchestrator.Summary `json:"summary"`
+}
+
+// QuestionList is the body of GET /v1/questions.
+type QuestionList struct {
+	// Questions are the open ones, oldest first; never null.
+	Questions []orchestrator.QuestionView `json:"questions"`
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+const (
+	// DefaultChannel is the channel of answers that name none.
+	DefaultChannel = "api"
+	// DefaultBy is who answers or continues when neither the body nor the
+	// token names anybody.
+	DefaultBy = "api"
+)

@@ -1,0 +1,125 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/schemas"
+)
+
+// apply folds one lifecycle event into its task. It returns nil once the
+// change is stored (or there is nothing to change), so the event is
+// acknowledged only then.
+func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
+	if ev.Kind == schemas.KindAccepted {
+		return nil // ours
+	}
+	taskID, err := o.taskOf(ctx, ev)
+	if errors.Is(err, ErrNotFound) {
+		o.log.Debug("event for a dispatch no task knows; skipped", "dispatch_id", ev.DispatchID, "kind", ev.Kind)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var asked bool
+	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+		asked = false
+		idx := -1
+		for i := range t.Rounds {
+			if t.Rounds[i].DispatchID == ev.DispatchID {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return errNoChange
+		}
+		r := &t.Rounds[idx]
+		current := idx == len(t.Rounds)-1
+		was := t.State
+		if r.State.Terminal() || r.State == StateNeedsInput {
+			return errNoChange // replayed: already applied
+		}
+		now := o.now()
+		t.UpdatedAt = now
+		switch ev.Kind {
+		case schemas.KindStarted:
+			if r.State == StateRunning {
+				return errNoChange
+			}
+			r.State, r.StartedAt = StateRunning, ev.Time
+			if current && t.State == StateQueued {
+				t.State = StateRunning
+			}
+			return nil
+		case schemas.KindFinished:
+			r.State = StateFinished
+		case schemas.KindFailed:
+			r.State, r.Failure = StateFailed, ev.Failure
+		case schemas.KindCancelled:
+			r.State = StateCancelled
+		case schemas.KindNeedsInput:
+			r.State, r.Question, r.AskedAt = StateNeedsInput, ev.NeedsInput, now
+		default:
+			return errNoChange
+		}
+		r.EndedAt, r.ExitCode, r.Usage = ev.Time, ev.ExitCode, ev.Usage
+		if !current || t.State.Terminal() {
+			return nil // a stale attempt, or the task ended already (cancel)
+		}
+		switch ev.Kind {
+		case schemas.KindFinished:
+			t.State, t.Outcome = StateFinished, &Outcome{Reason: "finished", Detail: fmt.Sprintf("round %d finished", r.N)}
+		case schemas.KindFailed:
+			t.State = StateFailed
+			t.Outcome = &Outcome{Reason: string(ev.Failure.Reason), Detail: fmt.Sprintf("round %d failed: %s", r.N, ev.Failure.Detail)}
+		case schemas.KindCancelled:
+			// Worded as Cancel words it: the event and the call race.
+			t.State, t.Outcome = StateCancelled, &Outcome{Reason: "cancelled", Detail: "cancelled while " + was.label()}
+		case schemas.KindNeedsInput:
+			if max := maxRounds(t); r.N >= max {
+				t.State = StateFailed
+				t.Outcome = &Outcome{Reason: "max_rounds", Detail: fmt.Sprintf("round %d asked %q but the task allows %d rounds (limits.max_rounds)", r.N, ev.NeedsInput.Question, max)}
+				return nil
+			}
+			t.State = StateNeedsInput
+			r.Step = 0
+			r.StepDeadline = now.Add(o.stepTimeout(t, 0))
+			asked = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if asked {
+		o.schedule(t.ID, wakeAt(t, t.current()))
+		o.poke(t.ID)
+	}
+	return nil
+}
+
+// taskOf finds the task a dispatch belongs to.
+func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, error) {
+	if ev.TaskID != "" {
+		return ev.TaskID, nil
+	}
+	id, _, err := o.store.index.Get(ctx, ev.DispatchID)
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(id)), nil
+}
+
+func maxRounds(t *Task) int {
+	if t.Request.Limits.MaxRounds > 0 {
+		return t.Request.Limits.MaxRounds
+	}
+	return DefaultMaxRounds
+}

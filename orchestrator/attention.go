@@ -1,0 +1,78 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/schemas"
+)
+
+// attention says what t needs from whom right now, and the next command.
+func (o *Orchestrator) attention(t *Task) Attention {
+	r := t.current()
+	switch t.State {
+	case StateQueued:
+		return Attention{Kind: "none", Summary: fmt.Sprintf("round %d queued for a runner slot; no action needed", r.N)}
+	case StateRunning:
+		elapsed := o.now().Sub(r.StartedAt)
+		o.mu.Lock()
+		last := o.lastOutput[r.DispatchID]
+		o.mu.Unlock()
+		return Attention{Kind: "running", Summary: fmt.Sprintf("round %d running for %s", r.N, elapsed.Round(time.Second)),
+			ElapsedMS: elapsed.Milliseconds(), LastOutput: last}
+	case StateNeedsInput:
+		q := r.Question
+		summary := "needs input: " + q.Question
+		if len(q.Options) > 0 {
+			summary += " (" + strings.Join(q.Options, " / ") + ")"
+		}
+		return Attention{Required: true, Kind: "needs_answer", Summary: summary, Action: answerAction(t.ID, q)}
+	}
+	a := Attention{Kind: "terminal", Summary: string(t.State)}
+	if t.Outcome != nil {
+		a.Summary = t.State.label() + ": " + t.Outcome.Detail
+	}
+	switch t.State {
+	case StateFailed, StateCancelled, StateExpired:
+		a.Action = "agora respawn " + t.ID
+	case StateFinished:
+		a.Action = "agora continue " + t.ID + ` "<follow-up message>"`
+	}
+	return a
+}
+
+// answerAction is the exact command that answers q.
+func answerAction(taskID string, q *schemas.NeedsInput) string {
+	if len(q.Options) > 0 {
+		return "agora answer " + taskID + " " + shellQuote(q.Options[0])
+	}
+	return "agora answer " + taskID + ` "<your answer>"`
+}
+
+func shellQuote(s string) string {
+	for _, c := range s {
+		if !(c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+func (s State) label() string { return strings.ReplaceAll(string(s), "_", " ") }
+
+// summarize renders counts as "2 running · 3 queued · 1 needs input · 4 finished".
+func summarize(counts map[State]int) Summary {
+	var parts []string
+	for _, s := range States {
+		if n := counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s.label()))
+		}
+	}
+	text := strings.Join(parts, " · ")
+	if text == "" {
+		text = "no tasks"
+	}
+	return Summary{Counts: counts, Text: text}
+}

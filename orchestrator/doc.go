@@ -1,0 +1,37 @@
+// Package orchestrator keeps tasks — chains of dispatches (rounds) of one
+// sub-agent — in JetStream KV, applies the lifecycle events of their
+// dispatches, routes each question to the task's answerers, and
+// re-dispatches the same sub-agent with the answer and the partial_state it
+// left, until the task ends.
+//
+// The task state machine:
+//
+//	          submit / answer accepted / respawn / continue
+//	                       │
+//	                       ▼
+//	┌──────────────────► queued ──── cancel ─────────────────┐
+//	│                      │ dispatch.started               │
+//	│                      ▼                                ▼
+//	│                   running ─── dispatch.cancelled ──► cancelled
+//	│                      │
+//	│      ┌───────────────┼──────────────────┐
+//	│      │ needs_input   │ finished         │ failed (any reason)
+//	│      ▼               ▼                  ▼
+//	│  needs_input      finished            failed
+//	│      │  ├── cancel ──────────────────────────────► cancelled
+//	│      │  ├── route exhausted, no default ─────────► expired
+//	│      │  └── max rounds / max wait ───────────────► failed
+//	└──────┘ answer accepted (or the default, marked assumed)
+//
+// finished, failed, cancelled and expired are terminal; respawn (from the
+// last round) and continue (a follow-up message as the next answer) start a
+// new round. Every change is a compare-and-swap on the task's KV revision,
+// so replayed events and two orchestrator replicas are harmless; an event is
+// acknowledged only after its change is stored. A round's dispatch request
+// is enqueued after the change that created it is stored (an outbox flag,
+// checked on start), and its msg-id and the runner's claim make a repeated
+// enqueue harmless: no round runs twice.
+//
+// The orchestrator imports schemas, internal/bus, internal/storage and
+// orchestrator/answer.
+package orchestrator

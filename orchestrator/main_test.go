@@ -1,0 +1,25 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/internal/testenv"
+)
+
+var (
+	workerImage string
+	dockerErr   error
+)
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	image, cleanup, err := testenv.WorkerImage(ctx, "..")
+	cancel()
+	workerImage, dockerErr = image, err
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}

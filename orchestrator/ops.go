@@ -1,0 +1,227 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/orchestrator/answer"
+)
+
+// Answer accepts an answer to the task's open question: the first valid
+// answer wins, later ones get ErrAlreadyAnswered naming who answered when.
+func (o *Orchestrator) Answer(ctx context.Context, req AnswerRequest) (*Task, error) {
+	by, channel := orDefault(req.By, "api"), orDefault(req.Channel, "api")
+	return o.accept(ctx, req.TaskID, req.Round, req.Answer, by, channel, false)
+}
+
+// accept stores the answer (compare-and-swap: one wins) and queues the next
+// round.
+func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, value, by, channel string, assumed bool) (*Task, error) {
+	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+		r := t.current()
+		if r != nil && round > 0 && r.N != round {
+			for i := range t.Rounds {
+				if p := &t.Rounds[i]; p.N == round && p.Answer != nil {
+					return answeredErr(t.ID, p)
+				}
+			}
+			return fmt.Errorf("task %s: round %d has no open question (the current round is %d): %w", t.ID, round, r.N, ErrNoQuestion)
+		}
+		if r != nil && r.Answer != nil && r.Question != nil {
+			return answeredErr(t.ID, r)
+		}
+		if t.State != StateNeedsInput || r == nil || r.Question == nil {
+			// The previous round may have been answered already.
+			for i := len(t.Rounds) - 1; i >= 0; i-- {
+				if p := &t.Rounds[i]; p.Answer != nil && p.Question != nil && (round == 0 || p.N == round) {
+					return answeredErr(t.ID, p)
+				}
+			}
+			return fmt.Errorf("task %s is %s: %w", t.ID, t.State, ErrNoQuestion)
+		}
+		canonical, err := answer.ValidateAnswer(questionOf(t, r), value)
+		if err != nil {
+			return fmt.Errorf("task %s round %d: %w: %v", t.ID, r.N, ErrInvalidAnswer, err)
+		}
+		now := o.now()
+		wait := now.Sub(r.AskedAt)
+		r.Answer = &Answer{Value: canonical, By: by, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed}
+		r.Decisions = append(r.Decisions, Decision{StepIndex: r.Step, Step: channel, Result: "answered", Detail: "by " + by, At: now})
+		r.StepDeadline = time.Time{}
+		t.WaitedMS += wait.Milliseconds()
+		o.nextRound(t, r.N+1, "")
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.schedule(taskID, time.Time{})
+	if prev := previousRound(t); prev != nil && prev.Question != nil && !prev.Answer.Assumed {
+		if err := answer.Remember(ctx, o.memory, questionOf(t, prev), answer.Reply{Answer: prev.Answer.Value, By: prev.Answer.By}); err != nil {
+			o.log.Warn("remember answer", "task_id", t.ID, "error", err)
+		}
+	}
+	o.log.Info("answer accepted", "task_id", t.ID, "by", by, "channel", channel, "assumed", assumed)
+	t, err = o.enqueue(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return o.view(t), nil
+}
+
+func answeredErr(taskID string, r *Round) error {
+	return fmt.Errorf("task %s round %d: %w by %s via %s at %s (answer %q)", taskID, r.N, ErrAlreadyAnswered,
+		r.Answer.By, r.Answer.Channel, r.Answer.At.Format(time.RFC3339), r.Answer.Value)
+}
+
+// previousRound is the round before the current one.
+func previousRound(t *Task) *Round {
+	if len(t.Rounds) < 2 {
+		return nil
+	}
+	return &t.Rounds[len(t.Rounds)-2]
+}
+
+// nextRound appends round n (attempt 1) and queues the task.
+func (o *Orchestrator) nextRound(t *Task, n int, followUp string) {
+	now := o.now()
+	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: dispatchID(t.ID, n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
+	t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
+}
+
+// Cancel ends a task in any state that is not terminal: a queued round is
+// removed before it starts, a running one is stopped, a waiting question is
+// dropped.
+func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error) {
+	t, err := o.store.get(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.State.Terminal() {
+		return nil, fmt.Errorf("task %s is %s already: %w", taskID, t.State, ErrWrongState)
+	}
+	r := t.current()
+	if t.State == StateQueued || t.State == StateRunning {
+		if _, err := o.cfg.Bus.Cancel(ctx, r.DispatchID); err != nil {
+			return nil, fmt.Errorf("cancel task %s: %w", taskID, err)
+		}
+	}
+	t, err = o.store.update(ctx, taskID, func(t *Task) error {
+		if t.State.Terminal() {
+			return errNoChange
+		}
+		now := o.now()
+		r := t.current()
+		if t.State == StateNeedsInput {
+			t.WaitedMS += now.Sub(r.AskedAt).Milliseconds()
+		}
+		// Named before the round is marked, or a queued or running task
+		// reads "cancelled while cancelled".
+		was := t.State
+		if !r.State.Terminal() && r.State != StateNeedsInput {
+			r.State = StateCancelled
+		}
+		t.State, t.UpdatedAt = StateCancelled, now
+		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + was.label()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.schedule(taskID, time.Time{})
+	return o.view(t), nil
+}
+
+// Respawn runs the last round of a failed, cancelled or expired task again,
+// as a new dispatch with the same inputs.
+func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error) {
+	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+		switch t.State {
+		case StateFailed, StateCancelled, StateExpired:
+		default:
+			return fmt.Errorf("task %s is %s; respawn takes a failed, cancelled or expired task: %w", t.ID, t.State, ErrWrongState)
+		}
+		last := t.current()
+		if last.State == StateNeedsInput {
+			// Ended while waiting: answer it instead, or run the round again.
+			last.State = StateCancelled
+		}
+		now := o.now()
+		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchID(t.ID, last.N, last.Attempt+1),
+			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
+		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t, err = o.enqueue(ctx, t); err != nil {
+		return nil, err
+	}
+	return o.view(t), nil
+}
+
+// Continue gives a finished task a follow-up message: a new round with the
+// message as the answer.
+func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string) (*Task, error) {
+	if strings.TrimSpace(message) == "" {
+		return nil, fmt.Errorf("%w: the follow-up message is empty", ErrInvalidRequest)
+	}
+	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+		if t.State != StateFinished {
+			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, ErrWrongState)
+		}
+		if r := t.current(); r.N >= maxRounds(t) {
+			return fmt.Errorf("task %s has used its %d rounds (limits.max_rounds): %w", t.ID, maxRounds(t), ErrWrongState)
+		}
+		last := t.current()
+		now := o.now()
+		last.Answer = &Answer{Value: message, By: orDefault(by, "api"), Channel: "continue", At: now}
+		o.nextRound(t, last.N+1, message)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t, err = o.enqueue(ctx, t); err != nil {
+		return nil, err
+	}
+	return o.view(t), nil
+}
+
+// Remove cancels a task that has not ended, then deletes it and its stored
+// data (outputs, workspace snapshot records).
+func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
+	t, err := o.store.get(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if !t.State.Terminal() {
+		if _, err := o.Cancel(ctx, taskID); err != nil && !errors.Is(err, ErrWrongState) {
+			return err
+		}
+	}
+	for _, r := range t.Rounds {
+		if o.cfg.Store != nil {
+			for _, key := range []string{"dispatches/" + r.DispatchID + "/output.log", "dispatches/" + r.DispatchID + "/workspace.json", "dispatches/" + r.DispatchID + "/answer.json"} {
+				if err := o.cfg.Store.Delete(ctx, key); err != nil {
+					return fmt.Errorf("remove task %s: %w", taskID, err)
+				}
+			}
+		}
+		if err := o.store.index.Delete(ctx, r.DispatchID); err != nil {
+			return fmt.Errorf("remove task %s: %w", taskID, err)
+		}
+	}
+	if err := o.store.tasks.Delete(ctx, taskID); err != nil {
+		return fmt.Errorf("remove task %s: %w", taskID, err)
+	}
+	if o.store.cache != nil {
+		o.store.cache.remove(taskID, 0)
+	}
+	o.schedule(taskID, time.Time{})
+	return nil
+}

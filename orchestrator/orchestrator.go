@@ -1,0 +1,482 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/schemas"
+)
+
+// Defaults for a task's limits and route.
+const (
+	DefaultMaxRounds   = 10
+	DefaultMaxWait     = 7 * 24 * time.Hour
+	DefaultRoute       = "human"
+	consumerName       = "orchestrator"
+	routerTick         = 250 * time.Millisecond
+	lastOutputMaxBytes = 200
+)
+
+// Config is one orchestrator.
+type Config struct {
+	Bus *bus.Bus
+	// Store holds outputs and snapshots (for remove).
+	Store storage.Store
+	// Answerers resolves route steps; nil gives memory and human only.
+	Answerers *answer.Resolver
+	// Subagents are the named sub-agents `agent:<name>` route steps run;
+	// a name not here is looked up in Registry.
+	Subagents map[string]schemas.Subagent
+	// Registry resolves SubmitRequest.SubagentRef; nil: only inline
+	// sub-agents can be submitted.
+	Registry *registry.Registry
+	Logger   *slog.Logger
+	// Now is the clock; tests may set it.
+	Now func() time.Time
+}
+
+// Orchestrator implements Service on JetStream.
+type Orchestrator struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *store
+	memory answer.MemoryStore
+
+	mu         sync.Mutex
+	deadlines  map[string]time.Time // task id → when its open question's step times out
+	lastOutput map[string]string    // dispatch id → last output line
+	kick       chan string
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped chan struct{}
+	once    sync.Once
+}
+
+var _ Service = (*Orchestrator)(nil)
+
+// New returns an orchestrator that is not started.
+func New(cfg Config) (*Orchestrator, error) {
+	if cfg.Bus == nil {
+		return nil, errors.New("orchestrator config: bus is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Orchestrator{cfg: cfg, log: cfg.Logger, deadlines: map[string]time.Time{}, lastOutput: map[string]string{},
+		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
+}
+
+func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }
+
+// Start opens the state, re-enqueues rounds whose enqueue a crash cut off,
+// resumes the timers of open questions from their stored deadlines, and
+// starts consuming events. It returns once running.
+func (o *Orchestrator) Start(ctx context.Context) error {
+	st, err := openStore(ctx, o.cfg.Bus)
+	if err != nil {
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	o.store = st
+	mem, err := o.cfg.Bus.KeyValue(ctx, MemoryBucket, "answers the memory answerer may reuse")
+	if err != nil {
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	o.memory = kvMemory{kv: mem}
+	if o.cfg.Answerers == nil {
+		o.cfg.Answerers = &answer.Resolver{Logger: o.log}
+	}
+	if o.cfg.Answerers.Memory == nil {
+		o.cfg.Answerers.Memory = o.memory
+	}
+	if o.cfg.Answerers.Agents == nil {
+		o.cfg.Answerers.Agents = o
+	}
+	if err := o.cfg.Bus.EnsureQueue(ctx); err != nil {
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	o.cancel = cancel
+	if err := o.followTasks(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	if err := o.recover(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	if _, err := o.cfg.Bus.SubscribeAllLogs(func(id string, chunk []byte) { o.noteOutput(id, chunk) }); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	if err := o.cfg.Bus.ConsumeEvents(runCtx, consumerName, o.apply); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
+	o.wg.Add(1)
+	go o.route(runCtx)
+	return nil
+}
+
+// Stop stops consuming and routing; dispatches keep running. Idempotent.
+func (o *Orchestrator) Stop(ctx context.Context) error {
+	o.once.Do(func() {
+		if o.cancel != nil {
+			o.cancel()
+		}
+		go func() { o.wg.Wait(); close(o.stopped) }()
+	})
+	select {
+	case <-o.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// recover finishes what a crash interrupted: rounds created but not
+// enqueued are enqueued (msg-id and claims make a repeat harmless), and
+// open questions get their timers back.
+func (o *Orchestrator) recover(ctx context.Context) error {
+	var pending []string
+	err := o.store.each(ctx, func(t *Task) error {
+		if r := t.current(); r != nil {
+			switch {
+			case t.State == StateQueued && !r.Enqueued:
+				pending = append(pending, t.ID)
+			case t.State == StateNeedsInput:
+				o.schedule(t.ID, wakeAt(t, r))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range pending {
+		t, err := o.store.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		o.log.Info("enqueueing a round a restart interrupted", "task_id", id)
+		if _, err := o.enqueue(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
+
+// followTasks keeps the task cache current with the bucket.
+func (o *Orchestrator) followTasks(ctx context.Context) error {
+	c := newTaskCache(o.log)
+	o.store.cache = c
+	return o.store.tasks.Follow(ctx, func(id string, value []byte, rev uint64) {
+		if value == nil {
+			c.remove(id, rev)
+			return
+		}
+		c.put(id, value, rev)
+	}, func() {
+		c.setReady(true)
+	}, func() {
+		c.setReady(false)
+		o.log.Warn("task cache: the watch of the tasks bucket ended; listing reads the bucket from now on")
+	})
+}
+
+// eachTask calls fn for every task: from the cache when it is current,
+// else read from the bucket.
+func (o *Orchestrator) eachTask(ctx context.Context, fn func(*Task)) error {
+	if c := o.store.cache; c != nil && c.each(fn) {
+		return nil
+	}
+	return o.store.each(ctx, func(t *Task) error { fn(t); return nil })
+}
+
+// Submit creates a task and queues its first round. The same task id with
+// the same request returns the existing task; with another request it is
+// ErrConflict.
+func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
+	submitted := requestHash(req)
+	pins, err := o.resolve(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.validate(&req); err != nil {
+		return nil, err
+	}
+	if req.TaskID == "" {
+		req.TaskID = newTaskID()
+	}
+	now := o.now()
+	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
+		State: StateQueued, CreatedAt: now, UpdatedAt: now}
+	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(t.ID, 1, 1), State: StateQueued, QueuedAt: now}}
+	if err := o.store.create(ctx, t); errors.Is(err, bus.ErrKeyExists) {
+		existing, gerr := o.store.get(ctx, req.TaskID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted {
+			return nil, fmt.Errorf("task %s: %w (submit it under another id, or remove the task first)", req.TaskID, ErrConflict)
+		}
+		return o.view(existing), nil
+	} else if err != nil {
+		return nil, fmt.Errorf("submit task %s: %w", req.TaskID, err)
+	}
+	o.log.Info("task submitted", "task_id", t.ID, "subagent", req.Subagent.Name, "pins", pins)
+	t, err = o.enqueue(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return o.view(t), nil
+}
+
+// resolve fills a request that names a registered sub-agent: the pinned
+// definition, its bundles, and its defaults where the request is silent.
+func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (*registry.Pins, error) {
+	if req.SubagentRef == "" {
+		return nil, nil
+	}
+	if req.Subagent.Name != "" || req.Subagent.Runtime != "" || len(req.Subagent.Command) > 0 || req.Subagent.Prompt != "" {
+		return nil, fmt.Errorf("%w: give subagent_ref or an inline subagent, not both", ErrInvalidRequest)
+	}
+	if o.cfg.Registry == nil {
+		return nil, fmt.Errorf("%w: subagent_ref %q: this orchestrator has no registry", ErrInvalidRequest, req.SubagentRef)
+	}
+	res, err := o.cfg.Registry.Resolve(ctx, req.SubagentRef)
+	if errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrInvalid) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolve sub-agent %s: %w", req.SubagentRef, err)
+	}
+	def := res.Entry.Subagent
+	req.Subagent = res.Subagent
+	req.Capabilities = append(res.Capabilities, req.Capabilities...)
+	req.Env = append(res.Env, req.Env...)
+	if req.Route == "" {
+		req.Route = def.Route
+	}
+	if req.TimeoutSeconds == 0 {
+		req.TimeoutSeconds = def.TimeoutSeconds
+	}
+	if def.Limits != nil {
+		if req.Limits.MaxRounds == 0 {
+			req.Limits.MaxRounds = def.Limits.MaxRounds
+		}
+		if req.Limits.MaxWaitSeconds == 0 {
+			req.Limits.MaxWaitSeconds = def.Limits.MaxWaitSeconds
+		}
+	}
+	req.Image = orDefault(req.Image, def.Image)
+	req.Network = orDefault(req.Network, def.Network)
+	req.Workspace = orDefault(req.Workspace, def.Workspace)
+	if req.Resources == nil {
+		req.Resources = def.Resources
+	}
+	req.AllowMemory = req.AllowMemory || def.AllowMemory
+	return &res.Pins, nil
+}
+
+func (o *Orchestrator) validate(req *SubmitRequest) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+	}
+	if req.TaskID != "" && !taskIDPattern.MatchString(req.TaskID) {
+		return bad("task_id %q: letters, digits, '-' and '_', at most 96", req.TaskID)
+	}
+	if len(req.Input) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(req.Input, &obj); err != nil {
+			return bad("input must be a JSON object: %v", err)
+		}
+	}
+	switch req.Workspace {
+	case "", schemas.WorkspacePersist, schemas.WorkspaceFresh:
+	default:
+		return bad("workspace %q: want persist or fresh", req.Workspace)
+	}
+	if _, err := answer.ParseRoute(routeOf(*req)); err != nil {
+		return bad("route: %v", err)
+	}
+	// The first round's request must pass its schema, as the runner's will.
+	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
+	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(probe.ID, 1, 1)}}
+	data, err := json.Marshal(o.request(probe, &probe.Rounds[0]))
+	if err != nil {
+		return bad("%v", err)
+	}
+	if err := schemas.Validate(schemas.SchemaRequest, data); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func routeOf(req SubmitRequest) string {
+	if req.Route == "" {
+		return DefaultRoute
+	}
+	return req.Route
+}
+
+func newTaskID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "t-" + hex.EncodeToString(b[:])
+}
+
+// dispatchID names round n's attempt a of a task.
+func dispatchID(taskID string, n, attempt int) string {
+	if attempt <= 1 {
+		return fmt.Sprintf("%s-r%d", taskID, n)
+	}
+	return fmt.Sprintf("%s-r%d-%d", taskID, n, attempt)
+}
+
+// subagentHash pins what every round runs: the sub-agent and its bundles.
+func subagentHash(req SubmitRequest) string {
+	data, _ := json.Marshal(struct {
+		Subagent     schemas.Subagent    `json:"subagent"`
+		Capabilities []schemas.BundleRef `json:"capabilities"`
+		Env          []schemas.BundleRef `json:"env"`
+	}{req.Subagent, req.Capabilities, req.Env})
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func requestHash(req SubmitRequest) string {
+	req.TaskID = ""
+	data, _ := json.Marshal(req)
+	// Compact input so formatting does not make a different request.
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns one task.
+func (o *Orchestrator) Get(ctx context.Context, id string) (*Task, error) {
+	t, err := o.store.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return o.view(t), nil
+}
+
+// List returns tasks (newest first) and the counts by state.
+func (o *Orchestrator) List(ctx context.Context, opts ListOptions) ([]*Task, Summary, error) {
+	var out []*Task
+	counts := map[State]int{}
+	lk, lv, _ := strings.Cut(opts.Label, "=")
+	err := o.eachTask(ctx, func(t *Task) {
+		counts[t.State]++
+		if opts.State != "" && t.State != opts.State {
+			return
+		}
+		if lk != "" && t.Request.Labels[lk] != lv {
+			return
+		}
+		out = append(out, o.view(t))
+	})
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, summarize(counts), nil
+}
+
+// Questions lists the open questions, oldest first.
+func (o *Orchestrator) Questions(ctx context.Context) ([]QuestionView, error) {
+	var out []QuestionView
+	now := o.now()
+	err := o.eachTask(ctx, func(t *Task) {
+		r := t.current()
+		if t.State != StateNeedsInput || r == nil || r.Question == nil {
+			return
+		}
+		q := r.Question
+		out = append(out, QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
+			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
+			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q)})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].AskedAt.Before(out[j].AskedAt) })
+	return out, err
+}
+
+// Watch calls fn with every task change until ctx ends.
+func (o *Orchestrator) Watch(ctx context.Context, fn func(Change)) error {
+	err := o.store.tasks.Watch(ctx, func(key string, value []byte, rev uint64) {
+		if value == nil {
+			fn(Change{TaskID: key, Removed: true})
+			return
+		}
+		var t Task
+		if err := json.Unmarshal(value, &t); err != nil {
+			return
+		}
+		t.Revision = rev
+		fn(Change{TaskID: key, Task: o.view(&t)})
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// current is the task's latest round.
+func (t *Task) current() *Round {
+	if len(t.Rounds) == 0 {
+		return nil
+	}
+	return &t.Rounds[len(t.Rounds)-1]
+}
+
+// view fills the derived fields a reader sees.
+func (o *Orchestrator) view(t *Task) *Task {
+	t.Attention = o.attention(t)
+	return t
+}
+
+// noteOutput keeps the last output line of each running dispatch.
+func (o *Orchestrator) noteOutput(dispatchID string, chunk []byte) {
+	text := strings.TrimRight(string(chunk), "\n")
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if len(text) > lastOutputMaxBytes {
+		text = text[:lastOutputMaxBytes] + "…"
+	}
+	o.mu.Lock()
+	o.lastOutput[dispatchID] = text
+	o.mu.Unlock()
+}

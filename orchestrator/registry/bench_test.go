@@ -1,0 +1,45 @@
+package registry
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/agoradev/agora/internal/testenv"
+)
+
+// BenchmarkResolve is what naming a registered sub-agent adds to a submit:
+// the sub-agent, two capabilities and an env bundle looked up and pinned, on
+// an embedded NATS (numbers in docs/benchmarks.md).
+func BenchmarkResolve(b *testing.B) {
+	r, err := Open(b.Context(), testenv.Bus(b), testenv.FileStore(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	for i := range 2 {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		data := fmt.Sprintf("capability %d\n", i)
+		_ = tw.WriteHeader(&tar.Header{Name: "README.md", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte(data))
+		_ = tw.Close()
+		if _, err := r.RegisterCapability(ctx, fmt.Sprintf("cap-%d", i), "", buf.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := r.RegisterEnv(ctx, Env{Name: "env", Values: map[string]string{"A": "1"}}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.RegisterSubagent(ctx, Subagent{Name: "s", Runtime: "exec", Command: Command{"true"},
+		Capabilities: []string{"cap-0", "cap-1"}, Env: []string{"env"}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := r.Resolve(ctx, "s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

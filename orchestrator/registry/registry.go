@@ -1,0 +1,410 @@
+// Package registry keeps sub-agents, capabilities and env bundles,
+// content-addressed and immutable: registering identical content returns the
+// version already there, changed content makes a new version, and a task
+// pins the versions it resolved when it was submitted.
+//
+// Entries live in the JetStream KV bucket agora_registry (one key per
+// version, plus a head per name pointing at the latest); capability and env
+// bundles live in object storage under blobs/sha256/, where the worker
+// fetches and verifies them.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
+)
+
+// Bucket is the KV bucket of the registry.
+const Bucket = "agora_registry"
+
+// Errors callers branch on (errors.Is).
+var (
+	ErrNotFound = errors.New("not registered")
+	ErrInvalid  = errors.New("invalid registration")
+)
+
+var (
+	namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	refPattern  = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:@([0-9a-f]{12}(?:[0-9a-f]{52})?))?$`)
+)
+
+// Registry is the registry on a KV bucket and object storage.
+type Registry struct {
+	kv    *bus.KV
+	store storage.Store
+	now   func() time.Time
+}
+
+// Open opens (creating if needed) the registry bucket.
+func Open(ctx context.Context, b *bus.Bus, store storage.Store) (*Registry, error) {
+	if store == nil {
+		return nil, errors.New("registry: object storage is required for bundles")
+	}
+	kv, err := b.KeyValue(ctx, Bucket, "agora registry: sub-agents, capabilities, env bundles")
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{kv: kv, store: store, now: time.Now}, nil
+}
+
+// head is the per-name pointer at the latest version.
+type head struct {
+	Latest string `json:"latest"`
+	Seq    int    `json:"seq"`
+}
+
+func headKey(kind Kind, name string) string { return string(kind) + "." + name }
+func versionKey(kind Kind, name, version string) string {
+	return string(kind) + "." + name + "." + version
+}
+
+// RegisterSubagent registers a sub-agent definition. The capabilities and
+// env bundles it names must be registered already (an unpinned name is
+// resolved when a task is submitted, so it follows their latest version).
+func (r *Registry) RegisterSubagent(ctx context.Context, s Subagent) (Registered, error) {
+	if err := validateSubagent(s); err != nil {
+		return Registered{}, err
+	}
+	for _, ref := range s.Capabilities {
+		if _, err := r.Get(ctx, KindCapability, ref); err != nil {
+			return Registered{}, fmt.Errorf("%w: sub-agent %s: %w", ErrInvalid, s.Name, err)
+		}
+	}
+	for _, ref := range s.Env {
+		if _, err := r.Get(ctx, KindEnv, ref); err != nil {
+			return Registered{}, fmt.Errorf("%w: sub-agent %s: %w", ErrInvalid, s.Name, err)
+		}
+	}
+	canonical, err := json.Marshal(s)
+	if err != nil {
+		return Registered{}, fmt.Errorf("encode sub-agent %s: %w", s.Name, err)
+	}
+	def := s
+	e := &Entry{Kind: KindSubagent, Name: s.Name, Digest: digest(canonical), Description: s.Description, Subagent: &def}
+	return r.register(ctx, e)
+}
+
+// validateSubagent checks what the schema checks, for definitions that
+// come through the API rather than a file.
+func validateSubagent(s Subagent) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := schemas.Validate(schemas.SchemaSubagent, data); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+// RegisterCapability registers a capability from its tar (see PackDir).
+func (r *Registry) RegisterCapability(ctx context.Context, name, description string, archive []byte) (Registered, error) {
+	if !namePattern.MatchString(name) {
+		return Registered{}, fmt.Errorf("%w: capability name %q: letters, digits, '-' and '_', at most 64", ErrInvalid, name)
+	}
+	files, err := CheckTar(archive, MaxCapabilityBytes)
+	if err != nil {
+		return Registered{}, fmt.Errorf("%w: capability %s: %v", ErrInvalid, name, err)
+	}
+	_, ref, err := storage.PutBlob(ctx, r.store, bytes.NewReader(archive))
+	if err != nil {
+		return Registered{}, fmt.Errorf("store capability %s: %w", name, err)
+	}
+	e := &Entry{Kind: KindCapability, Name: name, Digest: "sha256:" + ref.SHA256, Description: description,
+		Size: ref.Size, Files: files, Bundle: &schemas.BundleRef{Name: name, SHA256: ref.SHA256}}
+	return r.register(ctx, e)
+}
+
+// RegisterEnv registers an env bundle.
+func (r *Registry) RegisterEnv(ctx context.Context, env Env) (Registered, error) {
+	data, err := json.Marshal(env)
+	if err != nil {
+		return Registered{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := schemas.Validate(schemas.SchemaEnv, data); err != nil {
+		return Registered{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	// The stored bundle is what the worker reads; maps encode sorted, so the
+	// same values and refs give the same bytes.
+	bundle, err := json.Marshal(struct {
+		Values  map[string]string `json:"values"`
+		Secrets map[string]string `json:"secrets"`
+	}{orEmpty(env.Values), orEmpty(env.Secrets)})
+	if err != nil {
+		return Registered{}, err
+	}
+	_, ref, err := storage.PutBlob(ctx, r.store, bytes.NewReader(bundle))
+	if err != nil {
+		return Registered{}, fmt.Errorf("store env %s: %w", env.Name, err)
+	}
+	shown := env
+	e := &Entry{Kind: KindEnv, Name: env.Name, Digest: "sha256:" + ref.SHA256, Description: env.Description,
+		Env: &shown, Size: ref.Size, Bundle: &schemas.BundleRef{Name: env.Name, SHA256: ref.SHA256}}
+	return r.register(ctx, e)
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// register stores e as a new version unless the same content is there, and
+// moves the name's head to it. The head is compare-and-swapped, so two
+// registrations of one name at once get distinct sequence numbers.
+func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
+	e.Version = strings.TrimPrefix(e.Digest, "sha256:")[:12]
+	if e.Bundle != nil {
+		e.Bundle.Name = e.Ref()
+	}
+	vkey, hkey := versionKey(e.Kind, e.Name, e.Version), headKey(e.Kind, e.Name)
+	for attempt := 0; ; attempt++ {
+		if existing, err := r.entry(ctx, vkey); err == nil {
+			return Registered{Entry: existing}, nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return Registered{}, err
+		}
+		var h head
+		data, rev, err := r.kv.Get(ctx, hkey)
+		switch {
+		case errors.Is(err, bus.ErrKeyNotFound):
+			rev = 0
+		case err != nil:
+			return Registered{}, err
+		default:
+			if err := json.Unmarshal(data, &h); err != nil {
+				return Registered{}, fmt.Errorf("decode %s: %w", hkey, err)
+			}
+		}
+		if rev != 0 && h.Latest == e.Version {
+			// Another registration of this very content claimed the head;
+			// its version key follows at once, unless it died in between.
+			if existing, err := r.waitEntry(ctx, vkey); err == nil {
+				return Registered{Entry: existing}, nil
+			}
+			e.Seq, e.CreatedAt = h.Seq, r.now().UTC()
+			return r.putVersion(ctx, vkey, e)
+		}
+		e.Seq = h.Seq + 1
+		e.CreatedAt = r.now().UTC()
+		hdata, _ := json.Marshal(head{Latest: e.Version, Seq: e.Seq})
+		// Claim the sequence number first: the version key is written only
+		// by the registration that won the head.
+		if rev == 0 {
+			_, err = r.kv.Create(ctx, hkey, hdata)
+		} else {
+			_, err = r.kv.Update(ctx, hkey, hdata, rev)
+		}
+		if errors.Is(err, bus.ErrKeyExists) || errors.Is(err, bus.ErrRevision) {
+			if attempt > 20 {
+				return Registered{}, fmt.Errorf("register %s %s: the name keeps changing under us", e.Kind, e.Name)
+			}
+			continue
+		}
+		if err != nil {
+			return Registered{}, fmt.Errorf("register %s %s: %w", e.Kind, e.Name, err)
+		}
+		return r.putVersion(ctx, vkey, e)
+	}
+}
+
+// putVersion writes a version whose seq the head holds.
+func (r *Registry) putVersion(ctx context.Context, vkey string, e *Entry) (Registered, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return Registered{}, err
+	}
+	if _, err := r.kv.Put(ctx, vkey, data); err != nil {
+		return Registered{}, fmt.Errorf("register %s %s: %w", e.Kind, e.Ref(), err)
+	}
+	return Registered{Entry: e, Created: true}, nil
+}
+
+// waitEntry waits up to a second for a version key another registration is
+// about to write.
+func (r *Registry) waitEntry(ctx context.Context, key string) (*Entry, error) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		e, err := r.entry(ctx, key)
+		if !errors.Is(err, ErrNotFound) || time.Now().After(deadline) {
+			return e, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Registry) entry(ctx context.Context, key string) (*Entry, error) {
+	data, _, err := r.kv.Get(ctx, key)
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var e Entry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return &e, nil
+}
+
+// ParseRef splits NAME or NAME@VERSION.
+func ParseRef(ref string) (name, version string, err error) {
+	m := refPattern.FindStringSubmatch(ref)
+	if m == nil {
+		return "", "", fmt.Errorf("%w: %q: want NAME or NAME@VERSION (12 hex digits)", ErrInvalid, ref)
+	}
+	return m[1], m[2], nil
+}
+
+// Get returns the entry ref names: NAME is the latest version.
+func (r *Registry) Get(ctx context.Context, kind Kind, ref string) (*Entry, error) {
+	name, version, err := ParseRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	latest := version == ""
+	if latest {
+		data, _, err := r.kv.Get(ctx, headKey(kind, name))
+		if errors.Is(err, bus.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%s %s: %w (see 'agora %s list')", kind, name, ErrNotFound, kind)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var h head
+		if err := json.Unmarshal(data, &h); err != nil {
+			return nil, fmt.Errorf("decode %s %s: %w", kind, name, err)
+		}
+		version = h.Latest
+	}
+	e, err := r.entry(ctx, versionKey(kind, name, version[:12]))
+	if errors.Is(err, ErrNotFound) && latest {
+		// The head names a version whose registration died before writing
+		// it: the latest that exists stands.
+		if versions, verr := r.Versions(ctx, kind, name); verr == nil {
+			return versions[len(versions)-1], nil
+		}
+	}
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%s %s@%s: %w (see 'agora %s show %s')", kind, name, version, ErrNotFound, kind, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(version) == 64 && e.Digest != "sha256:"+version {
+		return nil, fmt.Errorf("%s %s@%s: %w", kind, name, version, ErrNotFound)
+	}
+	return e, nil
+}
+
+// Versions returns every version of a name, oldest first.
+func (r *Registry) Versions(ctx context.Context, kind Kind, name string) ([]*Entry, error) {
+	if !namePattern.MatchString(name) {
+		return nil, fmt.Errorf("%w: name %q", ErrInvalid, name)
+	}
+	prefix := string(kind) + "." + name + "."
+	var out []*Entry
+	err := r.kv.Each(ctx, func(key string, value []byte, _ uint64) error {
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		var e Entry
+		if err := json.Unmarshal(value, &e); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		}
+		out = append(out, &e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s %s: %w (see 'agora %s list')", kind, name, ErrNotFound, kind)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+// List returns the latest version of every name of kind, by name.
+func (r *Registry) List(ctx context.Context, kind Kind) ([]*Entry, error) {
+	latest := map[string]*Entry{}
+	prefix := string(kind) + "."
+	err := r.kv.Each(ctx, func(key string, value []byte, _ uint64) error {
+		rest, ok := strings.CutPrefix(key, prefix)
+		if !ok || !strings.Contains(rest, ".") {
+			return nil
+		}
+		var e Entry
+		if err := json.Unmarshal(value, &e); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		}
+		if cur := latest[e.Name]; cur == nil || e.Seq > cur.Seq {
+			latest[e.Name] = &e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Entry, 0, len(latest))
+	for _, e := range latest {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Resolve pins a sub-agent ref and everything it names.
+func (r *Registry) Resolve(ctx context.Context, ref string) (*Resolved, error) {
+	e, err := r.Get(ctx, KindSubagent, ref)
+	if err != nil {
+		return nil, err
+	}
+	s := e.Subagent
+	if s == nil {
+		return nil, fmt.Errorf("sub-agent %s has no definition", e.Ref())
+	}
+	res := &Resolved{Entry: e, Subagent: s.Spec(), Pins: Pins{Subagent: e.Ref()}}
+	res.Subagent.Version = e.Digest
+	for _, c := range s.Capabilities {
+		ce, err := r.Get(ctx, KindCapability, c)
+		if err != nil {
+			return nil, fmt.Errorf("sub-agent %s: %w", e.Ref(), err)
+		}
+		res.Capabilities = append(res.Capabilities, *ce.Bundle)
+		res.Pins.Capabilities = append(res.Pins.Capabilities, ce.Ref())
+	}
+	for _, v := range s.Env {
+		ve, err := r.Get(ctx, KindEnv, v)
+		if err != nil {
+			return nil, fmt.Errorf("sub-agent %s: %w", e.Ref(), err)
+		}
+		res.Env = append(res.Env, *ve.Bundle)
+		res.Pins.Env = append(res.Pins.Env, ve.Ref())
+	}
+	return res, nil
+}

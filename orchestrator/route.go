@@ -1,0 +1,224 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agoradev/agora/orchestrator/answer"
+)
+
+// schedule remembers when taskID's current route step times out; the zero
+// time forgets it.
+func (o *Orchestrator) schedule(taskID string, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if at.IsZero() {
+		delete(o.deadlines, taskID)
+		return
+	}
+	o.deadlines[taskID] = at
+}
+
+// poke asks the router to look at a task now.
+func (o *Orchestrator) poke(taskID string) {
+	select {
+	case o.kick <- taskID:
+	default: // the ticker finds it
+	}
+}
+
+// route advances questions: when one is asked (poked) and when a step's
+// deadline passes. Deadlines live in the task records, so a restarted
+// orchestrator resumes them (recover).
+func (o *Orchestrator) route(ctx context.Context) {
+	defer o.wg.Done()
+	tick := time.NewTicker(routerTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-o.kick:
+			o.advance(ctx, id)
+		case <-tick.C:
+			now := o.now()
+			var due []string
+			o.mu.Lock()
+			for id, at := range o.deadlines {
+				if !now.Before(at) {
+					due = append(due, id)
+				}
+			}
+			o.mu.Unlock()
+			for _, id := range due {
+				o.advance(ctx, id)
+			}
+		}
+	}
+}
+
+// advance moves a task's open question along its route until an answer is
+// accepted, a step waits (pending), or the route ends.
+func (o *Orchestrator) advance(ctx context.Context, taskID string) {
+	for i := 0; i < 32; i++ { // each pass settles one step
+		again, err := o.step(ctx, taskID)
+		if err != nil {
+			o.log.Warn("route question", "task_id", taskID, "error", err)
+			return
+		}
+		if !again {
+			return
+		}
+	}
+}
+
+// step does one thing for the current route step and reports whether the
+// next step should be looked at at once.
+func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
+	t, err := o.store.get(ctx, taskID)
+	if errors.Is(err, ErrNotFound) {
+		o.schedule(taskID, time.Time{})
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r := t.current()
+	if t.State != StateNeedsInput || r == nil || r.Answer != nil {
+		o.schedule(taskID, time.Time{})
+		return false, nil
+	}
+	steps, err := answer.ParseRoute(routeOf(t.Request))
+	if err != nil {
+		return false, err
+	}
+	now := o.now()
+	// Limits first: the total wait across rounds.
+	if max := maxWait(t); time.Duration(t.WaitedMS)*time.Millisecond+now.Sub(r.AskedAt) > max {
+		return false, o.expire(ctx, t, "max_wait", fmt.Sprintf("waited longer than %s in total for answers (limits.max_wait_seconds)", max))
+	}
+	if r.Step >= len(steps) {
+		if d := r.Question.Default; d != nil {
+			_, err := o.accept(ctx, t.ID, r.N, *d, "nobody (the route ended)", "default", true)
+			return false, ignoreAnswered(err)
+		}
+		return false, o.expire(ctx, t, "expired", fmt.Sprintf("nobody answered %q along the route %s, and it has no default", r.Question.Question, routeOf(t.Request)))
+	}
+	s := steps[r.Step]
+	if !now.Before(r.StepDeadline) {
+		return true, o.nextStep(ctx, t, r.Step, "timed out", fmt.Sprintf("no answer within %s", s.Timeout))
+	}
+	asked := false
+	for _, d := range r.Decisions {
+		if d.StepIndex == r.Step {
+			asked = true
+		}
+	}
+	o.schedule(taskID, wakeAt(t, r))
+	if asked {
+		return false, nil // pending: wait for an answer or the deadline
+	}
+	a, err := o.cfg.Answerers.Resolve(s.Answerer)
+	if err != nil {
+		return true, o.nextStep(ctx, t, r.Step, "error", err.Error())
+	}
+	actx, cancel := context.WithDeadline(ctx, r.StepDeadline)
+	reply, err := a.Ask(actx, questionOf(t, r))
+	cancel()
+	switch {
+	case err == nil:
+		_, aerr := o.accept(ctx, t.ID, r.N, reply.Answer, reply.By, s.Answerer, false)
+		if errors.Is(aerr, ErrInvalidAnswer) {
+			return true, o.nextStep(ctx, t, r.Step, "error", aerr.Error())
+		}
+		return false, ignoreAnswered(aerr)
+	case errors.Is(err, answer.ErrPending):
+		_, err := o.store.update(ctx, t.ID, func(t *Task) error {
+			cr := t.current()
+			if t.State != StateNeedsInput || cr.N != r.N || cr.Step != r.Step {
+				return errNoChange
+			}
+			cr.Decisions = append(cr.Decisions, Decision{StepIndex: r.Step, Step: s.Answerer, Result: "pending", At: o.now(),
+				Detail: fmt.Sprintf("waiting up to %s", s.Timeout)})
+			return nil
+		})
+		return false, err
+	case errors.Is(err, answer.ErrDecline):
+		return true, o.nextStep(ctx, t, r.Step, "declined", "")
+	default:
+		return true, o.nextStep(ctx, t, r.Step, "error", err.Error())
+	}
+}
+
+// nextStep records what step idx did and moves the question to the next one.
+func (o *Orchestrator) nextStep(ctx context.Context, t *Task, idx int, result, detail string) error {
+	steps, _ := answer.ParseRoute(routeOf(t.Request))
+	_, err := o.store.update(ctx, t.ID, func(t *Task) error {
+		r := t.current()
+		if t.State != StateNeedsInput || r.Step != idx {
+			return errNoChange
+		}
+		now := o.now()
+		r.Decisions = append(r.Decisions, Decision{StepIndex: idx, Step: steps[idx].Answerer, Result: result, Detail: detail, At: now})
+		r.Step++
+		r.StepDeadline = now.Add(o.stepTimeout(t, r.Step))
+		t.UpdatedAt = now
+		return nil
+	})
+	return err
+}
+
+// stepTimeout is the timeout of route step idx (zero past the end).
+func (o *Orchestrator) stepTimeout(t *Task, idx int) time.Duration {
+	steps, err := answer.ParseRoute(routeOf(t.Request))
+	if err != nil || idx >= len(steps) {
+		return 0
+	}
+	return steps[idx].Timeout
+}
+
+// wakeAt is when the router must look at an open question again: its
+// step's deadline, or the moment the task's total wait runs out.
+func wakeAt(t *Task, r *Round) time.Time {
+	limit := r.AskedAt.Add(maxWait(t) - time.Duration(t.WaitedMS)*time.Millisecond)
+	if limit.Before(r.StepDeadline) {
+		return limit
+	}
+	return r.StepDeadline
+}
+
+func maxWait(t *Task) time.Duration {
+	if t.Request.Limits.MaxWaitSeconds > 0 {
+		return time.Duration(t.Request.Limits.MaxWaitSeconds) * time.Second
+	}
+	return DefaultMaxWait
+}
+
+// expire ends a task whose question will not be answered.
+func (o *Orchestrator) expire(ctx context.Context, t *Task, reason, detail string) error {
+	_, err := o.store.update(ctx, t.ID, func(t *Task) error {
+		if t.State != StateNeedsInput {
+			return errNoChange
+		}
+		now := o.now()
+		r := t.current()
+		t.WaitedMS += now.Sub(r.AskedAt).Milliseconds()
+		t.State, t.UpdatedAt = StateExpired, now
+		if reason == "max_wait" {
+			t.State = StateFailed
+		}
+		t.Outcome = &Outcome{Reason: reason, Detail: detail}
+		return nil
+	})
+	o.schedule(t.ID, time.Time{})
+	return err
+}
+
+func ignoreAnswered(err error) error {
+	if errors.Is(err, ErrAlreadyAnswered) || errors.Is(err, ErrNoQuestion) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,26 @@
+package orchestrator
+
+import (
+	"context"
+	"io"
+)
+
+// Service is what the HTTP API (and through it the CLI, the web page and
+// the Go client) can ask of the orchestrator. *Orchestrator implements it.
+type Service interface {
+	Submit(ctx context.Context, req SubmitRequest) (*Task, error)
+	Get(ctx context.Context, taskID string) (*Task, error)
+	List(ctx context.Context, opts ListOptions) ([]*Task, Summary, error)
+	Questions(ctx context.Context) ([]QuestionView, error)
+	Answer(ctx context.Context, req AnswerRequest) (*Task, error)
+	Cancel(ctx context.Context, taskID string) (*Task, error)
+	Respawn(ctx context.Context, taskID string) (*Task, error)
+	Continue(ctx context.Context, taskID, message, by string) (*Task, error)
+	Remove(ctx context.Context, taskID string) error
+	// Watch calls fn with every task change until ctx ends.
+	Watch(ctx context.Context, fn func(Change)) error
+	// Logs writes the output of a round (0: the current one) to w: the
+	// stored output of a round that has ended; with follow, a running
+	// round's live output until it ends, then the rest from storage.
+	Logs(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+}

@@ -1,0 +1,153 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/orchestrator/answer"
+)
+
+// Buckets the orchestrator keeps its state in.
+const (
+	TaskBucket   = "agora_tasks"
+	IndexBucket  = "agora_dispatch_index"
+	MemoryBucket = "agora_memory"
+)
+
+// errNoChange tells update that fn decided not to write.
+var errNoChange = errors.New("no change")
+
+// store is the tasks bucket with compare-and-swap updates.
+type store struct {
+	tasks *bus.KV
+	index *bus.KV
+	// cache, when set, learns every write this process makes at once.
+	cache *taskCache
+}
+
+func openStore(ctx context.Context, b *bus.Bus) (*store, error) {
+	tasks, err := b.KeyValue(ctx, TaskBucket, "agora tasks, one key per task id")
+	if err != nil {
+		return nil, err
+	}
+	index, err := b.KeyValue(ctx, IndexBucket, "agora dispatch id → task id")
+	if err != nil {
+		return nil, err
+	}
+	return &store{tasks: tasks, index: index}, nil
+}
+
+func (s *store) get(ctx context.Context, id string) (*Task, error) {
+	data, rev, err := s.tasks.Get(ctx, id)
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var t Task
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("decode task %s: %w", id, err)
+	}
+	t.Revision = rev
+	return &t, nil
+}
+
+func (s *store) create(ctx context.Context, t *Task) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	rev, err := s.tasks.Create(ctx, t.ID, data)
+	if err != nil {
+		return err
+	}
+	t.Revision = rev
+	if s.cache != nil {
+		s.cache.put(t.ID, data, rev)
+	}
+	return nil
+}
+
+// update reads the task, applies fn and writes it back if the revision is
+// unchanged, retrying on a lost race. fn may return errNoChange.
+func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*Task, error) {
+	for attempt := 0; ; attempt++ {
+		t, err := s.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(t); errors.Is(err, errNoChange) {
+			return t, nil
+		} else if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		rev, err := s.tasks.Update(ctx, id, data, t.Revision)
+		if errors.Is(err, bus.ErrRevision) && attempt < 50 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.Revision = rev
+		if s.cache != nil {
+			s.cache.put(id, data, rev)
+		}
+		return t, nil
+	}
+}
+
+func (s *store) each(ctx context.Context, fn func(*Task) error) error {
+	return s.tasks.Each(ctx, func(key string, value []byte, rev uint64) error {
+		var t Task
+		if err := json.Unmarshal(value, &t); err != nil {
+			return fmt.Errorf("decode task %s: %w", key, err)
+		}
+		t.Revision = rev
+		return fn(&t)
+	})
+}
+
+// kvMemory keeps answers for the memory answerer in JetStream KV.
+type kvMemory struct{ kv *bus.KV }
+
+var _ answer.MemoryStore = kvMemory{}
+
+// kvKey hashes a memory key: KV keys allow few characters.
+func kvKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+func (m kvMemory) Recall(ctx context.Context, key string) (answer.Reply, bool, error) {
+	data, _, err := m.kv.Get(ctx, kvKey(key))
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return answer.Reply{}, false, nil
+	}
+	if err != nil {
+		return answer.Reply{}, false, err
+	}
+	var r answer.Reply
+	if err := json.Unmarshal(data, &r); err != nil {
+		return answer.Reply{}, false, err
+	}
+	return r, true, nil
+}
+
+func (m kvMemory) Remember(ctx context.Context, key string, r answer.Reply) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = m.kv.Put(ctx, kvKey(key), data)
+	return err
+}

@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/schemas"
+)
+
+// Paths inside every dispatch container.
+const (
+	containerSpecDir   = "/agora"
+	containerSpecFile  = "/agora/spec.json"
+	containerWorkspace = "/workspace"
+	// LabelRunner names the runner that owns a container.
+	LabelRunner = "agora.runner"
+)
+
+// hostPaths are where one dispatch's files live on this host.
+type hostPaths struct {
+	// SpecDir holds spec.json, mounted read-only at /agora.
+	SpecDir string
+	// Workspace is mounted at /workspace.
+	Workspace string
+	// BlobsDir is the file:// storage's blobs directory, mounted at the same
+	// path so URIs the worker writes mean the same on the host; "" for S3.
+	BlobsDir string
+	// StageDir is the dispatch's staged store (S3 storage, see stage.go),
+	// mounted at the same path and given to the worker as its storage; ""
+	// for file:// storage.
+	StageDir string
+	// Secrets is what the dispatch's env bundles need from the runner: its
+	// local secrets and the aws-sm values resolved on this host, mounted
+	// read-only.
+	Secrets dispatchSecrets
+	// KeyDir holds the file with the dispatch's event key, mounted at
+	// /run/agora/key for the worker to read and delete (eventkey.go); ""
+	// for none.
+	KeyDir string
+}
+
+// compileContainer turns a dispatch request into the container that runs
+// it. Pure: the same request, config and paths give the same spec (golden
+// tests hold it), and everything that touches the host happens elsewhere.
+func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) compute.ContainerSpec {
+	spec := &req.Spec
+	image := req.Image
+	if image == "" {
+		image = cfg.Image
+	}
+	// The worker's grace for the runtime must end before the engine's
+	// SIGKILL, or the cancelled event is never written.
+	workerGrace := cfg.Grace - 2*time.Second
+	if workerGrace < time.Second {
+		workerGrace = time.Second
+	}
+	env := []string{
+		"AGORA_DISPATCH_ID=" + spec.DispatchID,
+		"AGORA_SPEC_FILE=" + containerSpecFile,
+		"AGORA_WORKSPACE=" + containerWorkspace,
+		"AGORA_STORAGE_URI=" + workerStorage(cfg, p),
+		"AGORA_GRACE_SECONDS=" + strconv.Itoa(int(workerGrace/time.Second)),
+		"HOME=/tmp",
+	}
+	network := req.NetworkMode()
+	// A container without a network cannot reach NATS: the runner relays.
+	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone {
+		env = append(env, "AGORA_NATS_URL="+cfg.WorkerNATSURL)
+	}
+	if p.Secrets.Dir != "" {
+		env = append(env, "AGORA_SECRETS_DIR="+containerSecretsDir)
+	}
+	if p.KeyDir != "" {
+		env = append(env, "AGORA_EVENT_KEY_FILE="+containerKeyFile)
+	}
+	env = append(env, cfg.WorkerEnv...)
+
+	labels := map[string]string{
+		compute.LabelDispatchID: spec.DispatchID,
+		compute.LabelRound:      strconv.Itoa(spec.EffectiveRound()),
+		LabelRunner:             cfg.ID,
+	}
+	if spec.TaskID != "" {
+		labels[compute.LabelTaskID] = spec.TaskID
+	}
+	mounts := []compute.Mount{
+		{Source: p.SpecDir, Target: containerSpecDir, ReadOnly: true},
+		{Source: p.Workspace, Target: containerWorkspace},
+	}
+	if p.BlobsDir != "" {
+		mounts = append(mounts, compute.Mount{Source: p.BlobsDir, Target: p.BlobsDir})
+	}
+	if p.StageDir != "" {
+		mounts = append(mounts, compute.Mount{Source: p.StageDir, Target: p.StageDir})
+	}
+	if p.KeyDir != "" {
+		mounts = append(mounts, compute.Mount{Source: p.KeyDir, Target: containerKeyDir})
+	}
+	if p.Secrets.Dir != "" {
+		mounts = append(mounts, compute.Mount{Source: p.Secrets.Dir, Target: containerSecretsDir, ReadOnly: true})
+	}
+	res := cfg.Resources
+	if r := req.Resources; r != nil {
+		if r.CPUs > 0 {
+			res.NanoCPUs = int64(r.CPUs * 1e9)
+		}
+		if r.MemoryMB > 0 {
+			res.MemoryBytes = r.MemoryMB << 20
+		}
+		if r.Pids > 0 {
+			res.PidsLimit = r.Pids
+		}
+	}
+	return compute.ContainerSpec{
+		Name:        containerName(spec.DispatchID),
+		Image:       image,
+		Env:         env,
+		Labels:      labels,
+		User:        ContainerUser,
+		WorkingDir:  containerWorkspace,
+		Mounts:      mounts,
+		NetworkMode: network,
+		Resources:   res,
+		Init:        true,
+		StopTimeout: cfg.Grace,
+	}
+}
+
+// containerName is unique per dispatch, so a second create for the same
+// dispatch fails instead of starting it twice.
+func containerName(dispatchID string) string { return "agora-" + dispatchID }
+
+// workerStorage is the worker's AGORA_STORAGE_URI: the staged store when
+// there is one, else the storage itself.
+func workerStorage(cfg Config, p hostPaths) string {
+	if p.StageDir != "" {
+		return "file://" + p.StageDir
+	}
+	return cfg.StorageURI
+}

@@ -1,0 +1,81 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/schemas"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// compileCase is one testdata/compile/<case>.json: a request and the
+// runner settings that shape its container.
+type compileCase struct {
+	Request       schemas.DispatchRequest `json:"request"`
+	WorkerNATSURL string                  `json:"worker_nats_url"`
+	Resources     compute.Resources       `json:"default_resources"`
+	BlobsDir      string                  `json:"blobs_dir"`
+	Secrets       dispatchSecrets         `json:"secrets"`
+	KeyDir        string                  `json:"key_dir"`
+	AWSEnv        []string                `json:"runner_aws_env"`
+	WorkerEnv     []string                `json:"worker_env"`
+}
+
+// TestCompileGolden: request in, container spec out, compared with
+// testdata/compile/<case>.golden.json (go test -update rewrites them).
+func TestCompileGolden(t *testing.T) {
+	t.Parallel()
+	cases, err := filepath.Glob("testdata/compile/*.json")
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, path := range cases {
+		if strings.HasSuffix(path, ".golden.json") {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c compileCase
+			if err := json.Unmarshal(data, &c); err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{ID: "runner-1", Image: "agora-worker:test", StorageURI: "file:///var/lib/agora/storage",
+				WorkerNATSURL: c.WorkerNATSURL, Resources: c.Resources, Grace: 10 * time.Second, AWSEnv: c.AWSEnv, WorkerEnv: c.WorkerEnv}
+			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", BlobsDir: c.BlobsDir, Secrets: c.Secrets, KeyDir: c.KeyDir})
+			if err := got.Validate(); err != nil {
+				t.Errorf("compiled spec does not validate: %v", err)
+			}
+			out, err := json.MarshalIndent(got, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, '\n')
+			golden := strings.TrimSuffix(path, ".json") + ".golden.json"
+			if *update {
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if !bytes.Equal(out, want) {
+				t.Errorf("compileContainer(%s) =\n%s\nwant\n%s", name, out, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/storage"
+)
+
+// Defaults for Config.
+const (
+	DefaultSlots        = 4
+	DefaultGrace        = 10 * time.Second
+	DefaultLogCap       = 4 << 20
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultLeaseTimeout = 2 * time.Minute
+	DefaultTimeout      = time.Hour
+	DefaultSnapshotWait = 2 * time.Minute
+	// ContainerUser is the worker image's non-root user.
+	ContainerUser = "65532:65532"
+)
+
+// Config is one runner.
+type Config struct {
+	// ID names this runner in claims and container labels. It must be stable
+	// across restarts on one host so the next process adopts its containers;
+	// default: the host name.
+	ID string
+	// Slots is how many dispatches run at once.
+	Slots int
+	// Image is the worker image requests run in unless they name another.
+	Image string
+	// DataDir holds per-dispatch spec files and workspaces on this host.
+	DataDir string
+	// StorageURI is handed to workers (AGORA_STORAGE_URI); Store is the
+	// runner's own handle on the same storage.
+	StorageURI string
+	Store      storage.Store
+	// WorkerNATSURL, when set, is handed to workers so they publish their
+	// own events; empty (the default) means the runner relays them.
+	WorkerNATSURL string
+	// WorkerEnv is extra KEY=value lines for every worker (e.g. credentials
+	// for aws-sm: secret refs; S3 storage needs none, see stage.go). The
+	// worker never passes them on to the sub-agent.
+	WorkerEnv []string
+	// SecretsDir is the local secret store on this host (internal/secrets,
+	// `agora secret set`): a dispatch's local:NAME refs are copied from it
+	// into the dispatch's container. "" means no local secrets.
+	SecretsDir string
+	// AWSEnv is the runner's own AWS_* variables: the AWS configuration it
+	// resolves a dispatch's aws-sm: refs with, on this host (the SDK's
+	// default chain applies too). They never enter a container.
+	AWSEnv []string
+	// SecretsTimeout bounds one aws-sm lookup; zero means
+	// awssm.DefaultTimeout.
+	SecretsTimeout time.Duration
+	// Resources apply when a request sets none.
+	Resources compute.Resources
+	// Grace is the time between SIGTERM and SIGKILL when a container is
+	// stopped; the worker gets a shorter one for the runtime inside.
+	Grace time.Duration
+	// DefaultTimeout applies when a spec sets no timeout_seconds.
+	DefaultTimeout time.Duration
+	// LogCap bounds the output kept in storage per dispatch.
+	LogCap int64
+	// Heartbeat is how often a running dispatch's queue message and claim
+	// are refreshed; LeaseTimeout is when another runner may declare a
+	// silent runner's dispatch lost.
+	Heartbeat    time.Duration
+	LeaseTimeout time.Duration
+	// SnapshotWait bounds how long a resumed round waits for the previous
+	// round's workspace snapshot to appear.
+	SnapshotWait time.Duration
+	Bus          *bus.Bus
+	Engine       compute.Engine
+	Logger       *slog.Logger
+}
+
+// WithDefaults returns c with every unset knob at its default.
+func (c Config) WithDefaults() Config {
+	if c.ID == "" {
+		c.ID, _ = os.Hostname()
+	}
+	if c.Slots <= 0 {
+		c.Slots = DefaultSlots
+	}
+	if c.Grace <= 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if c.LogCap <= 0 {
+		c.LogCap = DefaultLogCap
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.LeaseTimeout <= 0 {
+		c.LeaseTimeout = DefaultLeaseTimeout
+	}
+	if c.SnapshotWait <= 0 {
+		c.SnapshotWait = DefaultSnapshotWait
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate names every problem with the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("runner id is required"))
+	}
+	if c.Image == "" {
+		errs = append(errs, errors.New("worker image is required (agora image build)"))
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		errs = append(errs, fmt.Errorf("data dir %q must be an absolute path", c.DataDir))
+	}
+	if c.SecretsDir != "" && !filepath.IsAbs(c.SecretsDir) {
+		errs = append(errs, fmt.Errorf("secrets dir %q must be an absolute path", c.SecretsDir))
+	}
+	if c.Store == nil || c.StorageURI == "" {
+		errs = append(errs, errors.New("storage is required"))
+	}
+	if c.Bus == nil {
+		errs = append(errs, errors.New("bus is required"))
+	}
+	if c.Engine == nil {
+		errs = append(errs, errors.New("compute engine is required"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,709 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/schemas"
+)
+
+// Exit code reported when the engine could not run the container at all
+// (Docker's own convention for daemon errors).
+const exitEngineError = 125
+
+// publishWindow bounds each event publish by the runner.
+const publishWindow = 30 * time.Second
+
+// dispatch is one dispatch this runner holds, from claim to acknowledgement.
+type dispatch struct {
+	r   *Runner
+	id  string
+	log *slog.Logger
+
+	mu          sync.Mutex
+	req         *schemas.DispatchRequest // nil while adopting until the request file is read
+	delivery    *bus.Delivery            // nil for an adopted container until redelivered
+	containerID string
+	claimRev    uint64
+	settled     bool
+	started     time.Time
+	stdout      []schemas.Event // the worker's events, in order, from its stdout
+	// eventKey authenticates the worker's event lines (eventkey.go); nil
+	// takes them unverified.
+	eventKey []byte
+
+	cancelOnce sync.Once
+	cancelled  chan struct{}
+}
+
+func (d *dispatch) requestCancel() { d.cancelOnce.Do(func() { close(d.cancelled) }) }
+
+func (d *dispatch) isCancelled() bool {
+	select {
+	case <-d.cancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// attach hands a (re)delivered request to a dispatch already being
+// followed; it is acknowledged once the outcome is recorded.
+func (d *dispatch) attach(ctx context.Context, del *bus.Delivery) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.settled {
+		d.ackLocked(ctx, del)
+		return
+	}
+	d.delivery = del
+	if d.req == nil {
+		d.req = del.Request
+	}
+}
+
+func (d *dispatch) ackLocked(ctx context.Context, del *bus.Delivery) {
+	if del == nil {
+		return
+	}
+	if err := del.Ack(ctx); err != nil {
+		d.log.Warn("acknowledge request; it will be redelivered and found settled", "error", err)
+	}
+}
+
+// handle takes one delivered request through claim, run and settle.
+func (r *Runner) handle(ctx context.Context, del *bus.Delivery) {
+	if del.Err != nil {
+		r.log.Error("dropping a queue message that is not a valid dispatch request", "error", del.Err)
+		if err := del.Term(); err != nil {
+			r.log.Warn("drop request", "error", err)
+		}
+		return
+	}
+	req := del.Request
+	id := req.Spec.DispatchID
+	log := r.log.With("dispatch_id", id, "task_id", req.Spec.TaskID, "round", req.Spec.EffectiveRound())
+	if d := r.lookup(id); d != nil {
+		d.attach(ctx, del) // adopted after a restart; redelivered meanwhile
+		return
+	}
+	if ev, err := r.cfg.Bus.TerminalEvent(ctx, id); err != nil {
+		log.Warn("look up terminal event; retrying later", "error", err)
+		_ = del.Nak(5 * time.Second)
+		return
+	} else if ev != nil {
+		log.Info("request already settled", "kind", ev.Kind)
+		r.removeLeftovers(ctx, id)
+		if err := del.Ack(ctx); err != nil {
+			log.Warn("acknowledge settled request", "error", err)
+		}
+		return
+	}
+
+	now := time.Now().UTC()
+	rev, err := r.cfg.Bus.CreateClaim(ctx, id, bus.Claim{State: bus.ClaimRunning, Runner: r.cfg.ID, Heartbeat: now})
+	if errors.Is(err, bus.ErrClaimed) {
+		if !r.resolveClaim(ctx, del, log) {
+			return
+		}
+		// Ours, with no container: the previous process died before creating
+		// it. Take the claim over and start.
+		c, err := r.cfg.Bus.GetClaim(ctx, id)
+		if err != nil || c == nil {
+			_ = del.Nak(5 * time.Second)
+			return
+		}
+		rev = c.Revision
+	} else if err != nil {
+		log.Warn("claim dispatch; retrying later", "error", err)
+		_ = del.Nak(5 * time.Second)
+		return
+	}
+
+	d := r.newDispatch(id, del)
+	defer r.forget(d)
+	d.req, d.claimRev = req, rev
+	d.run(ctx)
+}
+
+// resolveClaim deals with a request somebody has claimed already. It
+// returns true when the claim is this runner's and no container exists, so
+// the caller should start the dispatch.
+func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.Logger) bool {
+	id := del.Request.Spec.DispatchID
+	c, err := r.cfg.Bus.GetClaim(ctx, id)
+	if err != nil || c == nil {
+		_ = del.Nak(5 * time.Second)
+		return false
+	}
+	switch {
+	case c.State == bus.ClaimCancelled:
+		// The cancel came first; it publishes the event, we make sure.
+		r.publish(ctx, log, bus.CancelledBeforeStart(id))
+		_ = del.Ack(ctx)
+		return false
+	case c.Runner == r.cfg.ID:
+		found, err := r.cfg.Engine.List(ctx, map[string]string{compute.LabelDispatchID: id, LabelRunner: r.cfg.ID})
+		if err != nil {
+			_ = del.Nak(5 * time.Second)
+			return false
+		}
+		if len(found) == 0 {
+			return true
+		}
+		// Our container, not followed by this process (it appeared after
+		// reconcile): follow it now.
+		d := r.newDispatch(id, del)
+		defer r.forget(d)
+		d.req, d.containerID, d.claimRev = del.Request, found[0].ID, c.Revision
+		d.follow(ctx)
+		return false
+	case time.Since(c.Heartbeat) > r.cfg.LeaseTimeout:
+		lost := c
+		lost.State, lost.Runner, lost.Heartbeat = "lost", r.cfg.ID, time.Now().UTC()
+		if _, err := r.cfg.Bus.UpdateClaim(ctx, id, *lost, c.Revision); err != nil {
+			_ = del.Nak(r.cfg.Heartbeat) // another runner settled it first
+			return false
+		}
+		ev := lostEvent(&del.Request.Spec, 0, fmt.Sprintf("runner %s stopped renewing its claim at %s; its container is presumed lost with its host", c.Runner, c.Heartbeat.Format(time.RFC3339)))
+		r.publish(ctx, log, ev)
+		_ = del.Ack(ctx)
+		return false
+	default:
+		// Another runner holds it and is alive: wait for it to settle.
+		_ = del.Nak(r.cfg.Heartbeat)
+		return false
+	}
+}
+
+// run prepares the host side, creates and starts the container, then
+// follows it.
+func (d *dispatch) run(ctx context.Context) {
+	r, req := d.r, d.req
+	fail := func(reason schemas.FailureReason, detail string) {
+		ev := lostEvent(&req.Spec, exitEngineError, detail)
+		ev.Failure.Reason = reason
+		r.publish(ctx, d.log, ev)
+		d.finish(ctx)
+	}
+	if err := d.writeHostFiles(ctx); err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
+	if from := restoreFrom(req); from != "" {
+		if err := d.restore(ctx, from); err != nil {
+			fail(schemas.ReasonFetchFailed, fmt.Sprintf("restore the workspace of %s: %v", from, err))
+			return
+		}
+	}
+	if d.cancelRequested(ctx) {
+		r.publish(ctx, d.log, bus.CancelledBeforeStart(d.id))
+		d.finish(ctx)
+		return
+	}
+	secrets, err := d.prepareSecrets(ctx)
+	if err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
+	if err := d.prepareEventKey(); err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
+	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id), BlobsDir: r.blobsDir(),
+		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id)})
+	cid, err := r.cfg.Engine.Create(ctx, spec)
+	switch {
+	case errors.Is(err, compute.ErrAlreadyExists):
+		found, lerr := r.cfg.Engine.List(ctx, map[string]string{compute.LabelDispatchID: d.id})
+		if lerr != nil || len(found) == 0 {
+			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but cannot be found: %v", spec.Name, err))
+			return
+		}
+		d.containerID = found[0].ID
+		d.log.Info("container exists already; following it")
+		d.follow(ctx)
+		return
+	case errors.Is(err, compute.ErrImageNotFound):
+		fail(schemas.ReasonWorkerLost, fmt.Sprintf("image %s not found on this host; build it with `agora image build` (nothing is pulled)", spec.Image))
+		return
+	case err != nil:
+		fail(schemas.ReasonWorkerLost, "create container: "+err.Error())
+		return
+	}
+	d.mu.Lock()
+	d.containerID = cid
+	d.mu.Unlock()
+	d.renewClaim(ctx)
+	d.log = d.log.With("container_id", shortID(cid))
+	if err := r.cfg.Engine.Start(ctx, cid); err != nil {
+		fail(schemas.ReasonWorkerLost, "start container: "+err.Error())
+		return
+	}
+	d.log.Info("container started", "image", spec.Image, "network", spec.NetworkMode)
+	d.follow(ctx)
+}
+
+func restoreFrom(req *schemas.DispatchRequest) string {
+	if req.Fresh() || req.Workspace == nil {
+		return ""
+	}
+	return req.Workspace.RestoreFrom
+}
+
+// cancelRequested checks both a command seen live and the durable one.
+func (d *dispatch) cancelRequested(ctx context.Context) bool {
+	if d.isCancelled() {
+		return true
+	}
+	ok, err := d.r.cfg.Bus.CancelRequested(ctx, d.id)
+	if err != nil {
+		d.log.Warn("check for a cancel", "error", err)
+	}
+	return ok
+}
+
+// writeHostFiles lays out the spec (mounted read-only), the request (kept
+// for adoption after a restart), the workspace directory and, with S3
+// storage, the staged store the worker reads its blobs from.
+func (d *dispatch) writeHostFiles(ctx context.Context) error {
+	r := d.r
+	workerSpec := d.req.Spec
+	if dir := r.stageDir(d.id); dir != "" {
+		staged, err := r.stage(ctx, dir, workerSpec)
+		if err != nil {
+			return err
+		}
+		workerSpec = staged
+	}
+	spec, err := json.Marshal(workerSpec)
+	if err != nil {
+		return err
+	}
+	request, err := json.Marshal(d.req)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.specDir(d.id), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.specDir(d.id), "spec.json"), spec, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(r.requestFile(d.id), request, 0o600); err != nil {
+		return err
+	}
+	return prepareDir(r.workspace(d.id))
+}
+
+func (r *Runner) requestFile(id string) string {
+	return filepath.Join(r.dispatchesDir(), id+".request.json")
+}
+
+// restore fills the workspace from the snapshot the round before left,
+// waiting a bounded time for its runner to record it.
+func (d *dispatch) restore(ctx context.Context, from string) error {
+	deadline := time.Now().Add(d.r.cfg.SnapshotWait)
+	for {
+		rec, err := readSnapshotRecord(ctx, d.r.cfg.Store, from)
+		switch {
+		case err == nil && rec.Error != "":
+			return errors.New(rec.Error)
+		case err == nil && rec.Archive != nil:
+			return restoreWorkspace(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id))
+		case err == nil:
+			return errors.New("empty snapshot record")
+		case !errors.Is(err, errNoSnapshot):
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no snapshot recorded within %s", d.r.cfg.SnapshotWait)
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// follow streams the container's output, keeps its claim alive, enforces
+// the backstop timeout and cancel, waits for it and settles the outcome.
+func (d *dispatch) follow(ctx context.Context) {
+	r := d.r
+	if d.req == nil {
+		d.req = r.readRequestFile(d.id, d.log)
+	}
+	if d.eventKey == nil {
+		d.loadEventKey()
+	}
+	d.started = time.Now()
+	cid := d.containerID
+	relay := r.cfg.WorkerNATSURL == "" || d.req == nil || d.req.NetworkMode() == schemas.NetworkNone
+	logs := newLogSink(r.cfg.LogCap, func(p []byte) {
+		if err := r.cfg.Bus.PublishLog(d.id, p); err != nil {
+			d.log.Debug("publish log chunk", "error", err)
+		}
+	})
+	lines := &lineWriter{fn: func(line []byte) { d.onStdoutLine(ctx, line, relay) }}
+	logsDone := make(chan error, 1)
+	go func() { logsDone <- r.cfg.Engine.Logs(ctx, cid, true, io.MultiWriter(logs, lines), logs) }()
+
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	var timedOut atomic.Bool
+	timeout := r.cfg.DefaultTimeout
+	if d.req != nil {
+		timeout = d.req.Spec.Timeout(r.cfg.DefaultTimeout)
+	}
+	// The worker enforces the dispatch timeout itself; this backstop catches
+	// a worker that cannot.
+	backstop := time.NewTimer(timeout + r.cfg.Grace + 30*time.Second)
+	defer backstop.Stop()
+	heartbeat := time.NewTicker(r.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	go func() {
+		for {
+			select {
+			case <-followCtx.Done():
+				return
+			case <-heartbeat.C:
+				d.mu.Lock()
+				del := d.delivery
+				d.mu.Unlock()
+				if del != nil {
+					_ = del.InProgress()
+				}
+				d.renewClaim(followCtx)
+			case <-d.cancelled:
+				d.log.Info("cancel requested; stopping the container", "grace", r.cfg.Grace)
+				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
+					d.log.Error("stop container", "error", err)
+				}
+				return
+			case <-backstop.C:
+				timedOut.Store(true)
+				d.log.Warn("container ran past the dispatch timeout; stopping it", "timeout", timeout)
+				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
+					d.log.Error("stop container", "error", err)
+				}
+			}
+		}
+	}()
+
+	res, waitErr := r.cfg.Engine.Wait(ctx, cid)
+	if ctx.Err() != nil {
+		d.log.Info("runner stopping; the container is left running for the next runner to adopt")
+		return
+	}
+	select {
+	case err := <-logsDone:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			d.log.Warn("read container output", "error", err)
+		}
+	case <-time.After(30 * time.Second):
+		d.log.Warn("container output did not drain within 30s after exit")
+	}
+	lines.Flush()
+	stopFollowing()
+	// The container has ended: settle it fully even if the runner is stopping.
+	d.settle(context.WithoutCancel(ctx), res, waitErr, timedOut.Load(), logs)
+}
+
+// onStdoutLine takes the worker's event lines; in relay mode it publishes
+// them at once.
+func (d *dispatch) onStdoutLine(ctx context.Context, line []byte, relay bool) {
+	if len(line) == 0 || line[0] != '{' {
+		return
+	}
+	if d.eventKey != nil {
+		data, ok := schemas.VerifyEventLine(d.eventKey, line)
+		if !ok {
+			d.log.Warn("ignoring an event line on stdout that the worker did not sign (written by the sub-agent?)", "line", truncate(string(line), 200))
+			return
+		}
+		line = data
+	}
+	ev, err := schemas.ParseEvent(line)
+	if err != nil {
+		d.log.Debug("stdout line is not an event", "error", err)
+		return
+	}
+	if ev.DispatchID != d.id || !ev.Kind.Known() {
+		d.log.Warn("ignoring an event line for another dispatch or of an unknown kind", "event_dispatch_id", ev.DispatchID, "kind", ev.Kind)
+		return
+	}
+	d.mu.Lock()
+	d.stdout = append(d.stdout, *ev)
+	d.mu.Unlock()
+	// The terminal event waits for settle, which stores the artifacts first.
+	if relay && !ev.Kind.Terminal() {
+		d.r.publish(ctx, d.log, *ev)
+	}
+}
+
+// settle records the outcome: the events the bus lacks, or a worker-lost
+// failure when the worker left no terminal event; then the workspace
+// snapshot, the output, and the cleanup.
+func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr error, timedOut bool, logs *logSink) {
+	r := d.r
+	// The container has ended: its secrets leave the host before its
+	// outcome is published.
+	r.removeSecrets(d.id, d.log)
+	stored, err := r.cfg.Bus.Events(ctx, d.id)
+	if err != nil {
+		d.log.Warn("read stored events; publishing what stdout holds (msg-id keeps it single)", "error", err)
+	}
+	have := map[schemas.EventKind]bool{}
+	var terminal *schemas.Event
+	for i, ev := range stored {
+		have[ev.Kind] = true
+		if ev.Kind.Terminal() && terminal == nil {
+			terminal = &stored[i]
+		}
+	}
+	d.mu.Lock()
+	fromStdout := append([]schemas.Event(nil), d.stdout...)
+	d.mu.Unlock()
+	// What is missing from the bus, in order; the terminal event goes out
+	// last, after the workspace snapshot and the output are stored, so a
+	// consumer that sees it finds them.
+	var missing []schemas.Event
+	for i, ev := range fromStdout {
+		if have[ev.Kind] || (ev.Kind.Terminal() && terminal != nil) {
+			continue
+		}
+		missing = append(missing, ev)
+		have[ev.Kind] = true
+		if ev.Kind.Terminal() {
+			terminal = &fromStdout[i]
+		}
+	}
+	if terminal == nil {
+		ev := d.lost(res, waitErr, timedOut, logs.LastLine())
+		d.log.Warn("container ended without a terminal event", "detail", ev.Failure.Detail)
+		missing = append(missing, ev)
+		terminal = &ev
+	}
+
+	if terminal.Kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh() {
+		rec := snapshotRecord{}
+		ref, err := snapshotWorkspace(ctx, r.cfg.Store, d.id, r.workspace(d.id))
+		if err != nil {
+			d.log.Error("snapshot workspace", "error", err)
+			rec.Error = err.Error()
+		} else {
+			rec.Archive = ref
+		}
+		if err := writeSnapshotRecord(ctx, r.cfg.Store, d.id, rec); err != nil {
+			d.log.Error("record workspace snapshot", "error", err)
+		}
+	}
+	if terminal.Kind == schemas.KindFinished {
+		d.keepAnswerFile(ctx)
+	}
+	if err := r.cfg.Store.Put(ctx, logKey(d.id), bytesReader(logs.Bytes())); err != nil {
+		d.log.Error("store output", "error", err)
+	}
+	if dir := r.stageDir(d.id); dir != "" {
+		var spec *schemas.DispatchSpec
+		if d.req != nil {
+			spec = &d.req.Spec
+		}
+		uris, err := r.unstage(ctx, dir, spec)
+		if err != nil {
+			d.log.Error("upload what the worker stored", "error", err)
+		}
+		for i := range missing {
+			pointAtStorage(&missing[i], uris)
+		}
+	}
+	// Publish before removing: a crash in between leaves an exited
+	// container to settle again (msg-id keeps the events single), never a
+	// dispatch with no container and no outcome.
+	for _, ev := range missing {
+		d.log.Debug("publishing an event the bus lacks", "kind", ev.Kind)
+		r.publish(ctx, d.log, ev)
+	}
+	if err := r.cfg.Engine.Remove(ctx, d.containerID); err != nil {
+		d.log.Error("remove container", "error", err)
+	}
+	d.log.Info("dispatch settled", "kind", terminal.Kind, "exit_code", res.ExitCode)
+	d.finish(ctx)
+}
+
+// keepAnswerFile stores a finished dispatch's .agora/answer.json (how an
+// answering sub-agent hands over its answer) before the workspace goes.
+func (d *dispatch) keepAnswerFile(ctx context.Context) {
+	root, err := os.OpenRoot(d.r.workspace(d.id))
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	fi, err := root.Lstat(".agora/answer.json")
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 64<<10 {
+		return
+	}
+	data, err := root.ReadFile(".agora/answer.json")
+	if err != nil {
+		return
+	}
+	if err := d.r.cfg.Store.Put(ctx, answerKey(d.id), bytesReader(data)); err != nil {
+		d.log.Warn("store answer.json", "error", err)
+	}
+}
+
+// lost is the failure the runner reports for a container that ended
+// without the worker's terminal event.
+func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, lastLine string) schemas.Event {
+	var spec *schemas.DispatchSpec
+	if d.req != nil {
+		spec = &d.req.Spec
+	}
+	detail := fmt.Sprintf("container exited with code %d", res.ExitCode)
+	switch {
+	case waitErr != nil:
+		detail = "waiting for the container failed: " + waitErr.Error()
+	case res.OOMKilled:
+		detail += " (OOMKilled: it reached its memory limit)"
+	case res.Signal != "":
+		detail += " (killed by " + res.Signal + ")"
+	}
+	detail += " and the worker left no terminal event"
+	if lastLine != "" {
+		detail += "; last output: " + truncate(lastLine, 300)
+	}
+	ev := lostEvent(spec, res.ExitCode, detail)
+	if waitErr != nil && ev.ExitCode != nil && *ev.ExitCode == 0 {
+		*ev.ExitCode = exitEngineError
+	}
+	if timedOut {
+		ev.Failure.Reason = schemas.ReasonTimeout
+		ev.Failure.Detail = "the container ran past the dispatch timeout and was stopped by the runner; " + detail
+	}
+	ms := time.Since(d.started).Milliseconds()
+	ev.DurationMS = &ms
+	return ev
+}
+
+// lostEvent is a dispatch.failed (worker-lost) from the runner.
+func lostEvent(spec *schemas.DispatchSpec, exitCode int, detail string) schemas.Event {
+	code, ms := exitCode, int64(0)
+	ev := schemas.Event{Kind: schemas.KindFailed, Time: time.Now().UTC(), ExitCode: &code, DurationMS: &ms,
+		Failure: &schemas.Failure{Reason: schemas.ReasonWorkerLost, Detail: detail}}
+	if spec != nil {
+		ev.DispatchID, ev.TaskID, ev.Round = spec.DispatchID, spec.TaskID, spec.EffectiveRound()
+		ev.Subagent, ev.Runtime = spec.Subagent.Name, spec.Subagent.Runtime
+	}
+	return ev
+}
+
+// finish removes the host files, marks the claim done and acknowledges the
+// request: its outcome is recorded.
+func (d *dispatch) finish(ctx context.Context) {
+	r := d.r
+	for _, p := range []string{r.specDir(d.id), r.workspace(d.id), r.requestFile(d.id), r.stageDir(d.id), r.keyDir(d.id), r.keyFile(d.id)} {
+		if p == "" {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			d.log.Error("remove dispatch files", "path", p, "error", err)
+		}
+	}
+	r.removeSecrets(d.id, d.log)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.settled = true
+	if _, err := r.cfg.Bus.UpdateClaim(ctx, d.id, bus.Claim{State: "done", Runner: r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}, d.claimRev); err != nil {
+		d.log.Debug("mark claim done", "error", err)
+	}
+	d.ackLocked(ctx, d.delivery)
+	d.delivery = nil
+}
+
+// renewClaim refreshes the claim's heartbeat (and container id).
+func (d *dispatch) renewClaim(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := bus.Claim{State: bus.ClaimRunning, Runner: d.r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}
+	rev, err := d.r.cfg.Bus.UpdateClaim(ctx, d.id, c, d.claimRev)
+	if err != nil {
+		// Adopted dispatches start without the revision: read it once.
+		if cur, gerr := d.r.cfg.Bus.GetClaim(ctx, d.id); gerr == nil && cur != nil && cur.Runner == d.r.cfg.ID {
+			rev, err = d.r.cfg.Bus.UpdateClaim(ctx, d.id, c, cur.Revision)
+		}
+	}
+	if err != nil {
+		d.log.Warn("renew claim", "error", err)
+		return
+	}
+	d.claimRev = rev
+}
+
+// publish sends ev within the runner's window, logging a failure: the
+// request stays unacknowledged only when the outcome itself is lost.
+func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event) {
+	if _, err := r.cfg.Bus.PublishEventRetry(ctx, ev, publishWindow); err != nil {
+		log.Error("publish event", "kind", ev.Kind, "error", err)
+	}
+}
+
+// readRequestFile reads the request kept on the host for an adopted
+// container; nil when it is gone.
+func (r *Runner) readRequestFile(id string, log *slog.Logger) *schemas.DispatchRequest {
+	data, err := os.ReadFile(r.requestFile(id))
+	if err != nil {
+		log.Warn("request of an adopted container is missing; settling without it", "error", err)
+		return nil
+	}
+	req, err := schemas.ParseDispatchRequest(data)
+	if err != nil {
+		log.Warn("request of an adopted container does not parse", "error", err)
+		return nil
+	}
+	return req
+}
+
+// removeLeftovers removes a settled dispatch's container and files, if any
+// survived a crash between settling and acknowledging.
+func (r *Runner) removeLeftovers(ctx context.Context, id string) {
+	found, err := r.cfg.Engine.List(ctx, map[string]string{compute.LabelDispatchID: id, LabelRunner: r.cfg.ID})
+	if err == nil {
+		for _, c := range found {
+			if err := r.cfg.Engine.Remove(ctx, c.ID); err != nil {
+				r.log.Error("remove leftover container", "container_id", c.ID, "error", err)
+			}
+		}
+	}
+	for _, p := range []string{r.specDir(id), r.workspace(id), r.requestFile(id), r.stageDir(id), r.keyDir(id), r.keyFile(id)} {
+		if p != "" {
+			_ = os.RemoveAll(p)
+		}
+	}
+	r.removeSecrets(id, r.log)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

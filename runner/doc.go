@@ -1,0 +1,29 @@
+// Package runner runs dispatch requests as ephemeral containers on one
+// Docker host: it pulls requests from the AGORA_QUEUE work queue while it
+// has a free slot, claims each one (so a dispatch never starts twice and a
+// cancel that comes first wins), compiles the request into a hardened
+// container spec, starts the container, streams its output live to
+// agora.logs.<dispatch_id> and to storage (capped), relays the worker's
+// events from its stdout to AGORA_EVENTS, enforces a backstop timeout,
+// stops the container on cancel, snapshots the workspace of a round that
+// asked a question, and acknowledges the request only once the outcome is
+// recorded. A container that ends without a terminal event gets one from
+// the runner (dispatch.failed, worker-lost) so every accepted dispatch ends
+// with exactly one.
+//
+// On start it reconciles: containers it finds by label are adopted when
+// running and settled when exited; none is left behind, no outcome is lost.
+// Stopping a runner never kills running dispatches: the next runner process
+// on the host adopts them.
+//
+// How the worker's events reach NATS: by default the runner relays them from
+// the container's stdout (the worker gets no AGORA_NATS_URL). That works
+// with every network policy, including a sub-agent with no network at all,
+// keeps NATS unreachable from sub-agents, and needs no NATS listener on the
+// Docker bridge. With Config.WorkerNATSURL set, workers publish themselves
+// (their containers must reach that URL) and the runner recovers from stdout
+// only what is missing. Either way each event is stored once (Nats-Msg-Id).
+//
+// runner imports schemas, internal/bus, internal/storage and
+// internal/compute; never the Docker SDK.
+package runner

@@ -1,0 +1,231 @@
+package runner
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
+)
+
+// Snapshot limits: a workspace is code and notes, not a data set.
+const (
+	maxSnapshotBytes = 2 << 30
+	maxSnapshotFiles = 200_000
+	containerUID     = 65532
+)
+
+// snapshotKey is where the runner records the snapshot of dispatchID's
+// workspace: JSON of a snapshotRecord.
+func snapshotKey(dispatchID string) string { return "dispatches/" + dispatchID + "/workspace.json" }
+
+// answerKey is where a finished dispatch's .agora/answer.json is kept.
+func answerKey(dispatchID string) string { return "dispatches/" + dispatchID + "/answer.json" }
+
+// logKey is where a dispatch's captured output is stored.
+func logKey(dispatchID string) string { return "dispatches/" + dispatchID + "/output.log" }
+
+// snapshotRecord points at a content-addressed workspace archive, or says
+// why there is none.
+type snapshotRecord struct {
+	Archive *schemas.ObjectRef `json:"archive,omitempty"`
+	Error   string             `json:"error,omitempty"`
+}
+
+// snapshotWorkspace archives dir (tar.gz: files, directories and symlinks as
+// they are, nothing else) into storage and records where it went.
+func snapshotWorkspace(ctx context.Context, store storage.Store, dispatchID, dir string) (*schemas.ObjectRef, error) {
+	tmp, err := os.CreateTemp("", "agora-snapshot-*.tar.gz")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", dispatchID, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	gz := gzip.NewWriter(tmp)
+	tw := tar.NewWriter(gz)
+	var total int64
+	var files int
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		if files++; files > maxSnapshotFiles {
+			return fmt.Errorf("more than %d entries", maxSnapshotFiles)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var link string
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular(), info.IsDir():
+		default:
+			return nil // fifos, sockets and devices do not survive a pause
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			if total += info.Size(); total > maxSnapshotBytes {
+				return fmt.Errorf("larger than %d bytes", int64(maxSnapshotBytes))
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.CopyN(tw, f, info.Size())
+			f.Close()
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = gz.Close()
+	}
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot workspace of %s: %w", dispatchID, err)
+	}
+	_, ref, err := storage.PutBlob(ctx, store, tmp)
+	if err != nil {
+		return nil, fmt.Errorf("store workspace snapshot of %s: %w", dispatchID, err)
+	}
+	return &schemas.ObjectRef{URI: ref.URI, SHA256: ref.SHA256, Size: ref.Size}, nil
+}
+
+func writeSnapshotRecord(ctx context.Context, store storage.Store, dispatchID string, rec snapshotRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := store.Put(ctx, snapshotKey(dispatchID), bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("record workspace snapshot of %s: %w", dispatchID, err)
+	}
+	return nil
+}
+
+// errNoSnapshot means the previous round left no snapshot record (yet).
+var errNoSnapshot = errors.New("no workspace snapshot")
+
+// readSnapshotRecord returns the record of fromID, errNoSnapshot when absent.
+func readSnapshotRecord(ctx context.Context, store storage.Store, fromID string) (*snapshotRecord, error) {
+	rc, err := store.Get(ctx, snapshotKey(fromID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errNoSnapshot
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var rec snapshotRecord
+	if err := json.NewDecoder(io.LimitReader(rc, 1<<20)).Decode(&rec); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", snapshotKey(fromID), err)
+	}
+	return &rec, nil
+}
+
+// restoreWorkspace unpacks a verified snapshot into dir. Every write goes
+// through an os.Root, so no entry (nor a symlink it creates) can reach
+// outside dir on the host.
+func restoreWorkspace(ctx context.Context, store storage.Store, ref *schemas.ObjectRef, dir string) error {
+	key, err := storage.ResolveURI(store, ref.URI)
+	if err != nil {
+		return err
+	}
+	data, err := storage.GetVerified(ctx, store, key, ref.SHA256, maxSnapshotBytes)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", ref.URI, err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot %s: %w", ref.URI, err)
+		}
+		name := path.Clean(hdr.Name)
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("snapshot %s: unsafe entry %q", ref.URI, hdr.Name)
+		}
+		mode := fs.FileMode(hdr.Mode) & 0o777
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := root.MkdirAll(name, 0o755); err != nil {
+				return err
+			}
+			_ = root.Chmod(name, mode|0o700)
+		case tar.TypeReg:
+			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode|0o600)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", hdr.Name, err)
+			}
+			_, err = io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", hdr.Name, err)
+			}
+		case tar.TypeSymlink:
+			if err := root.Symlink(hdr.Linkname, name); err != nil {
+				return fmt.Errorf("restore %s: %w", hdr.Name, err)
+			}
+		default:
+			continue
+		}
+		_ = root.Lchown(name, containerUID, containerUID)
+	}
+}
+
+// prepareDir creates dir for the container's user: owned by it when the
+// runner may chown, else open to all.
+func prepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Lchown(dir, containerUID, containerUID); err != nil {
+		return os.Chmod(dir, 0o777)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
+)
+
+// A dispatch's staged store.
+//
+// With file:// storage the containers mount its blobs directory. With S3 the
+// worker would need the network and S3 credentials — and a sub-agent, which
+// shares the worker's user, could read those credentials from the worker's
+// environment. So the runner stages instead: it copies the blobs the worker
+// reads (capability and env bundles, a resumed round's large partial_state)
+// from storage into a per-dispatch directory, verified by sha256, and gives
+// the worker that directory as a file:// store. Whatever the worker writes
+// there (a large partial_state) the runner uploads, content-addressed, when
+// the dispatch settles, and points the event's ref at the uploaded copy. The
+// container needs neither network nor credentials for storage.
+
+// maxStagedBlob bounds one staged blob (the worker's own caps are lower).
+const maxStagedBlob = 256 << 20
+
+// stageDir is the staged store of a dispatch on this host; "" when storage
+// is file:// (its blobs directory is mounted instead).
+func (r *Runner) stageDir(id string) string {
+	if r.blobsDir() != "" {
+		return ""
+	}
+	return filepath.Join(r.cfg.DataDir, "stores", id)
+}
+
+// stagedBlobs lists the blobs a spec makes the worker read, by sha256.
+func stagedBlobs(spec *schemas.DispatchSpec) map[string]string {
+	out := map[string]string{} // sha256 → the URI the spec gave, if any
+	for _, b := range append(append([]schemas.BundleRef(nil), spec.Capabilities...), spec.Env...) {
+		out[b.SHA256] = b.URI
+	}
+	if spec.Resume != nil && spec.Resume.PartialStateRef != nil {
+		out[spec.Resume.PartialStateRef.SHA256] = spec.Resume.PartialStateRef.URI
+	}
+	return out
+}
+
+// stage copies the blobs spec names into dir and returns the spec the worker
+// gets: the same, with every ref pointing into the staged store.
+func (r *Runner) stage(ctx context.Context, dir string, spec schemas.DispatchSpec) (schemas.DispatchSpec, error) {
+	blobs := filepath.Join(dir, filepath.FromSlash(storage.BlobKey("")))
+	for _, p := range []string{dir, filepath.Dir(filepath.Dir(blobs)), filepath.Dir(blobs), blobs} {
+		if err := prepareDir(p); err != nil {
+			return spec, fmt.Errorf("stage blobs: %w", err)
+		}
+	}
+	local, err := storage.Open(ctx, "file://"+dir, storage.Options{})
+	if err != nil {
+		return spec, fmt.Errorf("stage blobs: %w", err)
+	}
+	for sha, uri := range stagedBlobs(&spec) {
+		key := storage.BlobKey(sha)
+		if uri != "" {
+			if k, err := storage.ResolveURI(r.cfg.Store, uri); err == nil {
+				key = k
+			}
+		}
+		data, err := storage.GetVerified(ctx, r.cfg.Store, key, sha, maxStagedBlob)
+		if err != nil {
+			return spec, fmt.Errorf("stage blob %s: %w", sha, err)
+		}
+		if err := local.Put(ctx, storage.BlobKey(sha), bytes.NewReader(data)); err != nil {
+			return spec, fmt.Errorf("stage blob %s: %w", sha, err)
+		}
+	}
+	out := spec
+	out.Capabilities = unURI(spec.Capabilities)
+	out.Env = unURI(spec.Env)
+	if spec.Resume != nil && spec.Resume.PartialStateRef != nil {
+		resume := *spec.Resume
+		ref := *resume.PartialStateRef
+		ref.URI = local.URI(storage.BlobKey(ref.SHA256))
+		resume.PartialStateRef = &ref
+		out.Resume = &resume
+	}
+	return out, nil
+}
+
+// unURI drops the URIs: the worker finds a bundle by its sha256.
+func unURI(refs []schemas.BundleRef) []schemas.BundleRef {
+	if refs == nil {
+		return nil
+	}
+	out := make([]schemas.BundleRef, len(refs))
+	for i, b := range refs {
+		b.URI = ""
+		out[i] = b
+	}
+	return out
+}
+
+// unstage uploads the blobs the worker wrote into the staged store (those
+// spec did not name) and returns their storage URIs by sha256. A file whose
+// content does not match its name is not content-addressed and is skipped.
+func (r *Runner) unstage(ctx context.Context, dir string, spec *schemas.DispatchSpec) (map[string]string, error) {
+	blobs := filepath.Join(dir, filepath.FromSlash(storage.BlobKey("")))
+	entries, err := os.ReadDir(blobs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read staged blobs: %w", err)
+	}
+	skip := map[string]string{}
+	if spec != nil {
+		skip = stagedBlobs(spec)
+	}
+	uris := map[string]string{}
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if _, ok := skip[name]; ok || !e.Type().IsRegular() || !isSHA256(name) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(blobs, name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, ref, err := storage.PutBlob(ctx, r.cfg.Store, f)
+		f.Close()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("upload staged blob %s: %w", name, err))
+		case ref.SHA256 != name:
+			errs = append(errs, fmt.Errorf("staged blob %s holds content of sha256 %s; not passed on", name, ref.SHA256))
+		default:
+			uris[name] = ref.URI
+		}
+	}
+	return uris, errors.Join(errs...)
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// pointAtStorage rewrites an event's partial_state_ref from the staged store
+// to the uploaded copy.
+func pointAtStorage(ev *schemas.Event, uris map[string]string) {
+	if ev.NeedsInput == nil || ev.NeedsInput.PartialStateRef == nil {
+		return
+	}
+	if u, ok := uris[ev.NeedsInput.PartialStateRef.SHA256]; ok {
+		ev.NeedsInput.PartialStateRef.URI = u
+	}
+}

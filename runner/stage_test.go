@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
+)
+
+// TestS3StagedStore runs two rounds with S3 storage and a container without
+// a network: round 1 reads a capability from S3 and leaves a partial_state
+// too large to travel inline; round 2 resumes from it. The worker never
+// sees S3 or its credentials — only the staged store — and the ref in the
+// event points at the copy the runner uploaded.
+func TestS3StagedStore(t *testing.T) {
+	t.Parallel()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("agora"); err != nil {
+		t.Fatal(err)
+	}
+	s3srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3srv.Close)
+	uri := "s3://agora/staged?endpoint=" + s3srv.URL
+	store, err := storage.Open(context.Background(), uri, storage.Options{S3: storage.S3Options{AccessKeyID: "k", SecretAccessKey: "s", Region: "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(c *Config) { c.StorageURI, c.Store = uri, store })
+	h.store = store
+	h.start()
+	ctx := context.Background()
+
+	var tarBuf bytes.Buffer
+	tw := tar.NewWriter(&tarBuf)
+	script := "#!/bin/sh\nhead -c 100000 /dev/zero | tr '\\0' x > /tmp/big\nprintf '{\"big\":\"%s\"}' \"$(cat /tmp/big)\" > /tmp/state.json\nagora-worker ask 'More?' --option yes --state /tmp/state.json\n"
+	_ = tw.WriteHeader(&tar.Header{Name: "tools/ask.sh", Mode: 0o755, Size: int64(len(script)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(script))
+	_ = tw.Close()
+	_, capRef, err := storage.PutBlob(ctx, store, &tarBuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every process of the container shares the sub-agent's user, so what is
+	// in any of their environments is within its reach.
+	first := request(`envs=$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n')
+echo "$envs" | grep -q '^AWS_' && { echo "AWS credentials are in the container" >&2; exit 9; }
+echo "$envs" | grep -q '^AGORA_STORAGE_URI=file://' || { echo "the worker's storage is not the staged store" >&2; exit 8; }
+sh tools/ask.sh`)
+	first.Spec.Capabilities = []schemas.BundleRef{{Name: "ask", SHA256: capRef.SHA256, URI: capRef.URI}}
+	h.enqueue(first)
+	ev := h.terminal(first.Spec.DispatchID, 2*time.Minute)
+	if ev.Kind != schemas.KindNeedsInput {
+		t.Fatalf("round 1 = %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(first.Spec.DispatchID))
+	}
+	ref := ev.NeedsInput.PartialStateRef
+	if ref == nil || !strings.HasPrefix(ref.URI, "s3://agora/staged/blobs/sha256/") || ref.Size < 100000 {
+		t.Fatalf("partial_state_ref = %+v; want the uploaded copy in S3", ref)
+	}
+	if _, err := storage.GetVerified(ctx, store, storage.BlobKey(ref.SHA256), ref.SHA256, 1<<20); err != nil {
+		t.Errorf("the partial_state is not in S3: %v", err)
+	}
+
+	second := request(`grep -q 'xxxxxxxxxxxxxxxxxxxx' "$AGORA_RESUME_FILE" && echo "round 2 has the state"`)
+	second.Spec.TaskID, second.Spec.Round = first.Spec.TaskID, 2
+	second.Spec.Resume = &schemas.Resume{Question: "More?", Answer: "yes", PartialStateRef: ref}
+	h.enqueue(second)
+	if ev := h.terminal(second.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
+		t.Fatalf("round 2 = %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(second.Spec.DispatchID))
+	}
+	if out := h.output(second.Spec.DispatchID); !strings.Contains(out, "round 2 has the state") {
+		t.Errorf("round 2 output = %q", out)
+	}
+	h.settled(second.Spec.DispatchID)
+	if left, _ := os.ReadDir(filepath.Join(h.cfg.DataDir, "stores")); len(left) != 0 {
+		t.Errorf("staged stores left behind: %v", left)
+	}
+}
+
+// A staged blob whose content does not match its name is not uploaded.
+func TestUnstageSkipsMismatches(t *testing.T) {
+	dir := t.TempDir()
+	store, err := storage.Open(context.Background(), "file://"+t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{cfg: Config{Store: store}}
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := []byte(`{"ok":true}`)
+	_, ref, _ := storage.PutBlob(context.Background(), store, bytes.NewReader(good))
+	_ = os.WriteFile(filepath.Join(blobs, ref.SHA256), good, 0o644)
+	_ = os.WriteFile(filepath.Join(blobs, strings.Repeat("a", 64)), []byte("not that"), 0o644)
+	_ = os.WriteFile(filepath.Join(blobs, "stray.tmp"), []byte("x"), 0o644)
+	uris, err := r.unstage(context.Background(), dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "not passed on") {
+		t.Errorf("unstage error = %v; want the mismatch named", err)
+	}
+	if len(uris) != 1 || uris[ref.SHA256] != ref.URI {
+		t.Errorf("uris = %v; want only %s", uris, ref.SHA256)
+	}
+	ev := schemas.Event{NeedsInput: &schemas.NeedsInput{PartialStateRef: &schemas.ObjectRef{URI: "file:///staged/x", SHA256: ref.SHA256}}}
+	pointAtStorage(&ev, uris)
+	if ev.NeedsInput.PartialStateRef.URI != ref.URI {
+		t.Errorf("ref after pointAtStorage = %s, want %s", ev.NeedsInput.PartialStateRef.URI, ref.URI)
+	}
+
+}

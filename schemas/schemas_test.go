@@ -1,0 +1,230 @@
+package schemas
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestVocabularyMatchesSchema keeps the Go constants in step with the enums
+// in event.schema.json, which are the source of truth.
+func TestVocabularyMatchesSchema(t *testing.T) {
+	t.Parallel()
+	raw, err := Schema(SchemaEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Kind    struct{ Enum []string } `json:"kind"`
+			Failure struct {
+				Properties struct {
+					Reason struct{ Enum []string } `json:"reason"`
+				} `json:"properties"`
+			} `json:"failure"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, k := range EventKinds {
+		kinds = append(kinds, string(k))
+	}
+	if !slices.Equal(kinds, doc.Properties.Kind.Enum) {
+		t.Errorf("EventKinds = %v, schema enum = %v", kinds, doc.Properties.Kind.Enum)
+	}
+	var reasons []string
+	for _, r := range FailureReasons {
+		reasons = append(reasons, string(r))
+	}
+	if !slices.Equal(reasons, doc.Properties.Failure.Properties.Reason.Enum) {
+		t.Errorf("FailureReasons = %v, schema enum = %v", reasons, doc.Properties.Failure.Properties.Reason.Enum)
+	}
+	if len(EventKinds) != 6 {
+		t.Errorf("the vocabulary is closed at six kinds, have %d", len(EventKinds))
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	t.Parallel()
+	for _, k := range EventKinds {
+		want := k != KindAccepted && k != KindStarted
+		if got := k.Terminal(); got != want {
+			t.Errorf("%s.Terminal() = %v, want %v", k, got, want)
+		}
+		if !k.Known() {
+			t.Errorf("%s.Known() = false", k)
+		}
+	}
+	if EventKind("dispatch.progress").Known() {
+		t.Error("dispatch.progress must not be a known kind")
+	}
+}
+
+func TestSchemaNames(t *testing.T) {
+	t.Parallel()
+	for _, n := range Names() {
+		data, err := Schema(n)
+		if err != nil {
+			t.Fatalf("Schema(%q): %v", n, err)
+		}
+		if !json.Valid(data) {
+			t.Errorf("Schema(%q) is not JSON", n)
+		}
+	}
+	if _, err := Schema("nope"); err == nil || !strings.Contains(err.Error(), "dispatch-spec") {
+		t.Errorf("Schema(nope) error = %v, want one listing the known schemas", err)
+	}
+}
+
+// TestDispatchSpecFixtures runs every testdata/spec/*.json: names starting
+// with "valid-" must parse; the others must fail with the pointer and message
+// given in the fixture's sibling .err file.
+func TestDispatchSpecFixtures(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob("testdata/spec/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := ParseDispatchSpec(data)
+			if strings.HasPrefix(name, "valid-") {
+				if err != nil {
+					t.Fatalf("ParseDispatchSpec: %v", err)
+				}
+				if spec.DispatchID == "" || spec.Subagent.Name == "" {
+					t.Errorf("decoded spec lost fields: %+v", spec)
+				}
+				return
+			}
+			want, rerr := os.ReadFile(strings.TrimSuffix(path, ".json") + ".err")
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("ParseDispatchSpec error = %v, want *ValidationError", err)
+			}
+			if !strings.Contains(err.Error(), strings.TrimSpace(string(want))) {
+				t.Errorf("ParseDispatchSpec error =\n  %v\nwant it to contain\n  %s", err, want)
+			}
+		})
+	}
+}
+
+func TestParseNeedsInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		want    string // substring of the error; "" means valid
+		options []string
+		state   string
+	}{
+		{name: "minimal", in: `{"question":"A or B?"}`},
+		{name: "full", in: `{"question":"A or B?","options":["A","B"],"context":"c","default":"A","partial_state":{"done":[1,2]}}`, options: []string{"A", "B"}, state: `{"done":[1,2]}`},
+		{name: "unknown fields ignored", in: `{"question":"q","future":{"x":1}}`},
+		{name: "null state dropped", in: `{"question":"q","partial_state":null}`},
+		{name: "state any json", in: `{"question":"q","partial_state":"text"}`, state: `"text"`},
+		{name: "not json", in: `{"question":`, want: "not valid JSON"},
+		{name: "trailing data", in: `{"question":"q"} {}`, want: "unexpected data"},
+		{name: "not object", in: `["q"]`, want: "(document): expected object"},
+		{name: "no question", in: `{"options":["A"]}`, want: "missing properties: 'question'"},
+		{name: "empty question", in: `{"question":""}`, want: "/question"},
+		{name: "blank question", in: `{"question":"  \n"}`, want: "/question"},
+		{name: "question not string", in: `{"question":42}`, want: "/question: expected string"},
+		{name: "options not array", in: `{"question":"q","options":"A"}`, want: "/options: expected array"},
+		{name: "option not string", in: `{"question":"q","options":["A",2]}`, want: "/options/1: expected string"},
+		{name: "context not string", in: `{"question":"q","context":{}}`, want: "/context: expected string"},
+		{name: "bad utf8", in: "{\"question\":\"\xff\"}", want: "not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseNeedsInput([]byte(tt.in))
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("ParseNeedsInput(%s) error = %v, want it to contain %q", tt.in, err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseNeedsInput(%s): %v", tt.in, err)
+			}
+			if !slices.Equal(got.Options, tt.options) {
+				t.Errorf("options = %v, want %v", got.Options, tt.options)
+			}
+			if string(got.PartialState) != tt.state {
+				t.Errorf("partial_state = %s, want %s", got.PartialState, tt.state)
+			}
+		})
+	}
+}
+
+func TestEventRoundTrip(t *testing.T) {
+	t.Parallel()
+	code, ms := 0, int64(12)
+	ev := Event{
+		Kind: KindNeedsInput, DispatchID: "d-1", TaskID: "t-1", Round: 2,
+		Time: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC), ExitCode: &code, DurationMS: &ms,
+		NeedsInput: &NeedsInput{Question: "A or B?", Options: []string{"A", "B"}, PartialState: json.RawMessage(`{"k":1}`)},
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseEvent(data)
+	if err != nil {
+		t.Fatalf("ParseEvent(%s): %v", data, err)
+	}
+	if got.MsgID() != "d-1.dispatch.needs_input" || string(got.NeedsInput.PartialState) != `{"k":1}` {
+		t.Errorf("round trip lost data: %s", data)
+	}
+
+	// A terminal event without exit_code breaks the contract.
+	bad := `{"kind":"dispatch.failed","dispatch_id":"d","time":"2026-11-22T08:00:00Z","duration_ms":1}`
+	if _, err := ParseEvent([]byte(bad)); err == nil || !strings.Contains(err.Error(), "exit_code") {
+		t.Errorf("ParseEvent(no exit_code) error = %v, want one naming exit_code and failure", err)
+	}
+	badTime := `{"kind":"dispatch.started","dispatch_id":"d","time":"yesterday"}`
+	if _, err := ParseEvent([]byte(badTime)); err == nil || !strings.Contains(err.Error(), "/time") {
+		t.Errorf("ParseEvent(bad time) error = %v, want one naming /time (format assertions on)", err)
+	}
+}
+
+func TestParseDispatchRequest(t *testing.T) {
+	t.Parallel()
+	good := `{"spec":{"dispatch_id":"d-1","subagent":{"name":"x","runtime":"exec","command":["true"]}},"network":"bridge","resources":{"cpus":0.5,"memory_mb":256,"pids":64},"workspace":{"mode":"persist","restore_from":"d-0"}}`
+	r, err := ParseDispatchRequest([]byte(good))
+	if err != nil {
+		t.Fatalf("ParseDispatchRequest: %v", err)
+	}
+	if r.Spec.DispatchID != "d-1" || r.NetworkMode() != "bridge" || r.Resources.MemoryMB != 256 || r.Fresh() || r.Workspace.RestoreFrom != "d-0" {
+		t.Errorf("decoded request = %+v", r)
+	}
+	for in, want := range map[string]string{
+		`{"spec":{"dispatch_id":"d","subagent":{"name":"x","runtime":"exec"}}}`:                                 "/spec/subagent: missing properties: 'command'",
+		`{"spec":{"dispatch_id":"d","subagent":{"name":"x","runtime":"exec","command":["t"]}},"network":"wan"}`: "/network: value must be one of",
+		`{"image":"x"}`: "missing properties: 'spec'",
+	} {
+		if _, err := ParseDispatchRequest([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseDispatchRequest(%s) = %v, want an error containing %q", in, err, want)
+		}
+	}
+	if (&DispatchRequest{}).NetworkMode() != NetworkNone {
+		t.Error("the default network must be none")
+	}
+}

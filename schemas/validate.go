@@ -1,0 +1,242 @@
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+//go:embed *.schema.json
+var files embed.FS
+
+// Schema names accepted by Schema and Validate.
+const (
+	SchemaDispatchSpec = "dispatch-spec"
+	SchemaNeedsInput   = "needs-input"
+	SchemaEvent        = "event"
+	SchemaRequest      = "dispatch-request"
+	// The registry's files, written by people: strict about unknown fields.
+	SchemaSubagent   = "subagent"
+	SchemaCapability = "capability"
+	SchemaEnv        = "env"
+)
+
+// Names lists the schemas this package ships.
+func Names() []string {
+	return []string{SchemaRequest, SchemaDispatchSpec, SchemaEvent, SchemaNeedsInput, SchemaSubagent, SchemaCapability, SchemaEnv}
+}
+
+// Schema returns the raw JSON Schema document called name, for integrators
+// who validate on their side (`agora schema <name>`).
+func Schema(name string) ([]byte, error) {
+	data, err := files.ReadFile(name + ".schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("unknown schema %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	return data, nil
+}
+
+const baseURL = "https://agora.dev/schemas/"
+
+// compiledSchemas holds each schema, compiled on first use: a worker
+// process only ever needs two of them, and compiling costs milliseconds of
+// its start-up.
+var compiledSchemas = func() map[string]func() (*jsonschema.Schema, error) {
+	out := map[string]func() (*jsonschema.Schema, error){}
+	for _, name := range Names() {
+		out[name] = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(name) })
+	}
+	return out
+}()
+
+// compile compiles one schema; every schema is added as a resource so the
+// $refs between them resolve.
+func compile(name string) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	for _, n := range Names() {
+		data, err := Schema(n)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.AddResource(baseURL+n+".schema.json", bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("add schema %s: %w", n, err)
+		}
+	}
+	s, err := c.Compile(baseURL + name + ".schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Problem is one way a document breaks its schema.
+type Problem struct {
+	// Pointer is the JSON pointer of the offending value; "" is the document itself.
+	Pointer string
+	Message string
+}
+
+func (p Problem) String() string {
+	ptr := p.Pointer
+	if ptr == "" {
+		ptr = "(document)"
+	}
+	return ptr + ": " + p.Message
+}
+
+// ValidationError lists every problem found in one document.
+type ValidationError struct {
+	// What names the document, e.g. "dispatch spec".
+	What     string
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return fmt.Sprintf("invalid %s: %s", e.What, strings.Join(parts, "; "))
+}
+
+// Validate checks data against the schema called name. A document that is
+// not JSON, or breaks the schema, yields a *ValidationError.
+func Validate(name string, data []byte) error {
+	get, ok := compiledSchemas[name]
+	if !ok {
+		return fmt.Errorf("unknown schema %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	s, err := get()
+	if err != nil {
+		return err
+	}
+	what := strings.ReplaceAll(name, "-", " ")
+	if !utf8.Valid(data) {
+		return &ValidationError{What: what, Problems: []Problem{{Message: "not valid UTF-8"}}}
+	}
+	doc, err := decodeJSON(data)
+	if err != nil {
+		return &ValidationError{What: what, Problems: []Problem{{Message: "not valid JSON: " + err.Error()}}}
+	}
+	if err := s.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return &ValidationError{What: what, Problems: problems(ve)}
+		}
+		return fmt.Errorf("validate %s: %w", what, err)
+	}
+	return nil
+}
+
+// decodeJSON decodes exactly one JSON value, keeping numbers exact.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// problems flattens the validation tree into its leaves: the causes a person
+// can act on, not the "doesn't validate with ..." wrappers above them.
+func problems(ve *jsonschema.ValidationError) []Problem {
+	var out []Problem
+	seen := map[Problem]bool{}
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			p := Problem{Pointer: e.InstanceLocation, Message: e.Message}
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
+	return out
+}
+
+// ParseDispatchSpec validates data as a dispatch spec and decodes it.
+func ParseDispatchSpec(data []byte) (*DispatchSpec, error) {
+	if err := Validate(SchemaDispatchSpec, data); err != nil {
+		return nil, err
+	}
+	var s DispatchSpec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("decode dispatch spec: %w", err)
+	}
+	return &s, nil
+}
+
+// ParseNeedsInput validates data as a needs_input sentinel and decodes it.
+// Unknown fields are ignored.
+func ParseNeedsInput(data []byte) (*NeedsInput, error) {
+	if err := Validate(SchemaNeedsInput, data); err != nil {
+		return nil, err
+	}
+	var n NeedsInput
+	if err := json.Unmarshal(data, &n); err != nil {
+		return nil, fmt.Errorf("decode sentinel: %w", err)
+	}
+	n.PartialStateRef = nil // a sentinel carries state inline; refs are the worker's to make
+	if isJSONNull(n.PartialState) {
+		n.PartialState = nil
+	} else {
+		// Compact so the state travels and hashes the same however it was written.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, n.PartialState); err != nil {
+			return nil, fmt.Errorf("decode sentinel partial_state: %w", err)
+		}
+		n.PartialState = buf.Bytes()
+	}
+	return &n, nil
+}
+
+// ParseDispatchRequest validates data as a dispatch request and decodes it.
+func ParseDispatchRequest(data []byte) (*DispatchRequest, error) {
+	if err := Validate(SchemaRequest, data); err != nil {
+		return nil, err
+	}
+	var r DispatchRequest
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode dispatch request: %w", err)
+	}
+	return &r, nil
+}
+
+// ParseEvent validates data as a lifecycle event and decodes it.
+func ParseEvent(data []byte) (*Event, error) {
+	if err := Validate(SchemaEvent, data); err != nil {
+		return nil, err
+	}
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	return &e, nil
+}
+
+func isJSONNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}

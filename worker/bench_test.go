@@ -1,0 +1,223 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/adapters"
+	execadapter "github.com/agoradev/agora/adapters/exec"
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/schemas"
+)
+
+// noop is the runtime of every benchmarked dispatch: it does nothing, so what
+// is left is the worker's own cost.
+const noop = "/bin/true"
+
+// BenchmarkWorkerOverhead measures what the worker adds to one dispatch
+// whose runtime does nothing (/bin/true), against a real NATS server in this
+// process. Each iteration runs four things, in a rotating order so they
+// share the machine's noise:
+//
+//   - the floor: exec.Command("/bin/true").Run();
+//   - worker.Run in-process for a no-op exec dispatch, split by
+//     Result.Timings into start → runtime exec, the runtime itself, and
+//     runtime exit → terminal event acknowledged by NATS;
+//   - the agora-worker binary (built once, static and stripped, as in the
+//     image) started as a process for the same dispatch: the honest
+//     per-dispatch cost. `agora-worker version` is timed too, to tell the
+//     process's start and package initialisation from the dispatch itself.
+//
+// Every dispatch gets a fresh workspace and spec file, made outside the
+// measured spans, and one untimed round warms caches up first (so the
+// in-process rows are the steady state; the binary pays its cold start every
+// time, as in a container). ns/op (one round of everything plus that setup)
+// means nothing and is suppressed; the metrics are medians and 90th
+// percentiles in milliseconds, and the table at the end compares them with
+// the floor.
+func BenchmarkWorkerOverhead(b *testing.B) {
+	if _, err := os.Stat(noop); err != nil {
+		b.Fatalf("the no-op runtime: %v", err)
+	}
+	srv := natstest.Start(b)
+	ctx := context.Background()
+	events, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: "worker benchmark"})
+	if err != nil {
+		b.Fatalf("connect to NATS: %v", err)
+	}
+	b.Cleanup(events.Close)
+	if err := events.EnsureEventStream(ctx); err != nil {
+		b.Fatalf("create the event stream: %v", err)
+	}
+	workerBin := buildWorker(b)
+	dir := b.TempDir()
+
+	var s overheadSamples
+	var lastInProcess, lastBinary string
+	seq := 0
+	newDispatch := func(kind string) (id, specFile, ws string) {
+		seq++
+		id = fmt.Sprintf("bench-%s-%d", kind, seq)
+		d := filepath.Join(dir, id)
+		ws = filepath.Join(d, "workspace")
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		specFile = writeSpec(b, d, &schemas.DispatchSpec{DispatchID: id, TaskID: "t-" + id, Round: 1,
+			Subagent: schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{noop}}})
+		return id, specFile, ws
+	}
+	floor := func() {
+		t0 := time.Now()
+		if err := exec.Command(noop).Run(); err != nil {
+			b.Fatalf("exec %s: %v", noop, err)
+		}
+		s.floor = append(s.floor, time.Since(t0))
+	}
+	version := func() {
+		t0 := time.Now()
+		if out, err := exec.Command(workerBin, "version").CombinedOutput(); err != nil {
+			b.Fatalf("agora-worker version: %v\n%s", err, out)
+		}
+		s.version = append(s.version, time.Since(t0))
+	}
+	inProcess := func() {
+		id, specFile, ws := newDispatch("inproc")
+		res := Run(ctx, Config{
+			DispatchID: id, SpecFile: specFile, Workspace: ws, NATSURL: srv.ClientURL(),
+			Environ: []string{"PATH=/usr/bin:/bin"}, Adapters: []adapters.Adapter{execadapter.New()},
+		})
+		if res.Terminal.Kind != schemas.KindFinished || !res.Published {
+			b.Fatalf("worker.Run %s = %s (%+v), published %t; want finished and published", id, res.Terminal.Kind, res.Terminal.Failure, res.Published)
+		}
+		tm := res.Timings
+		s.startToExec = append(s.startToExec, tm.RuntimeExec.Sub(tm.Start))
+		s.runtime = append(s.runtime, tm.RuntimeExit.Sub(tm.RuntimeExec))
+		s.exitToAck = append(s.exitToAck, tm.Done.Sub(tm.RuntimeExit))
+		s.total = append(s.total, tm.Done.Sub(tm.Start))
+		s.own = append(s.own, tm.Done.Sub(tm.Start)-tm.RuntimeExit.Sub(tm.RuntimeExec))
+		lastInProcess = id
+	}
+	binary := func() {
+		id, specFile, ws := newDispatch("bin")
+		cmd := exec.Command(workerBin)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "AGORA_DISPATCH_ID=" + id, "AGORA_SPEC_FILE=" + specFile,
+			"AGORA_WORKSPACE=" + ws, "AGORA_NATS_URL=" + srv.ClientURL()}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t0 := time.Now()
+		err := cmd.Run()
+		s.binary = append(s.binary, time.Since(t0))
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		ev, perr := schemas.ParseEvent([]byte(lines[len(lines)-1]))
+		if err != nil || perr != nil || ev.Kind != schemas.KindFinished {
+			b.Fatalf("agora-worker %s: %v; last event %v (%v); want finished\nstdout:\n%s\nstderr:\n%s", id, err, ev, perr, &stdout, &stderr)
+		}
+		lastBinary = id
+	}
+
+	variants := []func(){floor, inProcess, version, binary}
+	for _, v := range variants {
+		v() // warm-up, not counted
+	}
+	s = overheadSamples{}
+	for i := 0; b.Loop(); i++ {
+		for k := range variants {
+			variants[(i+k)%len(variants)]()
+		}
+	}
+
+	// The last dispatches of each kind were stored once each, in order.
+	for _, id := range []string{lastInProcess, lastBinary} {
+		stored, err := events.Events(ctx, id)
+		if err != nil {
+			b.Fatalf("read events of %s: %v", id, err)
+		}
+		if len(stored) != 2 || stored[0].Kind != schemas.KindStarted || stored[1].Kind != schemas.KindFinished {
+			b.Fatalf("events stored for %s = %v, want started then finished", id, stored)
+		}
+	}
+	s.report(b)
+}
+
+// buildWorker builds cmd/agora-worker as the image does (static, stripped)
+// into b.TempDir(). `go test` puts its own GOROOT/bin first on PATH, so
+// "go" is the toolchain running this benchmark.
+func buildWorker(b *testing.B) string {
+	b.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		b.Fatalf("find the go tool: %v", err)
+	}
+	bin := filepath.Join(b.TempDir(), "agora-worker")
+	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/agoradev/agora/cmd/agora-worker")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build agora-worker: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// overheadSamples are the measured spans, one per iteration each.
+type overheadSamples struct {
+	floor                                       []time.Duration
+	startToExec, runtime, exitToAck, total, own []time.Duration
+	version, binary                             []time.Duration
+}
+
+// percentile is the nearest-rank p-th percentile of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	rank := int(float64(len(sorted))*p/100+0.999999) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// report sets the benchmark's metrics and logs the table (benchmark logs are
+// printed with or without -v).
+func (s *overheadSamples) report(b *testing.B) {
+	rows := []struct {
+		label, metric string
+		ds            []time.Duration
+	}{
+		{"exec /bin/true (the floor)", "bare-exec", s.floor},
+		{"worker.Run in-process: start → runtime exec", "start-to-exec", s.startToExec},
+		{"  runtime (/bin/true under internal/proc)", "runtime", s.runtime},
+		{"  runtime exit → terminal event acked", "exit-to-ack", s.exitToAck},
+		{"  total", "total", s.total},
+		{"  the worker's own (total − runtime)", "own", s.own},
+		{"agora-worker version (process start, init)", "binary-version", s.version},
+		{"agora-worker binary, whole dispatch", "binary", s.binary},
+	}
+	b.ReportMetric(0, "ns/op") // one round of unrelated things; see the doc comment
+	floor := percentile(s.floor, 50)
+	var tbl strings.Builder
+	// At most 9 lines: the testing package cuts benchmark logs at 10.
+	fmt.Fprintf(&tbl, "worker overhead, n=%d, GOMAXPROCS=%d; columns: p50 ms, p90 ms, p50 × floor\n", len(s.total), runtime.GOMAXPROCS(0))
+	for _, r := range rows {
+		p50, p90 := percentile(r.ds, 50), percentile(r.ds, 90)
+		b.ReportMetric(ms(p50), "p50-"+r.metric+"-ms")
+		b.ReportMetric(ms(p90), "p90-"+r.metric+"-ms")
+		ratio := "-"
+		if floor > 0 {
+			ratio = fmt.Sprintf("%.1f×", float64(p50)/float64(floor))
+		}
+		fmt.Fprintf(&tbl, "%-46s %9.2f %9.2f %11s\n", r.label, ms(p50), ms(p90), ratio)
+	}
+	b.Log(strings.TrimSuffix(tbl.String(), "\n"))
+}
