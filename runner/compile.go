@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -113,7 +115,7 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		}
 	}
 	return compute.ContainerSpec{
-		Name:        containerName(spec.DispatchID),
+		Name:        containerName(cfg.ID, spec.DispatchID),
 		Image:       image,
 		Env:         env,
 		Labels:      labels,
@@ -127,9 +129,17 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	}
 }
 
-// containerName is unique per dispatch, so a second create for the same
-// dispatch fails instead of starting it twice.
-func containerName(dispatchID string) string { return "agora-" + dispatchID }
+// containerName is unique per dispatch and runner, so a second create for
+// the same dispatch by the same runner fails instead of starting it twice,
+// while another agora installation sharing the Docker engine (its own
+// runner id, task ids that may repeat ours) never collides with it. Claims
+// guarantee that only one runner ever creates a dispatch's container. The
+// runner id enters as a short hash: it may hold characters Docker refuses
+// in names, and the name stays readable.
+func containerName(runnerID, dispatchID string) string {
+	sum := sha256.Sum256([]byte(runnerID))
+	return "agora-" + dispatchID + "-" + hex.EncodeToString(sum[:4])
+}
 
 // workerStorage is the worker's AGORA_STORAGE_URI: the staged store when
 // there is one, else the storage itself.

@@ -226,9 +226,9 @@ func (d *dispatch) run(ctx context.Context) {
 	cid, err := r.cfg.Engine.Create(ctx, spec)
 	switch {
 	case errors.Is(err, compute.ErrAlreadyExists):
-		found, lerr := r.cfg.Engine.List(ctx, map[string]string{compute.LabelDispatchID: d.id})
+		found, lerr := r.cfg.Engine.List(ctx, map[string]string{compute.LabelDispatchID: d.id, LabelRunner: r.cfg.ID})
 		if lerr != nil || len(found) == 0 {
-			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but cannot be found: %v", spec.Name, err))
+			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but is not this runner's (no %s=%s label): %v", spec.Name, LabelRunner, r.cfg.ID, err))
 			return
 		}
 		d.containerID = found[0].ID

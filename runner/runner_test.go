@@ -167,7 +167,7 @@ func (h *harness) assertOnce(id string) {
 func (h *harness) settled(id string) {
 	h.t.Helper()
 	waitFor(h.t, time.Minute, "dispatch "+id+" to be settled", func() bool {
-		left, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: id})
+		left, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: id, LabelRunner: h.cfg.ID})
 		return err == nil && len(left) == 0 && h.runner.lookup(id) == nil
 	})
 }
@@ -472,6 +472,47 @@ func TestRestartAdopts(t *testing.T) {
 	}
 }
 
+// TestInstallationsShareEngine: two agora installations on one Docker
+// engine (each its own bus, storage and runner id) may use the same dispatch
+// ids — task ids are the caller's — and each runs its own container: neither
+// follows the other's. A runner that followed a foreign container would find
+// no event signed with its key and settle the dispatch as worker-lost.
+func TestInstallationsShareEngine(t *testing.T) {
+	t.Parallel()
+	first, second := newHarness(t, nil), newHarness(t, nil)
+	first.start()
+	second.start()
+
+	held := request(`cat "$AGORA_INPUT_FILE"; touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done`)
+	held.Spec.Input = json.RawMessage(`{"installation":"first"}`)
+	first.enqueue(held)
+	ws := filepath.Join(first.cfg.DataDir, "workspaces", held.Spec.DispatchID)
+	waitFor(t, time.Minute, "the first installation's dispatch to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
+
+	same := request(`cat "$AGORA_INPUT_FILE"`)
+	same.Spec.DispatchID, same.Spec.TaskID = held.Spec.DispatchID, held.Spec.TaskID
+	same.Spec.Input = json.RawMessage(`{"installation":"second"}`)
+	second.enqueue(same)
+	if ev := second.terminal(same.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
+		t.Fatalf("second installation's dispatch ended %s %+v, want finished in its own container", ev.Kind, ev.Failure)
+	}
+	second.settled(same.Spec.DispatchID)
+	if out := second.output(same.Spec.DispatchID); !strings.Contains(out, `"second"`) || strings.Contains(out, `"first"`) {
+		t.Errorf("second installation's output = %q, want its own input only", out)
+	}
+
+	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ev := first.terminal(held.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
+		t.Fatalf("first installation's dispatch ended %s %+v", ev.Kind, ev.Failure)
+	}
+	first.settled(held.Spec.DispatchID)
+	if out := first.output(held.Spec.DispatchID); !strings.Contains(out, `"first"`) {
+		t.Errorf("first installation's output = %q", out)
+	}
+}
+
 // TestHardening: docker inspect of a dispatch container shows the
 // hardening and the limits.
 func TestHardening(t *testing.T) {
@@ -483,7 +524,7 @@ func TestHardening(t *testing.T) {
 	h.enqueue(req)
 	ws := filepath.Join(h.cfg.DataDir, "workspaces", req.Spec.DispatchID)
 	waitFor(t, time.Minute, "the dispatch to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
-	out, err := exec.Command("docker", "inspect", "agora-"+req.Spec.DispatchID).Output()
+	out, err := exec.Command("docker", "inspect", containerName(h.cfg.ID, req.Spec.DispatchID)).Output()
 	if err != nil {
 		t.Fatalf("docker inspect: %v", err)
 	}
