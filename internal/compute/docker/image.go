@@ -23,16 +23,18 @@ import (
 //
 // The classic builder reuses cached intermediate images, which another client
 // may remove mid-build (docker rmi of an image that shares the cached layer);
-// the daemon then fails with "failed to get digest" or "No such image". Such a
-// build is retried once without the cache, which cannot race that way.
+// the daemon then fails with "failed to get digest", "unknown parent image ID"
+// or "No such image". Such a build is retried without the cache. That makes
+// the race rare but not impossible — another build may in turn reuse and
+// prune this build's fresh intermediates — hence a few attempts.
 func (e *Engine) BuildImage(ctx context.Context, contextTar io.Reader, tag string, labels map[string]string) error {
 	buf, err := io.ReadAll(contextTar)
 	if err != nil {
 		return fmt.Errorf("build image %s: read build context: %w", tag, err)
 	}
 	err = e.buildOnce(ctx, buf, tag, labels, false)
-	if err != nil && isCacheRace(err) && ctx.Err() == nil {
-		e.cfg.Logger.Warn("docker build lost a cached layer to a concurrent removal; rebuilding without cache", "tag", tag, "err", err)
+	for retry := 1; retry <= buildRetries && err != nil && isCacheRace(err) && ctx.Err() == nil; retry++ {
+		e.cfg.Logger.Warn("docker build lost a cached layer to a concurrent removal; rebuilding without cache", "tag", tag, "retry", retry, "err", err)
 		err = e.buildOnce(ctx, buf, tag, labels, true)
 	}
 	if err != nil {
@@ -40,6 +42,9 @@ func (e *Engine) BuildImage(ctx context.Context, contextTar io.Reader, tag strin
 	}
 	return nil
 }
+
+// buildRetries bounds the rebuilds after a cache race.
+const buildRetries = 3
 
 func (e *Engine) buildOnce(ctx context.Context, contextTar []byte, tag string, labels map[string]string, noCache bool) error {
 	resp, err := e.cli.ImageBuild(ctx, bytes.NewReader(contextTar), build.ImageBuildOptions{
@@ -63,7 +68,7 @@ func (e *Engine) buildOnce(ctx context.Context, contextTar []byte, tag string, l
 // vanished under it.
 func isCacheRace(err error) bool {
 	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"failed to get digest", "no such image", "unable to find image", "layer does not exist"} {
+	for _, s := range []string{"failed to get digest", "unknown parent image", "no such image", "unable to find image", "layer does not exist"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
