@@ -227,8 +227,12 @@ func (d *dispatch) run(ctx context.Context) {
 	switch {
 	case errors.Is(err, compute.ErrAlreadyExists):
 		found, lerr := r.cfg.Engine.List(ctx, map[string]string{compute.LabelDispatchID: d.id, LabelRunner: r.cfg.ID})
-		if lerr != nil || len(found) == 0 {
-			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but is not this runner's (no %s=%s label): %v", spec.Name, LabelRunner, r.cfg.ID, err))
+		if lerr != nil {
+			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists; list it: %v", spec.Name, lerr))
+			return
+		}
+		if len(found) == 0 {
+			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but is not this runner's (no %s=%s label); remove it or give this runner another id", spec.Name, LabelRunner, r.cfg.ID))
 			return
 		}
 		d.containerID = found[0].ID

@@ -172,6 +172,16 @@ func (h *harness) settled(id string) {
 	})
 }
 
+// awaitReady waits until the dispatch's script has touched
+// /workspace/ready, that is, until its container runs, and returns the
+// workspace directory on the host.
+func (h *harness) awaitReady(id string) string {
+	h.t.Helper()
+	ws := h.runner.workspace(id)
+	waitFor(h.t, time.Minute, "dispatch "+id+" to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
+	return ws
+}
+
 func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -266,8 +276,7 @@ func TestCancel(t *testing.T) {
 	queued := request(`echo never`)
 	h.enqueue(running)
 	h.enqueue(queued)
-	ws := filepath.Join(h.cfg.DataDir, "workspaces", running.Spec.DispatchID, "ready")
-	waitFor(t, time.Minute, "the first dispatch to run", func() bool { _, err := os.Stat(ws); return err == nil })
+	h.awaitReady(running.Spec.DispatchID)
 	if n, err := h.bus.QueuedCount(ctx); err != nil || n != 1 {
 		t.Errorf("queued = %d, %v; want the second request waiting for the slot", n, err)
 	}
@@ -379,7 +388,7 @@ func TestSlots(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i, req := range reqs {
-		ws := filepath.Join(h.cfg.DataDir, "workspaces", req.Spec.DispatchID)
+		ws := h.runner.workspace(req.Spec.DispatchID)
 		waitFor(t, time.Minute, "dispatch to start", func() bool { _, err := os.Stat(ws); return err == nil })
 		if n, err := h.bus.QueuedCount(ctx); err != nil || int(n) != len(reqs)-1-i {
 			t.Errorf("with dispatch %d running: queued = %d, %v; want %d", i, n, err, len(reqs)-1-i)
@@ -445,8 +454,7 @@ func TestRestartAdopts(t *testing.T) {
 	first := h.start()
 	req := request(`touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo adopted fine`)
 	h.enqueue(req)
-	ws := filepath.Join(h.cfg.DataDir, "workspaces", req.Spec.DispatchID)
-	waitFor(t, time.Minute, "the dispatch to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
+	ws := h.awaitReady(req.Spec.DispatchID)
 	h.stop(first)
 	found, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: req.Spec.DispatchID})
 	if err != nil || len(found) != 1 || !found[0].Running() {
@@ -486,8 +494,7 @@ func TestInstallationsShareEngine(t *testing.T) {
 	held := request(`cat "$AGORA_INPUT_FILE"; touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done`)
 	held.Spec.Input = json.RawMessage(`{"installation":"first"}`)
 	first.enqueue(held)
-	ws := filepath.Join(first.cfg.DataDir, "workspaces", held.Spec.DispatchID)
-	waitFor(t, time.Minute, "the first installation's dispatch to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
+	ws := first.awaitReady(held.Spec.DispatchID)
 
 	same := request(`cat "$AGORA_INPUT_FILE"`)
 	same.Spec.DispatchID, same.Spec.TaskID = held.Spec.DispatchID, held.Spec.TaskID
@@ -522,8 +529,7 @@ func TestHardening(t *testing.T) {
 	req := request(`touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done`)
 	req.Resources = &schemas.Resources{CPUs: 0.5, MemoryMB: 128, Pids: 64}
 	h.enqueue(req)
-	ws := filepath.Join(h.cfg.DataDir, "workspaces", req.Spec.DispatchID)
-	waitFor(t, time.Minute, "the dispatch to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
+	ws := h.awaitReady(req.Spec.DispatchID)
 	out, err := exec.Command("docker", "inspect", containerName(h.cfg.ID, req.Spec.DispatchID)).Output()
 	if err != nil {
 		t.Fatalf("docker inspect: %v", err)

@@ -216,9 +216,8 @@ func TestSecretsRemovedAfterAdoption(t *testing.T) {
 	req.Spec.Env = []schemas.BundleRef{putEnvBundle(t, h.store, "creds", `{"secrets":{"TOKEN":"local:token"}}`)}
 	h.enqueue(req)
 	id := req.Spec.DispatchID
-	ws := filepath.Join(h.cfg.DataDir, "workspaces", id)
+	ws := h.awaitReady(id)
 	secretsDir := filepath.Join(h.cfg.DataDir, "dispatch-secrets", id)
-	waitFor(t, time.Minute, "the dispatch to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
 	h.stop(first)
 	if _, err := os.Stat(filepath.Join(secretsDir, "token")); err != nil {
 		t.Fatalf("secrets of the running container after its runner stopped: %v", err)
