@@ -67,6 +67,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 			return errNoChange
 		}
 		r.EndedAt, r.ExitCode, r.Usage = ev.Time, ev.ExitCode, ev.Usage
+		overLimit := o.questionOverLimits(t, r) // cuts an over-limit question down (limits.go)
 		if !current || t.State.Terminal() {
 			return nil // a stale attempt, or the task ended already (cancel)
 		}
@@ -80,6 +81,10 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 			// Worded as Cancel words it: the event and the call race.
 			t.State, t.Outcome = StateCancelled, &Outcome{Reason: "cancelled", Detail: "cancelled while " + was.label()}
 		case schemas.KindNeedsInput:
+			if overLimit != nil {
+				t.State, t.Outcome = StateFailed, overLimit
+				return nil
+			}
 			if max := maxRounds(t); r.N >= max {
 				t.State = StateFailed
 				t.Outcome = &Outcome{Reason: "max_rounds", Detail: fmt.Sprintf("round %d asked %q but the task allows %d rounds (limits.max_rounds)", r.N, ev.NeedsInput.Question, max)}

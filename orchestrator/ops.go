@@ -53,7 +53,7 @@ func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, val
 		r.StepDeadline = time.Time{}
 		t.WaitedMS += wait.Milliseconds()
 		o.nextRound(t, r.N+1, "")
-		return nil
+		return o.checkRecord(t, "the answer")
 	})
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchID(t.ID, last.N, last.Attempt+1),
 			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
 		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
-		return nil
+		return o.checkRecord(t, "another attempt")
 	})
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 		now := o.now()
 		last.Answer = &Answer{Value: message, By: orDefault(by, "api"), Channel: "continue", At: now}
 		o.nextRound(t, last.N+1, message)
-		return nil
+		return o.checkRecord(t, "the follow-up message")
 	})
 	if err != nil {
 		return nil, err

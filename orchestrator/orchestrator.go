@@ -45,7 +45,10 @@ type Config struct {
 	// Registry resolves SubmitRequest.SubagentRef; nil: only inline
 	// sub-agents can be submitted.
 	Registry *registry.Registry
-	Logger   *slog.Logger
+	// Max are this server's ceilings on what one task may ask for or hold;
+	// zero fields take DefaultMaximums.
+	Max    Maximums
+	Logger *slog.Logger
 	// Now is the clock; tests may set it.
 	Now func() time.Time
 }
@@ -53,6 +56,7 @@ type Config struct {
 // Orchestrator implements Service on JetStream.
 type Orchestrator struct {
 	cfg    Config
+	max    Maximums
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
@@ -81,7 +85,11 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Orchestrator{cfg: cfg, log: cfg.Logger, deadlines: map[string]time.Time{}, lastOutput: map[string]string{},
+	max := cfg.Max.WithDefaults()
+	if err := max.Validate(); err != nil {
+		return nil, fmt.Errorf("orchestrator config: %w", err)
+	}
+	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, lastOutput: map[string]string{},
 		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
 }
 
@@ -218,13 +226,19 @@ func (o *Orchestrator) eachTask(ctx context.Context, fn func(*Task)) error {
 // ErrConflict.
 func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
 	submitted := requestHash(req)
-	pins, err := o.resolve(ctx, &req)
+	pins, from, err := o.resolve(ctx, &req)
 	if err != nil {
+		return nil, err
+	}
+	// The maximums first: a number over them may not fit the schema's
+	// types or the arithmetic that follows.
+	if err := o.checkMaximums(&req, from); err != nil {
 		return nil, err
 	}
 	if err := o.validate(&req); err != nil {
 		return nil, err
 	}
+	o.fillDefaults(&req)
 	if req.TaskID == "" {
 		req.TaskID = newTaskID()
 	}
@@ -232,6 +246,9 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
 		State: StateQueued, CreatedAt: now, UpdatedAt: now}
 	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(t.ID, 1, 1), State: StateQueued, QueuedAt: now}}
+	if err := o.checkRecord(t, "the request"); err != nil {
+		return nil, err
+	}
 	if err := o.store.create(ctx, t); errors.Is(err, bus.ErrKeyExists) {
 		existing, gerr := o.store.get(ctx, req.TaskID)
 		if gerr != nil {
@@ -254,23 +271,32 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 
 // resolve fills a request that names a registered sub-agent: the pinned
 // definition, its bundles, and its defaults where the request is silent.
-func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (*registry.Pins, error) {
+// from names, for messages, which fields the definition gave.
+func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (pins *registry.Pins, from fieldSource, err error) {
+	given := map[string]bool{}
+	from = func(field string) string {
+		if prefix, _, _ := strings.Cut(field, "."); given[field] || given[prefix] {
+			return " (from the registered sub-agent " + pins.Subagent + ")"
+		}
+		return ""
+	}
 	if req.SubagentRef == "" {
-		return nil, nil
+		return nil, from, nil
 	}
 	if req.Subagent.Name != "" || req.Subagent.Runtime != "" || len(req.Subagent.Command) > 0 || req.Subagent.Prompt != "" {
-		return nil, fmt.Errorf("%w: give subagent_ref or an inline subagent, not both", ErrInvalidRequest)
+		return nil, nil, fmt.Errorf("%w: give subagent_ref or an inline subagent, not both", ErrInvalidRequest)
 	}
 	if o.cfg.Registry == nil {
-		return nil, fmt.Errorf("%w: subagent_ref %q: this orchestrator has no registry", ErrInvalidRequest, req.SubagentRef)
+		return nil, nil, fmt.Errorf("%w: subagent_ref %q: this orchestrator has no registry", ErrInvalidRequest, req.SubagentRef)
 	}
 	res, err := o.cfg.Registry.Resolve(ctx, req.SubagentRef)
 	if errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrInvalid) {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("resolve sub-agent %s: %w", req.SubagentRef, err)
+		return nil, nil, fmt.Errorf("resolve sub-agent %s: %w", req.SubagentRef, err)
 	}
+	pins = &res.Pins
 	def := res.Entry.Subagent
 	req.Subagent = res.Subagent
 	req.Capabilities = append(res.Capabilities, req.Capabilities...)
@@ -280,13 +306,16 @@ func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (*regist
 	}
 	if req.TimeoutSeconds == 0 {
 		req.TimeoutSeconds = def.TimeoutSeconds
+		given["timeout_seconds"] = true
 	}
 	if def.Limits != nil {
 		if req.Limits.MaxRounds == 0 {
 			req.Limits.MaxRounds = def.Limits.MaxRounds
+			given["limits.max_rounds"] = true
 		}
 		if req.Limits.MaxWaitSeconds == 0 {
 			req.Limits.MaxWaitSeconds = def.Limits.MaxWaitSeconds
+			given["limits.max_wait_seconds"] = true
 		}
 	}
 	req.Image = orDefault(req.Image, def.Image)
@@ -294,9 +323,10 @@ func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (*regist
 	req.Workspace = orDefault(req.Workspace, def.Workspace)
 	if req.Resources == nil {
 		req.Resources = def.Resources
+		given["resources"] = true
 	}
 	req.AllowMemory = req.AllowMemory || def.AllowMemory
-	return &res.Pins, nil
+	return pins, from, nil
 }
 
 func (o *Orchestrator) validate(req *SubmitRequest) error {

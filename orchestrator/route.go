@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/schemas"
 )
 
 // schedule remembers when taskID's current route step times out; the zero
@@ -191,7 +193,7 @@ func wakeAt(t *Task, r *Round) time.Time {
 
 func maxWait(t *Task) time.Duration {
 	if t.Request.Limits.MaxWaitSeconds > 0 {
-		return time.Duration(t.Request.Limits.MaxWaitSeconds) * time.Second
+		return units.SecondsOr(int64(t.Request.Limits.MaxWaitSeconds), schemas.MaxWaitSeconds*time.Second)
 	}
 	return DefaultMaxWait
 }

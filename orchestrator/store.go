@@ -42,7 +42,13 @@ func openStore(ctx context.Context, b *bus.Bus) (*store, error) {
 	return &store{tasks: tasks, index: index}, nil
 }
 
+// get, create and update check the task id first (CheckTaskID): an id
+// such as ">" or "a b" is ErrInvalidID, never a KV error, whatever path
+// it came by.
 func (s *store) get(ctx context.Context, id string) (*Task, error) {
+	if err := CheckTaskID(id); err != nil {
+		return nil, err
+	}
 	data, rev, err := s.tasks.Get(ctx, id)
 	if errors.Is(err, bus.ErrKeyNotFound) {
 		return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
@@ -59,6 +65,9 @@ func (s *store) get(ctx context.Context, id string) (*Task, error) {
 }
 
 func (s *store) create(ctx context.Context, t *Task) error {
+	if err := CheckTaskID(t.ID); err != nil {
+		return err
+	}
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err

@@ -228,3 +228,59 @@ func TestParseDispatchRequest(t *testing.T) {
 		t.Error("the default network must be none")
 	}
 }
+
+// TestMaximumsMatchSchemas keeps the contract's maximums (limits.go) in
+// step with the "maximum"s of the schemas, which are the source of truth.
+func TestMaximumsMatchSchemas(t *testing.T) {
+	t.Parallel()
+	maximum := func(schema string, path ...string) float64 {
+		t.Helper()
+		raw, err := Schema(schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var node any
+		if err := json.Unmarshal(raw, &node); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range path {
+			m, ok := node.(map[string]any)
+			if !ok {
+				t.Fatalf("%s: no %s", schema, strings.Join(path, "/"))
+			}
+			node = m[p]
+		}
+		v, ok := node.(float64)
+		if !ok {
+			t.Fatalf("%s: %s is %v, want a number", schema, strings.Join(path, "/"), node)
+		}
+		return v
+	}
+	res := func(field string) []string { return []string{"properties", "resources", "properties", field, "maximum"} }
+	tests := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"dispatch-spec timeout_seconds", maximum(SchemaDispatchSpec, "properties", "timeout_seconds", "maximum"), MaxTimeoutSeconds},
+		{"dispatch-request cpus", maximum(SchemaRequest, res("cpus")...), MaxCPUs},
+		{"dispatch-request memory_mb", maximum(SchemaRequest, res("memory_mb")...), MaxMemoryMB},
+		{"dispatch-request pids", maximum(SchemaRequest, res("pids")...), MaxPids},
+		{"subagent timeout_seconds", maximum(SchemaSubagent, "properties", "timeout_seconds", "maximum"), MaxTimeoutSeconds},
+		{"subagent cpus", maximum(SchemaSubagent, res("cpus")...), MaxCPUs},
+		{"subagent memory_mb", maximum(SchemaSubagent, res("memory_mb")...), MaxMemoryMB},
+		{"subagent pids", maximum(SchemaSubagent, res("pids")...), MaxPids},
+		{"subagent max_rounds", maximum(SchemaSubagent, "properties", "limits", "properties", "max_rounds", "maximum"), MaxRounds},
+		{"subagent max_wait_seconds", maximum(SchemaSubagent, "properties", "limits", "properties", "max_wait_seconds", "maximum"), MaxWaitSeconds},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: schema maximum %v, Go constant %v", tt.name, tt.got, tt.want)
+		}
+	}
+	// The largest memory_mb the contract allows is a limit in bytes that
+	// fits an int64.
+	if int64(MaxMemoryMB) > (1<<63-1)>>20 {
+		t.Errorf("MaxMemoryMB %d << 20 overflows an int64", MaxMemoryMB)
+	}
+}

@@ -37,10 +37,12 @@ func (s *DispatchSpec) EffectiveRound() int {
 	return s.Round
 }
 
-// Timeout is the dispatch timeout; zero means the default.
+// Timeout is the dispatch timeout; zero means the default. A spec that
+// skipped validation never gets more than the contract's MaxTimeoutSeconds
+// (and never a duration that wrapped around).
 func (s *DispatchSpec) Timeout(def time.Duration) time.Duration {
 	if s.TimeoutSeconds > 0 {
-		return time.Duration(s.TimeoutSeconds) * time.Second
+		return time.Duration(min(s.TimeoutSeconds, MaxTimeoutSeconds)) * time.Second
 	}
 	return def
 }

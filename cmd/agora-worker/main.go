@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/agoradev/agora/adapters"
 	"github.com/agoradev/agora/adapters/claudecode"
 	"github.com/agoradev/agora/adapters/exec"
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/worker"
 )
 
@@ -89,12 +91,13 @@ func configFromEnv(environ []string) worker.Config {
 		if v == "" {
 			return 0
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			problems = append(problems, fmt.Errorf("%s=%q: want a whole number of seconds above 0", name, v))
+		n, err := strconv.ParseInt(v, 10, 64)
+		d, fits := units.Seconds(n)
+		if err != nil || n <= 0 || !fits {
+			problems = append(problems, fmt.Errorf("%s=%q: want a whole number of seconds above 0 (at most %d)", name, v, int64(math.MaxInt64/time.Second)))
 			return 0
 		}
-		return time.Duration(n) * time.Second
+		return d
 	}
 	var disableHelper bool
 	switch v := strings.ToLower(env["AGORA_DISABLE_NEEDS_INPUT_HELPER"]); v {

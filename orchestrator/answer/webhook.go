@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agoradev/agora/internal/units"
 )
 
 // Webhook request headers. The signature covers timestamp + "." + body.
@@ -253,7 +255,7 @@ func retryAfter(h string) time.Duration {
 	if err != nil || n <= 0 {
 		return 0
 	}
-	return min(time.Duration(n)*time.Second, maxRetryAfter)
+	return units.SecondsOr(int64(n), maxRetryAfter)
 }
 
 // excerpt is the start of a response body for an error message.

@@ -119,7 +119,7 @@ func (h *handler) routes() {
 	allowed := map[string][]string{}
 	var paths []string
 	for _, e := range endpoints {
-		h.mux.HandleFunc(e.method+" "+e.path, e.serve)
+		h.mux.HandleFunc(e.method+" "+e.path, h.checkPathIDs(e.path, e.serve))
 		if allowed[e.path] == nil {
 			paths = append(paths, e.path)
 		}
@@ -171,6 +171,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), nameKey{}, name))
+	}
+	if err := checkDotSegments(r.URL.Path); err != nil {
+		h.fail(sw, r, invalid(err.Error()))
+		return
 	}
 	h.mux.ServeHTTP(sw, r)
 }

@@ -108,6 +108,10 @@ func classify(err error) (int, Code) {
 	if re, ok := errors.AsType[*requestError](err); ok {
 		return re.status, re.code
 	}
+	if errors.Is(err, orchestrator.ErrInvalidID) {
+		// An id in the path that cannot be one: the request is malformed.
+		return http.StatusBadRequest, CodeInvalid
+	}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
 			return s.status, s.code

@@ -35,6 +35,12 @@ const (
 // open are not replayed: a client that reconnects gets the task again.
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	taskID := r.URL.Query().Get("task")
+	if taskID != "" {
+		if err := orchestrator.CheckTaskID(taskID); err != nil {
+			h.fail(w, r, invalid("query: task: "+err.Error()))
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	changes := make(chan orchestrator.Change, 64)
 	watched := make(chan error, 1)
