@@ -102,18 +102,7 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	if p.Secrets.Dir != "" {
 		mounts = append(mounts, compute.Mount{Source: p.Secrets.Dir, Target: containerSecretsDir, ReadOnly: true})
 	}
-	res := cfg.Resources
-	if r := req.Resources; r != nil {
-		if r.CPUs > 0 {
-			res.NanoCPUs = int64(r.CPUs * 1e9)
-		}
-		if r.MemoryMB > 0 {
-			res.MemoryBytes = r.MemoryMB << 20
-		}
-		if r.Pids > 0 {
-			res.PidsLimit = r.Pids
-		}
-	}
+	res := containerResources(req, cfg) // limits.go: checked, at most the maximums
 	return compute.ContainerSpec{
 		Name:        containerName(cfg.ID, spec.DispatchID),
 		Image:       image,

@@ -11,6 +11,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
 )
 
 // Defaults for Config.
@@ -62,6 +63,20 @@ type Config struct {
 	SecretsTimeout time.Duration
 	// Resources apply when a request sets none.
 	Resources compute.Resources
+	// MaxMemoryMB, MaxPids and MaxTimeout are the most a request may ask
+	// for on this runner: one over them fails (worker-failed) naming the
+	// maximum, before a container is created. MaxCPUs caps the CPUs a
+	// request gets instead. Zero means the default (DefaultMax…).
+	MaxMemoryMB int64
+	MaxCPUs     float64
+	MaxPids     int64
+	MaxTimeout  time.Duration
+	// MaxWorkspaceBytes bounds a dispatch's workspace: a container whose
+	// workspace grows past it is killed (provider-failed, saying so) and a
+	// snapshot of one over it is refused. Zero means DefaultMaxWorkspaceMB;
+	// WorkspaceCheck is how often it is measured (DefaultWorkspaceCheck).
+	MaxWorkspaceBytes int64
+	WorkspaceCheck    time.Duration
 	// Grace is the time between SIGTERM and SIGKILL when a container is
 	// stopped; the worker gets a shorter one for the runtime inside.
 	Grace time.Duration
@@ -108,6 +123,25 @@ func (c Config) WithDefaults() Config {
 	if c.SnapshotWait <= 0 {
 		c.SnapshotWait = DefaultSnapshotWait
 	}
+	if c.MaxMemoryMB <= 0 {
+		c.MaxMemoryMB = DefaultMaxMemoryMB
+	}
+	if c.MaxCPUs <= 0 {
+		c.MaxCPUs = DefaultMaxCPUs()
+	}
+	if c.MaxPids <= 0 {
+		c.MaxPids = DefaultMaxPids
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	c.DefaultTimeout = min(c.DefaultTimeout, c.MaxTimeout)
+	if c.MaxWorkspaceBytes <= 0 {
+		c.MaxWorkspaceBytes = DefaultMaxWorkspaceMB << 20
+	}
+	if c.WorkspaceCheck <= 0 {
+		c.WorkspaceCheck = DefaultWorkspaceCheck
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,6 +171,21 @@ func (c Config) Validate() error {
 	}
 	if c.Engine == nil {
 		errs = append(errs, errors.New("compute engine is required"))
+	}
+	if c.MaxMemoryMB > schemas.MaxMemoryMB {
+		errs = append(errs, fmt.Errorf("--max-memory-mb %d is over the contract's %d", c.MaxMemoryMB, schemas.MaxMemoryMB))
+	}
+	if c.MaxPids > schemas.MaxPids {
+		errs = append(errs, fmt.Errorf("--max-pids %d is over the contract's %d", c.MaxPids, schemas.MaxPids))
+	}
+	if c.MaxTimeout > schemas.MaxTimeoutSeconds*time.Second {
+		errs = append(errs, fmt.Errorf("--max-timeout %s is over the contract's 7 days", c.MaxTimeout))
+	}
+	if mb := c.Resources.MemoryBytes >> 20; mb > c.MaxMemoryMB {
+		errs = append(errs, fmt.Errorf("the default memory limit %d MB (--memory-mb) is over --max-memory-mb %d", mb, c.MaxMemoryMB))
+	}
+	if c.Resources.PidsLimit > c.MaxPids {
+		errs = append(errs, fmt.Errorf("the default pids limit %d (--pids) is over --max-pids %d", c.Resources.PidsLimit, c.MaxPids))
 	}
 	return errors.Join(errs...)
 }

@@ -45,6 +45,9 @@ type dispatch struct {
 
 	cancelOnce sync.Once
 	cancelled  chan struct{}
+	// workspaceOver says why the runner killed the container, when its
+	// workspace grew past the maximum (limits.go).
+	workspaceOver string
 }
 
 func (d *dispatch) requestCancel() { d.cancelOnce.Do(func() { close(d.cancelled) }) }
@@ -197,6 +200,10 @@ func (d *dispatch) run(ctx context.Context) {
 		r.publish(ctx, d.log, ev)
 		d.finish(ctx)
 	}
+	if err := checkLimits(req, r.cfg); err != nil {
+		fail(schemas.ReasonWorkerFailed, err.Error())
+		return
+	}
 	if err := d.writeHostFiles(ctx); err != nil {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
@@ -325,7 +332,7 @@ func (d *dispatch) restore(ctx context.Context, from string) error {
 		case err == nil && rec.Error != "":
 			return errors.New(rec.Error)
 		case err == nil && rec.Archive != nil:
-			return restoreWorkspace(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id))
+			return restoreWorkspace(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id), d.r.cfg.MaxWorkspaceBytes)
 		case err == nil:
 			return errors.New("empty snapshot record")
 		case !errors.Is(err, errNoSnapshot):
@@ -366,6 +373,7 @@ func (d *dispatch) follow(ctx context.Context) {
 
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
+	go d.watchWorkspace(followCtx, cid)
 	var timedOut atomic.Bool
 	timeout := r.cfg.DefaultTimeout
 	if d.req != nil {
@@ -503,7 +511,7 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 
 	if terminal.Kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh() {
 		rec := snapshotRecord{}
-		ref, err := snapshotWorkspace(ctx, r.cfg.Store, d.id, r.workspace(d.id))
+		ref, err := snapshotWorkspace(ctx, r.cfg.Store, d.id, r.workspace(d.id), r.cfg.MaxWorkspaceBytes)
 		if err != nil {
 			d.log.Error("snapshot workspace", "error", err)
 			rec.Error = err.Error()
@@ -596,6 +604,7 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 		ev.Failure.Reason = schemas.ReasonTimeout
 		ev.Failure.Detail = "the container ran past the dispatch timeout and was stopped by the runner; " + detail
 	}
+	d.workspaceFailure(&ev)
 	ms := time.Since(d.started).Milliseconds()
 	ev.DurationMS = &ms
 	return ev

@@ -19,9 +19,9 @@ import (
 	"github.com/agoradev/agora/schemas"
 )
 
-// Snapshot limits: a workspace is code and notes, not a data set.
+// Snapshot limits: a workspace is code and notes, not a data set. Its
+// bytes are bounded by the runner's MaxWorkspaceBytes.
 const (
-	maxSnapshotBytes = 2 << 30
 	maxSnapshotFiles = 200_000
 	containerUID     = 65532
 )
@@ -44,8 +44,9 @@ type snapshotRecord struct {
 }
 
 // snapshotWorkspace archives dir (tar.gz: files, directories and symlinks as
-// they are, nothing else) into storage and records where it went.
-func snapshotWorkspace(ctx context.Context, store storage.Store, dispatchID, dir string) (*schemas.ObjectRef, error) {
+// they are, nothing else) into storage and records where it went. A
+// workspace whose files add up to more than maxBytes is refused.
+func snapshotWorkspace(ctx context.Context, store storage.Store, dispatchID, dir string, maxBytes int64) (*schemas.ObjectRef, error) {
 	tmp, err := os.CreateTemp("", "agora-snapshot-*.tar.gz")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dispatchID, err)
@@ -91,8 +92,8 @@ func snapshotWorkspace(ctx context.Context, store storage.Store, dispatchID, dir
 			return err
 		}
 		if info.Mode().IsRegular() {
-			if total += info.Size(); total > maxSnapshotBytes {
-				return fmt.Errorf("larger than %d bytes", int64(maxSnapshotBytes))
+			if total += info.Size(); total > maxBytes || total < 0 {
+				return fmt.Errorf("the workspace is larger than this runner's maximum of %s (agora runner --max-workspace-mb %d)", humanBytes(maxBytes), maxBytes>>20)
 			}
 			f, err := os.Open(p)
 			if err != nil {
@@ -156,13 +157,15 @@ func readSnapshotRecord(ctx context.Context, store storage.Store, fromID string)
 
 // restoreWorkspace unpacks a verified snapshot into dir. Every write goes
 // through an os.Root, so no entry (nor a symlink it creates) can reach
-// outside dir on the host.
-func restoreWorkspace(ctx context.Context, store storage.Store, ref *schemas.ObjectRef, dir string) error {
+// outside dir on the host. Its files may add up to maxBytes, this
+// runner's workspace maximum (a snapshot made under a larger one, or a
+// gzip bomb, is refused), and the archive itself a little more (headers).
+func restoreWorkspace(ctx context.Context, store storage.Store, ref *schemas.ObjectRef, dir string, maxBytes int64) error {
 	key, err := storage.ResolveURI(store, ref.URI)
 	if err != nil {
 		return err
 	}
-	data, err := storage.GetVerified(ctx, store, key, ref.SHA256, maxSnapshotBytes)
+	data, err := storage.GetVerified(ctx, store, key, ref.SHA256, maxBytes+maxBytes/8+1<<20)
 	if err != nil {
 		return err
 	}
@@ -176,6 +179,7 @@ func restoreWorkspace(ctx context.Context, store storage.Store, ref *schemas.Obj
 		return fmt.Errorf("snapshot %s: %w", ref.URI, err)
 	}
 	tr := tar.NewReader(gz)
+	var total int64
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -200,7 +204,11 @@ func restoreWorkspace(ctx context.Context, store storage.Store, ref *schemas.Obj
 			if err != nil {
 				return fmt.Errorf("restore %s: %w", hdr.Name, err)
 			}
-			_, err = io.Copy(f, tr)
+			var n int64
+			n, err = io.Copy(f, io.LimitReader(tr, maxBytes-total+1))
+			if total += n; err == nil && total > maxBytes {
+				err = fmt.Errorf("the snapshot holds more than this runner's maximum of %s (agora runner --max-workspace-mb %d)", humanBytes(maxBytes), maxBytes>>20)
+			}
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}

@@ -74,8 +74,9 @@ type Engine interface {
 	// container has stopped and its output is drained, or when ctx ends.
 	Logs(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) error
 	// Stop sends SIGTERM (or the spec's StopSignal), then SIGKILL once grace
-	// has passed; grace is rounded up to whole seconds. Stopping a container
-	// that is not running is not an error.
+	// has passed; grace is rounded up to whole seconds. A grace of zero or
+	// less sends SIGKILL alone, at once. Stopping a container that is not
+	// running is not an error.
 	Stop(ctx context.Context, id string, grace time.Duration) error
 	// Remove removes the container, killing it if it runs, with its anonymous
 	// volumes. Removing a missing container is not an error.

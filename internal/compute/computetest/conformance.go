@@ -30,6 +30,7 @@ func RunConformance(t *testing.T, e compute.Engine, image string) {
 	t.Run("Mounts", c.mounts)
 	t.Run("StopKillsAfterGrace", c.stopKillsAfterGrace)
 	t.Run("StopGraceful", c.stopGraceful)
+	t.Run("StopWithoutGraceKills", c.stopWithoutGraceKills)
 	t.Run("StopNotRunning", c.stopNotRunning)
 	t.Run("OOMKilled", c.oomKilled)
 	t.Run("ListAcrossStates", c.listAcrossStates)
@@ -294,6 +295,35 @@ func (c conformance) stopGraceful(t *testing.T) {
 		t.Errorf("Wait after a graceful Stop = %+v, %v; want exit 0", res, err)
 	}
 	c.waitForOutput(t, ctx, id, "got-term")
+}
+
+// stopWithoutGraceKills: Stop with no grace sends SIGKILL alone, so a
+// process that reports SIGTERM never does.
+func (c conformance) stopWithoutGraceKills(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, time.Minute)
+	id := c.start(t, ctx, c.spec(Label(t, c.e), `trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 1; done`))
+	c.waitForOutput(t, ctx, id, "ready")
+	if err := c.e.Stop(ctx, id, 0); err != nil {
+		t.Fatalf("Stop(%s, 0) = %v", id, err)
+	}
+	res, err := c.e.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("Wait after Stop: %v", err)
+	}
+	if want := (compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}); res != want {
+		t.Errorf("Wait after Stop(0) = %+v, want %+v", res, want)
+	}
+	var out bytes.Buffer
+	if err := c.e.Logs(ctx, id, false, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "got-term") {
+		t.Errorf("Stop(0) sent SIGTERM first: output %q", out.String())
+	}
+	if err := c.e.Stop(ctx, id, 0); err != nil {
+		t.Errorf("Stop(0) of an exited container = %v, want nil", err)
+	}
 }
 
 func (c conformance) stopNotRunning(t *testing.T) {

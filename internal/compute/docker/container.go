@@ -190,8 +190,21 @@ func (e *Engine) Logs(ctx context.Context, id string, follow bool, stdout, stder
 }
 
 // Stop implements compute.Engine. The call is bounded by grace plus the
-// call timeout.
+// call timeout. No grace kills at once: the engine's stop would still send
+// SIGTERM first.
 func (e *Engine) Stop(ctx context.Context, id string, grace time.Duration) error {
+	if grace <= 0 {
+		kctx, cancel := e.callContext(ctx)
+		defer cancel()
+		err := e.cli.ContainerKill(kctx, id, "KILL")
+		if err != nil && cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "is not running") {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("kill container %s: %w", id, notFound(err))
+		}
+		return nil
+	}
 	s := seconds(grace)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(s)*time.Second+e.cfg.CallTimeout)
 	defer cancel()
