@@ -27,6 +27,9 @@ type compileCase struct {
 	KeyDir        string                  `json:"key_dir"`
 	AWSEnv        []string                `json:"runner_aws_env"`
 	WorkerEnv     []string                `json:"worker_env"`
+	MaxMemoryMB   int64                   `json:"max_memory_mb"`
+	MaxCPUs       float64                 `json:"max_cpus"`
+	MaxPids       int64                   `json:"max_pids"`
 }
 
 // TestCompileGolden: request in, container spec out, compared with
@@ -53,7 +56,8 @@ func TestCompileGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := Config{ID: "runner-1", Image: "agora-worker:test", StorageURI: "file:///var/lib/agora/storage",
-				WorkerNATSURL: c.WorkerNATSURL, Resources: c.Resources, Grace: 10 * time.Second, AWSEnv: c.AWSEnv, WorkerEnv: c.WorkerEnv}
+				WorkerNATSURL: c.WorkerNATSURL, Resources: c.Resources, Grace: 10 * time.Second, AWSEnv: c.AWSEnv, WorkerEnv: c.WorkerEnv,
+				MaxMemoryMB: c.MaxMemoryMB, MaxCPUs: c.MaxCPUs, MaxPids: c.MaxPids}
 			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", BlobsDir: c.BlobsDir, Secrets: c.Secrets, KeyDir: c.KeyDir})
 			if err := got.Validate(); err != nil {
 				t.Errorf("compiled spec does not validate: %v", err)
