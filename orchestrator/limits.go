@@ -236,6 +236,10 @@ func recordSize(t *Task) (int, error) {
 	return len(data), nil
 }
 
+// taskEnvelope is the room a task's record leaves under the NATS max
+// payload for what a dispatch request adds to it (spec, resume).
+const taskEnvelope = 64 << 10
+
 // Bounds of what an over-limit question keeps in the record.
 const keptQuestionBytes = 1 << 10
 

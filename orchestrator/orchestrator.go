@@ -104,6 +104,13 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
 	o.store = st
+	// A task's record is one KV value and one dispatch request: it must
+	// fit the server's max payload, with room for the request's envelope.
+	if mp := int64(o.cfg.Bus.MaxPayload()); mp > 0 && int64(o.max.TaskBytes) > mp-taskEnvelope {
+		o.log.Warn("the task record maximum does not fit the NATS server's max payload; lowering it",
+			"max_task_bytes", o.max.TaskBytes, "max_payload", mp, "now", mp-taskEnvelope)
+		o.max.TaskBytes = int(mp - taskEnvelope)
+	}
 	mem, err := o.cfg.Bus.KeyValue(ctx, MemoryBucket, "answers the memory answerer may reuse")
 	if err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)

@@ -61,7 +61,7 @@ type Config struct {
 	// SecretsTimeout bounds one aws-sm lookup; zero means
 	// awssm.DefaultTimeout.
 	SecretsTimeout time.Duration
-	// Resources apply when a request sets none.
+	// Resources apply when a request sets none; each at most its maximum.
 	Resources compute.Resources
 	// MaxMemoryMB, MaxPids and MaxTimeout are the most a request may ask
 	// for on this runner: one over them fails (worker-failed) naming the
@@ -181,11 +181,6 @@ func (c Config) Validate() error {
 	if c.MaxTimeout > schemas.MaxTimeoutSeconds*time.Second {
 		errs = append(errs, fmt.Errorf("--max-timeout %s is over the contract's 7 days", c.MaxTimeout))
 	}
-	if mb := c.Resources.MemoryBytes >> 20; mb > c.MaxMemoryMB {
-		errs = append(errs, fmt.Errorf("the default memory limit %d MB (--memory-mb) is over --max-memory-mb %d", mb, c.MaxMemoryMB))
-	}
-	if c.Resources.PidsLimit > c.MaxPids {
-		errs = append(errs, fmt.Errorf("the default pids limit %d (--pids) is over --max-pids %d", c.Resources.PidsLimit, c.MaxPids))
-	}
+
 	return errors.Join(errs...)
 }

@@ -18,11 +18,12 @@ import (
 	"github.com/agoradev/agora/orchestrator/registry"
 )
 
-const orchestratorSynopsis = "--nats URL [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S]"
+const orchestratorSynopsis = "--nats URL [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
 	tokens                                            multiFlag
+	max                                               maxFlags
 }
 
 func runOrchestrator(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
@@ -38,7 +39,11 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
+	f.max.register(fs, true, false)
 	if err := parseFlags(fs, orchestratorSynopsis, args, stdout); err != nil {
+		return f, err
+	}
+	if err := f.max.check(); err != nil {
 		return f, err
 	}
 	if f.natsURL == "" {
@@ -80,7 +85,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		}
 		apiReg = reg
 	}
-	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: log, Registry: reg,
+	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: log, Registry: reg, Max: f.max.maximums(),
 		Answerers: &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}})
 	if err != nil {
 		return err

@@ -16,10 +16,11 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/stack"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/runner"
 )
 
-const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR]"
+const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR] [--max-… LIMIT]..."
 
 // stopTimeout bounds the graceful stop after the first signal. Stopping does
 // not wait for containers (they keep running and the next runner process
@@ -42,6 +43,7 @@ type runnerFlags struct {
 	cpus       float64
 	memoryMB   int64
 	pids       int64
+	max        maxFlags
 }
 
 // multiFlag collects a repeatable string flag.
@@ -73,7 +75,11 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.Float64Var(&f.cpus, "cpus", float64(stack.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
 	fs.Int64Var(&f.memoryMB, "memory-mb", stack.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
 	fs.Int64Var(&f.pids, "pids", stack.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
+	f.max.register(fs, false, true)
 	if err := parseFlags(fs, runnerSynopsis, args, stdout); err != nil {
+		return f, err
+	}
+	if err := f.max.check(); err != nil {
 		return f, err
 	}
 	switch {
@@ -89,6 +95,12 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--cpus, --memory-mb and --pids must not be negative (0 means no limit)")
 	case f.memoryMB > 0 && f.memoryMB < 6:
 		return f, usagef("--memory-mb must be at least 6 (Docker's minimum), or 0 for no limit")
+	case f.memoryMB > f.max.memoryMB:
+		return f, usagef("--memory-mb %d is over --max-memory-mb %d", f.memoryMB, f.max.memoryMB)
+	case f.cpus > f.max.cpus:
+		return f, usagef("--cpus %g is over --max-cpus %g", f.cpus, f.max.cpus)
+	case f.pids > f.max.pids:
+		return f, usagef("--pids %d is over --max-pids %d", f.pids, f.max.pids)
 	}
 	for _, kv := range f.workerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
@@ -180,11 +192,12 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		WorkerEnv:     f.workerEnv,
 		SecretsDir:    f.secretsDir,
 		AWSEnv:        awsVariables(environ),
-		Resources: compute.Resources{
-			NanoCPUs:    int64(f.cpus * 1e9),
-			MemoryBytes: f.memoryMB << 20,
-			PidsLimit:   f.pids,
-		},
+		Resources:         f.defaultResources(),
+		MaxMemoryMB:       f.max.memoryMB,
+		MaxCPUs:           f.max.cpus,
+		MaxPids:           f.max.pids,
+		MaxTimeout:        f.max.timeout,
+		MaxWorkspaceBytes: f.max.workspaceMB << 20,
 		Bus:    b,
 		Engine: eng,
 		Logger: log,
@@ -205,6 +218,14 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	}
 	log.Info("runner stopped")
 	return nil
+}
+
+// defaultResources are --cpus, --memory-mb and --pids, checked against
+// their maximums already, so no conversion wraps.
+func (f runnerFlags) defaultResources() compute.Resources {
+	nano, _ := units.NanoCPUs(f.cpus)
+	mem, _ := units.MiB(f.memoryMB)
+	return compute.Resources{NanoCPUs: nano, MemoryBytes: mem, PidsLimit: f.pids}
 }
 
 // isLoopback reports whether host names this machine's loopback interface.

@@ -9,14 +9,16 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agoradev/agora/internal/stack"
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 )
 
 const serveSynopsis = "[--data-dir DIR] [--nats URL | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... " +
-	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S]"
+	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
@@ -62,17 +64,29 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.StringVar(&webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 	var workerPath string
 	fs.StringVar(&workerPath, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
+	var max maxFlags
+	max.register(fs, true, true)
 	if err := parseFlags(fs, serveSynopsis, args, stdout); err != nil {
 		return f, err
 	}
+	cpusGiven := false
 	fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "slots", "image", "id", "worker-env", "worker", "secrets-dir":
+		switch {
+		case slices.Contains([]string{"slots", "image", "id", "worker-env", "worker", "secrets-dir"}, fl.Name),
+			slices.Contains(maxFlagsRunner, fl.Name):
 			runnerFlagsGiven = append(runnerFlagsGiven, "--"+fl.Name)
-		case "rules", "webhook-secret":
+		case slices.Contains([]string{"rules", "webhook-secret"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name):
 			orchestratorFlagsGiven = append(orchestratorFlagsGiven, "--"+fl.Name)
+		case fl.Name == "max-cpus":
+			cpusGiven = true
 		}
 	})
+	if noRunner && !cpusGiven {
+		max.cpus = orchestrator.DefaultMaximums().CPUs // no runner here: this host's cores say nothing
+	}
+	if err := max.check(); err != nil {
+		return f, err
+	}
 	switch {
 	case noRunner && runnerOnly:
 		return f, usagef("--no-runner and --runner-only exclude each other: pick the role this process leaves out")
@@ -117,22 +131,24 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		return f, usagef("--storage %q: want file:///abs/dir or s3://bucket/prefix", storageURI)
 	}
 	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: stack.Config{
-		DataDir:      abs,
-		NATSURL:      natsURL,
-		NATSPort:     natsPort,
-		StorageURI:   storageURI,
-		Listen:       listen,
-		Tokens:       tokens,
-		Orchestrator: !runnerOnly,
-		Runner:       !noRunner,
-		Slots:        slots,
-		Image:        image,
-		RunnerID:     id,
-		WorkerEnv:    workerEnv,
-		SecretsDir:   secretsDir,
-		AWSEnv:       awsVariables(environ),
-		WorkerBinary: workerPath,
-		Metrics:      true,
+		DataDir:           abs,
+		NATSURL:           natsURL,
+		NATSPort:          natsPort,
+		StorageURI:        storageURI,
+		Listen:            listen,
+		Tokens:            tokens,
+		Orchestrator:      !runnerOnly,
+		Runner:            !noRunner,
+		Slots:             slots,
+		Image:             image,
+		RunnerID:          id,
+		WorkerEnv:         workerEnv,
+		SecretsDir:        secretsDir,
+		AWSEnv:            awsVariables(environ),
+		WorkerBinary:      workerPath,
+		Metrics:           true,
+		Max:               max.maximums(),
+		MaxWorkspaceBytes: max.workspaceMB << 20,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {
 		return f, usagef("%v", err)

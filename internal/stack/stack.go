@@ -114,8 +114,17 @@ type Config struct {
 	// name and a random suffix (two data dirs on a host never share one).
 	RunnerID string
 	// Resources are the default limits of a dispatch container; nil means
-	// DefaultResources.
+	// DefaultResources. Each is at most its maximum (Max).
 	Resources *compute.Resources
+	// Max are the server's ceilings on what one task may ask for or hold:
+	// the orchestrator refuses a task over them, the runner a request over
+	// its memory, pids and timeout (and caps CPUs). Zero fields take
+	// orchestrator.DefaultMaximums, but CPUs the host's cores when a runner
+	// runs here.
+	Max orchestrator.Maximums
+	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
+	// means runner.DefaultMaxWorkspaceMB.
+	MaxWorkspaceBytes int64
 	// WorkerEnv is extra KEY=value lines for every worker, e.g. credentials
 	// for aws-sm: secret refs; never passed on to sub-agents.
 	WorkerEnv []string
@@ -163,6 +172,13 @@ func (c Config) WithDefaults() Config {
 		r := DefaultResources
 		c.Resources = &r
 	}
+	if c.Runner && c.Max.CPUs <= 0 {
+		c.Max.CPUs = runner.DefaultMaxCPUs()
+	}
+	c.Max = c.Max.WithDefaults()
+	if c.MaxWorkspaceBytes <= 0 {
+		c.MaxWorkspaceBytes = runner.DefaultMaxWorkspaceMB << 20
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -190,6 +206,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if _, err := parseSecrets(c.Tokens); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Max.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -321,7 +340,7 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open the registry: %w", err)
 	}
-	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Logger: s.log})
+	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, Logger: s.log})
 	if err != nil {
 		return err
 	}
@@ -368,9 +387,16 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		SecretsDir: s.cfg.SecretsDir,
 		AWSEnv:     s.cfg.AWSEnv,
 		Resources:  *s.cfg.Resources,
-		Bus:        s.bus,
-		Engine:     s.engine,
-		Logger:     s.log,
+		// The runner's maximums are the server's: what the orchestrator
+		// takes, this runner runs.
+		MaxMemoryMB:       s.cfg.Max.MemoryMB,
+		MaxCPUs:           s.cfg.Max.CPUs,
+		MaxPids:           s.cfg.Max.Pids,
+		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
+		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
+		Bus:               s.bus,
+		Engine:            s.engine,
+		Logger:            s.log,
 	})
 	if err != nil {
 		return err

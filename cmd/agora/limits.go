@@ -1,0 +1,105 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"github.com/agoradev/agora/internal/units"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/schemas"
+)
+
+// maxFlags are the --max-… flags: this server's ceilings on what one task
+// may ask for or hold (docs/orchestrator.md#limits). The orchestrator
+// refuses a task over them; a runner refuses (or, for CPUs, caps) a
+// request over its own, and bounds workspaces.
+type maxFlags struct {
+	orchestrator, runner bool
+
+	memoryMB       int64
+	cpus           float64
+	pids           int64
+	timeout        time.Duration
+	rounds         int
+	wait           time.Duration
+	inputKB        int
+	partialStateKB int
+	taskKB         int
+	workspaceMB    int64
+}
+
+// Flag names by the role that enforces them.
+var (
+	maxFlagsShared       = []string{"max-memory-mb", "max-cpus", "max-pids", "max-timeout"}
+	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb"}
+	maxFlagsRunner       = []string{"max-workspace-mb"}
+)
+
+// register adds the flags of the roles this command runs. defaultCPUs is
+// the host's cores where a runner runs here, else the orchestrator's 16.
+func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool) {
+	m.orchestrator, m.runner = orchestratorRole, runnerRole
+	def := orchestrator.DefaultMaximums()
+	cpus := def.CPUs
+	if runnerRole {
+		cpus = runner.DefaultMaxCPUs()
+	}
+	fs.Int64Var(&m.memoryMB, "max-memory-mb", def.MemoryMB, "refuse a task asking for more than `MB` of memory (resources.memory_mb)")
+	fs.Float64Var(&m.cpus, "max-cpus", cpus, "refuse a task asking for more than `CPUS` (resources.cpus; a runner caps instead; default: this host's cores with a runner here, else 16)")
+	fs.Int64Var(&m.pids, "max-pids", def.Pids, "refuse a task asking for more than `N` processes (resources.pids)")
+	fs.DurationVar(&m.timeout, "max-timeout", time.Duration(def.TimeoutSeconds)*time.Second, "refuse a task whose rounds may run longer than `DURATION` each (timeout_seconds)")
+	if orchestratorRole {
+		fs.IntVar(&m.rounds, "max-rounds", def.Rounds, "refuse a task allowing more than `N` rounds (limits.max_rounds)")
+		fs.DurationVar(&m.wait, "max-wait", time.Duration(def.WaitSeconds)*time.Second, "refuse a task that may wait longer than `DURATION` for answers in all (limits.max_wait_seconds)")
+		fs.IntVar(&m.inputKB, "max-input-kb", def.InputBytes>>10, "refuse a task whose input is over `KB` KiB")
+		fs.IntVar(&m.partialStateKB, "max-partial-state-kb", int(def.PartialStateBytes>>10), "fail a task whose round leaves a partial_state over `KB` KiB")
+		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
+	}
+	if runnerRole {
+		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
+	}
+}
+
+// check reports the first flag out of range.
+func (m *maxFlags) check() error {
+	switch {
+	case m.memoryMB < 6 || m.memoryMB > schemas.MaxMemoryMB:
+		return usagef("--max-memory-mb %d: want 6 (Docker's minimum) to %d", m.memoryMB, schemas.MaxMemoryMB)
+	case !(m.cpus > 0) || m.cpus > schemas.MaxCPUs:
+		return usagef("--max-cpus %g: want more than 0, at most %d", m.cpus, schemas.MaxCPUs)
+	case m.pids < 16 || m.pids > schemas.MaxPids:
+		return usagef("--max-pids %d: want 16 to %d", m.pids, schemas.MaxPids)
+	case m.timeout < time.Second || m.timeout > schemas.MaxTimeoutSeconds*time.Second:
+		return usagef("--max-timeout %s: want 1s to 168h (7 days, the contract's)", m.timeout)
+	}
+	if m.orchestrator {
+		switch {
+		case m.rounds < 1 || m.rounds > schemas.MaxRounds:
+			return usagef("--max-rounds %d: want 1 to %d", m.rounds, schemas.MaxRounds)
+		case m.wait < time.Second || m.wait > schemas.MaxWaitSeconds*time.Second:
+			return usagef("--max-wait %s: want 1s to 8760h (365 days)", m.wait)
+		case m.inputKB < 1 || m.inputKB > 1<<20:
+			return usagef("--max-input-kb %d: want 1 to %d", m.inputKB, 1<<20)
+		case m.partialStateKB < 1 || m.partialStateKB > 1<<20:
+			return usagef("--max-partial-state-kb %d: want 1 to %d", m.partialStateKB, 1<<20)
+		case m.taskKB < 16 || m.taskKB > 1<<20:
+			return usagef("--max-task-kb %d: want 16 to %d (and under the NATS server's max payload)", m.taskKB, 1<<20)
+		}
+	}
+	if m.runner {
+		if _, ok := units.MiB(m.workspaceMB); !ok || m.workspaceMB < 1 {
+			return usagef("--max-workspace-mb %d: want at least 1", m.workspaceMB)
+		}
+	}
+	return nil
+}
+
+// maximums are the orchestrator's.
+func (m *maxFlags) maximums() orchestrator.Maximums {
+	return orchestrator.Maximums{
+		MemoryMB: m.memoryMB, CPUs: m.cpus, Pids: m.pids,
+		TimeoutSeconds: int(m.timeout / time.Second), Rounds: m.rounds, WaitSeconds: int(m.wait / time.Second),
+		InputBytes: m.inputKB << 10, PartialStateBytes: int64(m.partialStateKB) << 10, TaskBytes: m.taskKB << 10,
+	}
+}
