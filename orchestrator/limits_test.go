@@ -223,8 +223,11 @@ func TestInvalidTaskIDs(t *testing.T) {
 	s := newLimitsStack(t, Maximums{})
 	ctx := t.Context()
 	ops := map[string]func(id string) error{
-		"Get":      func(id string) error { _, err := s.orch.Get(ctx, id); return err },
-		"Answer":   func(id string) error { _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: id, Answer: "x"}); return err },
+		"Get": func(id string) error { _, err := s.orch.Get(ctx, id); return err },
+		"Answer": func(id string) error {
+			_, err := s.orch.Answer(ctx, AnswerRequest{TaskID: id, Answer: "x"})
+			return err
+		},
 		"Cancel":   func(id string) error { _, err := s.orch.Cancel(ctx, id); return err },
 		"Respawn":  func(id string) error { _, err := s.orch.Respawn(ctx, id); return err },
 		"Continue": func(id string) error { _, err := s.orch.Continue(ctx, id, "more", "me"); return err },

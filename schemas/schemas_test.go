@@ -256,7 +256,9 @@ func TestMaximumsMatchSchemas(t *testing.T) {
 		}
 		return v
 	}
-	res := func(field string) []string { return []string{"properties", "resources", "properties", field, "maximum"} }
+	res := func(field string) []string {
+		return []string{"properties", "resources", "properties", field, "maximum"}
+	}
 	tests := []struct {
 		name string
 		got  float64

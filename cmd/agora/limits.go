@@ -29,15 +29,16 @@ type maxFlags struct {
 	workspaceMB    int64
 }
 
-// Flag names by the role that enforces them.
+// Flag names of one role (--max-memory-mb, --max-cpus, --max-pids and
+// --max-timeout belong to both).
 var (
-	maxFlagsShared       = []string{"max-memory-mb", "max-cpus", "max-pids", "max-timeout"}
 	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb"}
 	maxFlagsRunner       = []string{"max-workspace-mb"}
 )
 
-// register adds the flags of the roles this command runs. defaultCPUs is
-// the host's cores where a runner runs here, else the orchestrator's 16.
+// register adds the flags of the roles this command runs. --max-cpus
+// defaults to the host's cores where a runner runs here, else to the
+// orchestrator's 16.
 func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool) {
 	m.orchestrator, m.runner = orchestratorRole, runnerRole
 	def := orchestrator.DefaultMaximums()
