@@ -271,11 +271,11 @@ func TestHandler_Endpoints(t *testing.T) {
 		},
 		{
 			name:   "an escaped id reaches the service decoded",
-			method: "GET", target: "/v1/tasks/t%201",
+			method: "GET", target: "/v1/tasks/t%2D1",
 			svc: func(t *testing.T, s *apitest.Service) {
 				s.GetFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
-					if id != "t 1" {
-						t.Errorf("Get(%q), want %q", id, "t 1")
+					if id != "t-1" {
+						t.Errorf("Get(%q), want %q", id, "t-1")
 					}
 					return task(id, orchestrator.StateQueued), nil
 				}

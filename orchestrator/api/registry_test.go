@@ -87,7 +87,7 @@ func TestRegistryEndpoints(t *testing.T) {
 		{"get", "GET", "/v1/subagents/s", nil, 200, `"capabilities":["skill"]`},
 		{"versions", "GET", "/v1/envs/e/versions", nil, 200, `"seq":1`},
 		{"get missing", "GET", "/v1/envs/nope", nil, 404, `"code":"not_found"`},
-		{"bad ref", "GET", "/v1/envs/e@latest", nil, 422, "want NAME or NAME@VERSION"},
+		{"bad ref", "GET", "/v1/envs/e@latest", nil, 400, "want NAME or NAME@VERSION"},
 		{"wrong method", "DELETE", "/v1/envs", nil, 405, `"code":"no_route"`},
 	} {
 		status, body := call(tc.method, tc.path, "", tc.body)
