@@ -97,8 +97,6 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--memory-mb must be at least 6 (Docker's minimum), or 0 for no limit")
 	case f.memoryMB > f.max.memoryMB:
 		return f, usagef("--memory-mb %d is over --max-memory-mb %d", f.memoryMB, f.max.memoryMB)
-	case f.cpus > f.max.cpus:
-		return f, usagef("--cpus %g is over --max-cpus %g", f.cpus, f.max.cpus)
 	case f.pids > f.max.pids:
 		return f, usagef("--pids %d is over --max-pids %d", f.pids, f.max.pids)
 	}
@@ -221,9 +219,10 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 }
 
 // defaultResources are --cpus, --memory-mb and --pids, checked against
-// their maximums already, so no conversion wraps.
+// their maximums already, CPUs capped at --max-cpus (the default 2 on a
+// host with one core), so no conversion wraps.
 func (f runnerFlags) defaultResources() compute.Resources {
-	nano, _ := units.NanoCPUs(f.cpus)
+	nano, _ := units.NanoCPUs(min(f.cpus, f.max.cpus))
 	mem, _ := units.MiB(f.memoryMB)
 	return compute.Resources{NanoCPUs: nano, MemoryBytes: mem, PidsLimit: f.pids}
 }
