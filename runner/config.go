@@ -178,6 +178,9 @@ func (c Config) Validate() error {
 	if c.MaxPids > schemas.MaxPids {
 		errs = append(errs, fmt.Errorf("--max-pids %d is over the contract's %d", c.MaxPids, schemas.MaxPids))
 	}
+	if c.MaxWorkspaceBytes > MaxWorkspaceMB<<20 {
+		errs = append(errs, fmt.Errorf("--max-workspace-mb %d is over %d (16 TiB)", c.MaxWorkspaceBytes>>20, MaxWorkspaceMB))
+	}
 	if c.MaxTimeout > schemas.MaxTimeoutSeconds*time.Second {
 		errs = append(errs, fmt.Errorf("--max-timeout %s is over the contract's 7 days", c.MaxTimeout))
 	}

@@ -24,6 +24,9 @@ const (
 	DefaultMaxPids        = 4096
 	DefaultMaxTimeout     = 24 * time.Hour
 	DefaultMaxWorkspaceMB = 1 << 10 // 1 GiB
+	// MaxWorkspaceMB bounds the workspace maximum itself: 16 TiB, so that
+	// sizes derived from it never overflow.
+	MaxWorkspaceMB = 16 << 20
 	// DefaultWorkspaceCheck is how often a running dispatch's workspace is
 	// measured.
 	DefaultWorkspaceCheck = time.Second

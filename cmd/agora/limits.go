@@ -4,7 +4,6 @@ import (
 	"flag"
 	"time"
 
-	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -89,8 +88,8 @@ func (m *maxFlags) check() error {
 		}
 	}
 	if m.runner {
-		if _, ok := units.MiB(m.workspaceMB); !ok || m.workspaceMB < 1 {
-			return usagef("--max-workspace-mb %d: want at least 1", m.workspaceMB)
+		if m.workspaceMB < 1 || m.workspaceMB > runner.MaxWorkspaceMB {
+			return usagef("--max-workspace-mb %d: want 1 to %d (16 TiB)", m.workspaceMB, int64(runner.MaxWorkspaceMB))
 		}
 	}
 	return nil
