@@ -19,7 +19,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	}
 	taskID, err := o.taskOf(ctx, ev)
 	if errors.Is(err, ErrNotFound) {
-		o.log.Debug("event for a dispatch no task knows; skipped", "dispatch_id", ev.DispatchID, "kind", ev.Kind)
+		o.dropUnknown(string(ev.Kind), ev.DispatchID, ev.TaskID)
 		return nil
 	}
 	if err != nil {
@@ -92,8 +92,14 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotFound) {
+		// Removed while its dispatch ran, never existed, or forged: no
+		// retry can make it exist.
+		o.dropUnknown(string(ev.Kind), ev.DispatchID, taskID)
+		return nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("apply %s of %s to task %s: %w", ev.Kind, ev.DispatchID, taskID, err)
 	}
 	if asked {
 		o.schedule(t.ID, wakeAt(t, t.current()))
@@ -105,6 +111,9 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 // taskOf finds the task a dispatch belongs to.
 func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, error) {
 	if ev.TaskID != "" {
+		if !taskIDPattern.MatchString(ev.TaskID) {
+			return "", ErrNotFound // no task can have this id
+		}
 		return ev.TaskID, nil
 	}
 	id, _, err := o.store.index.Get(ctx, ev.DispatchID)

@@ -31,10 +31,10 @@ func newTaskCache(log *slog.Logger) *taskCache {
 func (c *taskCache) put(id string, value []byte, rev uint64) {
 	var t Task
 	if err := json.Unmarshal(value, &t); err != nil {
-		c.log.Warn("task cache: a task does not decode; listing reads the bucket", "task_id", id, "error", err)
-		c.mu.Lock()
-		c.ready = false
-		c.mu.Unlock()
+		// One bad record must not take every listing down with it: it is
+		// left out (Get still reports the error for that task).
+		c.log.Warn("task cache: a task does not decode; leaving it out of listings", "task_id", id, "error", err)
+		c.remove(id, 0)
 		return
 	}
 	t.Revision = rev

@@ -39,9 +39,13 @@ func TestTaskCacheOrdering(t *testing.T) {
 	if n, s := count(); n != 1 || s != StateQueued {
 		t.Errorf("a task submitted again after removal: %d tasks, %s", n, s)
 	}
+	c.put("u", value(StateQueued), 11)
 	c.put("t", []byte("not json"), 10)
-	if c.each(func(*Task) {}) {
-		t.Error("a cache that could not decode a task still claims to be current")
+	if !c.each(func(*Task) {}) {
+		t.Error("one task that does not decode made the whole cache untrusted")
+	}
+	if n, s := count(); n != 1 || s != StateQueued {
+		t.Errorf("after a bad record: %d tasks, %s; want only the other task", n, s)
 	}
 }
 

@@ -48,6 +48,11 @@ type Config struct {
 	Logger   *slog.Logger
 	// Now is the clock; tests may set it.
 	Now func() time.Time
+	// EventWorkers, EventMaxPending and EventMaxDeliveries tune the event
+	// pipeline (bus.EventConsumer); zero takes its defaults.
+	EventWorkers       int
+	EventMaxPending    int
+	EventMaxDeliveries int
 }
 
 // Orchestrator implements Service on JetStream.
@@ -56,6 +61,7 @@ type Orchestrator struct {
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
+	pipe   *pipeline
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -91,7 +97,7 @@ func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }
 // resumes the timers of open questions from their stored deadlines, and
 // starts consuming events. It returns once running.
 func (o *Orchestrator) Start(ctx context.Context) error {
-	st, err := openStore(ctx, o.cfg.Bus)
+	st, err := openStore(ctx, o.cfg.Bus, o.log)
 	if err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
@@ -127,7 +133,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	if err := o.cfg.Bus.ConsumeEvents(runCtx, consumerName, o.apply); err != nil {
+	if err := o.startPipeline(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
@@ -408,7 +414,10 @@ func (o *Orchestrator) List(ctx context.Context, opts ListOptions) ([]*Task, Sum
 		return nil, Summary{}, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out, summarize(counts), nil
+	sum := summarize(counts)
+	sum.ParkedEvents = o.parkedCount()
+	sum.Alert = parkedAttention(sum.ParkedEvents)
+	return out, sum, nil
 }
 
 // Questions lists the open questions, oldest first.

@@ -23,4 +23,12 @@ type Service interface {
 	// stored output of a round that has ended; with follow, a running
 	// round's live output until it ends, then the rest from storage.
 	Logs(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+	// ParkedEvents lists the lifecycle events the pipeline gave up on,
+	// oldest first, and its counters.
+	ParkedEvents(ctx context.Context) ([]ParkedEvent, PipelineStats, error)
+	// RetryParked applies a parked event again; once applied it is no
+	// longer parked.
+	RetryParked(ctx context.Context, seq uint64) error
+	// DiscardParked forgets a parked event.
+	DiscardParked(ctx context.Context, seq uint64) error
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
@@ -28,9 +29,10 @@ type store struct {
 	index *bus.KV
 	// cache, when set, learns every write this process makes at once.
 	cache *taskCache
+	log   *slog.Logger
 }
 
-func openStore(ctx context.Context, b *bus.Bus) (*store, error) {
+func openStore(ctx context.Context, b *bus.Bus, log *slog.Logger) (*store, error) {
 	tasks, err := b.KeyValue(ctx, TaskBucket, "agora tasks, one key per task id")
 	if err != nil {
 		return nil, err
@@ -39,7 +41,7 @@ func openStore(ctx context.Context, b *bus.Bus) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{tasks: tasks, index: index}, nil
+	return &store{tasks: tasks, index: index, log: log}, nil
 }
 
 func (s *store) get(ctx context.Context, id string) (*Task, error) {
@@ -106,11 +108,14 @@ func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*T
 	}
 }
 
+// each calls fn for every task that decodes; one that does not is logged
+// and skipped, so one bad record cannot stop a listing or a start.
 func (s *store) each(ctx context.Context, fn func(*Task) error) error {
 	return s.tasks.Each(ctx, func(key string, value []byte, rev uint64) error {
 		var t Task
 		if err := json.Unmarshal(value, &t); err != nil {
-			return fmt.Errorf("decode task %s: %w", key, err)
+			s.log.Warn("a task record does not decode; skipped", "task_id", key, "error", err)
+			return nil
 		}
 		t.Revision = rev
 		return fn(&t)

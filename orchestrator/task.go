@@ -217,6 +217,10 @@ type Summary struct {
 	Counts map[State]int `json:"counts"`
 	// Text reads "2 running · 3 queued · 1 needs input · 4 finished".
 	Text string `json:"text"`
+	// ParkedEvents counts the lifecycle events the orchestrator could not
+	// apply and parked for an operator; Alert says so and what to run.
+	ParkedEvents int    `json:"parked_events,omitempty"`
+	Alert        string `json:"alert,omitempty"`
 }
 
 // ListOptions filter List.

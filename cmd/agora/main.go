@@ -105,6 +105,9 @@ commands:
   continue TASK MESSAGE
                     a new round of a finished task, with a follow-up message
   rm TASK           remove a task and its stored output
+  events parked     lifecycle events the orchestrator could not apply, with the
+                    error; events retry SEQ applies one again, events discard SEQ
+                    drops it
   batch submit FILE.jsonl [--batch ID] [--route R]
                     submit a task per line (idempotent: run it again to retry
                     the failed lines); batch status ID: counts and questions
@@ -162,6 +165,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return runContinue(ctx, args[1:], environ, stdout, stderr)
 	case "rm":
 		return runRemove(ctx, args[1:], environ, stdout, stderr)
+	case "events":
+		return runEvents(ctx, args[1:], environ, stdout, stderr)
 	case "batch":
 		return runBatch(ctx, args[1:], environ, stdout, stderr)
 	case "secret":

@@ -45,7 +45,7 @@ func (s *Stack) metricsHandler() (http.Handler, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
 	if s.orch != nil {
-		cs = append(cs, newTaskCollector(s.orch, s.log))
+		cs = append(cs, newTaskCollector(s.orch, s.log), newPipelineCollector(s.orch))
 	}
 	if s.runner != nil {
 		cs = append(cs, runnerCollectors(s.runner, s.cfg.RunnerID, s.cfg.Slots)...)

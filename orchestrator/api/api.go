@@ -114,6 +114,9 @@ func (h *handler) routes() {
 		{http.MethodGet, "/v1/tasks/{id}/logs", h.logs},
 		{http.MethodGet, "/v1/questions", h.questions},
 		{http.MethodGet, "/v1/events", h.events},
+		{http.MethodGet, "/v1/parked-events", h.parkedEvents},
+		{http.MethodPost, "/v1/parked-events/{seq}/retry", h.retryParked},
+		{http.MethodDelete, "/v1/parked-events/{seq}", h.discardParked},
 	}
 	endpoints = append(endpoints, h.registryRoutes()...)
 	allowed := map[string][]string{}

@@ -39,6 +39,16 @@ type QuestionList struct {
 	Questions []orchestrator.QuestionView `json:"questions"`
 }
 
+// ParkedEventList is the body of GET /v1/parked-events.
+type ParkedEventList struct {
+	// ParkedEvents are the events the orchestrator could not apply after
+	// their last delivery, oldest first; never null.
+	ParkedEvents []orchestrator.ParkedEvent `json:"parked_events"`
+	// Stats counts what the event pipeline did since the serving process
+	// started.
+	Stats orchestrator.PipelineStats `json:"stats"`
+}
+
 // Health is the body of GET /healthz.
 type Health struct {
 	Status string `json:"status"`

@@ -27,6 +27,10 @@ type Service struct {
 	RemoveFunc    func(ctx context.Context, taskID string) error
 	WatchFunc     func(ctx context.Context, fn func(orchestrator.Change)) error
 	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+
+	ParkedEventsFunc  func(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error)
+	RetryParkedFunc   func(ctx context.Context, seq uint64) error
+	DiscardParkedFunc func(ctx context.Context, seq uint64) error
 }
 
 var _ orchestrator.Service = (*Service)(nil)
@@ -111,4 +115,25 @@ func (s *Service) Logs(ctx context.Context, taskID string, round int, follow boo
 		return unset("Logs")
 	}
 	return s.LogsFunc(ctx, taskID, round, follow, w)
+}
+
+func (s *Service) ParkedEvents(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error) {
+	if s.ParkedEventsFunc == nil {
+		return nil, orchestrator.PipelineStats{}, unset("ParkedEvents")
+	}
+	return s.ParkedEventsFunc(ctx)
+}
+
+func (s *Service) RetryParked(ctx context.Context, seq uint64) error {
+	if s.RetryParkedFunc == nil {
+		return unset("RetryParked")
+	}
+	return s.RetryParkedFunc(ctx, seq)
+}
+
+func (s *Service) DiscardParked(ctx context.Context, seq uint64) error {
+	if s.DiscardParkedFunc == nil {
+		return unset("DiscardParked")
+	}
+	return s.DiscardParkedFunc(ctx, seq)
 }
