@@ -81,7 +81,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 		task := s.submit(SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", os.Getpid(), iter), Subagent: askerWith(1)})
 		s.waitState(task.ID, StateNeedsInput)
 		s.waitIdle()
-		next := dispatchID(task.ID, 2, 1)
+		next := task.dispatchID(2, 1)
 		seen := make(chan time.Time, 1)
 		stop, err := s.bus.SubscribeEvents(next, func(ev schemas.Event) {
 			if ev.Kind == schemas.KindStarted {
@@ -685,7 +685,7 @@ func loadTasks(ctx context.Context, o *Orchestrator, total, open int) (int, erro
 			Input: json.RawMessage(fmt.Sprintf(`{"goal":"paint room %d"}`, i)), Labels: map[string]string{"batch": fmt.Sprintf("b%d", i%10)}}
 		created := base.Add(time.Duration(i) * 10 * time.Second)
 		t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), CreatedAt: created, UpdatedAt: created}
-		r1 := Round{N: 1, Attempt: 1, DispatchID: dispatchID(t.ID, 1, 1), State: StateQueued, QueuedAt: created, Enqueued: true}
+		r1 := Round{N: 1, Attempt: 1, DispatchID: t.dispatchID(1, 1), State: StateQueued, QueuedAt: created, Enqueued: true}
 		question := &schemas.NeedsInput{Question: "Pick a colour for step 1", Options: []string{"red", "green", "blue"},
 			Context: "round 1", PartialState: json.RawMessage(`{"seen":1}`)}
 		exit0 := 0
@@ -707,7 +707,7 @@ func loadTasks(ctx context.Context, o *Orchestrator, total, open int) (int, erro
 			r1.Question, r1.AskedAt = question, asked
 			r1.Answer = &Answer{Value: "green", By: "alice", Channel: "api", At: answered, WaitMS: answered.Sub(asked).Milliseconds()}
 			r1.Decisions = []Decision{{Step: "api", Result: "answered", Detail: "by alice", At: answered}}
-			r2 := Round{N: 2, Attempt: 1, DispatchID: dispatchID(t.ID, 2, 1), State: StateFinished, QueuedAt: answered,
+			r2 := Round{N: 2, Attempt: 1, DispatchID: t.dispatchID(2, 1), State: StateFinished, QueuedAt: answered,
 				StartedAt: answered.Add(time.Second), EndedAt: answered.Add(3 * time.Second), ExitCode: &exit0, Usage: usage, Enqueued: true}
 			t.State, t.Rounds, t.WaitedMS = StateFinished, []Round{r1, r2}, r1.Answer.WaitMS
 			t.Outcome = &Outcome{Reason: "finished", Detail: "round 2 finished"}

@@ -88,7 +88,7 @@ func previousRound(t *Task) *Round {
 // nextRound appends round n (attempt 1) and queues the task.
 func (o *Orchestrator) nextRound(t *Task, n int, followUp string) {
 	now := o.now()
-	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: dispatchID(t.ID, n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
+	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: t.dispatchID(n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
 	t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
 }
 
@@ -150,7 +150,7 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 			last.State = StateCancelled
 		}
 		now := o.now()
-		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchID(t.ID, last.N, last.Attempt+1),
+		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: t.dispatchID(last.N, last.Attempt+1),
 			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
 		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
 		return nil
@@ -215,6 +215,11 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 		if err := o.store.index.Delete(ctx, r.DispatchID); err != nil {
 			return fmt.Errorf("remove task %s: %w", taskID, err)
 		}
+	}
+	// Recorded first: a task submitted again under this id must not reuse
+	// dispatch ids whose queue msg-ids, claims and events still exist.
+	if err := o.store.noteRemoved(ctx, t); err != nil {
+		return fmt.Errorf("remove task %s: %w", taskID, err)
 	}
 	if err := o.store.tasks.Delete(ctx, taskID); err != nil {
 		return fmt.Errorf("remove task %s: %w", taskID, err)

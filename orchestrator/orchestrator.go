@@ -234,10 +234,14 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	if req.TaskID == "" {
 		req.TaskID = newTaskID()
 	}
+	generation, err := o.store.generation(ctx, req.TaskID)
+	if err != nil {
+		return nil, fmt.Errorf("submit task %s: %w", req.TaskID, err)
+	}
 	now := o.now()
 	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
-		State: StateQueued, CreatedAt: now, UpdatedAt: now}
-	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(t.ID, 1, 1), State: StateQueued, QueuedAt: now}}
+		Generation: generation, State: StateQueued, CreatedAt: now, UpdatedAt: now}
+	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: t.dispatchID(1, 1), State: StateQueued, QueuedAt: now}}
 	if err := o.store.create(ctx, t); errors.Is(err, bus.ErrKeyExists) {
 		existing, gerr := o.store.get(ctx, req.TaskID)
 		if gerr != nil {
@@ -328,7 +332,7 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	}
 	// The first round's request must pass its schema, as the runner's will.
 	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
-	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(probe.ID, 1, 1)}}
+	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: probe.dispatchID(1, 1)}}
 	data, err := json.Marshal(o.request(probe, &probe.Rounds[0]))
 	if err != nil {
 		return bad("%v", err)
@@ -359,12 +363,18 @@ func newTaskID() string {
 	return "t-" + hex.EncodeToString(b[:])
 }
 
-// dispatchID names round n's attempt a of a task.
-func dispatchID(taskID string, n, attempt int) string {
-	if attempt <= 1 {
-		return fmt.Sprintf("%s-r%d", taskID, n)
+// dispatchID names round n's attempt a of the task: <id>-r<n>, then
+// <id>-r<n>-<attempt> for a respawn, and <id>-r<n>-<attempt>-g<generation>
+// for a task whose id was used by a removed task before (no other form
+// ends in -g<digits>, so no two tasks' dispatch ids collide).
+func (t *Task) dispatchID(n, attempt int) string {
+	switch {
+	case t.Generation > 1:
+		return fmt.Sprintf("%s-r%d-%d-g%d", t.ID, n, attempt, t.Generation)
+	case attempt <= 1:
+		return fmt.Sprintf("%s-r%d", t.ID, n)
 	}
-	return fmt.Sprintf("%s-r%d-%d", taskID, n, attempt)
+	return fmt.Sprintf("%s-r%d-%d", t.ID, n, attempt)
 }
 
 // subagentHash pins what every round runs: the sub-agent and its bundles.

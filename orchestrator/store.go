@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
@@ -154,5 +155,32 @@ func (m kvMemory) Remember(ctx context.Context, key string, r answer.Reply) erro
 		return err
 	}
 	_, err = m.kv.Put(ctx, kvKey(key), data)
+	return err
+}
+
+// removedKey is the index bucket's record of how many tasks of an id were
+// removed; no dispatch id contains '.', so it cannot collide with one.
+func removedKey(taskID string) string { return "removed." + taskID }
+
+// generation is the generation a new task of this id gets: 1, or one more
+// than the removed tasks of the same id.
+func (s *store) generation(ctx context.Context, taskID string) (int, error) {
+	data, _, err := s.index.Get(ctx, removedKey(taskID))
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(string(data))
+	if err != nil {
+		return 0, fmt.Errorf("removed-task record of %s: %w", taskID, err)
+	}
+	return n + 1, nil
+}
+
+// noteRemoved records that the task of this id and generation was removed.
+func (s *store) noteRemoved(ctx context.Context, t *Task) error {
+	_, err := s.index.Put(ctx, removedKey(t.ID), []byte(strconv.Itoa(max(t.Generation, 1))))
 	return err
 }

@@ -102,7 +102,12 @@ type Task struct {
 	Pins *registry.Pins `json:"pins,omitempty"`
 	// SubmitHash is the hash of the request as submitted (before the
 	// registry filled it in), for idempotent resubmission.
-	SubmitHash string    `json:"submit_hash,omitempty"`
+	SubmitHash string `json:"submit_hash,omitempty"`
+	// Generation counts the tasks that had this id: 2 and up when an
+	// earlier task of the same id was removed. Its dispatch ids carry it,
+	// so they never collide with the removed task's (queue, claims and
+	// events are keyed by dispatch id).
+	Generation int       `json:"generation,omitempty"`
 	State      State     `json:"state"`
 	Rounds     []Round   `json:"rounds"`
 	CreatedAt  time.Time `json:"created_at"`
