@@ -239,3 +239,32 @@ func TestLockDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPipelineCollectorExposition(t *testing.T) {
+	t.Parallel()
+	c := newPipelineCollectorDescs()
+	c.stats = func() orchestrator.PipelineStats {
+		return orchestrator.PipelineStats{Applied: 40, Retried: 3, Parked: 1, ParkedNow: 1,
+			Dropped: map[string]uint64{"unknown_task": 2, "invalid": 1}}
+	}
+	c.parkedEvents = func() []orchestrator.ParkedEvent {
+		return []orchestrator.ParkedEvent{{Sequence: 12, Kind: "dispatch.finished", DispatchID: "t-1-r1", Error: "decode task t-1: bad"}}
+	}
+	got := expose(t, c, http.StatusOK)
+	for _, want := range []string{
+		`agora_events_applied_total 40`,
+		`agora_events_retried_total 3`,
+		`agora_events_parked_total 1`,
+		`agora_events_dropped_total{reason="unknown_task"} 2`,
+		`agora_events_dropped_total{reason="unknown_kind"} 0`,
+		`agora_events_parked 1`,
+		`agora_event_parked_info{dispatch_id="t-1-r1",error="decode task t-1: bad",kind="dispatch.finished",seq="12"} 1`,
+	} {
+		if !strings.Contains(got, "\n"+want+"\n") {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(got)
+	}
+}

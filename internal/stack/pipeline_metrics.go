@@ -18,13 +18,25 @@ const maxParkedSeries = 20
 // events parked now with their errors (docs/orchestrator.md, "The event
 // pipeline").
 type pipelineCollector struct {
-	o                                            *orchestrator.Orchestrator
+	stats                                        func() orchestrator.PipelineStats
+	parkedEvents                                 func() []orchestrator.ParkedEvent
 	applied, retried, parked, dropped, parkedNow *prometheus.Desc
 	parkedInfo                                   *prometheus.Desc
 }
 
 func newPipelineCollector(o *orchestrator.Orchestrator) *pipelineCollector {
-	return &pipelineCollector{o: o,
+	c := newPipelineCollectorDescs()
+	c.stats = o.PipelineStats
+	c.parkedEvents = func() []orchestrator.ParkedEvent {
+		p, _, _ := o.ParkedEvents(context.Background()) // from memory: cannot fail
+		return p
+	}
+	return c
+}
+
+// newPipelineCollectorDescs is the collector without its sources.
+func newPipelineCollectorDescs() *pipelineCollector {
+	return &pipelineCollector{
 		applied: prometheus.NewDesc("agora_events_applied_total", "Lifecycle events applied (or found applied already) by this orchestrator process.", nil, nil),
 		retried: prometheus.NewDesc("agora_events_retried_total", "Lifecycle event applies that failed and were handed back for a later delivery.", nil, nil),
 		parked:  prometheus.NewDesc("agora_events_parked_total", "Lifecycle events this process gave up on after their last delivery and parked.", nil, nil),
@@ -43,7 +55,7 @@ func (c *pipelineCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.o.PipelineStats()
+	st := c.stats()
 	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.CounterValue, float64(st.Applied))
 	ch <- prometheus.MustNewConstMetric(c.retried, prometheus.CounterValue, float64(st.Retried))
 	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.CounterValue, float64(st.Parked))
@@ -51,7 +63,7 @@ func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(st.Dropped[reason]), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(c.parkedNow, prometheus.GaugeValue, float64(st.ParkedNow))
-	parked, _, _ := c.o.ParkedEvents(context.Background())
+	parked := c.parkedEvents()
 	if len(parked) > maxParkedSeries {
 		parked = parked[len(parked)-maxParkedSeries:]
 	}
