@@ -100,4 +100,3 @@ func applyBacklog(b *testing.B, n, workers, maxPending int) time.Duration {
 	_ = o.Stop(ctx)
 	return took
 }
-
