@@ -45,6 +45,9 @@ type dispatch struct {
 
 	cancelOnce sync.Once
 	cancelled  chan struct{}
+	// stoppedForCancel is set once the runner has marked the cancel and
+	// stopped the container for it (cancel.go).
+	stoppedForCancel atomic.Bool
 }
 
 func (d *dispatch) requestCancel() { d.cancelOnce.Do(func() { close(d.cancelled) }) }
@@ -131,7 +134,7 @@ func (r *Runner) handle(ctx context.Context, del *bus.Delivery) {
 		return
 	}
 
-	d := r.newDispatch(id, del)
+	d := r.newDispatch(ctx, id, del)
 	defer r.forget(d)
 	d.req, d.claimRev = req, rev
 	d.run(ctx)
@@ -164,10 +167,10 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 		}
 		// Our container, not followed by this process (it appeared after
 		// reconcile): follow it now.
-		d := r.newDispatch(id, del)
+		d := r.newDispatch(ctx, id, del)
 		defer r.forget(d)
 		d.req, d.containerID, d.claimRev = del.Request, found[0].ID, c.Revision
-		d.follow(ctx)
+		d.adopt(ctx, found[0].State)
 		return false
 	case time.Since(c.Heartbeat) > r.cfg.LeaseTimeout:
 		lost := c
@@ -188,11 +191,18 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 }
 
 // run prepares the host side, creates and starts the container, then
-// follows it.
+// follows it. A cancel seen before Start means no start.
 func (d *dispatch) run(ctx context.Context) {
 	r, req := d.r, d.req
 	fail := func(reason schemas.FailureReason, detail string) {
-		ev := lostEvent(&req.Spec, exitEngineError, detail)
+		if ctx.Err() != nil {
+			// The runner is stopping and nothing was started: the request is
+			// redelivered to the next runner process, which starts over (or
+			// adopts a container created meanwhile).
+			d.log.Info("runner stopping before the container started; the request is left for the next runner", "detail", detail)
+			return
+		}
+		ev := d.lostEvent(exitEngineError, detail)
 		ev.Failure.Reason = reason
 		r.publish(ctx, d.log, ev)
 		d.finish(ctx)
@@ -203,13 +213,16 @@ func (d *dispatch) run(ctx context.Context) {
 	}
 	if from := restoreFrom(req); from != "" {
 		if err := d.restore(ctx, from); err != nil {
+			if d.cancelRequested(ctx) {
+				d.cancelBeforeStart(ctx)
+				return
+			}
 			fail(schemas.ReasonFetchFailed, fmt.Sprintf("restore the workspace of %s: %v", from, err))
 			return
 		}
 	}
 	if d.cancelRequested(ctx) {
-		r.publish(ctx, d.log, bus.CancelledBeforeStart(d.id))
-		d.finish(ctx)
+		d.cancelBeforeStart(ctx)
 		return
 	}
 	secrets, err := d.prepareSecrets(ctx)
@@ -221,8 +234,12 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
+	if err := d.prepareCancelDir(); err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
 	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id), BlobsDir: r.blobsDir(),
-		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id)})
+		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), CancelDir: r.cancelDir(d.id)})
 	cid, err := r.cfg.Engine.Create(ctx, spec)
 	switch {
 	case errors.Is(err, compute.ErrAlreadyExists):
@@ -235,9 +252,11 @@ func (d *dispatch) run(ctx context.Context) {
 			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but is not this runner's (no %s=%s label); remove it or give this runner another id", spec.Name, LabelRunner, r.cfg.ID))
 			return
 		}
+		d.mu.Lock()
 		d.containerID = found[0].ID
-		d.log.Info("container exists already; following it")
-		d.follow(ctx)
+		d.mu.Unlock()
+		d.log.Info("container exists already; adopting it", "state", found[0].State)
+		d.adopt(ctx, found[0].State)
 		return
 	case errors.Is(err, compute.ErrImageNotFound):
 		fail(schemas.ReasonWorkerLost, fmt.Sprintf("image %s not found on this host; build it with `agora image build` (nothing is pulled)", spec.Image))
@@ -249,14 +268,73 @@ func (d *dispatch) run(ctx context.Context) {
 	d.mu.Lock()
 	d.containerID = cid
 	d.mu.Unlock()
-	d.renewClaim(ctx)
 	d.log = d.log.With("container_id", shortID(cid))
-	if err := r.cfg.Engine.Start(ctx, cid); err != nil {
-		fail(schemas.ReasonWorkerLost, "start container: "+err.Error())
+	d.renewClaim(ctx)
+	d.startCreated(ctx)
+}
+
+// startCreated starts the dispatch's created container and follows it.
+// A cancel requested before Start (Create can take seconds on a busy
+// engine) means no start: the container is removed unstarted. A container
+// whose start fails is removed too, so no runner ever adopts and starts it
+// later; the failure is reported. Only a runner that stops while starting
+// leaves the container for the next process to adopt.
+func (d *dispatch) startCreated(ctx context.Context) {
+	r := d.r
+	if d.cancelRequested(ctx) {
+		d.cancelBeforeStart(ctx)
 		return
 	}
-	d.log.Info("container started", "image", spec.Image, "network", spec.NetworkMode)
+	if err := r.cfg.Engine.Start(ctx, d.containerID); err != nil {
+		if ctx.Err() != nil {
+			d.log.Info("runner stopping while starting the container; the next runner process adopts it", "error", err)
+			return
+		}
+		rctx := context.WithoutCancel(ctx)
+		// Removed before the failure is published: a crash in between leaves
+		// a request that is redelivered and run again, never a created
+		// container with an outcome already recorded.
+		if rerr := r.cfg.Engine.Remove(rctx, d.containerID); rerr != nil {
+			d.log.Error("remove the container that did not start", "error", rerr)
+		}
+		r.publish(rctx, d.log, d.lostEvent(exitEngineError, "start container: "+err.Error()))
+		d.finish(rctx)
+		return
+	}
+	d.log.Info("container started")
 	d.follow(ctx)
+}
+
+// adopt takes over a container of this dispatch that this process did not
+// create: found on restart (reconcile), or after it (resolveClaim, a
+// create that found the name taken). A running or exited one is followed
+// and settled. A created one was never started — the process that created
+// it stopped or died between create and start — so it is started, unless
+// its outcome is recorded already or a cancel was requested.
+func (d *dispatch) adopt(ctx context.Context, state string) {
+	if state != "created" {
+		d.follow(ctx)
+		return
+	}
+	if d.req == nil {
+		d.req = d.r.readRequestFile(d.id, d.log)
+	}
+	ev, err := d.r.cfg.Bus.TerminalEvent(ctx, d.id)
+	if err != nil {
+		// Not knowing whether it is settled, do not start it: the request,
+		// still unacknowledged, is redelivered and brings it back here.
+		d.log.Warn("look up the terminal event of a created container; leaving it for the request's redelivery", "error", err)
+		return
+	}
+	if ev != nil {
+		d.log.Info("created container of a settled dispatch; removing it", "kind", ev.Kind)
+		if err := d.r.cfg.Engine.Remove(ctx, d.containerID); err != nil {
+			d.log.Error("remove container", "error", err)
+		}
+		d.finish(ctx)
+		return
+	}
+	d.startCreated(ctx)
 }
 
 func restoreFrom(req *schemas.DispatchRequest) string {
@@ -336,6 +414,8 @@ func (d *dispatch) restore(ctx context.Context, from string) error {
 		}
 		select {
 		case <-time.After(200 * time.Millisecond):
+		case <-d.cancelled:
+			return errors.New("cancelled while waiting for the snapshot")
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -392,12 +472,18 @@ func (d *dispatch) follow(ctx context.Context) {
 				d.renewClaim(followCtx)
 			case <-d.cancelled:
 				d.log.Info("cancel requested; stopping the container", "grace", r.cfg.Grace)
+				// The marker first: it tells the worker this SIGTERM is the
+				// runner's cancel (cancel.go).
+				d.markCancel()
+				d.stoppedForCancel.Store(true)
 				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
 					d.log.Error("stop container", "error", err)
 				}
 				return
 			case <-backstop.C:
 				timedOut.Store(true)
+				// No cancel marker: the worker ignores this SIGTERM and is
+				// killed after the grace; the outcome is a timeout.
 				d.log.Warn("container ran past the dispatch timeout; stopping it", "timeout", timeout)
 				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
 					d.log.Error("stop container", "error", err)
@@ -495,8 +581,16 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 		}
 	}
 	if terminal == nil {
-		ev := d.lost(res, waitErr, timedOut, logs.LastLine())
-		d.log.Warn("container ended without a terminal event", "detail", ev.Failure.Detail)
+		var ev schemas.Event
+		if d.stoppedForCancel.Load() {
+			// The runner stopped it for a cancel and the worker could not
+			// report it (the SIGTERM came before its handler): a cancel.
+			ev = d.cancelledEvent(res.ExitCode)
+			d.log.Info("container stopped for a cancel ended without a terminal event; reporting it cancelled", "exit_code", res.ExitCode)
+		} else {
+			ev = d.lost(res, waitErr, timedOut, logs.LastLine())
+			d.log.Warn("container ended without a terminal event", "detail", ev.Failure.Detail)
+		}
 		missing = append(missing, ev)
 		terminal = &ev
 	}
@@ -571,10 +665,6 @@ func (d *dispatch) keepAnswerFile(ctx context.Context) {
 // lost is the failure the runner reports for a container that ended
 // without the worker's terminal event.
 func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, lastLine string) schemas.Event {
-	var spec *schemas.DispatchSpec
-	if d.req != nil {
-		spec = &d.req.Spec
-	}
 	detail := fmt.Sprintf("container exited with code %d", res.ExitCode)
 	switch {
 	case waitErr != nil:
@@ -588,7 +678,7 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 	if lastLine != "" {
 		detail += "; last output: " + truncate(lastLine, 300)
 	}
-	ev := lostEvent(spec, res.ExitCode, detail)
+	ev := d.lostEvent(res.ExitCode, detail)
 	if waitErr != nil && ev.ExitCode != nil && *ev.ExitCode == 0 {
 		*ev.ExitCode = exitEngineError
 	}
@@ -598,6 +688,18 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 	}
 	ms := time.Since(d.started).Milliseconds()
 	ev.DurationMS = &ms
+	return ev
+}
+
+// lostEvent is a dispatch.failed (worker-lost) from the runner for this
+// dispatch, with its spec's fields when the request is known.
+func (d *dispatch) lostEvent(exitCode int, detail string) schemas.Event {
+	var spec *schemas.DispatchSpec
+	if d.req != nil {
+		spec = &d.req.Spec
+	}
+	ev := lostEvent(spec, exitCode, detail)
+	ev.DispatchID = d.id
 	return ev
 }
 
@@ -617,10 +719,7 @@ func lostEvent(spec *schemas.DispatchSpec, exitCode int, detail string) schemas.
 // request: its outcome is recorded.
 func (d *dispatch) finish(ctx context.Context) {
 	r := d.r
-	for _, p := range []string{r.specDir(d.id), r.workspace(d.id), r.requestFile(d.id), r.stageDir(d.id), r.keyDir(d.id), r.keyFile(d.id)} {
-		if p == "" {
-			continue
-		}
+	for _, p := range r.hostFiles(d.id) {
 		if err := os.RemoveAll(p); err != nil {
 			d.log.Error("remove dispatch files", "path", p, "error", err)
 		}
@@ -629,8 +728,8 @@ func (d *dispatch) finish(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.settled = true
-	if _, err := r.cfg.Bus.UpdateClaim(ctx, d.id, bus.Claim{State: "done", Runner: r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}, d.claimRev); err != nil {
-		d.log.Debug("mark claim done", "error", err)
+	if err := d.updateClaimLocked(ctx, bus.Claim{State: "done", Runner: r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}); err != nil {
+		d.log.Warn("mark claim done", "error", err)
 	}
 	d.ackLocked(ctx, d.delivery)
 	d.delivery = nil
@@ -641,18 +740,26 @@ func (d *dispatch) renewClaim(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := bus.Claim{State: bus.ClaimRunning, Runner: d.r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}
+	if err := d.updateClaimLocked(ctx, c); err != nil {
+		d.log.Warn("renew claim", "error", err)
+	}
+}
+
+// updateClaimLocked replaces the dispatch's claim at the revision this
+// runner last wrote. Adopted dispatches start without the revision: it is
+// read once, and taken only while the claim is this runner's.
+func (d *dispatch) updateClaimLocked(ctx context.Context, c bus.Claim) error {
 	rev, err := d.r.cfg.Bus.UpdateClaim(ctx, d.id, c, d.claimRev)
 	if err != nil {
-		// Adopted dispatches start without the revision: read it once.
 		if cur, gerr := d.r.cfg.Bus.GetClaim(ctx, d.id); gerr == nil && cur != nil && cur.Runner == d.r.cfg.ID {
 			rev, err = d.r.cfg.Bus.UpdateClaim(ctx, d.id, c, cur.Revision)
 		}
 	}
 	if err != nil {
-		d.log.Warn("renew claim", "error", err)
-		return
+		return err
 	}
 	d.claimRev = rev
+	return nil
 }
 
 // publish sends ev within the runner's window, logging a failure: the
@@ -690,12 +797,24 @@ func (r *Runner) removeLeftovers(ctx context.Context, id string) {
 			}
 		}
 	}
-	for _, p := range []string{r.specDir(id), r.workspace(id), r.requestFile(id), r.stageDir(id), r.keyDir(id), r.keyFile(id)} {
-		if p != "" {
-			_ = os.RemoveAll(p)
+	for _, p := range r.hostFiles(id) {
+		if err := os.RemoveAll(p); err != nil {
+			r.log.Error("remove leftover dispatch files", "dispatch_id", id, "path", p, "error", err)
 		}
 	}
 	r.removeSecrets(id, r.log)
+}
+
+// hostFiles are the paths a dispatch occupies on this host, besides its
+// secrets.
+func (r *Runner) hostFiles(id string) []string {
+	var paths []string
+	for _, p := range []string{r.specDir(id), r.workspace(id), r.requestFile(id), r.stageDir(id), r.keyDir(id), r.keyFile(id), r.cancelDir(id)} {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }
 
 func shortID(id string) string {
