@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -21,6 +22,9 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	if errors.Is(err, ErrNotFound) {
 		o.dropUnknown(string(ev.Kind), ev.DispatchID, ev.TaskID)
 		return nil
+	}
+	if errors.Is(err, errRemoved) {
+		return o.dropRemoved(ctx, ev)
 	}
 	if err != nil {
 		return err
@@ -95,8 +99,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	if errors.Is(err, ErrNotFound) {
 		// Removed while its dispatch ran, never existed, or forged: no
 		// retry can make it exist.
-		o.dropUnknown(string(ev.Kind), ev.DispatchID, taskID)
-		return nil
+		return o.dropRemoved(ctx, ev)
 	}
 	if err != nil {
 		return fmt.Errorf("apply %s of %s to task %s: %w", ev.Kind, ev.DispatchID, taskID, err)
@@ -116,6 +119,9 @@ func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, er
 		}
 		return ev.TaskID, nil
 	}
+	if !kvKeyPattern.MatchString(ev.DispatchID) {
+		return "", ErrNotFound // no dispatch of ours has this id
+	}
 	id, _, err := o.store.index.Get(ctx, ev.DispatchID)
 	if errors.Is(err, bus.ErrKeyNotFound) {
 		return "", ErrNotFound
@@ -123,7 +129,27 @@ func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, er
 	if err != nil {
 		return "", err
 	}
+	if string(id) == removedMarker {
+		return "", errRemoved
+	}
 	return strings.TrimSpace(string(id)), nil
+}
+
+// errRemoved: the event's dispatch belonged to a task that was removed.
+var errRemoved = errors.New("the dispatch's task was removed")
+
+// kvKeyPattern is what a JetStream KV key may hold.
+var kvKeyPattern = regexp.MustCompile(`^[-/_=.A-Za-z0-9]+$`)
+
+// dropRemoved drops an event whose task does not exist; the terminal event
+// of a dispatch whose task was removed while it ran also clears what it
+// stored after the removal.
+func (o *Orchestrator) dropRemoved(ctx context.Context, ev schemas.Event) error {
+	o.dropUnknown(string(ev.Kind), ev.DispatchID, ev.TaskID)
+	if !ev.Kind.Terminal() || !kvKeyPattern.MatchString(ev.DispatchID) {
+		return nil
+	}
+	return o.cleanUpRemoved(ctx, ev.DispatchID)
 }
 
 func maxRounds(t *Task) int {

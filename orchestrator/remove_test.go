@@ -2,11 +2,14 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agoradev/agora/internal/storage"
 )
 
 // terminalEvents counts the terminal events stored for a dispatch.
@@ -52,6 +55,15 @@ func TestRemoveRunningThenKeepGoing(t *testing.T) {
 	quick("after rm")
 	first := task.Rounds[0].DispatchID
 	eventually(t, time.Minute, "the removed dispatch's one terminal event", func() bool { return s.terminalEvents(first) == 1 })
+	// The runner stores the cancelled round's output when it settles,
+	// after the removal; its terminal event clears it again.
+	eventually(t, 30*time.Second, "the removed dispatch's output gone", func() bool {
+		rc, err := s.store.Get(ctx, "dispatches/"+first+"/output.log")
+		if err == nil {
+			rc.Close()
+		}
+		return errors.Is(err, storage.ErrNotFound)
+	})
 	if st := s.orch.PipelineStats(); st.Dropped["unknown_task"] == 0 {
 		t.Errorf("the removed task's cancel was not counted as an event of an unknown task: %+v", st)
 	}

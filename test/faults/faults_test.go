@@ -297,7 +297,7 @@ func (h *harness) faults(rng *rand.Rand, stop <-chan struct{}) {
 	pauses := make([]time.Duration, len(victims))
 	downs := make([]time.Duration, len(victims))
 	for i := range victims {
-		pauses[i] = time.Duration(1500+rng.IntN(4000)) * time.Millisecond
+		pauses[i] = time.Duration(3000+rng.IntN(5000)) * time.Millisecond
 		downs[i] = time.Duration(200+rng.IntN(1800)) * time.Millisecond
 	}
 	for i, name := range victims {
