@@ -99,6 +99,5 @@ func (d *dispatch) cancelBeforeStart(ctx context.Context) {
 			d.log.Error("remove the cancelled container", "container_id", shortID(d.containerID), "error", err)
 		}
 	}
-	d.r.publish(ctx, d.log, d.cancelledEvent(0))
-	d.finish(ctx)
+	d.conclude(ctx, d.cancelledEvent(0))
 }

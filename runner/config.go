@@ -22,6 +22,8 @@ const (
 	DefaultLeaseTimeout = 2 * time.Minute
 	DefaultTimeout      = time.Hour
 	DefaultSnapshotWait = 2 * time.Minute
+	// DefaultPublishWindow: see Config.PublishWindow.
+	DefaultPublishWindow = 30 * time.Second
 	// ContainerUser is the worker image's non-root user.
 	ContainerUser = "65532:65532"
 )
@@ -77,7 +79,11 @@ type Config struct {
 	// SnapshotWait bounds how long a resumed round waits for the previous
 	// round's workspace snapshot to appear.
 	SnapshotWait time.Duration
-	Bus          *bus.Bus
+	// PublishWindow bounds each try to store an event; a terminal event
+	// not stored within it leaves the dispatch to be settled again later
+	// (docs/runner.md, "No outcome lost"). Default DefaultPublishWindow.
+	PublishWindow time.Duration
+	Bus           *bus.Bus
 	Engine       compute.Engine
 	Logger       *slog.Logger
 }
@@ -107,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SnapshotWait <= 0 {
 		c.SnapshotWait = DefaultSnapshotWait
+	}
+	if c.PublishWindow <= 0 {
+		c.PublishWindow = DefaultPublishWindow
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -22,8 +22,9 @@ import (
 // (Docker's own convention for daemon errors).
 const exitEngineError = 125
 
-// publishWindow bounds each event publish by the runner.
-const publishWindow = 30 * time.Second
+// retryLaterDelay is when a request whose outcome could not be stored is
+// handed out again.
+const retryLaterDelay = 10 * time.Second
 
 // dispatch is one dispatch this runner holds, from claim to acknowledgement.
 type dispatch struct {
@@ -153,7 +154,10 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 	switch {
 	case c.State == bus.ClaimCancelled:
 		// The cancel came first; it publishes the event, we make sure.
-		r.publish(ctx, log, bus.CancelledBeforeStart(id))
+		if err := r.publish(ctx, log, bus.CancelledBeforeStart(id)); err != nil {
+			_ = del.Nak(retryLaterDelay)
+			return false
+		}
 		_ = del.Ack(ctx)
 		return false
 	case c.Runner == r.cfg.ID:
@@ -180,7 +184,10 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 			return false
 		}
 		ev := lostEvent(&del.Request.Spec, 0, fmt.Sprintf("runner %s stopped renewing its claim at %s; its container is presumed lost with its host", c.Runner, c.Heartbeat.Format(time.RFC3339)))
-		r.publish(ctx, log, ev)
+		if err := r.publish(ctx, log, ev); err != nil {
+			_ = del.Nak(retryLaterDelay)
+			return false
+		}
 		_ = del.Ack(ctx)
 		return false
 	default:
@@ -204,8 +211,7 @@ func (d *dispatch) run(ctx context.Context) {
 		}
 		ev := d.lostEvent(exitEngineError, detail)
 		ev.Failure.Reason = reason
-		r.publish(ctx, d.log, ev)
-		d.finish(ctx)
+		d.conclude(ctx, ev)
 	}
 	if err := d.writeHostFiles(ctx); err != nil {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
@@ -297,8 +303,7 @@ func (d *dispatch) startCreated(ctx context.Context) {
 		if rerr := r.cfg.Engine.Remove(rctx, d.containerID); rerr != nil {
 			d.log.Error("remove the container that did not start", "error", rerr)
 		}
-		r.publish(rctx, d.log, d.lostEvent(exitEngineError, "start container: "+err.Error()))
-		d.finish(rctx)
+		d.conclude(rctx, d.lostEvent(exitEngineError, "start container: "+err.Error()))
 		return
 	}
 	d.log.Info("container started")
@@ -632,7 +637,16 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 	// dispatch with no container and no outcome.
 	for _, ev := range missing {
 		d.log.Debug("publishing an event the bus lacks", "kind", ev.Kind)
-		r.publish(ctx, d.log, ev)
+		if !ev.Kind.Terminal() {
+			_ = r.publish(ctx, d.log, ev)
+			continue
+		}
+		if err := r.publishTerminal(ctx, d.log, ev); err != nil {
+			// Stopping: the exited container stays, and settling it again
+			// finds the events on its stdout.
+			d.retryLater(err)
+			return
+		}
 	}
 	if err := r.cfg.Engine.Remove(ctx, d.containerID); err != nil {
 		d.log.Error("remove container", "error", err)
@@ -762,11 +776,57 @@ func (d *dispatch) updateClaimLocked(ctx context.Context, c bus.Claim) error {
 	return nil
 }
 
-// publish sends ev within the runner's window, logging a failure: the
-// request stays unacknowledged only when the outcome itself is lost.
-func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event) {
-	if _, err := r.cfg.Bus.PublishEventRetry(ctx, ev, publishWindow); err != nil {
+// publish stores ev within the runner's window, logging a failure. A
+// caller whose terminal event failed must not acknowledge the request:
+// its outcome is not recorded.
+func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event) error {
+	if _, err := r.cfg.Bus.PublishEventRetry(ctx, ev, r.cfg.PublishWindow); err != nil {
 		log.Error("publish event", "kind", ev.Kind, "error", err)
+		return err
+	}
+	return nil
+}
+
+// publishTerminal stores a dispatch's terminal event, trying again (every
+// few seconds, holding the slot) until it is stored or the runner stops:
+// an outcome is never given up on while the runner runs.
+func (r *Runner) publishTerminal(ctx context.Context, log *slog.Logger, ev schemas.Event) error {
+	for attempt := 1; ; attempt++ {
+		err := r.publish(ctx, log, ev)
+		if err == nil {
+			return nil
+		}
+		pause := min(time.Duration(attempt)*time.Second, 10*time.Second)
+		log.Warn("the terminal event is not stored yet; trying again", "kind", ev.Kind, "attempt", attempt, "retry_in", pause)
+		select {
+		case <-r.stopping:
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// conclude stores the dispatch's terminal event and then finishes the
+// dispatch (host files, claim, acknowledgement). When the runner stops
+// before the event is stored, nothing is finished: the request is handed
+// back and the next runner process settles it.
+func (d *dispatch) conclude(ctx context.Context, ev schemas.Event) {
+	if err := d.r.publishTerminal(ctx, d.log, ev); err != nil {
+		d.retryLater(err)
+		return
+	}
+	d.finish(ctx)
+}
+
+// retryLater hands the request back for another delivery: the dispatch's
+// outcome could not be stored.
+func (d *dispatch) retryLater(err error) {
+	d.log.Warn("runner stopping before the outcome was stored; the request is left to settle again", "error", err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.delivery != nil {
+		_ = d.delivery.Nak(retryLaterDelay)
+		d.delivery = nil
 	}
 }
 

@@ -25,6 +25,8 @@ type Runner struct {
 	active map[string]*dispatch
 
 	cancel  context.CancelFunc
+	// stopping is closed when Stop is called.
+	stopping <-chan struct{}
 	wg      sync.WaitGroup
 	stopped chan struct{}
 	stopOne sync.Once
@@ -65,7 +67,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	// Work outlives the ctx of Start; Stop ends it.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	r.cancel, r.stopping = cancel, runCtx.Done()
 	if err := r.cfg.Bus.WatchControl(runCtx, r.onControl); err != nil {
 		cancel()
 		return fmt.Errorf("start runner: %w", err)
