@@ -84,8 +84,8 @@ type Config struct {
 	// (docs/runner.md, "No outcome lost"). Default DefaultPublishWindow.
 	PublishWindow time.Duration
 	Bus           *bus.Bus
-	Engine       compute.Engine
-	Logger       *slog.Logger
+	Engine        compute.Engine
+	Logger        *slog.Logger
 }
 
 // WithDefaults returns c with every unset knob at its default.

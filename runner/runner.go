@@ -24,12 +24,12 @@ type Runner struct {
 	mu     sync.Mutex
 	active map[string]*dispatch
 
-	cancel  context.CancelFunc
+	cancel context.CancelFunc
 	// stopping is closed when Stop is called.
 	stopping <-chan struct{}
-	wg      sync.WaitGroup
-	stopped chan struct{}
-	stopOne sync.Once
+	wg       sync.WaitGroup
+	stopped  chan struct{}
+	stopOne  sync.Once
 }
 
 // New checks cfg and returns a runner that is not started yet.
