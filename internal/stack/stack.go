@@ -470,15 +470,6 @@ func (s *Stack) URL() string {
 // or Config.NATSURL.
 func (s *Stack) NATSURL() string { return s.natsURL }
 
-// Bus is the stack's connection to NATS.
-func (s *Stack) Bus() *bus.Bus { return s.bus }
-
-// Store is the stack's object storage.
-func (s *Stack) Store() storage.Store { return s.store }
-
-// Orchestrator is the running orchestrator; nil without that role.
-func (s *Stack) Orchestrator() *orchestrator.Orchestrator { return s.orch }
-
 // Runner is the running runner; nil without that role.
 func (s *Stack) Runner() *runner.Runner { return s.runner }
 
