@@ -16,9 +16,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -60,7 +62,9 @@ commands:
   schema [NAME]     print a JSON Schema (dispatch-spec, event, needs-input, subagent, …);
                     without NAME, list them
   validate NAME FILE
-                    validate FILE (or - for stdin) against schema NAME
+                    validate FILE (or - for stdin) against schema NAME; a
+                    subagent, capability or env file is read as register reads
+                    it (YAML or JSON)
   image build [--worker PATH] [--base IMAGE] [--tag TAG] [--no-busybox] [--json]
                     build the worker image through the Docker API (nothing is
                     pulled); a build with unchanged inputs is skipped
@@ -209,26 +213,45 @@ func runSchema(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// runValidate checks FILE against schema NAME. The registry's kinds
+// (subagent, capability, env) are read as register reads them — YAML or
+// JSON, errors with the line and field — so validate accepts exactly what
+// register accepts; the other schemas take JSON.
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 2 {
 		fmt.Fprintf(stderr, "agora validate: want NAME FILE (schemas: %s)\n", strings.Join(schemas.Names(), ", "))
 		return 2
 	}
+	name, file := args[0], args[1]
+	kind := registry.Kind(name)
+	isRegistry := slices.Contains(registry.Kinds, kind)
 	var data []byte
 	var err error
-	if args[1] == "-" {
+	switch {
+	case file == "-":
 		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(args[1])
+	case isRegistry:
+		data, err = registry.ReadFile(file)
+	default:
+		data, err = os.ReadFile(file)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agora validate: %v\n", err)
 		return 2
 	}
-	if err := schemas.Validate(args[0], data); err != nil {
-		fmt.Fprintf(stderr, "agora validate: %s: %v\n", args[1], err)
+	if isRegistry {
+		label := file
+		if file == "-" {
+			label = "stdin"
+		}
+		if _, err := parseRegistryFile(kind, label, data); err != nil {
+			fmt.Fprintf(stderr, "agora validate: %v\n", err)
+			return 1
+		}
+	} else if err := schemas.Validate(name, data); err != nil {
+		fmt.Fprintf(stderr, "agora validate: %s: %v\n", file, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: valid %s\n", args[1], args[0])
+	fmt.Fprintf(stdout, "%s: valid %s\n", file, name)
 	return 0
 }
