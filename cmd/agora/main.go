@@ -118,9 +118,10 @@ commands:
                     (the task verbs take --server URL, default $AGORA_SERVER
                     or http://127.0.0.1:7070, --token, default $AGORA_TOKEN,
                     and --json for scripts)
-  demo [--answer ANSWER]
+  demo [--answer ANSWER] [--busybox PATH]
                     see the whole loop on the embedded stack: a sub-agent asks,
-                    you answer, the same sub-agent resumes and finishes
+                    you answer (no terminal: the question's default), the same
+                    sub-agent resumes and finishes
   version [--json]  print the version
 
 Run 'agora <command> -h' for a command's flags.

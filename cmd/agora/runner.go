@@ -149,7 +149,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		return err
 	}
 	defer eng.Close()
-	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, log)
+	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, "", log)
 	if err != nil {
 		return err
 	}
