@@ -71,7 +71,8 @@ commands:
   serve [--data-dir DIR] [--nats URL | --nats-port N] [--storage URI] [--listen ADDR]
         [--token NAME:SECRET]... [--slots N] [--no-runner | --runner-only] [--image IMAGE]
                     everything in one process: orchestrator, HTTP API and /metrics,
-                    runner, embedded NATS (JetStream in DIR, default ~/.agora);
+                    runner, embedded NATS (JetStream in DIR, default
+                    $AGORA_DATA_DIR, else ~/.agora);
                     the flags select the distributed roles
   runner --nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE]
          [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES]
@@ -85,7 +86,7 @@ commands:
                     the registry: register a YAML or JSON file (content-addressed:
                     the same content is the same version), list the latest
                     versions, show one or every version
-  secret set NAME [--from-file F] | list | rm NAME... [--data-dir DIR]
+  secret set NAME [--from-file F] | list | rm NAME... [--data-dir DIR | --secrets-dir DIR]
                     the local secret store that local: refs in env bundles name
                     (the value comes from stdin or a file, never an argument)
   dispatch --subagent NAME[@VERSION] | --subagent-file FILE | --command "CMD"
