@@ -103,9 +103,6 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 }
 
-// Stopped is closed once the runner has stopped.
-func (r *Runner) Stopped() <-chan struct{} { return r.stopped }
-
 // InUse is how many slots are taken.
 func (r *Runner) InUse() int { return len(r.slots) }
 

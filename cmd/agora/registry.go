@@ -50,6 +50,44 @@ func runRegistry(ctx context.Context, verb string, args, environ []string, stdou
 	return exitCode(stderr, "agora "+verb, usagef("unknown subcommand %q; want register, list or show", args[0]))
 }
 
+// registryFile is a registry file read and checked as register sends it:
+// one of subagent, capability (with archive, its packed directory) and env.
+type registryFile struct {
+	subagent   *registry.Subagent
+	capability *registry.CapabilityFile
+	archive    []byte
+	env        *registry.Env
+}
+
+// parseRegistryFile checks a registry file of kind the one way both
+// register and validate do: YAML or JSON against the kind's schema, and for
+// a capability its directory packed. file names it in errors (and is where
+// a capability's relative path starts).
+func parseRegistryFile(kind registry.Kind, file string, data []byte) (registryFile, error) {
+	var f registryFile
+	var err error
+	switch kind {
+	case registry.KindSubagent:
+		f.subagent, err = registry.ParseSubagent(file, data)
+	case registry.KindCapability:
+		if f.capability, err = registry.ParseCapability(file, data); err != nil {
+			break
+		}
+		dir := f.capability.Path
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(file), dir)
+		}
+		if f.archive, _, err = registry.PackDir(dir, registry.MaxCapabilityBytes); err != nil {
+			err = fmt.Errorf("%s: field path: %w", file, err)
+		}
+	case registry.KindEnv:
+		f.env, err = registry.ParseEnv(file, data)
+	default:
+		err = fmt.Errorf("%s: no registry kind %q", file, kind)
+	}
+	return f, err
+}
+
 // register reads and checks the file here, so a mistake is found before
 // anything reaches the server, then registers its content.
 func (v registryVerb) register(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
@@ -67,36 +105,20 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	if err != nil {
 		return usagef("%v", err)
 	}
+	f, err := parseRegistryFile(v.kind, file, data)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	var call func(*client.Client) (registry.Registered, error)
-	switch v.kind {
-	case registry.KindSubagent:
-		def, err := registry.ParseSubagent(file, data)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *def) }
-	case registry.KindCapability:
-		capf, err := registry.ParseCapability(file, data)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		dir := capf.Path
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(filepath.Dir(file), dir)
-		}
-		archive, _, err := registry.PackDir(dir, registry.MaxCapabilityBytes)
-		if err != nil {
-			return usagef("%s: field path: %v", file, err)
-		}
+	switch {
+	case f.subagent != nil:
+		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
+	case f.capability != nil:
 		call = func(c *client.Client) (registry.Registered, error) {
-			return c.RegisterCapability(ctx, capf.Name, capf.Description, archive)
+			return c.RegisterCapability(ctx, f.capability.Name, f.capability.Description, f.archive)
 		}
-	case registry.KindEnv:
-		env, err := registry.ParseEnv(file, data)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *env) }
+	case f.env != nil:
+		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
 	}
 	c, err := a.connect(environ)
 	if err != nil {

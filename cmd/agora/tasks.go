@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -79,6 +80,10 @@ func (a *apiFlags) explain(err error, taskID string) error {
 		switch {
 		case e.Code == string(api.CodeNotFound) && taskID != "":
 			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
+		case e.Code == string(api.CodeUnauthorized) && strings.Contains(a.token, ":"):
+			// The server is given NAME:SECRET; a client sends the SECRET.
+			name, _, _ := strings.Cut(a.token, ":")
+			return fmt.Errorf("the agora server at %s refused the token (%s): a client sends only the SECRET of the server's --token NAME:SECRET, so if %q is the token's name, drop it", a.server, e.Message, name+":")
 		case e.Code == string(api.CodeUnauthorized):
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
 		case e.Code == string(api.CodeNoRoute) || e.Code == "":
@@ -89,10 +94,41 @@ func (a *apiFlags) explain(err error, taskID string) error {
 	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
 		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
 	}
+	if msg, ok := a.otherProtocol(err); ok {
+		return errors.New(msg)
+	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
 	}
 	return err
+}
+
+// otherProtocol recognises a server that answered in another protocol than
+// the one the URL asked for — the NATS port, whose first words are
+// "INFO {"server_id": …}", is the usual one — and says so in one line
+// instead of echoing the bytes it sent.
+func (a *apiFlags) otherProtocol(err error) (string, bool) {
+	notAPI := func(what string) (string, bool) {
+		return fmt.Sprintf("%s answered, but not as an agora API: %s; the API is where 'agora serve --listen' says (default %s): check --server or AGORA_SERVER",
+			a.server, what, strings.TrimPrefix(defaultServer, "http://")), true
+	}
+	plainURL := "http://" + strings.TrimPrefix(a.server, "https://")
+	msg := err.Error()
+	if rh, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		if string(rh.RecordHeader[:]) == "INFO " {
+			return notAPI("it speaks NATS, not HTTPS (is this the NATS port?)")
+		}
+		return fmt.Sprintf("%s answered, but not over TLS; if it is agora without TLS in front, use %s", a.server, plainURL), true
+	}
+	switch {
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("%s answered in plain HTTP, not HTTPS; use %s", a.server, plainURL), true
+	case !strings.Contains(msg, "malformed HTTP"):
+		return "", false
+	case strings.Contains(msg, "server_id"):
+		return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
+	}
+	return notAPI("it does not speak HTTP")
 }
 
 // plainMessage is the API's message without the sentinel's own words,
