@@ -106,17 +106,6 @@ func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*T
 	}
 }
 
-func (s *store) each(ctx context.Context, fn func(*Task) error) error {
-	return s.tasks.Each(ctx, func(key string, value []byte, rev uint64) error {
-		var t Task
-		if err := json.Unmarshal(value, &t); err != nil {
-			return fmt.Errorf("decode task %s: %w", key, err)
-		}
-		t.Revision = rev
-		return fn(&t)
-	})
-}
-
 // kvMemory keeps answers for the memory answerer in JetStream KV.
 type kvMemory struct{ kv *bus.KV }
 

@@ -81,7 +81,13 @@ func TestTaskMetricsOf(t *testing.T) {
 func TestTaskCollectorExposition(t *testing.T) {
 	t.Parallel()
 	c := newTaskCollector(nil, slog.New(slog.DiscardHandler))
-	c.list = func(context.Context) ([]*orchestrator.Task, error) { return tasksForMetrics(), nil }
+	c.stats = func(_ context.Context, fn func(*orchestrator.TaskStats)) error {
+		for _, t := range tasksForMetrics() {
+			s := orchestrator.StatsOf(t)
+			fn(&s)
+		}
+		return nil
+	}
 	got := expose(t, c, http.StatusOK)
 	for _, want := range []string{
 		`agora_tasks{state="expired"} 0`, // every state, zeros too
@@ -105,7 +111,7 @@ func TestTaskCollectorExposition(t *testing.T) {
 	}
 
 	// A failed read of the tasks is the scrape's error, not zeros.
-	c.list = func(context.Context) ([]*orchestrator.Task, error) { return nil, errors.New("nats: timeout") }
+	c.stats = func(context.Context, func(*orchestrator.TaskStats)) error { return errors.New("nats: timeout") }
 	if got := expose(t, c, http.StatusInternalServerError); !strings.Contains(got, "list tasks: nats: timeout") {
 		t.Errorf("scrape with a failed list = %q; want the error", got)
 	}
@@ -128,7 +134,9 @@ func expose(t *testing.T, c prometheus.Collector, wantStatus int) string {
 // questionsOnly is the API's one endpoint the auth comparison calls.
 type questionsOnly struct{ orchestrator.Service }
 
-func (questionsOnly) Questions(context.Context) ([]orchestrator.QuestionView, error) { return nil, nil }
+func (questionsOnly) Questions(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+	return orchestrator.QuestionPage{}, nil
+}
 
 // TestMetricsAuthMatchesAPI: /metrics lets through exactly the requests the
 // API lets through, with the same status, for an API with tokens and one

@@ -93,7 +93,7 @@ func TestServeStopRestart(t *testing.T) {
 	}
 
 	c := client.New(s.URL(), "s3cret")
-	if _, _, err := client.New(s.URL(), "").List(ctx, orchestrator.ListOptions{}); !isStatus(err, http.StatusUnauthorized) {
+	if _, err := client.New(s.URL(), "").List(ctx, orchestrator.ListOptions{}); !isStatus(err, http.StatusUnauthorized) {
 		t.Errorf("List without a token = %v; want 401", err)
 	}
 	task, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: "paint", Subagent: subagent("painter", asker)})
