@@ -2,14 +2,17 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,9 +40,12 @@ type taskCache struct {
 	caughtUp chan struct{}
 	once     sync.Once
 	byID     map[string]*cacheEntry
-	order    []*cacheEntry          // by sortKey (created_at, id), oldest first
-	open     map[string]*cacheEntry // the entries of open tasks
-	counts   map[State]int
+	order    []*cacheEntry // by sortKey (created_at, id), oldest first, once sorted
+	// unsorted: order is in arrival order, to be sorted when the watch
+	// has caught up (settledOnce).
+	unsorted, settledOnce bool
+	open                  map[string]*cacheEntry // the entries of open tasks
+	counts                map[State]int
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back.
 	gone map[string]uint64
@@ -50,17 +56,109 @@ type cacheEntry struct {
 	key    sortKey // created_at and id
 	rev    uint64
 	state  State
-	labels []string // key, value, key, value, … (a map costs ten times more)
+	labels string // encodeLabels: one string costs a tenth of a map
 	rounds []roundStat
 	// task is the list view of an open task; nil for a terminal one.
 	task *Task
 }
 
-// roundStat is what the metrics need of one round (TaskStats).
+// roundStat is what the metrics need of one round (RoundStats), in 16
+// bytes: a hundred thousand tasks of three rounds each hold 5 MB.
 type roundStat struct {
-	state          uint8 // 1 + index in States; 0 for a state this version does not know
-	ended, answers bool
-	ranNS, waitMS  int64
+	ranNS int64 // EndedAt − StartedAt, when ended
+	// bits 0-47: the answer's wait in ms (below 0 counts as 0); 48-55: 1 +
+	// the state's index in States (0: a state this version does not
+	// know); bit 56: ended; bit 57: answered.
+	packed uint64
+}
+
+const (
+	waitBits     = 48
+	statEnded    = 1 << 56
+	statAnswered = 1 << 57
+)
+
+func newRoundStat(state State, started, ended time.Time, answered bool, waitMS int64) roundStat {
+	s := roundStat{packed: uint64(stateIndex(state)) << waitBits}
+	if !started.IsZero() && !ended.IsZero() {
+		s.ranNS, s.packed = int64(ended.Sub(started)), s.packed|statEnded
+	}
+	if answered {
+		s.packed |= statAnswered | uint64(min(max(waitMS, 0), 1<<waitBits-1))
+	}
+	return s
+}
+
+func (s roundStat) stats() RoundStats {
+	rs := RoundStats{Ended: s.packed&statEnded != 0, Answered: s.packed&statAnswered != 0}
+	if rs.Ended {
+		rs.Ran = time.Duration(s.ranNS)
+	}
+	if rs.Answered {
+		rs.AnswerWaitMS = int64(s.packed & (1<<waitBits - 1))
+	}
+	if i := uint8(s.packed >> waitBits); i > 0 && int(i) <= len(States) {
+		rs.State = States[i-1]
+	}
+	return rs
+}
+
+// encodeLabels packs labels in one string: the length of each key and
+// value (uvarint) before it, in key order.
+func encodeLabels(labels map[string]string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(labels[k])))
+		b = append(b, labels[k]...)
+	}
+	return string(b)
+}
+
+// uvarint is binary.Uvarint of a string.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		b := s[i]
+		if b < 0x80 {
+			return x | uint64(b)<<shift, i + 1
+		}
+		x |= uint64(b&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
+
+// labelIs reports whether the encoded labels give key the value.
+func labelIs(enc, key, value string) bool {
+	next := func() (string, bool) {
+		n, w := uvarint(enc)
+		if w <= 0 || uint64(len(enc)-w) < n {
+			return "", false
+		}
+		s := enc[w : w+int(n)]
+		enc = enc[w+int(n):]
+		return s, true
+	}
+	for enc != "" {
+		k, ok := next()
+		if !ok {
+			return false
+		}
+		v, ok := next()
+		if !ok {
+			return false
+		}
+		if k == key {
+			return v == value
+		}
+	}
+	return false
 }
 
 func newTaskCache(log *slog.Logger) *taskCache {
@@ -94,22 +192,14 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 		return nil, err
 	}
 	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
-	if n := len(h.Request.Labels); n > 0 {
-		e.labels = make([]string, 0, 2*n)
-		for k, v := range h.Request.Labels {
-			e.labels = append(e.labels, k, v)
-		}
-	}
+	e.labels = encodeLabels(h.Request.Labels)
 	e.rounds = make([]roundStat, len(h.Rounds))
 	for i, r := range h.Rounds {
-		s := &e.rounds[i]
-		s.state = stateIndex(r.State)
-		if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
-			s.ended, s.ranNS = true, int64(r.EndedAt.Sub(r.StartedAt))
-		}
+		var wait int64
 		if r.Answer != nil {
-			s.answers, s.waitMS = true, r.Answer.WaitMS
+			wait = r.Answer.WaitMS
 		}
+		e.rounds[i] = newRoundStat(r.State, r.StartedAt, r.EndedAt, r.Answer != nil, wait)
 	}
 	if !e.state.Terminal() {
 		var t Task
@@ -136,6 +226,63 @@ func stateIndex(s State) uint8 {
 		return uint8(i + 1)
 	}
 	return 0
+}
+
+// feed returns the callbacks of the watch that keeps c current. Decoding
+// is most of what catching up with a large bucket costs, so values are
+// decoded on every core, and applied in whatever order they are decoded:
+// the revisions decide which value of a task stands, and a removal is
+// remembered. caughtUp waits for the values before it. The decoders end
+// with ctx.
+func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte, rev uint64), caughtUp func()) {
+	type value struct {
+		id   string
+		data []byte
+		rev  uint64
+	}
+	work := make(chan value, 64)
+	idle := make(chan struct{}, 1)
+	var pending atomic.Int64
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for {
+				select {
+				case v := <-work:
+					c.put(v.id, v.data, v.rev)
+					if pending.Add(-1) == 0 {
+						select {
+						case idle <- struct{}{}:
+						default:
+						}
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	put = func(id string, data []byte, rev uint64) {
+		if data == nil {
+			c.remove(id, rev)
+			return
+		}
+		pending.Add(1)
+		select {
+		case work <- value{id, data, rev}:
+		case <-ctx.Done():
+		}
+	}
+	caughtUp = func() {
+		for pending.Load() > 0 {
+			select {
+			case <-idle:
+			case <-ctx.Done():
+				return
+			}
+		}
+		c.setReady(true)
+	}
+	return put, caughtUp
 }
 
 // put stores the task value of revision rev unless a newer one is there.
@@ -168,6 +315,10 @@ func (c *taskCache) load(id string, value []byte, rev uint64) error {
 		}
 		delete(c.gone, id)
 	}
+	if cur != nil && cur.key == e.key {
+		c.replace(cur, e)
+		return nil
+	}
 	if cur != nil {
 		c.drop(cur)
 	}
@@ -187,20 +338,41 @@ func (c *taskCache) remove(id string, rev uint64) {
 	if rev > c.gone[id] {
 		c.gone[id] = rev
 	}
-	if cur != nil {
+	if cur != nil && cur.rev <= rev { // not a task created again since
 		c.drop(cur)
 	}
 }
 
-// add indexes e; the caller holds the lock.
+// add indexes e; the caller holds the lock. Until the watch has caught up
+// the order is sorted once at the end (the bucket comes in the order of
+// its last writes, not of creation); after that a new task is the newest
+// and goes at the end.
 func (c *taskCache) add(e *cacheEntry) {
 	id := e.key.id
 	c.byID[id] = e
-	i := c.position(e.key)
-	c.order = slices.Insert(c.order, i, e)
+	if c.unsorted || len(c.order) == 0 || c.order[len(c.order)-1].key.compare(e.key) < 0 {
+		c.order = append(c.order, e)
+	} else if !c.settledOnce {
+		c.order, c.unsorted = append(c.order, e), true
+	} else {
+		c.order = slices.Insert(c.order, c.position(e.key), e)
+	}
 	if e.task != nil {
 		c.open[id] = e
 	}
+	c.counts[e.state]++
+}
+
+// replace puts e where old is: the same task, created at the same time.
+func (c *taskCache) replace(old, e *cacheEntry) {
+	id := e.key.id
+	c.byID[id] = e
+	c.order[c.index(old)] = e
+	delete(c.open, id)
+	if e.task != nil {
+		c.open[id] = e
+	}
+	c.uncount(old.state)
 	c.counts[e.state]++
 }
 
@@ -209,12 +381,25 @@ func (c *taskCache) drop(e *cacheEntry) {
 	id := e.key.id
 	delete(c.byID, id)
 	delete(c.open, id)
-	if i := c.position(e.key); i < len(c.order) && c.order[i] == e {
-		c.order = slices.Delete(c.order, i, i+1)
+	i := c.index(e)
+	c.order = slices.Delete(c.order, i, i+1)
+	c.uncount(e.state)
+}
+
+func (c *taskCache) uncount(s State) {
+	if c.counts[s]--; c.counts[s] <= 0 {
+		delete(c.counts, s)
 	}
-	if c.counts[e.state]--; c.counts[e.state] <= 0 {
-		delete(c.counts, e.state)
+}
+
+// index is where e is in the order.
+func (c *taskCache) index(e *cacheEntry) int {
+	if !c.unsorted {
+		if i := c.position(e.key); i < len(c.order) && c.order[i] == e {
+			return i
+		}
 	}
+	return slices.Index(c.order, e)
 }
 
 // position is the index of the first entry whose key is not below k.
@@ -226,6 +411,13 @@ func (c *taskCache) position(k sortKey) int {
 // cache that failed to decode a task stays untrusted.
 func (c *taskCache) setReady(ready bool) {
 	c.mu.Lock()
+	if ready {
+		c.settledOnce = true
+		if c.unsorted {
+			slices.SortFunc(c.order, func(a, b *cacheEntry) int { return a.key.compare(b.key) })
+			c.unsorted = false
+		}
+	}
 	c.ready = ready && !c.broken
 	c.mu.Unlock()
 	if ready {
@@ -265,12 +457,7 @@ func (f taskFilter) matchEntry(e *cacheEntry) bool {
 	if !f.label {
 		return true
 	}
-	for i := 0; i+1 < len(e.labels); i += 2 {
-		if e.labels[i] == f.key {
-			return e.labels[i+1] == f.value
-		}
-	}
-	return false
+	return labelIs(e.labels, f.key, f.value)
 }
 
 func (f taskFilter) matchTask(t *Task) bool {
@@ -347,11 +534,7 @@ func (c *taskCache) eachStats(fn func(s *TaskStats)) {
 		}
 		s.Rounds = s.Rounds[:0]
 		for _, r := range e.rounds {
-			rs := RoundStats{Ended: r.ended, Ran: time.Duration(r.ranNS), Answered: r.answers, AnswerWaitMS: r.waitMS}
-			if r.state > 0 {
-				rs.State = States[r.state-1]
-			}
-			s.Rounds = append(s.Rounds, rs)
+			s.Rounds = append(s.Rounds, r.stats())
 		}
 		fn(&s)
 	}

@@ -61,6 +61,45 @@ func TestTaskCacheOrdering(t *testing.T) {
 	}
 }
 
+// TestTaskCacheOrder: the bucket arrives in the order of its last writes;
+// the cache lists by creation (then id), newest first, whatever the order
+// of arrival, before and after catching up.
+func TestTaskCacheOrder(t *testing.T) {
+	c := newTaskCache(natstest.Logger(t))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(id string, minute int, state State, rev uint64) {
+		data, _ := json.Marshal(Task{ID: id, State: state, CreatedAt: base.Add(time.Duration(minute) * time.Minute)})
+		c.put(id, data, rev)
+	}
+	list := func() string {
+		sel, _, _ := c.pageTasks(taskFilter{}, nil, MaxPageLimit)
+		var ids []string
+		for _, s := range sel {
+			ids = append(ids, s.key.id)
+		}
+		return strings.Join(ids, ",")
+	}
+	put("c", 3, StateFinished, 1)
+	put("a", 1, StateFinished, 2)
+	put("d", 3, StateQueued, 3) // same minute as c: the id decides
+	put("b", 2, StateFinished, 4)
+	put("a", 1, StateRunning, 5) // an update keeps its place
+	c.setReady(true)
+	if got := list(); got != "d,c,b,a" {
+		t.Errorf("after catching up: %s, want d,c,b,a", got)
+	}
+	put("e", 9, StateQueued, 6)
+	put("bb", 2, StateQueued, 7) // created back then by another replica's clock
+	c.remove("c", 0)
+	put("b", 2, StateCancelled, 8)
+	if got := list(); got != "e,d,bb,b,a" {
+		t.Errorf("after changes: %s, want e,d,bb,b,a", got)
+	}
+	if want := map[State]int{StateQueued: 3, StateCancelled: 1, StateRunning: 1}; !mapsEqual(c.counts, want) {
+		t.Errorf("counts = %v, want %v", c.counts, want)
+	}
+}
+
 // newListingOrchestrator starts an orchestrator on a fresh embedded NATS
 // server, with no runner (rounds stay queued), and waits until its task
 // cache has caught up.
@@ -433,4 +472,40 @@ func TestTaskCacheAcrossReplicas(t *testing.T) {
 		t.Error("the replica that removed the task still lists it")
 	}
 	eventually("the other replica drops the task", func() bool { _, ok := ids(two)["c-1"]; return !ok })
+}
+
+// TestCacheEntryPacking: labels and round stats survive their packing.
+func TestCacheEntryPacking(t *testing.T) {
+	t.Parallel()
+	labels := map[string]string{"batch": "b-7", "": "empty key", "k\x00": "v\x00=", "long": strings.Repeat("v", 300)}
+	enc := encodeLabels(labels)
+	for k, v := range labels {
+		if !labelIs(enc, k, v) {
+			t.Errorf("labelIs(%q, %q) = false", k, v)
+		}
+		if labelIs(enc, k, v+"x") {
+			t.Errorf("labelIs(%q, %q+x) = true", k, v)
+		}
+	}
+	if labelIs(enc, "b-7", "batch") || labelIs("", "batch", "") || labelIs(encodeLabels(nil), "a", "") {
+		t.Error("labelIs matched what is not there")
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		state          State
+		started, ended time.Time
+		answered       bool
+		wait           int64
+		want           RoundStats
+	}{
+		{StateFinished, t0, t0.Add(1500 * time.Millisecond), false, 0, RoundStats{State: StateFinished, Ended: true, Ran: 1500 * time.Millisecond}},
+		{StateNeedsInput, t0, t0.Add(time.Second), true, 90_000, RoundStats{State: StateNeedsInput, Ended: true, Ran: time.Second, Answered: true, AnswerWaitMS: 90_000}},
+		{StateCancelled, t0, t0.Add(-time.Second), true, -5, RoundStats{State: StateCancelled, Ended: true, Ran: -time.Second, Answered: true}},
+		{StateRunning, t0, time.Time{}, false, 0, RoundStats{State: StateRunning}},
+		{State("paused"), time.Time{}, time.Time{}, true, 30 * 24 * 3600 * 1000, RoundStats{Answered: true, AnswerWaitMS: 30 * 24 * 3600 * 1000}},
+	} {
+		if got := newRoundStat(tt.state, tt.started, tt.ended, tt.answered, tt.wait).stats(); got != tt.want {
+			t.Errorf("round %s: stats = %+v, want %+v", tt.state, got, tt.want)
+		}
+	}
 }

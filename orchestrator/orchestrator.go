@@ -198,15 +198,8 @@ var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
 func (o *Orchestrator) followTasks(ctx context.Context) error {
 	c := newTaskCache(o.log)
 	o.store.cache = c
-	return o.store.tasks.Follow(ctx, func(id string, value []byte, rev uint64) {
-		if value == nil {
-			c.remove(id, rev)
-			return
-		}
-		c.put(id, value, rev)
-	}, func() {
-		c.setReady(true)
-	}, func() {
+	put, caughtUp := c.feed(ctx)
+	return o.store.tasks.Follow(ctx, put, caughtUp, func() {
 		c.setReady(false)
 		c.settled()
 		o.log.Warn("task cache: the watch of the tasks bucket ended; listing reads the bucket from now on")
