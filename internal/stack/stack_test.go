@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(serveChildEnv); dir != "" {
+		os.Exit(serveChild(dir)) // the serve process of BenchmarkServeAt100k
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	image, cleanup, err := testenv.WorkerImage(ctx, "../..")
 	cancel()
