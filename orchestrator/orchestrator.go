@@ -119,6 +119,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
+	if !o.store.cache.waitCaughtUp(ctx) {
+		cancel()
+		return fmt.Errorf("start orchestrator: reading the tasks bucket: %w", ctx.Err())
+	}
 	if err := o.recover(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
@@ -158,11 +162,9 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 func (o *Orchestrator) recover(ctx context.Context) error {
 	var pending []string
 	// Only open tasks matter: the task cache holds them once its watch has
-	// caught up, so the bucket is read once at start, not twice.
+	// caught up (Start waits for that), so the bucket is read once at
+	// start, not twice.
 	c := o.store.cache
-	if !c.waitCaughtUp(ctx) {
-		return ctx.Err()
-	}
 	if !c.current() {
 		var err error
 		if c, err = o.listing(ctx); err != nil {
