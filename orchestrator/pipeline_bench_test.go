@@ -86,11 +86,11 @@ func applyBacklog(b *testing.B, n, workers, maxPending int) time.Duration {
 		b.Fatal(err)
 	}
 	for {
-		_, sum, err := o.List(ctx, ListOptions{})
+		page, err := o.List(ctx, ListOptions{Limit: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if sum.Counts[StateFinished] == n {
+		if page.Summary.Counts[StateFinished] == n {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

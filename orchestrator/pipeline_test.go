@@ -118,6 +118,16 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 		t.Errorf("stats = %+v; want 1 parked", st)
 	}
 
+	// The record that does not decode is left out of listings; the others
+	// are listed (one bad record used to fail every listing).
+	page, err := o.List(ctx, ListOptions{})
+	if err != nil {
+		t.Fatalf("List with one undecodable record: %v", err)
+	}
+	if len(page.Tasks) != 3 || page.Summary.Counts[StateFinished] != 2 {
+		t.Errorf("List with one undecodable record = %d tasks, counts %v; want the 3 others", len(page.Tasks), page.Summary.Counts)
+	}
+
 	// Repaired, the parked event applies on retry and is no longer parked.
 	good, _ := json.Marshal(bad)
 	if _, err := tasksKV.Put(ctx, "p-bad", good); err != nil {
@@ -132,10 +142,11 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 	if parked, _, _ := o.ParkedEvents(ctx); len(parked) != 0 {
 		t.Errorf("still parked after a successful retry: %+v", parked)
 	}
-	_, sum, err := o.List(ctx, ListOptions{})
+	page, err = o.List(ctx, ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum := page.Summary
 	if sum.ParkedEvents != 0 || sum.Alert != "" {
 		t.Errorf("summary after retry = %+v; want no parked events", sum)
 	}
@@ -172,7 +183,8 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 	zero := 0
 	publish(t, b, schemas.Event{Kind: schemas.KindFinished, DispatchID: "q-bad-r1", TaskID: "q-bad", ExitCode: &zero})
 	eventually(t, 10*time.Second, "the event parked", func() bool { p, _, _ := o.ParkedEvents(ctx); return len(p) == 1 })
-	_, sum, _ := o.List(ctx, ListOptions{})
+	page, _ := o.List(ctx, ListOptions{})
+	sum := page.Summary
 	if sum.ParkedEvents != 1 || !strings.Contains(sum.Alert, "agora events parked") {
 		t.Errorf("summary = %+v; want 1 parked event and the command that lists them", sum)
 	}

@@ -10,8 +10,11 @@ import (
 type Service interface {
 	Submit(ctx context.Context, req SubmitRequest) (*Task, error)
 	Get(ctx context.Context, taskID string) (*Task, error)
-	List(ctx context.Context, opts ListOptions) ([]*Task, Summary, error)
-	Questions(ctx context.Context) ([]QuestionView, error)
+	// List returns one page of the tasks matching opts, newest first, in
+	// their list view (ListView), and the counts of all tasks by state.
+	List(ctx context.Context, opts ListOptions) (TaskPage, error)
+	// Questions returns one page of the open questions, oldest first.
+	Questions(ctx context.Context, opts PageOptions) (QuestionPage, error)
 	Answer(ctx context.Context, req AnswerRequest) (*Task, error)
 	Cancel(ctx context.Context, taskID string) (*Task, error)
 	Respawn(ctx context.Context, taskID string) (*Task, error)

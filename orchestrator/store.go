@@ -21,6 +21,9 @@ const (
 	MemoryBucket = "agora_memory"
 )
 
+// errUndecodable: a stored task record does not decode.
+var errUndecodable = errors.New("the stored record does not decode")
+
 // errNoChange tells update that fn decided not to write.
 var errNoChange = errors.New("no change")
 
@@ -55,7 +58,7 @@ func (s *store) get(ctx context.Context, id string) (*Task, error) {
 	}
 	var t Task
 	if err := json.Unmarshal(data, &t); err != nil {
-		return nil, fmt.Errorf("decode task %s: %w", id, err)
+		return nil, fmt.Errorf("decode task %s: %w: %w", id, errUndecodable, err)
 	}
 	t.Revision = rev
 	return &t, nil
@@ -107,20 +110,6 @@ func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*T
 		}
 		return t, nil
 	}
-}
-
-// each calls fn for every task that decodes; one that does not is logged
-// and skipped, so one bad record cannot stop a listing or a start.
-func (s *store) each(ctx context.Context, fn func(*Task) error) error {
-	return s.tasks.Each(ctx, func(key string, value []byte, rev uint64) error {
-		var t Task
-		if err := json.Unmarshal(value, &t); err != nil {
-			s.log.Warn("a task record does not decode; skipped", "task_id", key, "error", err)
-			return nil
-		}
-		t.Revision = rev
-		return fn(&t)
-	})
 }
 
 // kvMemory keeps answers for the memory answerer in JetStream KV.

@@ -228,10 +228,14 @@ type Summary struct {
 	Alert        string `json:"alert,omitempty"`
 }
 
-// ListOptions filter List.
+// ListOptions filter List and ask for one page of it.
 type ListOptions struct {
 	State State  `json:"state,omitempty"`
 	Label string `json:"label,omitempty"` // key=value
+	// Limit bounds the page: 0 means DefaultPageLimit, at most MaxPageLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page; empty for the first.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // Change is one task change, for watchers (the SSE stream).

@@ -159,7 +159,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	}
 	// What the batch holds already: a line whose task is there is
 	// "already there", not submitted again.
-	existing, _, err := c.List(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	existing, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -515,7 +515,7 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	tasks, _, err := c.List(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -528,7 +528,7 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 		st.Counts[t.State]++
 		batchOf[t.ID] = id
 	}
-	qs, err := c.Questions(ctx)
+	qs, err := c.QuestionsAll(ctx)
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -668,7 +668,7 @@ func taskList(ids []string, n int) string {
 // questionGroups lists the open questions grouped by batch and identical
 // question (questions --group).
 func questionGroups(ctx context.Context, c *client.Client) ([]questionGroup, error) {
-	qs, err := c.Questions(ctx)
+	qs, err := c.QuestionsAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +681,7 @@ func questionGroups(ctx context.Context, c *client.Client) ([]questionGroup, err
 
 // waitingBatches maps the tasks that wait for an answer to their batch.
 func waitingBatches(ctx context.Context, c *client.Client) (map[string]string, error) {
-	tasks, _, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
+	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
 	if err != nil {
 		return nil, err
 	}
@@ -755,7 +755,7 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 	}
 	batch := t.Request.Labels[batchLabel]
 	key := questionKey(q.Question, q.Options)
-	qs, err := c.Questions(ctx)
+	qs, err := c.QuestionsAll(ctx)
 	if err != nil {
 		return a.explain(err, "")
 	}

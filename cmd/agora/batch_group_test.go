@@ -16,8 +16,8 @@ import (
 func TestBatchSubmitGroupsErrors(t *testing.T) {
 	t.Parallel()
 	h, err := api.NewHandler(api.Config{Service: &apitest.Service{
-		ListFunc: func(context.Context, orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
-			return nil, orchestrator.Summary{}, nil
+		ListFunc: func(context.Context, orchestrator.ListOptions) (orchestrator.TaskPage, error) {
+			return orchestrator.TaskPage{}, nil
 		},
 	}})
 	if err != nil {

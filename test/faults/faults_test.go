@@ -283,7 +283,7 @@ func (h *harness) waitPort(port int) {
 func (h *harness) waitAPI(c *client.Client) {
 	h.t.Helper()
 	waitFor(h.t, 2*time.Minute, "the API of agora serve", func() bool {
-		_, _, err := c.List(context.Background(), orchestrator.ListOptions{})
+		_, err := c.List(context.Background(), orchestrator.ListOptions{})
 		return err == nil
 	})
 }
@@ -550,7 +550,7 @@ func (w *workload) answer(stop <-chan struct{}) {
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		qs, err := w.c.Questions(context.Background())
+		qs, err := w.c.QuestionsAll(context.Background())
 		if err != nil {
 			continue
 		}

@@ -18,8 +18,8 @@ import (
 type Service struct {
 	SubmitFunc    func(ctx context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error)
 	GetFunc       func(ctx context.Context, taskID string) (*orchestrator.Task, error)
-	ListFunc      func(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error)
-	QuestionsFunc func(ctx context.Context) ([]orchestrator.QuestionView, error)
+	ListFunc      func(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error)
+	QuestionsFunc func(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error)
 	AnswerFunc    func(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error)
 	CancelFunc    func(ctx context.Context, taskID string) (*orchestrator.Task, error)
 	RespawnFunc   func(ctx context.Context, taskID string) (*orchestrator.Task, error)
@@ -51,18 +51,18 @@ func (s *Service) Get(ctx context.Context, taskID string) (*orchestrator.Task, e
 	return s.GetFunc(ctx, taskID)
 }
 
-func (s *Service) List(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+func (s *Service) List(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
 	if s.ListFunc == nil {
-		return nil, orchestrator.Summary{}, unset("List")
+		return orchestrator.TaskPage{}, unset("List")
 	}
 	return s.ListFunc(ctx, opts)
 }
 
-func (s *Service) Questions(ctx context.Context) ([]orchestrator.QuestionView, error) {
+func (s *Service) Questions(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
 	if s.QuestionsFunc == nil {
-		return nil, unset("Questions")
+		return orchestrator.QuestionPage{}, unset("Questions")
 	}
-	return s.QuestionsFunc(ctx)
+	return s.QuestionsFunc(ctx, opts)
 }
 
 func (s *Service) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
