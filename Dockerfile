@@ -8,9 +8,11 @@
 # The data directory must be mounted at the same path as on the host (the
 # runner bind-mounts workspaces from it into dispatch containers by host
 # path) and be writable by 65532; --group-add lets that user use the socket.
-# Without a registry, images.BuildServer builds the same layout from locally
-# built binaries (tested in images/server_test.go); the worker image that
-# dispatches run in comes from `agora image build`.
+# The worker image that dispatches run in is built apart: `agora serve` builds
+# it through the Docker API from the agora-worker beside it, or `agora image
+# build` does (images/worker.Dockerfile is the same with a registry).
+# images/dockerfile_test.go keeps this file's layout in step with the images
+# package.
 FROM golang:1.26 AS build
 # busybox-static: `agora serve` builds the worker image from the agora-worker
 # beside it and puts a static busybox in as /bin/sh when /bin/busybox exists.

@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 VERSITYGW_VERSION   := v1.8.0
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build tools check test bench fuzz demo clean
+.PHONY: build tools check test bench fuzz faults busybox demo clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
@@ -32,7 +32,13 @@ bench: ## benchmarks, printed as tables
 fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./worker/sentinel
 
-demo: build ## a sub-agent asks, you answer, the same sub-agent resumes and finishes
+faults: ## the fault suite: SIGKILLs of serve, a runner and NATS during a batch (docs/reliability.md)
+	$(GO) test -count=1 -v -run TestFaults -timeout 15m ./test/faults
+
+busybox: ## Debian's static busybox, /bin/sh in the worker image: installed as root with apt-get, else the command to run
+	@sh .ci/busybox "make $(if $(filter demo,$(MAKECMDGOALS)),demo,busybox)"
+
+demo: busybox build ## a sub-agent asks, you answer, the same sub-agent resumes and finishes
 	bin/agora demo
 
 clean:

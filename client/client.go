@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,34 +93,104 @@ func (c *Client) Get(ctx context.Context, taskID string) (*orchestrator.Task, er
 	return c.task(ctx, http.MethodGet, taskID, "", nil)
 }
 
-// List returns the tasks matching opts, newest first, and the counts of all
-// tasks by state.
-func (c *Client) List(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
-	q := url.Values{}
+// List returns one page of the tasks matching opts, newest first, in their
+// list view (no request input, no partial_state: Get a task for those),
+// and the counts of all tasks by state. opts.Limit bounds the page (0: the
+// server's default, 100); pass the page's NextCursor as opts.Cursor for
+// the next one. ListAll follows every page.
+func (c *Client) List(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
+	q := pageQuery(orchestrator.PageOptions{Limit: opts.Limit, Cursor: opts.Cursor})
 	if opts.State != "" {
 		q.Set("state", string(opts.State))
 	}
 	if opts.Label != "" {
 		q.Set("label", opts.Label)
 	}
-	path := "/v1/tasks"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var list api.TaskList
-	if err := c.do(ctx, http.MethodGet, path, nil, &list); err != nil {
-		return nil, orchestrator.Summary{}, err
+	if err := c.do(ctx, http.MethodGet, withQuery("/v1/tasks", q), nil, &list); err != nil {
+		return orchestrator.TaskPage{}, err
 	}
-	return list.Tasks, list.Summary, nil
+	return orchestrator.TaskPage{Tasks: list.Tasks, Summary: list.Summary, NextCursor: list.NextCursor}, nil
 }
 
-// Questions returns the open questions, oldest first.
-func (c *Client) Questions(ctx context.Context) ([]orchestrator.QuestionView, error) {
-	var list api.QuestionList
-	if err := c.do(ctx, http.MethodGet, "/v1/questions", nil, &list); err != nil {
-		return nil, err
+// ListAll follows List's pages from opts.Cursor (empty: the first) to the
+// last, opts.Limit tasks a request (0: the most the server allows), and
+// returns every task and the counts of the last page. Tasks submitted
+// meanwhile are not in it (the list is newest first); none is listed
+// twice.
+func (c *Client) ListAll(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+	var summary orchestrator.Summary
+	if opts.Limit == 0 {
+		opts.Limit = orchestrator.MaxPageLimit
 	}
-	return list.Questions, nil
+	tasks, err := all(ctx, opts.Cursor, func(cursor string) ([]*orchestrator.Task, string, error) {
+		o := opts
+		o.Cursor = cursor
+		page, err := c.List(ctx, o)
+		summary = page.Summary
+		return page.Tasks, page.NextCursor, err
+	})
+	return tasks, summary, err
+}
+
+// Questions returns one page of the open questions, oldest first.
+// QuestionsAll follows every page.
+func (c *Client) Questions(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+	var list api.QuestionList
+	if err := c.do(ctx, http.MethodGet, withQuery("/v1/questions", pageQuery(opts)), nil, &list); err != nil {
+		return orchestrator.QuestionPage{}, err
+	}
+	return orchestrator.QuestionPage{Questions: list.Questions, NextCursor: list.NextCursor}, nil
+}
+
+// QuestionsAll returns every open question, oldest first, following the
+// pages of Questions.
+func (c *Client) QuestionsAll(ctx context.Context) ([]orchestrator.QuestionView, error) {
+	return all(ctx, "", func(cursor string) ([]orchestrator.QuestionView, string, error) {
+		page, err := c.Questions(ctx, orchestrator.PageOptions{Limit: orchestrator.MaxPageLimit, Cursor: cursor})
+		return page.Questions, page.NextCursor, err
+	})
+}
+
+// all collects the items of every page from cursor on; page reads one.
+func all[T any](ctx context.Context, cursor string, page func(cursor string) ([]T, string, error)) ([]T, error) {
+	var out []T
+	for {
+		items, next, err := page(cursor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, nil
+		}
+		if next == cursor {
+			return nil, fmt.Errorf("agora api: the server gave the same cursor twice (%q)", next)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cursor = next
+	}
+}
+
+// pageQuery is the query of one page: limit and cursor, when set.
+func pageQuery(p orchestrator.PageOptions) url.Values {
+	q := url.Values{}
+	if p.Limit != 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	return q
+}
+
+func withQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 // Answer answers the open question of req.TaskID. An empty req.By is the

@@ -96,13 +96,15 @@ func TestClient_RoundTrips(t *testing.T) {
 			}
 			return want, nil
 		},
-		ListFunc: func(_ context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+		ListFunc: func(_ context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
 			record("List", opts)
-			return []*orchestrator.Task{want}, orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateQueued: 1}, Text: "1 queued"}, nil
+			return orchestrator.TaskPage{Tasks: []*orchestrator.Task{want},
+				Summary: orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateQueued: 1}, Text: "1 queued"}}, nil
 		},
-		QuestionsFunc: func(context.Context) ([]orchestrator.QuestionView, error) {
-			return []orchestrator.QuestionView{{TaskID: "t-1", Round: 1, DispatchID: "t-1-r1", Subagent: "painter", Question: "Which colour?",
-				Options: []string{"red", "green"}, AskedAt: t0, AgeMS: 5000, Action: "agora answer t-1 red"}}, nil
+		QuestionsFunc: func(_ context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+			record("Questions", opts)
+			return orchestrator.QuestionPage{Questions: []orchestrator.QuestionView{{TaskID: "t-1", Round: 1, DispatchID: "t-1-r1", Subagent: "painter", Question: "Which colour?",
+				Options: []string{"red", "green"}, AskedAt: t0, AgeMS: 5000, Action: "agora answer t-1 red"}}}, nil
 		},
 		AnswerFunc: func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
 			record("Answer", req)
@@ -133,18 +135,19 @@ func TestClient_RoundTrips(t *testing.T) {
 		{"Submit", func() (any, error) { return c.Submit(ctx, submit) }, "Submit", submit, want},
 		{"Get", func() (any, error) { return c.Get(ctx, "t-1") }, "Get", "t-1", want},
 		{"List", func() (any, error) {
-			tasks, sum, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateQueued, Label: "batch=7"})
-			return []any{tasks, sum}, err
-		}, "List", orchestrator.ListOptions{State: orchestrator.StateQueued, Label: "batch=7"},
+			page, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateQueued, Label: "batch=7", Limit: 5, Cursor: "dA"})
+			return []any{page.Tasks, page.Summary}, err
+		}, "List", orchestrator.ListOptions{State: orchestrator.StateQueued, Label: "batch=7", Limit: 5, Cursor: "dA"},
 			[]any{[]*orchestrator.Task{want}, orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateQueued: 1}, Text: "1 queued"}}},
 		{"List unfiltered", func() (any, error) {
-			_, sum, err := c.List(ctx, orchestrator.ListOptions{})
-			return sum.Text, err
+			page, err := c.List(ctx, orchestrator.ListOptions{})
+			return page.Summary.Text, err
 		}, "List", orchestrator.ListOptions{}, "1 queued"},
 		{"Questions", func() (any, error) {
-			qs, err := c.Questions(ctx)
+			page, err := c.Questions(ctx, orchestrator.PageOptions{Limit: 3})
+			qs := page.Questions
 			return len(qs) == 1 && qs[0].Action == "agora answer t-1 red" && qs[0].AskedAt.Equal(t0) && qs[0].Options[1] == "green", err
-		}, "", nil, true},
+		}, "Questions", orchestrator.PageOptions{Limit: 3}, true},
 		{"Answer as the token's name", func() (any, error) {
 			return c.Answer(ctx, orchestrator.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green"})
 		}, "Answer", orchestrator.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green", By: "alice", Channel: "api"}, want},

@@ -50,9 +50,9 @@ func exampleAPI() *httptest.Server {
 			<-ctx.Done()
 			return nil
 		},
-		QuestionsFunc: func(context.Context) ([]orchestrator.QuestionView, error) {
-			return []orchestrator.QuestionView{{TaskID: "t-42", Round: 1, DispatchID: "t-42-r1", Subagent: "triage",
-				Question: question.Question, Options: question.Options, AskedAt: asked, Action: "agora answer t-42 bug"}}, nil
+		QuestionsFunc: func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+			return orchestrator.QuestionPage{Questions: []orchestrator.QuestionView{{TaskID: "t-42", Round: 1, DispatchID: "t-42-r1", Subagent: "triage",
+				Question: question.Question, Options: question.Options, AskedAt: asked, Action: "agora answer t-42 bug"}}}, nil
 		},
 		AnswerFunc: func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
 			mu.Lock()
@@ -131,7 +131,8 @@ func ExampleClient_Answer() {
 	ctx := context.Background()
 
 	c := client.New(srv.URL, "s3cret")
-	questions, err := c.Questions(ctx)
+	// Every open question, following the pages (Questions reads one).
+	questions, err := c.QuestionsAll(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -59,12 +59,12 @@ func TestClient_RealOrchestrator(t *testing.T) {
 		t.Errorf("Submit with a bad id = %v, want ErrInvalidRequest", err)
 	}
 
-	tasks, summary, err := c.List(ctx, orchestrator.ListOptions{Label: "batch=7"})
-	if err != nil || len(tasks) != 1 || tasks[0].ID != task.ID || summary.Counts[orchestrator.StateQueued] != 1 {
-		t.Errorf("List(batch=7) = %d tasks, %+v, %v; want t-api-1 and 1 queued", len(tasks), summary, err)
+	page, err := c.List(ctx, orchestrator.ListOptions{Label: "batch=7"})
+	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != task.ID || page.Summary.Counts[orchestrator.StateQueued] != 1 {
+		t.Errorf("List(batch=7) = %d tasks, %+v, %v; want t-api-1 and 1 queued", len(page.Tasks), page.Summary, err)
 	}
-	if qs, err := c.Questions(ctx); err != nil || len(qs) != 0 {
-		t.Errorf("Questions = %v, %v; want none", qs, err)
+	if qs, err := c.Questions(ctx, orchestrator.PageOptions{}); err != nil || len(qs.Questions) != 0 || qs.NextCursor != "" {
+		t.Errorf("Questions = %+v, %v; want none", qs, err)
 	}
 	if _, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Answer: "yes"}); !errors.Is(err, orchestrator.ErrNoQuestion) {
 		t.Errorf("Answer a queued task = %v, want ErrNoQuestion", err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 )
@@ -45,13 +46,23 @@ func (c *Client) RegisterCapability(ctx context.Context, name, description strin
 	return out, err
 }
 
-// Entries lists the latest version of every registered name of kind.
-func (c *Client) Entries(ctx context.Context, kind registry.Kind) ([]*registry.Entry, error) {
+// Entries returns one page of the latest version of every registered name
+// of kind, by name. EntriesAll follows every page.
+func (c *Client) Entries(ctx context.Context, kind registry.Kind, opts orchestrator.PageOptions) (api.EntryList, error) {
 	var out api.EntryList
-	if err := c.do(ctx, http.MethodGet, "/v1/"+kindPath(kind), nil, &out); err != nil {
-		return nil, err
+	if err := c.do(ctx, http.MethodGet, withQuery("/v1/"+kindPath(kind), pageQuery(opts)), nil, &out); err != nil {
+		return api.EntryList{}, err
 	}
-	return out.Entries, nil
+	return out, nil
+}
+
+// EntriesAll returns the latest version of every registered name of kind,
+// by name, following the pages of Entries.
+func (c *Client) EntriesAll(ctx context.Context, kind registry.Kind) ([]*registry.Entry, error) {
+	return all(ctx, "", func(cursor string) ([]*registry.Entry, string, error) {
+		page, err := c.Entries(ctx, kind, orchestrator.PageOptions{Limit: orchestrator.MaxPageLimit, Cursor: cursor})
+		return page.Entries, page.NextCursor, err
+	})
 }
 
 // Entry returns one entry: NAME (the latest) or NAME@VERSION.
@@ -66,16 +77,27 @@ func (c *Client) Entry(ctx context.Context, kind registry.Kind, ref string) (*re
 	return &out, nil
 }
 
-// Versions lists every version of a name, oldest first.
-func (c *Client) Versions(ctx context.Context, kind registry.Kind, name string) ([]*registry.Entry, error) {
+// Versions returns one page of the versions of a name, oldest first.
+// VersionsAll follows every page.
+func (c *Client) Versions(ctx context.Context, kind registry.Kind, name string, opts orchestrator.PageOptions) (api.EntryList, error) {
 	if name == "" {
-		return nil, fmt.Errorf("agora api: empty %s name", kind)
+		return api.EntryList{}, fmt.Errorf("agora api: empty %s name", kind)
 	}
 	var out api.EntryList
-	if err := c.do(ctx, http.MethodGet, "/v1/"+kindPath(kind)+"/"+url.PathEscape(name)+"/versions", nil, &out); err != nil {
-		return nil, err
+	path := "/v1/" + kindPath(kind) + "/" + url.PathEscape(name) + "/versions"
+	if err := c.do(ctx, http.MethodGet, withQuery(path, pageQuery(opts)), nil, &out); err != nil {
+		return api.EntryList{}, err
 	}
-	return out.Entries, nil
+	return out, nil
+}
+
+// VersionsAll returns every version of a name, oldest first, following the
+// pages of Versions.
+func (c *Client) VersionsAll(ctx context.Context, kind registry.Kind, name string) ([]*registry.Entry, error) {
+	return all(ctx, "", func(cursor string) ([]*registry.Entry, string, error) {
+		page, err := c.Versions(ctx, kind, name, orchestrator.PageOptions{Limit: orchestrator.MaxPageLimit, Cursor: cursor})
+		return page.Entries, page.NextCursor, err
+	})
 }
 
 func kindPath(k registry.Kind) string {

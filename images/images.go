@@ -264,6 +264,18 @@ func listApplets(path string) ([]string, error) {
 	return slices.Compact(applets), nil
 }
 
+// CheckBusybox returns nil when path is a busybox a FROM scratch worker
+// image can use as /bin/sh: a statically linked ELF executable. When there
+// is no file the error wraps fs.ErrNotExist. Callers that need the shell
+// (agora demo) check it up front instead of finding out after a build.
+func CheckBusybox(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return checkStatic(b)
+}
+
 // checkStatic returns an error unless b is a statically linked ELF
 // executable, which is what a FROM scratch image can run.
 func checkStatic(b []byte) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -19,8 +20,11 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	}
 	taskID, err := o.taskOf(ctx, ev)
 	if errors.Is(err, ErrNotFound) {
-		o.log.Debug("event for a dispatch no task knows; skipped", "dispatch_id", ev.DispatchID, "kind", ev.Kind)
+		o.dropUnknown(string(ev.Kind), ev.DispatchID, ev.TaskID)
 		return nil
+	}
+	if errors.Is(err, errRemoved) {
+		return o.dropRemoved(ctx, ev)
 	}
 	if err != nil {
 		return err
@@ -97,8 +101,13 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotFound) {
+		// Removed while its dispatch ran, never existed, or forged: no
+		// retry can make it exist.
+		return o.dropRemoved(ctx, ev)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("apply %s of %s to task %s: %w", ev.Kind, ev.DispatchID, taskID, err)
 	}
 	if asked {
 		o.schedule(t.ID, wakeAt(t, t.current()))
@@ -110,7 +119,13 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 // taskOf finds the task a dispatch belongs to.
 func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, error) {
 	if ev.TaskID != "" {
+		if !taskIDPattern.MatchString(ev.TaskID) {
+			return "", ErrNotFound // no task can have this id
+		}
 		return ev.TaskID, nil
+	}
+	if !kvKeyPattern.MatchString(ev.DispatchID) {
+		return "", ErrNotFound // no dispatch of ours has this id
 	}
 	id, _, err := o.store.index.Get(ctx, ev.DispatchID)
 	if errors.Is(err, bus.ErrKeyNotFound) {
@@ -119,7 +134,27 @@ func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, er
 	if err != nil {
 		return "", err
 	}
+	if string(id) == removedMarker {
+		return "", errRemoved
+	}
 	return strings.TrimSpace(string(id)), nil
+}
+
+// errRemoved: the event's dispatch belonged to a task that was removed.
+var errRemoved = errors.New("the dispatch's task was removed")
+
+// kvKeyPattern is what a JetStream KV key may hold.
+var kvKeyPattern = regexp.MustCompile(`^[-/_=.A-Za-z0-9]+$`)
+
+// dropRemoved drops an event whose task does not exist; the terminal event
+// of a dispatch whose task was removed while it ran also clears what it
+// stored after the removal.
+func (o *Orchestrator) dropRemoved(ctx context.Context, ev schemas.Event) error {
+	o.dropUnknown(string(ev.Kind), ev.DispatchID, ev.TaskID)
+	if !ev.Kind.Terminal() || !kvKeyPattern.MatchString(ev.DispatchID) {
+		return nil
+	}
+	return o.cleanUpRemoved(ctx, ev.DispatchID)
 }
 
 func maxRounds(t *Task) int {

@@ -1,55 +1,326 @@
 package orchestrator
 
 import (
+	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// taskCache holds every task decoded, kept current by one ordered watch of
-// the tasks bucket (so changes by other replicas arrive too) and by this
-// process's own writes (so a caller reads what it just wrote). List and
-// Questions read it instead of decoding the whole bucket on every call:
-// docs/benchmarks.md, "Attention at scale". Until the watch has caught up,
-// or after it is lost, they fall back to reading the bucket.
+// taskCache is what listing reads instead of decoding the bucket: a small
+// index entry for every task — id, state, created_at, labels, and the few
+// numbers the metrics need — in creation order, and the list view
+// (ListView) of every open task (queued, running, needs_input) decoded. A
+// terminal task's body is not kept: a page that shows it reads it from the
+// bucket. So memory follows the open tasks, not every task ever run:
+// docs/benchmarks.md, "Listing at scale".
+//
+// One ordered watch of the tasks bucket keeps it current (so changes by
+// other replicas arrive too), and so do this process's own writes (so a
+// caller reads what it just wrote). Until the watch has caught up, or
+// after it is lost, listing builds the same index from the bucket for each
+// call instead.
 type taskCache struct {
 	log *slog.Logger
 
 	mu    sync.RWMutex
 	ready bool
-	tasks map[string]*Task
+	// caughtUp is closed the first time the watch has caught up.
+	caughtUp chan struct{}
+	once     sync.Once
+	byID     map[string]*cacheEntry
+	order    []*cacheEntry // by sortKey (created_at, id), oldest first, once sorted
+	// unsorted: order is in arrival order, to be sorted when the watch
+	// has caught up (settledOnce).
+	unsorted, settledOnce bool
+	open                  map[string]*cacheEntry // the entries of open tasks
+	counts                map[State]int
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back.
 	gone map[string]uint64
 }
 
+// cacheEntry is one task in the cache.
+type cacheEntry struct {
+	key    sortKey // created_at and id
+	rev    uint64
+	state  State
+	labels string // encodeLabels: one string costs a tenth of a map
+	rounds []roundStat
+	// task is the list view of an open task; nil for a terminal one.
+	task *Task
+}
+
+// roundStat is what the metrics need of one round (RoundStats), in 16
+// bytes: a hundred thousand tasks of three rounds each hold 5 MB.
+type roundStat struct {
+	ranNS int64 // EndedAt − StartedAt, when ended
+	// bits 0-47: the answer's wait in ms (below 0 counts as 0); 48-55: 1 +
+	// the state's index in States (0: a state this version does not
+	// know); bit 56: ended; bit 57: answered.
+	packed uint64
+}
+
+const (
+	waitBits     = 48
+	statEnded    = 1 << 56
+	statAnswered = 1 << 57
+)
+
+func newRoundStat(state State, started, ended time.Time, answered bool, waitMS int64) roundStat {
+	s := roundStat{packed: uint64(stateIndex(state)) << waitBits}
+	if !started.IsZero() && !ended.IsZero() {
+		s.ranNS, s.packed = int64(ended.Sub(started)), s.packed|statEnded
+	}
+	if answered {
+		s.packed |= statAnswered | uint64(min(max(waitMS, 0), 1<<waitBits-1))
+	}
+	return s
+}
+
+func (s roundStat) stats() RoundStats {
+	rs := RoundStats{Ended: s.packed&statEnded != 0, Answered: s.packed&statAnswered != 0}
+	if rs.Ended {
+		rs.Ran = time.Duration(s.ranNS)
+	}
+	if rs.Answered {
+		rs.AnswerWaitMS = int64(s.packed & (1<<waitBits - 1))
+	}
+	if i := uint8(s.packed >> waitBits); i > 0 && int(i) <= len(States) {
+		rs.State = States[i-1]
+	}
+	return rs
+}
+
+// encodeLabels packs labels in one string: the length of each key and
+// value (uvarint) before it, in key order.
+func encodeLabels(labels map[string]string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(labels[k])))
+		b = append(b, labels[k]...)
+	}
+	return string(b)
+}
+
+// uvarint is binary.Uvarint of a string.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		b := s[i]
+		if b < 0x80 {
+			return x | uint64(b)<<shift, i + 1
+		}
+		x |= uint64(b&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
+
+// labelIs reports whether the encoded labels give key the value.
+func labelIs(enc, key, value string) bool {
+	next := func() (string, bool) {
+		n, w := uvarint(enc)
+		if w <= 0 || uint64(len(enc)-w) < n {
+			return "", false
+		}
+		s := enc[w : w+int(n)]
+		enc = enc[w+int(n):]
+		return s, true
+	}
+	for enc != "" {
+		k, ok := next()
+		if !ok {
+			return false
+		}
+		v, ok := next()
+		if !ok {
+			return false
+		}
+		if k == key {
+			return v == value
+		}
+	}
+	return false
+}
+
 func newTaskCache(log *slog.Logger) *taskCache {
-	return &taskCache{log: log, tasks: map[string]*Task{}, gone: map[string]uint64{}}
+	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
+		open: map[string]*cacheEntry{}, counts: map[State]int{}, gone: map[string]uint64{}}
+}
+
+// taskHead is the part of a stored task the index keeps; decoding only
+// these fields skips the request's input and the rounds' partial_state
+// without copying them.
+type taskHead struct {
+	State     State     `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	Request   struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"request"`
+	Rounds []struct {
+		State     State     `json:"state"`
+		StartedAt time.Time `json:"started_at"`
+		EndedAt   time.Time `json:"ended_at"`
+		Answer    *struct {
+			WaitMS int64 `json:"wait_ms"`
+		} `json:"answer"`
+	} `json:"rounds"`
+}
+
+// newEntry decodes the stored value of task id at revision rev.
+func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
+	var h taskHead
+	if err := json.Unmarshal(value, &h); err != nil {
+		return nil, err
+	}
+	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
+	e.labels = encodeLabels(h.Request.Labels)
+	e.rounds = make([]roundStat, len(h.Rounds))
+	for i, r := range h.Rounds {
+		var wait int64
+		if r.Answer != nil {
+			wait = r.Answer.WaitMS
+		}
+		e.rounds[i] = newRoundStat(r.State, r.StartedAt, r.EndedAt, r.Answer != nil, wait)
+	}
+	if !e.state.Terminal() {
+		var t Task
+		if err := json.Unmarshal(value, &t); err != nil {
+			return nil, err
+		}
+		t.ID, t.Revision, t.State = id, rev, e.state
+		e.task = ListView(&t)
+	}
+	return e, nil
+}
+
+// canonicalState returns the State constant equal to s, so a hundred
+// thousand entries do not each hold a copy of "finished".
+func canonicalState(s State) State {
+	if i := stateIndex(s); i > 0 {
+		return States[i-1]
+	}
+	return s
+}
+
+func stateIndex(s State) uint8 {
+	if i := slices.Index(States, s); i >= 0 {
+		return uint8(i + 1)
+	}
+	return 0
+}
+
+// feed returns the callbacks of the watch that keeps c current. Decoding
+// is most of what catching up with a large bucket costs, so values are
+// decoded on every core, and applied in whatever order they are decoded:
+// the revisions decide which value of a task stands, and a removal is
+// remembered. caughtUp waits for the values before it. The decoders end
+// with ctx.
+func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte, rev uint64), caughtUp func()) {
+	type value struct {
+		id   string
+		data []byte
+		rev  uint64
+	}
+	work := make(chan value, 64)
+	idle := make(chan struct{}, 1)
+	var pending atomic.Int64
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for {
+				select {
+				case v := <-work:
+					c.put(v.id, v.data, v.rev)
+					if pending.Add(-1) == 0 {
+						select {
+						case idle <- struct{}{}:
+						default:
+						}
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	put = func(id string, data []byte, rev uint64) {
+		if data == nil {
+			c.remove(id, rev)
+			return
+		}
+		pending.Add(1)
+		select {
+		case work <- value{id, data, rev}:
+		case <-ctx.Done():
+		}
+	}
+	caughtUp = func() {
+		for pending.Load() > 0 {
+			select {
+			case <-idle:
+			case <-ctx.Done():
+				return
+			}
+		}
+		c.setReady(true)
+	}
+	return put, caughtUp
 }
 
 // put stores the task value of revision rev unless a newer one is there.
+// A value that does not decode is left out, logged.
 func (c *taskCache) put(id string, value []byte, rev uint64) {
-	var t Task
-	if err := json.Unmarshal(value, &t); err != nil {
-		c.log.Warn("task cache: a task does not decode; listing reads the bucket", "task_id", id, "error", err)
-		c.mu.Lock()
-		c.ready = false
-		c.mu.Unlock()
-		return
+	if err := c.load(id, value, rev); err != nil {
+		// One bad record must not take every listing down with it: it is
+		// left out (Get still reports the error for that task).
+		c.log.Warn("task cache: a task does not decode; leaving it out of listings", "task_id", id, "error", err)
+		c.remove(id, rev)
 	}
-	t.Revision = rev
+}
+
+// load is put that returns a value that does not decode.
+func (c *taskCache) load(id string, value []byte, rev uint64) error {
+	e, err := newEntry(id, value, rev)
+	if err != nil {
+		return fmt.Errorf("decode task %s: %w", id, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cur := c.tasks[id]; cur != nil && cur.Revision >= rev {
-		return
+	cur := c.byID[id]
+	if cur != nil && cur.rev >= rev {
+		return nil
 	}
 	if g, ok := c.gone[id]; ok {
 		if rev <= g {
-			return
+			return nil
 		}
 		delete(c.gone, id)
 	}
-	c.tasks[id] = &t
+	if cur != nil && cur.key == e.key {
+		c.replace(cur, e)
+		return nil
+	}
+	if cur != nil {
+		c.drop(cur)
+	}
+	c.add(e)
+	return nil
 }
 
 // remove drops a task removed at revision rev; 0 means "whatever is
@@ -57,35 +328,222 @@ func (c *taskCache) put(id string, value []byte, rev uint64) {
 func (c *taskCache) remove(id string, rev uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rev == 0 {
-		if cur := c.tasks[id]; cur != nil {
-			rev = cur.Revision
-		}
+	cur := c.byID[id]
+	if rev == 0 && cur != nil {
+		rev = cur.rev
 	}
 	if rev > c.gone[id] {
 		c.gone[id] = rev
 	}
-	delete(c.tasks, id)
+	if cur != nil && cur.rev <= rev { // not a task created again since
+		c.drop(cur)
+	}
 }
 
-// each calls fn with a copy of every cached task (fn may change the copy's
-// own fields, not what they point to). It returns false, calling nothing,
-// when the cache is not to be trusted.
-func (c *taskCache) each(fn func(*Task)) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if !c.ready {
-		return false
+// add indexes e; the caller holds the lock. Until the watch has caught up
+// the order is sorted once at the end (the bucket comes in the order of
+// its last writes, not of creation); after that a new task is the newest
+// and goes at the end.
+func (c *taskCache) add(e *cacheEntry) {
+	id := e.key.id
+	c.byID[id] = e
+	if c.unsorted || len(c.order) == 0 || c.order[len(c.order)-1].key.compare(e.key) < 0 {
+		c.order = append(c.order, e)
+	} else if !c.settledOnce {
+		c.order, c.unsorted = append(c.order, e), true
+	} else {
+		c.order = slices.Insert(c.order, c.position(e.key), e)
 	}
-	for _, t := range c.tasks {
-		cp := *t
-		fn(&cp)
+	if e.task != nil {
+		c.open[id] = e
 	}
-	return true
+	c.counts[e.state]++
 }
 
+// replace puts e where old is: the same task, created at the same time.
+func (c *taskCache) replace(old, e *cacheEntry) {
+	id := e.key.id
+	c.byID[id] = e
+	c.order[c.index(old)] = e
+	delete(c.open, id)
+	if e.task != nil {
+		c.open[id] = e
+	}
+	c.uncount(old.state)
+	c.counts[e.state]++
+}
+
+// drop unindexes e; the caller holds the lock.
+func (c *taskCache) drop(e *cacheEntry) {
+	id := e.key.id
+	delete(c.byID, id)
+	delete(c.open, id)
+	i := c.index(e)
+	c.order = slices.Delete(c.order, i, i+1)
+	c.uncount(e.state)
+}
+
+func (c *taskCache) uncount(s State) {
+	if c.counts[s]--; c.counts[s] <= 0 {
+		delete(c.counts, s)
+	}
+}
+
+// index is where e is in the order.
+func (c *taskCache) index(e *cacheEntry) int {
+	if !c.unsorted {
+		if i := c.position(e.key); i < len(c.order) && c.order[i] == e {
+			return i
+		}
+	}
+	return slices.Index(c.order, e)
+}
+
+// position is the index of the first entry whose key is not below k.
+func (c *taskCache) position(k sortKey) int {
+	return sort.Search(len(c.order), func(i int) bool { return c.order[i].key.compare(k) >= 0 })
+}
+
+// setReady says whether the watch has caught up (and is still there). A
+// cache that failed to decode a task stays untrusted.
 func (c *taskCache) setReady(ready bool) {
 	c.mu.Lock()
+	if ready {
+		c.settledOnce = true
+		if c.unsorted {
+			slices.SortFunc(c.order, func(a, b *cacheEntry) int { return a.key.compare(b.key) })
+			c.unsorted = false
+		}
+	}
 	c.ready = ready
 	c.mu.Unlock()
+	if ready {
+		c.settled()
+	}
+}
+
+// settled ends waitCaughtUp: the watch has caught up, or is lost.
+func (c *taskCache) settled() { c.once.Do(func() { close(c.caughtUp) }) }
+
+func (c *taskCache) current() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
+// taskFilter is List's filters.
+type taskFilter struct {
+	state      State
+	key, value string
+	label      bool
+}
+
+func filterOf(opts ListOptions) taskFilter {
+	f := taskFilter{state: opts.State}
+	if opts.Label != "" {
+		f.key, f.value, _ = strings.Cut(opts.Label, "=")
+		f.label = true
+	}
+	return f
+}
+
+func (f taskFilter) matchEntry(e *cacheEntry) bool {
+	if f.state != "" && e.state != f.state {
+		return false
+	}
+	if !f.label {
+		return true
+	}
+	return labelIs(e.labels, f.key, f.value)
+}
+
+func (f taskFilter) matchTask(t *Task) bool {
+	if f.state != "" && t.State != f.state {
+		return false
+	}
+	if !f.label {
+		return true
+	}
+	v, ok := t.Request.Labels[f.key]
+	return ok && v == f.value
+}
+
+// selected is one task a page shows: the list view of an open task, or
+// only the key of a terminal one, whose body the bucket holds.
+type selected struct {
+	key  sortKey
+	task *Task
+}
+
+// pageTasks selects up to limit tasks matching f, newest first, from the
+// one after the cursor key on (every task when after is nil). Open tasks
+// come as copies of their list view (the caller may set the copy's own
+// fields, not what they point to). more says whether another match
+// follows; counts are every task's by state.
+func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[State]int, more bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i := len(c.order) - 1
+	if after != nil {
+		i = c.position(*after) - 1
+	}
+	for ; i >= 0; i-- {
+		e := c.order[i]
+		if !f.matchEntry(e) {
+			continue
+		}
+		if len(sel) == limit {
+			more = true
+			break
+		}
+		s := selected{key: e.key}
+		if e.task != nil {
+			cp := *e.task
+			s.task = &cp
+		}
+		sel = append(sel, s)
+	}
+	return sel, maps.Clone(c.counts), more
+}
+
+// eachOpen calls fn with a copy of the list view of every open task.
+func (c *taskCache) eachOpen(fn func(*Task)) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, e := range c.open {
+		cp := *e.task
+		fn(&cp)
+	}
+}
+
+// eachStats calls fn with the stats of every task; fn must not keep s.
+func (c *taskCache) eachStats(fn func(s *TaskStats)) {
+	var s TaskStats
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, e := range c.order {
+		s.State = e.state
+		s.OpenQuestion = false
+		if t := e.task; t != nil && t.State == StateNeedsInput {
+			if r := t.current(); r != nil && r.Question != nil && r.Answer == nil {
+				s.OpenQuestion = true
+			}
+		}
+		s.Rounds = s.Rounds[:0]
+		for _, r := range e.rounds {
+			s.Rounds = append(s.Rounds, r.stats())
+		}
+		fn(&s)
+	}
+}
+
+// waitCaughtUp waits until the watch has caught up once; false when ctx
+// ends first.
+func (c *taskCache) waitCaughtUp(ctx context.Context) bool {
+	select {
+	case <-c.caughtUp:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

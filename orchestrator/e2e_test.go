@@ -185,9 +185,9 @@ func TestAskAnswerResume(t *testing.T) {
 	if a := task.Attention; !a.Required || a.Kind != "needs_answer" || a.Action != "agora answer "+task.ID+" red" {
 		t.Errorf("attention = %+v", a)
 	}
-	qs, err := s.orch.Questions(ctx)
-	if err != nil || len(qs) != 1 || qs[0].TaskID != task.ID {
-		t.Fatalf("Questions = %+v, %v", qs, err)
+	page, err := s.orch.Questions(ctx, PageOptions{})
+	if qs := page.Questions; err != nil || len(qs) != 1 || qs[0].TaskID != task.ID {
+		t.Fatalf("Questions = %+v, %v", page, err)
 	}
 	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "purple", By: "alice"}); !errors.Is(err, ErrInvalidAnswer) {
 		t.Errorf("Answer(purple) = %v, want ErrInvalidAnswer", err)
@@ -425,9 +425,9 @@ func TestLimitsAndOperations(t *testing.T) {
 			t.Errorf("Get after Remove = %v", err)
 		}
 	})
-	_, sum, err := s.orch.List(ctx, ListOptions{})
-	if err != nil || sum.Text == "" {
-		t.Errorf("List summary = %+v, %v", sum, err)
+	list, err := s.orch.List(ctx, ListOptions{})
+	if err != nil || list.Summary.Text == "" {
+		t.Errorf("List summary = %+v, %v", list.Summary, err)
 	}
 }
 
@@ -547,9 +547,9 @@ func TestQueuedCancelTimersAndWaitLimit(t *testing.T) {
 	if got, _ := s.orch.Get(ctx, queued.ID); got.State != StateQueued || got.Attention.Kind != "none" {
 		t.Fatalf("third task = %s %+v, want queued with nothing required", got.State, got.Attention)
 	}
-	_, sum, _ := s.orch.List(ctx, ListOptions{})
-	if !strings.Contains(sum.Text, "2 running · 1 queued") {
-		t.Errorf("summary = %q", sum.Text)
+	list, _ := s.orch.List(ctx, ListOptions{})
+	if !strings.Contains(list.Summary.Text, "2 running · 1 queued") {
+		t.Errorf("summary = %q", list.Summary.Text)
 	}
 	if _, err := s.orch.Cancel(ctx, queued.ID); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
 )
 
@@ -88,7 +89,7 @@ func previousRound(t *Task) *Round {
 // nextRound appends round n (attempt 1) and queues the task.
 func (o *Orchestrator) nextRound(t *Task, n int, followUp string) {
 	now := o.now()
-	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: dispatchID(t.ID, n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
+	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: t.dispatchID(n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
 	t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
 }
 
@@ -150,7 +151,7 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 			last.State = StateCancelled
 		}
 		now := o.now()
-		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchID(t.ID, last.N, last.Attempt+1),
+		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: t.dispatchID(last.N, last.Attempt+1),
 			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
 		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
 		return o.checkRecord(t, "another attempt")
@@ -205,16 +206,26 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 		}
 	}
 	for _, r := range t.Rounds {
-		if o.cfg.Store != nil {
-			for _, key := range []string{"dispatches/" + r.DispatchID + "/output.log", "dispatches/" + r.DispatchID + "/workspace.json", "dispatches/" + r.DispatchID + "/answer.json"} {
-				if err := o.cfg.Store.Delete(ctx, key); err != nil {
-					return fmt.Errorf("remove task %s: %w", taskID, err)
-				}
+		if err := o.deleteOutputs(ctx, r.DispatchID); err != nil {
+			return fmt.Errorf("remove task %s: %w", taskID, err)
+		}
+		// A round still queued or running stores its output when it
+		// settles, after this: its index entry stays, marked, so its
+		// terminal event (dropped, the task being gone) removes that too.
+		if r.State == StateQueued || r.State == StateRunning {
+			if _, err := o.store.index.Put(ctx, r.DispatchID, []byte(removedMarker)); err != nil {
+				return fmt.Errorf("remove task %s: %w", taskID, err)
 			}
+			continue
 		}
 		if err := o.store.index.Delete(ctx, r.DispatchID); err != nil {
 			return fmt.Errorf("remove task %s: %w", taskID, err)
 		}
+	}
+	// Recorded first: a task submitted again under this id must not reuse
+	// dispatch ids whose queue msg-ids, claims and events still exist.
+	if err := o.store.noteRemoved(ctx, t); err != nil {
+		return fmt.Errorf("remove task %s: %w", taskID, err)
 	}
 	if err := o.store.tasks.Delete(ctx, taskID); err != nil {
 		return fmt.Errorf("remove task %s: %w", taskID, err)
@@ -224,4 +235,39 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 	}
 	o.schedule(taskID, time.Time{})
 	return nil
+}
+
+// removedMarker is the dispatch index value of a round whose task was
+// removed while the round was queued or running.
+const removedMarker = "-removed-"
+
+// deleteOutputs deletes what a dispatch left in storage.
+func (o *Orchestrator) deleteOutputs(ctx context.Context, dispatchID string) error {
+	if o.cfg.Store == nil {
+		return nil
+	}
+	for _, key := range []string{"dispatches/" + dispatchID + "/output.log", "dispatches/" + dispatchID + "/workspace.json", "dispatches/" + dispatchID + "/answer.json"} {
+		if err := o.cfg.Store.Delete(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanUpRemoved deletes the outputs a removed task's last dispatch stored
+// after the removal; its terminal event says it has settled. Only a
+// dispatch the index marks removed is touched: an event cannot make the
+// orchestrator delete another dispatch's outputs.
+func (o *Orchestrator) cleanUpRemoved(ctx context.Context, dispatchID string) error {
+	val, _, err := o.store.index.Get(ctx, dispatchID)
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil || string(val) != removedMarker {
+		return err
+	}
+	if err := o.deleteOutputs(ctx, dispatchID); err != nil {
+		return fmt.Errorf("delete the outputs of removed dispatch %s: %w", dispatchID, err)
+	}
+	return o.store.index.Delete(ctx, dispatchID)
 }

@@ -51,6 +51,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; tests may set it.
 	Now func() time.Time
+	// EventWorkers, EventMaxPending and EventMaxDeliveries tune the event
+	// pipeline (bus.EventConsumer); zero takes its defaults.
+	EventWorkers       int
+	EventMaxPending    int
+	EventMaxDeliveries int
 }
 
 // Orchestrator implements Service on JetStream.
@@ -60,6 +65,7 @@ type Orchestrator struct {
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
+	pipe   *pipeline
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -99,7 +105,7 @@ func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }
 // resumes the timers of open questions from their stored deadlines, and
 // starts consuming events. It returns once running.
 func (o *Orchestrator) Start(ctx context.Context) error {
-	st, err := openStore(ctx, o.cfg.Bus)
+	st, err := openStore(ctx, o.cfg.Bus, o.log)
 	if err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
@@ -134,6 +140,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
+	if !o.store.cache.waitCaughtUp(ctx) {
+		cancel()
+		return fmt.Errorf("start orchestrator: reading the tasks bucket: %w", ctx.Err())
+	}
 	if err := o.recover(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
@@ -142,7 +152,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	if err := o.cfg.Bus.ConsumeEvents(runCtx, consumerName, o.apply); err != nil {
+	if err := o.startPipeline(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
@@ -172,7 +182,17 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 // open questions get their timers back.
 func (o *Orchestrator) recover(ctx context.Context) error {
 	var pending []string
-	err := o.store.each(ctx, func(t *Task) error {
+	// Only open tasks matter: the task cache holds them once its watch has
+	// caught up (Start waits for that), so the bucket is read once at
+	// start, not twice.
+	c := o.store.cache
+	if !c.current() {
+		var err error
+		if c, err = o.listing(ctx); err != nil {
+			return err
+		}
+	}
+	c.eachOpen(func(t *Task) {
 		if r := t.current(); r != nil {
 			switch {
 			case t.State == StateQueued && !r.Enqueued:
@@ -181,11 +201,7 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 				o.schedule(t.ID, wakeAt(t, r))
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		return err
-	}
 	for _, id := range pending {
 		t, err := o.store.get(ctx, id)
 		if err != nil {
@@ -205,27 +221,28 @@ var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
 func (o *Orchestrator) followTasks(ctx context.Context) error {
 	c := newTaskCache(o.log)
 	o.store.cache = c
-	return o.store.tasks.Follow(ctx, func(id string, value []byte, rev uint64) {
-		if value == nil {
-			c.remove(id, rev)
-			return
-		}
-		c.put(id, value, rev)
-	}, func() {
-		c.setReady(true)
-	}, func() {
+	put, caughtUp := c.feed(ctx)
+	return o.store.tasks.Follow(ctx, put, caughtUp, func() {
 		c.setReady(false)
+		c.settled()
 		o.log.Warn("task cache: the watch of the tasks bucket ended; listing reads the bucket from now on")
 	})
 }
 
-// eachTask calls fn for every task: from the cache when it is current,
-// else read from the bucket.
-func (o *Orchestrator) eachTask(ctx context.Context, fn func(*Task)) error {
-	if c := o.store.cache; c != nil && c.each(fn) {
-		return nil
+// listing is the task cache when it is current, else the same index built
+// from the bucket for this one call (slower, as it reads every task, but
+// no larger).
+func (o *Orchestrator) listing(ctx context.Context) (*taskCache, error) {
+	if c := o.store.cache; c != nil && c.current() {
+		return c, nil
 	}
-	return o.store.each(ctx, func(t *Task) error { fn(t); return nil })
+	c := newTaskCache(o.log)
+	put := func(id string, value []byte, rev uint64) error { c.put(id, value, rev); return nil }
+	if err := o.store.tasks.Each(ctx, put); err != nil {
+		return nil, err
+	}
+	c.setReady(true)
+	return c, nil
 }
 
 // Submit creates a task and queues its first round. The same task id with
@@ -249,10 +266,14 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	if req.TaskID == "" {
 		req.TaskID = newTaskID()
 	}
+	generation, err := o.store.generation(ctx, req.TaskID)
+	if err != nil {
+		return nil, fmt.Errorf("submit task %s: %w", req.TaskID, err)
+	}
 	now := o.now()
 	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
-		State: StateQueued, CreatedAt: now, UpdatedAt: now}
-	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(t.ID, 1, 1), State: StateQueued, QueuedAt: now}}
+		Generation: generation, State: StateQueued, CreatedAt: now, UpdatedAt: now}
+	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: t.dispatchID(1, 1), State: StateQueued, QueuedAt: now}}
 	if err := o.checkRecord(t, "the request"); err != nil {
 		return nil, err
 	}
@@ -359,7 +380,7 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	}
 	// The first round's request must pass its schema, as the runner's will.
 	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
-	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchID(probe.ID, 1, 1)}}
+	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: probe.dispatchID(1, 1)}}
 	data, err := json.Marshal(o.request(probe, &probe.Rounds[0]))
 	if err != nil {
 		return bad("%v", err)
@@ -390,12 +411,18 @@ func newTaskID() string {
 	return "t-" + hex.EncodeToString(b[:])
 }
 
-// dispatchID names round n's attempt a of a task.
-func dispatchID(taskID string, n, attempt int) string {
-	if attempt <= 1 {
-		return fmt.Sprintf("%s-r%d", taskID, n)
+// dispatchID names round n's attempt a of the task: <id>-r<n>, then
+// <id>-r<n>-<attempt> for a respawn, and <id>-r<n>-<attempt>-g<generation>
+// for a task whose id was used by a removed task before (no other form
+// ends in -g<digits>, so no two tasks' dispatch ids collide).
+func (t *Task) dispatchID(n, attempt int) string {
+	switch {
+	case t.Generation > 1:
+		return fmt.Sprintf("%s-r%d-%d-g%d", t.ID, n, attempt, t.Generation)
+	case attempt <= 1:
+		return fmt.Sprintf("%s-r%d", t.ID, n)
 	}
-	return fmt.Sprintf("%s-r%d-%d", taskID, n, attempt)
+	return fmt.Sprintf("%s-r%d-%d", t.ID, n, attempt)
 }
 
 // subagentHash pins what every round runs: the sub-agent and its bundles.
@@ -426,35 +453,119 @@ func (o *Orchestrator) Get(ctx context.Context, id string) (*Task, error) {
 	return o.view(t), nil
 }
 
-// List returns tasks (newest first) and the counts by state.
-func (o *Orchestrator) List(ctx context.Context, opts ListOptions) ([]*Task, Summary, error) {
-	var out []*Task
-	counts := map[State]int{}
-	lk, lv, _ := strings.Cut(opts.Label, "=")
-	err := o.eachTask(ctx, func(t *Task) {
-		counts[t.State]++
-		if opts.State != "" && t.State != opts.State {
-			return
-		}
-		if lk != "" && t.Request.Labels[lk] != lv {
-			return
-		}
-		out = append(out, o.view(t))
-	})
+// List returns one page of the tasks matching opts, newest first, in
+// their list view, and the counts of all tasks by state. Open tasks come
+// from the task cache; the terminal ones of the page are read from the
+// bucket.
+func (o *Orchestrator) List(ctx context.Context, opts ListOptions) (TaskPage, error) {
+	limit, err := PageLimit(opts.Limit)
 	if err != nil {
-		return nil, Summary{}, err
+		return TaskPage{}, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out, summarize(counts), nil
+	after, hasAfter, err := decodeCursor(cursorTasks, opts.Cursor)
+	if err != nil {
+		return TaskPage{}, err
+	}
+	c, err := o.listing(ctx)
+	if err != nil {
+		return TaskPage{}, err
+	}
+	f := filterOf(opts)
+	var from *sortKey
+	if hasAfter {
+		from = &after
+	}
+	sel, counts, more := c.pageTasks(f, from, limit)
+	tasks, err := o.readPage(ctx, sel, f)
+	if err != nil {
+		return TaskPage{}, err
+	}
+	sum := summarize(counts)
+	sum.ParkedEvents = o.parkedCount()
+	sum.Alert = parkedAttention(sum.ParkedEvents)
+	page := TaskPage{Tasks: tasks, Summary: sum}
+	if more && len(sel) > 0 {
+		page.NextCursor = encodeCursor(cursorTasks, sel[len(sel)-1].key)
+	}
+	return page, nil
 }
 
-// Questions lists the open questions, oldest first.
-func (o *Orchestrator) Questions(ctx context.Context) ([]QuestionView, error) {
-	var out []QuestionView
+// pageReads bounds the bucket reads one page makes at once.
+const pageReads = 8
+
+// readPage completes a page: the terminal tasks are read from the bucket
+// (a few at a time), each turned into its list view as soon as it is
+// read. A task removed meanwhile, or changed so that it no longer matches
+// the filters, is left out; the cursor still moves past it.
+func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilter) ([]*Task, error) {
+	out := make([]*Task, len(sel))
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		slots    = make(chan struct{}, pageReads)
+	)
+	for i, s := range sel {
+		if s.task != nil {
+			out[i] = s.task
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			t, err := o.store.get(ctx, s.key.id)
+			switch {
+			case errors.Is(err, ErrNotFound):
+			case errors.Is(err, errUndecodable):
+				o.log.Warn("a task record does not decode; left out of the listing", "task_id", s.key.id, "error", err)
+			case err != nil:
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			case f.matchTask(t):
+				out[i] = ListView(t)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	tasks := make([]*Task, 0, len(out))
+	for _, t := range out {
+		if t != nil {
+			tasks = append(tasks, o.view(t))
+		}
+	}
+	return tasks, nil
+}
+
+// Questions returns one page of the open questions, oldest first (by when
+// they were asked, then task id).
+func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (QuestionPage, error) {
+	limit, err := PageLimit(opts.Limit)
+	if err != nil {
+		return QuestionPage{}, err
+	}
+	after, hasAfter, err := decodeCursor(cursorQuestions, opts.Cursor)
+	if err != nil {
+		return QuestionPage{}, err
+	}
+	c, err := o.listing(ctx)
+	if err != nil {
+		return QuestionPage{}, err
+	}
+	out := []QuestionView{}
 	now := o.now()
-	err := o.eachTask(ctx, func(t *Task) {
+	c.eachOpen(func(t *Task) {
 		r := t.current()
 		if t.State != StateNeedsInput || r == nil || r.Question == nil {
+			return
+		}
+		if hasAfter && keyOf(r.AskedAt, t.ID).compare(after) <= 0 {
 			return
 		}
 		q := r.Question
@@ -462,8 +573,16 @@ func (o *Orchestrator) Questions(ctx context.Context) ([]QuestionView, error) {
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
 			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q)})
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].AskedAt.Before(out[j].AskedAt) })
-	return out, err
+	sort.Slice(out, func(i, j int) bool {
+		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0
+	})
+	page := QuestionPage{Questions: out}
+	if len(out) > limit {
+		page.Questions = out[:limit:limit]
+		last := out[limit-1]
+		page.NextCursor = encodeCursor(cursorQuestions, keyOf(last.AskedAt, last.TaskID))
+	}
+	return page, nil
 }
 
 // Watch calls fn with every task change until ctx ends.

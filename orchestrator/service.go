@@ -10,8 +10,11 @@ import (
 type Service interface {
 	Submit(ctx context.Context, req SubmitRequest) (*Task, error)
 	Get(ctx context.Context, taskID string) (*Task, error)
-	List(ctx context.Context, opts ListOptions) ([]*Task, Summary, error)
-	Questions(ctx context.Context) ([]QuestionView, error)
+	// List returns one page of the tasks matching opts, newest first, in
+	// their list view (ListView), and the counts of all tasks by state.
+	List(ctx context.Context, opts ListOptions) (TaskPage, error)
+	// Questions returns one page of the open questions, oldest first.
+	Questions(ctx context.Context, opts PageOptions) (QuestionPage, error)
 	Answer(ctx context.Context, req AnswerRequest) (*Task, error)
 	Cancel(ctx context.Context, taskID string) (*Task, error)
 	Respawn(ctx context.Context, taskID string) (*Task, error)
@@ -23,4 +26,12 @@ type Service interface {
 	// stored output of a round that has ended; with follow, a running
 	// round's live output until it ends, then the rest from storage.
 	Logs(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+	// ParkedEvents lists the lifecycle events the pipeline gave up on,
+	// oldest first, and its counters.
+	ParkedEvents(ctx context.Context) ([]ParkedEvent, PipelineStats, error)
+	// RetryParked applies a parked event again; once applied it is no
+	// longer parked.
+	RetryParked(ctx context.Context, seq uint64) error
+	// DiscardParked forgets a parked event.
+	DiscardParked(ctx context.Context, seq uint64) error
 }

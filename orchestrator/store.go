@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
@@ -19,6 +21,9 @@ const (
 	MemoryBucket = "agora_memory"
 )
 
+// errUndecodable: a stored task record does not decode.
+var errUndecodable = errors.New("the stored record does not decode")
+
 // errNoChange tells update that fn decided not to write.
 var errNoChange = errors.New("no change")
 
@@ -28,9 +33,10 @@ type store struct {
 	index *bus.KV
 	// cache, when set, learns every write this process makes at once.
 	cache *taskCache
+	log   *slog.Logger
 }
 
-func openStore(ctx context.Context, b *bus.Bus) (*store, error) {
+func openStore(ctx context.Context, b *bus.Bus, log *slog.Logger) (*store, error) {
 	tasks, err := b.KeyValue(ctx, TaskBucket, "agora tasks, one key per task id")
 	if err != nil {
 		return nil, err
@@ -39,7 +45,7 @@ func openStore(ctx context.Context, b *bus.Bus) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{tasks: tasks, index: index}, nil
+	return &store{tasks: tasks, index: index, log: log}, nil
 }
 
 // get, create and update check the task id first (CheckTaskID): an id
@@ -58,7 +64,7 @@ func (s *store) get(ctx context.Context, id string) (*Task, error) {
 	}
 	var t Task
 	if err := json.Unmarshal(data, &t); err != nil {
-		return nil, fmt.Errorf("decode task %s: %w", id, err)
+		return nil, fmt.Errorf("decode task %s: %w: %w", id, errUndecodable, err)
 	}
 	t.Revision = rev
 	return &t, nil
@@ -115,17 +121,6 @@ func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*T
 	}
 }
 
-func (s *store) each(ctx context.Context, fn func(*Task) error) error {
-	return s.tasks.Each(ctx, func(key string, value []byte, rev uint64) error {
-		var t Task
-		if err := json.Unmarshal(value, &t); err != nil {
-			return fmt.Errorf("decode task %s: %w", key, err)
-		}
-		t.Revision = rev
-		return fn(&t)
-	})
-}
-
 // kvMemory keeps answers for the memory answerer in JetStream KV.
 type kvMemory struct{ kv *bus.KV }
 
@@ -158,5 +153,32 @@ func (m kvMemory) Remember(ctx context.Context, key string, r answer.Reply) erro
 		return err
 	}
 	_, err = m.kv.Put(ctx, kvKey(key), data)
+	return err
+}
+
+// removedKey is the index bucket's record of how many tasks of an id were
+// removed; no dispatch id contains '.', so it cannot collide with one.
+func removedKey(taskID string) string { return "removed." + taskID }
+
+// generation is the generation a new task of this id gets: 1, or one more
+// than the removed tasks of the same id.
+func (s *store) generation(ctx context.Context, taskID string) (int, error) {
+	data, _, err := s.index.Get(ctx, removedKey(taskID))
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(string(data))
+	if err != nil {
+		return 0, fmt.Errorf("removed-task record of %s: %w", taskID, err)
+	}
+	return n + 1, nil
+}
+
+// noteRemoved records that the task of this id and generation was removed.
+func (s *store) noteRemoved(ctx context.Context, t *Task) error {
+	_, err := s.index.Put(ctx, removedKey(t.ID), []byte(strconv.Itoa(max(t.Generation, 1))))
 	return err
 }

@@ -102,7 +102,12 @@ type Task struct {
 	Pins *registry.Pins `json:"pins,omitempty"`
 	// SubmitHash is the hash of the request as submitted (before the
 	// registry filled it in), for idempotent resubmission.
-	SubmitHash string    `json:"submit_hash,omitempty"`
+	SubmitHash string `json:"submit_hash,omitempty"`
+	// Generation counts the tasks that had this id: 2 and up when an
+	// earlier task of the same id was removed. Its dispatch ids carry it,
+	// so they never collide with the removed task's (queue, claims and
+	// events are keyed by dispatch id).
+	Generation int       `json:"generation,omitempty"`
 	State      State     `json:"state"`
 	Rounds     []Round   `json:"rounds"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -217,12 +222,20 @@ type Summary struct {
 	Counts map[State]int `json:"counts"`
 	// Text reads "2 running · 3 queued · 1 needs input · 4 finished".
 	Text string `json:"text"`
+	// ParkedEvents counts the lifecycle events the orchestrator could not
+	// apply and parked for an operator; Alert says so and what to run.
+	ParkedEvents int    `json:"parked_events,omitempty"`
+	Alert        string `json:"alert,omitempty"`
 }
 
-// ListOptions filter List.
+// ListOptions filter List and ask for one page of it.
 type ListOptions struct {
 	State State  `json:"state,omitempty"`
 	Label string `json:"label,omitempty"` // key=value
+	// Limit bounds the page: 0 means DefaultPageLimit, at most MaxPageLimit.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page; empty for the first.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // Change is one task change, for watchers (the SSE stream).

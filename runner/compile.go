@@ -40,6 +40,10 @@ type hostPaths struct {
 	// /run/agora/key for the worker to read and delete (eventkey.go); ""
 	// for none.
 	KeyDir string
+	// CancelDir is where the runner creates the cancel marker before it
+	// stops the container for a cancel, mounted read-only at
+	// /run/agora/cancel (cancel.go); "" for none.
+	CancelDir string
 }
 
 // compileContainer turns a dispatch request into the container that runs
@@ -76,6 +80,9 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	if p.KeyDir != "" {
 		env = append(env, "AGORA_EVENT_KEY_FILE="+containerKeyFile)
 	}
+	if p.CancelDir != "" {
+		env = append(env, "AGORA_CANCEL_FILE="+containerCancelFile)
+	}
 	env = append(env, cfg.WorkerEnv...)
 
 	labels := map[string]string{
@@ -98,6 +105,9 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	}
 	if p.KeyDir != "" {
 		mounts = append(mounts, compute.Mount{Source: p.KeyDir, Target: containerKeyDir})
+	}
+	if p.CancelDir != "" {
+		mounts = append(mounts, compute.Mount{Source: p.CancelDir, Target: containerCancelDir, ReadOnly: true})
 	}
 	if p.Secrets.Dir != "" {
 		mounts = append(mounts, compute.Mount{Source: p.Secrets.Dir, Target: containerSecretsDir, ReadOnly: true})

@@ -23,6 +23,8 @@ const (
 	DefaultLeaseTimeout = 2 * time.Minute
 	DefaultTimeout      = time.Hour
 	DefaultSnapshotWait = 2 * time.Minute
+	// DefaultPublishWindow: see Config.PublishWindow.
+	DefaultPublishWindow = 30 * time.Second
 	// ContainerUser is the worker image's non-root user.
 	ContainerUser = "65532:65532"
 )
@@ -92,9 +94,13 @@ type Config struct {
 	// SnapshotWait bounds how long a resumed round waits for the previous
 	// round's workspace snapshot to appear.
 	SnapshotWait time.Duration
-	Bus          *bus.Bus
-	Engine       compute.Engine
-	Logger       *slog.Logger
+	// PublishWindow bounds each try to store an event; a terminal event
+	// not stored within it leaves the dispatch to be settled again later
+	// (docs/runner.md, "No outcome lost"). Default DefaultPublishWindow.
+	PublishWindow time.Duration
+	Bus           *bus.Bus
+	Engine        compute.Engine
+	Logger        *slog.Logger
 }
 
 // WithDefaults returns c with every unset knob at its default.
@@ -141,6 +147,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WorkspaceCheck <= 0 {
 		c.WorkspaceCheck = DefaultWorkspaceCheck
+	}
+	if c.PublishWindow <= 0 {
+		c.PublishWindow = DefaultPublishWindow
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -22,8 +22,9 @@ import (
 // (Docker's own convention for daemon errors).
 const exitEngineError = 125
 
-// publishWindow bounds each event publish by the runner.
-const publishWindow = 30 * time.Second
+// retryLaterDelay is when a request whose outcome could not be stored is
+// handed out again.
+const retryLaterDelay = 10 * time.Second
 
 // dispatch is one dispatch this runner holds, from claim to acknowledgement.
 type dispatch struct {
@@ -48,6 +49,10 @@ type dispatch struct {
 	// workspaceOver says why the runner killed the container, when its
 	// workspace grew past the maximum (limits.go).
 	workspaceOver string
+
+	// stoppedForCancel is set once the runner has marked the cancel and
+	// stopped the container for it (cancel.go).
+	stoppedForCancel atomic.Bool
 }
 
 func (d *dispatch) requestCancel() { d.cancelOnce.Do(func() { close(d.cancelled) }) }
@@ -134,7 +139,7 @@ func (r *Runner) handle(ctx context.Context, del *bus.Delivery) {
 		return
 	}
 
-	d := r.newDispatch(id, del)
+	d := r.newDispatch(ctx, id, del)
 	defer r.forget(d)
 	d.req, d.claimRev = req, rev
 	d.run(ctx)
@@ -153,7 +158,10 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 	switch {
 	case c.State == bus.ClaimCancelled:
 		// The cancel came first; it publishes the event, we make sure.
-		r.publish(ctx, log, bus.CancelledBeforeStart(id))
+		if err := r.publish(ctx, log, bus.CancelledBeforeStart(id)); err != nil {
+			_ = del.Nak(retryLaterDelay)
+			return false
+		}
 		_ = del.Ack(ctx)
 		return false
 	case c.Runner == r.cfg.ID:
@@ -167,10 +175,10 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 		}
 		// Our container, not followed by this process (it appeared after
 		// reconcile): follow it now.
-		d := r.newDispatch(id, del)
+		d := r.newDispatch(ctx, id, del)
 		defer r.forget(d)
 		d.req, d.containerID, d.claimRev = del.Request, found[0].ID, c.Revision
-		d.follow(ctx)
+		d.adopt(ctx, found[0].State)
 		return false
 	case time.Since(c.Heartbeat) > r.cfg.LeaseTimeout:
 		lost := c
@@ -180,7 +188,10 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 			return false
 		}
 		ev := lostEvent(&del.Request.Spec, 0, fmt.Sprintf("runner %s stopped renewing its claim at %s; its container is presumed lost with its host", c.Runner, c.Heartbeat.Format(time.RFC3339)))
-		r.publish(ctx, log, ev)
+		if err := r.publish(ctx, log, ev); err != nil {
+			_ = del.Nak(retryLaterDelay)
+			return false
+		}
 		_ = del.Ack(ctx)
 		return false
 	default:
@@ -191,14 +202,20 @@ func (r *Runner) resolveClaim(ctx context.Context, del *bus.Delivery, log *slog.
 }
 
 // run prepares the host side, creates and starts the container, then
-// follows it.
+// follows it. A cancel seen before Start means no start.
 func (d *dispatch) run(ctx context.Context) {
 	r, req := d.r, d.req
 	fail := func(reason schemas.FailureReason, detail string) {
-		ev := lostEvent(&req.Spec, exitEngineError, detail)
+		if ctx.Err() != nil {
+			// The runner is stopping and nothing was started: the request is
+			// redelivered to the next runner process, which starts over (or
+			// adopts a container created meanwhile).
+			d.log.Info("runner stopping before the container started; the request is left for the next runner", "detail", detail)
+			return
+		}
+		ev := d.lostEvent(exitEngineError, detail)
 		ev.Failure.Reason = reason
-		r.publish(ctx, d.log, ev)
-		d.finish(ctx)
+		d.conclude(ctx, ev)
 	}
 	if err := checkLimits(req, r.cfg); err != nil {
 		fail(schemas.ReasonWorkerFailed, err.Error())
@@ -210,13 +227,16 @@ func (d *dispatch) run(ctx context.Context) {
 	}
 	if from := restoreFrom(req); from != "" {
 		if err := d.restore(ctx, from); err != nil {
+			if d.cancelRequested(ctx) {
+				d.cancelBeforeStart(ctx)
+				return
+			}
 			fail(schemas.ReasonFetchFailed, fmt.Sprintf("restore the workspace of %s: %v", from, err))
 			return
 		}
 	}
 	if d.cancelRequested(ctx) {
-		r.publish(ctx, d.log, bus.CancelledBeforeStart(d.id))
-		d.finish(ctx)
+		d.cancelBeforeStart(ctx)
 		return
 	}
 	secrets, err := d.prepareSecrets(ctx)
@@ -228,8 +248,12 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
+	if err := d.prepareCancelDir(); err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
 	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id), BlobsDir: r.blobsDir(),
-		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id)})
+		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), CancelDir: r.cancelDir(d.id)})
 	cid, err := r.cfg.Engine.Create(ctx, spec)
 	switch {
 	case errors.Is(err, compute.ErrAlreadyExists):
@@ -242,9 +266,11 @@ func (d *dispatch) run(ctx context.Context) {
 			fail(schemas.ReasonWorkerLost, fmt.Sprintf("container %s exists but is not this runner's (no %s=%s label); remove it or give this runner another id", spec.Name, LabelRunner, r.cfg.ID))
 			return
 		}
+		d.mu.Lock()
 		d.containerID = found[0].ID
-		d.log.Info("container exists already; following it")
-		d.follow(ctx)
+		d.mu.Unlock()
+		d.log.Info("container exists already; adopting it", "state", found[0].State)
+		d.adopt(ctx, found[0].State)
 		return
 	case errors.Is(err, compute.ErrImageNotFound):
 		fail(schemas.ReasonWorkerLost, fmt.Sprintf("image %s not found on this host; build it with `agora image build` (nothing is pulled)", spec.Image))
@@ -256,14 +282,72 @@ func (d *dispatch) run(ctx context.Context) {
 	d.mu.Lock()
 	d.containerID = cid
 	d.mu.Unlock()
-	d.renewClaim(ctx)
 	d.log = d.log.With("container_id", shortID(cid))
-	if err := r.cfg.Engine.Start(ctx, cid); err != nil {
-		fail(schemas.ReasonWorkerLost, "start container: "+err.Error())
+	d.renewClaim(ctx)
+	d.startCreated(ctx)
+}
+
+// startCreated starts the dispatch's created container and follows it.
+// A cancel requested before Start (Create can take seconds on a busy
+// engine) means no start: the container is removed unstarted. A container
+// whose start fails is removed too, so no runner ever adopts and starts it
+// later; the failure is reported. Only a runner that stops while starting
+// leaves the container for the next process to adopt.
+func (d *dispatch) startCreated(ctx context.Context) {
+	r := d.r
+	if d.cancelRequested(ctx) {
+		d.cancelBeforeStart(ctx)
 		return
 	}
-	d.log.Info("container started", "image", spec.Image, "network", spec.NetworkMode)
+	if err := r.cfg.Engine.Start(ctx, d.containerID); err != nil {
+		if ctx.Err() != nil {
+			d.log.Info("runner stopping while starting the container; the next runner process adopts it", "error", err)
+			return
+		}
+		rctx := context.WithoutCancel(ctx)
+		// Removed before the failure is published: a crash in between leaves
+		// a request that is redelivered and run again, never a created
+		// container with an outcome already recorded.
+		if rerr := r.cfg.Engine.Remove(rctx, d.containerID); rerr != nil {
+			d.log.Error("remove the container that did not start", "error", rerr)
+		}
+		d.conclude(rctx, d.lostEvent(exitEngineError, "start container: "+err.Error()))
+		return
+	}
+	d.log.Info("container started")
 	d.follow(ctx)
+}
+
+// adopt takes over a container of this dispatch that this process did not
+// create: found on restart (reconcile), or after it (resolveClaim, a
+// create that found the name taken). A running or exited one is followed
+// and settled. A created one was never started — the process that created
+// it stopped or died between create and start — so it is started, unless
+// its outcome is recorded already or a cancel was requested.
+func (d *dispatch) adopt(ctx context.Context, state string) {
+	if state != "created" {
+		d.follow(ctx)
+		return
+	}
+	if d.req == nil {
+		d.req = d.r.readRequestFile(d.id, d.log)
+	}
+	ev, err := d.r.cfg.Bus.TerminalEvent(ctx, d.id)
+	if err != nil {
+		// Not knowing whether it is settled, do not start it: the request,
+		// still unacknowledged, is redelivered and brings it back here.
+		d.log.Warn("look up the terminal event of a created container; leaving it for the request's redelivery", "error", err)
+		return
+	}
+	if ev != nil {
+		d.log.Info("created container of a settled dispatch; removing it", "kind", ev.Kind)
+		if err := d.r.cfg.Engine.Remove(ctx, d.containerID); err != nil {
+			d.log.Error("remove container", "error", err)
+		}
+		d.finish(ctx)
+		return
+	}
+	d.startCreated(ctx)
 }
 
 func restoreFrom(req *schemas.DispatchRequest) string {
@@ -343,6 +427,8 @@ func (d *dispatch) restore(ctx context.Context, from string) error {
 		}
 		select {
 		case <-time.After(200 * time.Millisecond):
+		case <-d.cancelled:
+			return errors.New("cancelled while waiting for the snapshot")
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -400,12 +486,18 @@ func (d *dispatch) follow(ctx context.Context) {
 				d.renewClaim(followCtx)
 			case <-d.cancelled:
 				d.log.Info("cancel requested; stopping the container", "grace", r.cfg.Grace)
+				// The marker first: it tells the worker this SIGTERM is the
+				// runner's cancel (cancel.go).
+				d.markCancel()
+				d.stoppedForCancel.Store(true)
 				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
 					d.log.Error("stop container", "error", err)
 				}
 				return
 			case <-backstop.C:
 				timedOut.Store(true)
+				// No cancel marker: the worker ignores this SIGTERM and is
+				// killed after the grace; the outcome is a timeout.
 				d.log.Warn("container ran past the dispatch timeout; stopping it", "timeout", timeout)
 				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
 					d.log.Error("stop container", "error", err)
@@ -503,8 +595,16 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 		}
 	}
 	if terminal == nil {
-		ev := d.lost(res, waitErr, timedOut, logs.LastLine())
-		d.log.Warn("container ended without a terminal event", "detail", ev.Failure.Detail)
+		var ev schemas.Event
+		if d.stoppedForCancel.Load() {
+			// The runner stopped it for a cancel and the worker could not
+			// report it (the SIGTERM came before its handler): a cancel.
+			ev = d.cancelledEvent(res.ExitCode)
+			d.log.Info("container stopped for a cancel ended without a terminal event; reporting it cancelled", "exit_code", res.ExitCode)
+		} else {
+			ev = d.lost(res, waitErr, timedOut, logs.LastLine())
+			d.log.Warn("container ended without a terminal event", "detail", ev.Failure.Detail)
+		}
 		missing = append(missing, ev)
 		terminal = &ev
 	}
@@ -546,7 +646,16 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 	// dispatch with no container and no outcome.
 	for _, ev := range missing {
 		d.log.Debug("publishing an event the bus lacks", "kind", ev.Kind)
-		r.publish(ctx, d.log, ev)
+		if !ev.Kind.Terminal() {
+			_ = r.publish(ctx, d.log, ev)
+			continue
+		}
+		if err := r.publishTerminal(ctx, d.log, ev); err != nil {
+			// Stopping: the exited container stays, and settling it again
+			// finds the events on its stdout.
+			d.retryLater(err)
+			return
+		}
 	}
 	if err := r.cfg.Engine.Remove(ctx, d.containerID); err != nil {
 		d.log.Error("remove container", "error", err)
@@ -579,10 +688,6 @@ func (d *dispatch) keepAnswerFile(ctx context.Context) {
 // lost is the failure the runner reports for a container that ended
 // without the worker's terminal event.
 func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, lastLine string) schemas.Event {
-	var spec *schemas.DispatchSpec
-	if d.req != nil {
-		spec = &d.req.Spec
-	}
 	detail := fmt.Sprintf("container exited with code %d", res.ExitCode)
 	switch {
 	case waitErr != nil:
@@ -596,7 +701,7 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 	if lastLine != "" {
 		detail += "; last output: " + truncate(lastLine, 300)
 	}
-	ev := lostEvent(spec, res.ExitCode, detail)
+	ev := d.lostEvent(res.ExitCode, detail)
 	if waitErr != nil && ev.ExitCode != nil && *ev.ExitCode == 0 {
 		*ev.ExitCode = exitEngineError
 	}
@@ -607,6 +712,18 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 	d.workspaceFailure(&ev)
 	ms := time.Since(d.started).Milliseconds()
 	ev.DurationMS = &ms
+	return ev
+}
+
+// lostEvent is a dispatch.failed (worker-lost) from the runner for this
+// dispatch, with its spec's fields when the request is known.
+func (d *dispatch) lostEvent(exitCode int, detail string) schemas.Event {
+	var spec *schemas.DispatchSpec
+	if d.req != nil {
+		spec = &d.req.Spec
+	}
+	ev := lostEvent(spec, exitCode, detail)
+	ev.DispatchID = d.id
 	return ev
 }
 
@@ -626,10 +743,7 @@ func lostEvent(spec *schemas.DispatchSpec, exitCode int, detail string) schemas.
 // request: its outcome is recorded.
 func (d *dispatch) finish(ctx context.Context) {
 	r := d.r
-	for _, p := range []string{r.specDir(d.id), r.workspace(d.id), r.requestFile(d.id), r.stageDir(d.id), r.keyDir(d.id), r.keyFile(d.id)} {
-		if p == "" {
-			continue
-		}
+	for _, p := range r.hostFiles(d.id) {
 		if err := os.RemoveAll(p); err != nil {
 			d.log.Error("remove dispatch files", "path", p, "error", err)
 		}
@@ -638,8 +752,8 @@ func (d *dispatch) finish(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.settled = true
-	if _, err := r.cfg.Bus.UpdateClaim(ctx, d.id, bus.Claim{State: "done", Runner: r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}, d.claimRev); err != nil {
-		d.log.Debug("mark claim done", "error", err)
+	if err := d.updateClaimLocked(ctx, bus.Claim{State: "done", Runner: r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}); err != nil {
+		d.log.Warn("mark claim done", "error", err)
 	}
 	d.ackLocked(ctx, d.delivery)
 	d.delivery = nil
@@ -650,25 +764,79 @@ func (d *dispatch) renewClaim(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := bus.Claim{State: bus.ClaimRunning, Runner: d.r.cfg.ID, Container: d.containerID, Heartbeat: time.Now().UTC()}
+	if err := d.updateClaimLocked(ctx, c); err != nil {
+		d.log.Warn("renew claim", "error", err)
+	}
+}
+
+// updateClaimLocked replaces the dispatch's claim at the revision this
+// runner last wrote. Adopted dispatches start without the revision: it is
+// read once, and taken only while the claim is this runner's.
+func (d *dispatch) updateClaimLocked(ctx context.Context, c bus.Claim) error {
 	rev, err := d.r.cfg.Bus.UpdateClaim(ctx, d.id, c, d.claimRev)
 	if err != nil {
-		// Adopted dispatches start without the revision: read it once.
 		if cur, gerr := d.r.cfg.Bus.GetClaim(ctx, d.id); gerr == nil && cur != nil && cur.Runner == d.r.cfg.ID {
 			rev, err = d.r.cfg.Bus.UpdateClaim(ctx, d.id, c, cur.Revision)
 		}
 	}
 	if err != nil {
-		d.log.Warn("renew claim", "error", err)
-		return
+		return err
 	}
 	d.claimRev = rev
+	return nil
 }
 
-// publish sends ev within the runner's window, logging a failure: the
-// request stays unacknowledged only when the outcome itself is lost.
-func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event) {
-	if _, err := r.cfg.Bus.PublishEventRetry(ctx, ev, publishWindow); err != nil {
+// publish stores ev within the runner's window, logging a failure. A
+// caller whose terminal event failed must not acknowledge the request:
+// its outcome is not recorded.
+func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event) error {
+	if _, err := r.cfg.Bus.PublishEventRetry(ctx, ev, r.cfg.PublishWindow); err != nil {
 		log.Error("publish event", "kind", ev.Kind, "error", err)
+		return err
+	}
+	return nil
+}
+
+// publishTerminal stores a dispatch's terminal event, trying again (every
+// few seconds, holding the slot) until it is stored or the runner stops:
+// an outcome is never given up on while the runner runs.
+func (r *Runner) publishTerminal(ctx context.Context, log *slog.Logger, ev schemas.Event) error {
+	for attempt := 1; ; attempt++ {
+		err := r.publish(ctx, log, ev)
+		if err == nil {
+			return nil
+		}
+		pause := min(time.Duration(attempt)*time.Second, 10*time.Second)
+		log.Warn("the terminal event is not stored yet; trying again", "kind", ev.Kind, "attempt", attempt, "retry_in", pause)
+		select {
+		case <-r.stopping:
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// conclude stores the dispatch's terminal event and then finishes the
+// dispatch (host files, claim, acknowledgement). When the runner stops
+// before the event is stored, nothing is finished: the request is handed
+// back and the next runner process settles it.
+func (d *dispatch) conclude(ctx context.Context, ev schemas.Event) {
+	if err := d.r.publishTerminal(ctx, d.log, ev); err != nil {
+		d.retryLater(err)
+		return
+	}
+	d.finish(ctx)
+}
+
+// retryLater hands the request back for another delivery: the dispatch's
+// outcome could not be stored.
+func (d *dispatch) retryLater(err error) {
+	d.log.Warn("runner stopping before the outcome was stored; the request is left to settle again", "error", err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.delivery != nil {
+		_ = d.delivery.Nak(retryLaterDelay)
+		d.delivery = nil
 	}
 }
 
@@ -699,12 +867,24 @@ func (r *Runner) removeLeftovers(ctx context.Context, id string) {
 			}
 		}
 	}
-	for _, p := range []string{r.specDir(id), r.workspace(id), r.requestFile(id), r.stageDir(id), r.keyDir(id), r.keyFile(id)} {
-		if p != "" {
-			_ = os.RemoveAll(p)
+	for _, p := range r.hostFiles(id) {
+		if err := os.RemoveAll(p); err != nil {
+			r.log.Error("remove leftover dispatch files", "dispatch_id", id, "path", p, "error", err)
 		}
 	}
 	r.removeSecrets(id, r.log)
+}
+
+// hostFiles are the paths a dispatch occupies on this host, besides its
+// secrets.
+func (r *Runner) hostFiles(id string) []string {
+	var paths []string
+	for _, p := range []string{r.specDir(id), r.workspace(id), r.requestFile(id), r.stageDir(id), r.keyDir(id), r.keyFile(id), r.cancelDir(id)} {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }
 
 func shortID(id string) string {

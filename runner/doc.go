@@ -11,8 +11,15 @@
 // the runner (dispatch.failed, worker-lost) so every accepted dispatch ends
 // with exactly one.
 //
+// Cancel, in any state (cancel.go): before Start it means no start (the
+// created container is removed unstarted and the runner reports
+// dispatch.cancelled); after it the runner creates a cancel marker the
+// worker checks, so only the runner's SIGTERM cancels, never a sub-agent's
+// own `kill -TERM 1`. A container whose Start fails is removed.
+//
 // On start it reconciles: containers it finds by label are adopted when
-// running and settled when exited; none is left behind, no outcome is lost.
+// running, settled when exited, and started when created but never started
+// (unless cancelled or settled); none is left behind, no outcome is lost.
 // Stopping a runner never kills running dispatches: the next runner process
 // on the host adopts them.
 //

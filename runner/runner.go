@@ -24,10 +24,12 @@ type Runner struct {
 	mu     sync.Mutex
 	active map[string]*dispatch
 
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	stopped chan struct{}
-	stopOne sync.Once
+	cancel context.CancelFunc
+	// stopping is closed when Stop is called.
+	stopping <-chan struct{}
+	wg       sync.WaitGroup
+	stopped  chan struct{}
+	stopOne  sync.Once
 }
 
 // New checks cfg and returns a runner that is not started yet.
@@ -65,7 +67,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	// Work outlives the ctx of Start; Stop ends it.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	r.cancel, r.stopping = cancel, runCtx.Done()
 	if err := r.cfg.Bus.WatchControl(runCtx, r.onControl); err != nil {
 		cancel()
 		return fmt.Errorf("start runner: %w", err)
@@ -100,9 +102,6 @@ func (r *Runner) Stop(ctx context.Context) error {
 		return fmt.Errorf("stop runner: %w", ctx.Err())
 	}
 }
-
-// Stopped is closed once the runner has stopped.
-func (r *Runner) Stopped() <-chan struct{} { return r.stopped }
 
 // InUse is how many slots are taken.
 func (r *Runner) InUse() int { return len(r.slots) }
@@ -164,7 +163,8 @@ func (r *Runner) onControl(dispatchID, command string) {
 }
 
 // reconcile settles what a previous runner process on this host left:
-// running containers are adopted, exited ones settled, and nothing is left.
+// running containers are adopted, exited ones settled, created ones started
+// unless cancelled or settled (dispatch.adopt), and nothing is left.
 func (r *Runner) reconcile(ctx context.Context) error {
 	found, err := r.cfg.Engine.List(ctx, map[string]string{LabelRunner: r.cfg.ID})
 	if err != nil {
@@ -190,7 +190,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		d := r.newDispatch(id, nil)
+		d := r.newDispatch(ctx, id, nil)
 		d.containerID = c.ID
 		r.log.Info("adopting container", "dispatch_id", id, "container_id", c.ID, "state", c.State)
 		r.wg.Add(1)
@@ -198,13 +198,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 			defer r.wg.Done()
 			defer func() { <-r.slots }()
 			defer r.forget(d)
-			if c.State == "created" {
-				// The previous process died between create and start.
-				if err := r.cfg.Engine.Start(ctx, c.ID); err != nil {
-					d.log.Error("start adopted container", "error", err)
-				}
-			}
-			d.follow(ctx)
+			d.adopt(ctx, c.State)
 		}()
 	}
 	return nil
@@ -245,11 +239,22 @@ func (r *Runner) prepareBlobsDir() error {
 	return nil
 }
 
-func (r *Runner) newDispatch(id string, delivery *bus.Delivery) *dispatch {
+// newDispatch registers a dispatch this runner now holds, then reads the
+// durable control command: a cancel published before the registration
+// (while the request was being claimed, or while no runner process
+// watched) found no dispatch in onControl and is seen here; one published
+// after it reaches onControl. Either way no cancel falls between the two.
+func (r *Runner) newDispatch(ctx context.Context, id string, delivery *bus.Delivery) *dispatch {
 	d := &dispatch{r: r, id: id, delivery: delivery, log: r.log.With("dispatch_id", id), cancelled: make(chan struct{})}
 	r.mu.Lock()
 	r.active[id] = d
 	r.mu.Unlock()
+	if ok, err := r.cfg.Bus.CancelRequested(ctx, id); err != nil {
+		d.log.Warn("check for a cancel; the checks before start and the live command still apply", "error", err)
+	} else if ok {
+		d.log.Info("cancel requested before this runner took the dispatch")
+		d.requestCancel()
+	}
 	return d
 }
 

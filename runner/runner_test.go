@@ -17,6 +17,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/schemas"
@@ -26,6 +27,7 @@ import (
 // and filesystem storage.
 type harness struct {
 	t      *testing.T
+	srv    *natsserver.Server
 	bus    *bus.Bus
 	store  storage.Store
 	engine *docker.Engine
@@ -64,7 +66,7 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	h := &harness{t: t, bus: b, store: store, engine: eng, cfg: cfg}
+	h := &harness{t: t, srv: srv, bus: b, store: store, engine: eng, cfg: cfg}
 	t.Cleanup(func() {
 		// Nothing with this runner's label may survive the test.
 		ctx := context.Background()

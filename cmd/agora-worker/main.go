@@ -1,7 +1,8 @@
 // Command agora-worker is the in-container entrypoint: it runs one dispatch
 // (package worker) and exits with its code. `agora-worker ask` writes a
-// needs_input sentinel for shell scripts. Only this file reads the
-// environment and signals; everything else takes a Config.
+// needs_input sentinel for shell scripts. Only this file (and signals.go,
+// for signals) reads the environment and signals; everything else takes a
+// Config.
 package main
 
 import (
@@ -12,11 +13,9 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agoradev/agora/adapters"
@@ -30,9 +29,12 @@ import (
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+	// First thing: until the handler is in place a SIGTERM kills the worker
+	// outright (the runner then reports the cancel it asked for itself).
+	ctx, stop := cancelOnSignal(context.Background(), os.Getenv("AGORA_CANCEL_FILE"), os.Stderr)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run is main without the process: tests call it directly.

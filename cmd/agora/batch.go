@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,7 +159,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	}
 	// What the batch holds already: a line whose task is there is
 	// "already there", not submitted again.
-	existing, _, err := c.List(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	existing, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -352,10 +353,8 @@ func writeBatchSummary(w io.Writer, r *batchSubmitReport) {
 		r.Batch, r.File, r.Lines, pluralS(r.Lines), r.Submitted, r.Existing, r.Failed)
 	if r.Failed > 0 {
 		fmt.Fprintln(w, "failed:")
-		for _, l := range r.Results {
-			if l.Result == lineFailed {
-				fmt.Fprintf(w, "  line %d: %s\n", l.Line, l.Error)
-			}
+		for _, g := range groupFailures(r.Results) {
+			fmt.Fprintf(w, "  %s: %s\n", lineList(g.lines), g.err)
 		}
 	}
 	if r.Submitted+r.Existing > 0 {
@@ -363,17 +362,57 @@ func writeBatchSummary(w io.Writer, r *batchSubmitReport) {
 	}
 }
 
+// failureGroup is the lines that failed with one same error.
+type failureGroup struct {
+	err   string
+	lines []int
+}
+
+// groupFailures groups the failed lines by their error, in the order of
+// each error's first line: 400 lines with the same typo are one group.
+func groupFailures(results []batchLine) []failureGroup {
+	var groups []failureGroup
+	index := map[string]int{}
+	for _, l := range results {
+		if l.Result != lineFailed {
+			continue
+		}
+		i, ok := index[l.Error]
+		if !ok {
+			i = len(groups)
+			index[l.Error] = i
+			groups = append(groups, failureGroup{err: l.Error})
+		}
+		groups[i].lines = append(groups[i].lines, l.Line)
+	}
+	return groups
+}
+
+// maxListedLines is how many line numbers a list shows before "…".
+const maxListedLines = 8
+
+// lineList is "line 3", "lines 3, 5, 9" or, past maxListedLines,
+// "lines 3, 5, 9, … (400 lines)".
+func lineList(lines []int) string {
+	nums := make([]string, 0, min(len(lines), maxListedLines))
+	for _, n := range lines[:min(len(lines), maxListedLines)] {
+		nums = append(nums, strconv.Itoa(n))
+	}
+	text := "line" + pluralS(len(lines)) + " " + strings.Join(nums, ", ")
+	if len(lines) > maxListedLines {
+		text += fmt.Sprintf(" … (%d lines)", len(lines))
+	}
+	return text
+}
+
 func failedLineNumbers(r *batchSubmitReport) string {
-	var nums []string
+	var lines []int
 	for _, l := range r.Results {
 		if l.Result == lineFailed {
-			nums = append(nums, fmt.Sprint(l.Line))
+			lines = append(lines, l.Line)
 		}
 	}
-	if len(nums) > 8 {
-		nums = append(nums[:8], "…")
-	}
-	return "line" + pluralS(len(nums)) + " " + strings.Join(nums, ", ")
+	return lineList(lines)
 }
 
 // batchBar shows batch submit's progress on stderr: a bar redrawn in place
@@ -476,7 +515,7 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	tasks, _, err := c.List(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -489,7 +528,7 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 		st.Counts[t.State]++
 		batchOf[t.ID] = id
 	}
-	qs, err := c.Questions(ctx)
+	qs, err := c.QuestionsAll(ctx)
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -629,7 +668,7 @@ func taskList(ids []string, n int) string {
 // questionGroups lists the open questions grouped by batch and identical
 // question (questions --group).
 func questionGroups(ctx context.Context, c *client.Client) ([]questionGroup, error) {
-	qs, err := c.Questions(ctx)
+	qs, err := c.QuestionsAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -642,7 +681,7 @@ func questionGroups(ctx context.Context, c *client.Client) ([]questionGroup, err
 
 // waitingBatches maps the tasks that wait for an answer to their batch.
 func waitingBatches(ctx context.Context, c *client.Client) (map[string]string, error) {
-	tasks, _, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
+	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
 	if err != nil {
 		return nil, err
 	}
@@ -716,7 +755,7 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 	}
 	batch := t.Request.Labels[batchLabel]
 	key := questionKey(q.Question, q.Options)
-	qs, err := c.Questions(ctx)
+	qs, err := c.QuestionsAll(ctx)
 	if err != nil {
 		return a.explain(err, "")
 	}

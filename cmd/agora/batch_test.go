@@ -32,10 +32,11 @@ func echo(n string) string { return strings.ReplaceAll(echoLine, "%N%", n) }
 // batchTasks are the ids of the tasks of batch id, sorted.
 func (s *taskServer) batchTasks(t *testing.T, id string) []*orchestrator.Task {
 	t.Helper()
-	tasks, _, err := s.orch.List(t.Context(), orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	page, err := s.orch.List(t.Context(), orchestrator.ListOptions{Label: batchLabel + "=" + id, Limit: orchestrator.MaxPageLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
+	tasks := page.Tasks
 	slices.SortFunc(tasks, func(a, b *orchestrator.Task) int { return strings.Compare(a.ID, b.ID) })
 	return tasks
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,6 +71,21 @@ func getenv(environ []string, key string) string {
 		}
 	}
 	return v
+}
+
+// defaultDataDir is the data directory of agora serve, agora secret and
+// (under runner/) agora runner when no --data-dir is given:
+// $AGORA_DATA_DIR, else ~/.agora. Set AGORA_DATA_DIR once and every verb
+// on this machine agrees where the state and the secrets are.
+func defaultDataDir(environ []string) (string, error) {
+	if dir := getenv(environ, "AGORA_DATA_DIR"); dir != "" {
+		return dir, nil
+	}
+	home := getenv(environ, "HOME")
+	if home == "" {
+		return "", usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR or set AGORA_DATA_DIR")
+	}
+	return filepath.Join(home, ".agora"), nil
 }
 
 // newLogger is the text logger on stderr every long-running verb uses.

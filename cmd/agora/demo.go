@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/stack"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
@@ -28,7 +30,7 @@ import (
 //go:embed demo_agent.sh
 var demoAgent string
 
-const demoSynopsis = "[--answer ANSWER] [--data-dir DIR] [--keep] [--worker PATH]"
+const demoSynopsis = "[--answer ANSWER] [--data-dir DIR] [--keep] [--worker PATH] [--busybox PATH]"
 
 // runDemo shows the whole loop on the embedded stack: a sub-agent pauses
 // with a question, it is answered, the same sub-agent resumes and finishes.
@@ -42,7 +44,13 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	dataDir := fs.String("data-dir", "", "keep the demo's state in `DIR` (default: a temporary directory, removed afterwards)")
 	keep := fs.Bool("keep", false, "keep the temporary data directory")
 	worker := fs.String("worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
+	busybox := fs.String("busybox", "", "the static busybox at `PATH` becomes /bin/sh in the worker image (default "+images.DefaultBusybox+")")
 	if err := parseFlags(fs, demoSynopsis, args, stdout); err != nil {
+		return err
+	}
+	// The demo's sub-agent is a shell script: without a static busybox the
+	// image has no /bin/sh and round 1 would fail minutes from now.
+	if err := checkDemoBusybox(*busybox); err != nil {
 		return err
 	}
 	dir := *dataDir
@@ -62,7 +70,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	}
 	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", dir)
 	st, err := stack.Start(ctx, stack.Config{DataDir: dir, Listen: "127.0.0.1:0", Runner: true, Orchestrator: true, Slots: 2,
-		WorkerBinary: *worker, Logger: quiet})
+		WorkerBinary: *worker, Busybox: *busybox, Logger: quiet})
 	if err != nil {
 		return err
 	}
@@ -129,24 +137,59 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	return nil
 }
 
-// demoAnswer takes --answer, else the terminal, else (CI or no terminal)
-// the question's default.
+// checkDemoBusybox fails at once, naming the command that fixes it, unless
+// path (default images.DefaultBusybox) is a static busybox. A --busybox
+// that is not one is a usage error.
+func checkDemoBusybox(path string) error {
+	explicit := path != ""
+	if !explicit {
+		path = images.DefaultBusybox
+	}
+	err := images.CheckBusybox(path)
+	if err == nil {
+		return nil
+	}
+	install := "sudo apt-get install busybox-static"
+	if os.Geteuid() == 0 {
+		install = "apt-get install busybox-static"
+	}
+	what := fmt.Sprintf("%s is no static executable (%v)", path, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		what = "there is no " + path
+	}
+	msg := fmt.Sprintf("the demo's sub-agent is a shell script and needs a static busybox as /bin/sh in the worker image, but %s; install Debian's with `%s` (make demo does when run as root), or pass --busybox PATH to a static busybox", what, install)
+	if explicit {
+		return usagef("--busybox: %s", msg)
+	}
+	return errors.New(msg)
+}
+
+// demoAnswer takes --answer, else the terminal, else (CI=true, or stdin
+// is no terminal: a pipe, a file, /dev/null) the question's default. A
+// terminal that ends (Ctrl-D) before a valid answer takes the default too.
 func demoAnswer(q *schemas.NeedsInput, flagAnswer string, environ []string, stdin io.Reader, stdout io.Writer) (string, string, error) {
 	if flagAnswer != "" {
 		return flagAnswer, "--answer", nil
 	}
-	if getenv(environ, "CI") == "true" || !isTerminal(stdin) {
-		if q.Default != nil {
-			fmt.Fprintf(stdout, "no terminal to ask (or CI=true): taking the question's default %q\n", *q.Default)
-			return *q.Default, "the demo (default, no terminal)", nil
+	byDefault := func(why string) (string, string, error) {
+		if q.Default == nil {
+			return "", "", usagef("%s and the question has no default; pass --answer ANSWER (one of %s)", why, strings.Join(q.Options, ", "))
 		}
-		return "", "", errors.New("no terminal to ask and no default; pass --answer")
+		fmt.Fprintf(stdout, "%s: taking the question's default %q\n", why, *q.Default)
+		return *q.Default, "the demo (default, no terminal)", nil
+	}
+	switch {
+	case getenv(environ, "CI") == "true":
+		return byDefault("CI=true, nobody to ask")
+	case !isTerminal(stdin):
+		return byDefault("stdin is not a terminal")
 	}
 	sc := bufio.NewScanner(stdin)
 	for {
 		fmt.Fprint(stdout, "your answer (number or text): ")
 		if !sc.Scan() {
-			return "", "", errors.New("no answer given")
+			fmt.Fprintln(stdout)
+			return byDefault("no answer on the terminal")
 		}
 		a := strings.TrimSpace(sc.Text())
 		if i, err := strconv.Atoi(a); err == nil && i >= 1 && i <= len(q.Options) {
@@ -161,13 +204,11 @@ func demoAnswer(q *schemas.NeedsInput, flagAnswer string, environ []string, stdi
 	}
 }
 
+// isTerminal reports whether r is a terminal. A character device is not
+// enough: /dev/null is one too.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f)
 }
 
 func outcomeText(t *orchestrator.Task) string {

@@ -82,8 +82,8 @@ func TestDispatchBadInputs(t *testing.T) {
 	agora(t, s.env, append(cmd, "--route", "human=soon")...).want(t, "a bad route", 1, nil, []string{"agora dispatch: route:"})
 	agora(t, s.env, append(cmd, "--task-id", "not an id")...).want(t, "a bad task id", 1, nil,
 		[]string{`task_id "not an id": letters, digits, '-' and '_'`})
-	if tasks, _, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(tasks) != 0 {
-		t.Errorf("after bad dispatches: %d tasks, %v; want none", len(tasks), err)
+	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+		t.Errorf("after bad dispatches: %d tasks, %v; want none", len(page.Tasks), err)
 	}
 	agora(t, s.env, "dispatch", "-h").want(t, "dispatch -h", 0, []string{"usage: agora dispatch", "-subagent-file FILE"}, nil)
 }
@@ -171,7 +171,8 @@ echo "kept $AGORA_ANSWER"`
 		d := start(ctx, s.env, "dispatch", "--command", script, "--task-id", "e2e-ask", "--wait")
 		var q []orchestrator.QuestionView
 		waitUntil(t, waitFor, "the question", func() bool {
-			q, _ = s.orch.Questions(ctx)
+			page, _ := s.orch.Questions(ctx, orchestrator.PageOptions{})
+			q = page.Questions
 			return len(q) == 1
 		})
 		waitUntil(t, 30*time.Second, "--wait to show the question", func() bool {

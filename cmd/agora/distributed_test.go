@@ -102,7 +102,7 @@ func TestDistributedRoles(t *testing.T) {
 	start("orchestrator", "--nats", srv.ClientURL(), "--storage", storageURI, "--listen", addr)
 	c := client.New("http://"+addr, "")
 	waitUntil(t, time.Minute, "the orchestrator's API", func() bool {
-		_, _, err := c.List(ctx, orchestrator.ListOptions{})
+		_, err := c.List(ctx, orchestrator.ListOptions{})
 		return err == nil
 	})
 

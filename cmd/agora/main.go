@@ -16,9 +16,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -60,14 +62,17 @@ commands:
   schema [NAME]     print a JSON Schema (dispatch-spec, event, needs-input, subagent, …);
                     without NAME, list them
   validate NAME FILE
-                    validate FILE (or - for stdin) against schema NAME
+                    validate FILE (or - for stdin) against schema NAME; a
+                    subagent, capability or env file is read as register reads
+                    it (YAML or JSON)
   image build [--worker PATH] [--base IMAGE] [--tag TAG] [--no-busybox] [--json]
                     build the worker image through the Docker API (nothing is
                     pulled); a build with unchanged inputs is skipped
   serve [--data-dir DIR] [--nats URL | --nats-port N] [--storage URI] [--listen ADDR]
         [--token NAME:SECRET]... [--slots N] [--no-runner | --runner-only] [--image IMAGE]
                     everything in one process: orchestrator, HTTP API and /metrics,
-                    runner, embedded NATS (JetStream in DIR, default ~/.agora);
+                    runner, embedded NATS (JetStream in DIR, default
+                    $AGORA_DATA_DIR, else ~/.agora);
                     the flags select the distributed roles
   runner --nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE]
          [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES]
@@ -81,7 +86,7 @@ commands:
                     the registry: register a YAML or JSON file (content-addressed:
                     the same content is the same version), list the latest
                     versions, show one or every version
-  secret set NAME [--from-file F] | list | rm NAME... [--data-dir DIR]
+  secret set NAME [--from-file F] | list | rm NAME... [--data-dir DIR | --secrets-dir DIR]
                     the local secret store that local: refs in env bundles name
                     (the value comes from stdin or a file, never an argument)
   dispatch --subagent NAME[@VERSION] | --subagent-file FILE | --command "CMD"
@@ -105,15 +110,19 @@ commands:
   continue TASK MESSAGE
                     a new round of a finished task, with a follow-up message
   rm TASK           remove a task and its stored output
+  events parked     lifecycle events the orchestrator could not apply, with the
+                    error; events retry SEQ applies one again, events discard SEQ
+                    drops it
   batch submit FILE.jsonl [--batch ID] [--route R]
                     submit a task per line (idempotent: run it again to retry
                     the failed lines); batch status ID: counts and questions
                     (the task verbs take --server URL, default $AGORA_SERVER
                     or http://127.0.0.1:7070, --token, default $AGORA_TOKEN,
                     and --json for scripts)
-  demo [--answer ANSWER]
+  demo [--answer ANSWER] [--busybox PATH]
                     see the whole loop on the embedded stack: a sub-agent asks,
-                    you answer, the same sub-agent resumes and finishes
+                    you answer (no terminal: the question's default), the same
+                    sub-agent resumes and finishes
   version [--json]  print the version
 
 Run 'agora <command> -h' for a command's flags.
@@ -162,6 +171,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return runContinue(ctx, args[1:], environ, stdout, stderr)
 	case "rm":
 		return runRemove(ctx, args[1:], environ, stdout, stderr)
+	case "events":
+		return runEvents(ctx, args[1:], environ, stdout, stderr)
 	case "batch":
 		return runBatch(ctx, args[1:], environ, stdout, stderr)
 	case "secret":
@@ -204,26 +215,45 @@ func runSchema(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// runValidate checks FILE against schema NAME. The registry's kinds
+// (subagent, capability, env) are read as register reads them — YAML or
+// JSON, errors with the line and field — so validate accepts exactly what
+// register accepts; the other schemas take JSON.
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 2 {
 		fmt.Fprintf(stderr, "agora validate: want NAME FILE (schemas: %s)\n", strings.Join(schemas.Names(), ", "))
 		return 2
 	}
+	name, file := args[0], args[1]
+	kind := registry.Kind(name)
+	isRegistry := slices.Contains(registry.Kinds, kind)
 	var data []byte
 	var err error
-	if args[1] == "-" {
+	switch {
+	case file == "-":
 		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(args[1])
+	case isRegistry:
+		data, err = registry.ReadFile(file)
+	default:
+		data, err = os.ReadFile(file)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "agora validate: %v\n", err)
 		return 2
 	}
-	if err := schemas.Validate(args[0], data); err != nil {
-		fmt.Fprintf(stderr, "agora validate: %s: %v\n", args[1], err)
+	if isRegistry {
+		label := file
+		if file == "-" {
+			label = "stdin"
+		}
+		if _, err := parseRegistryFile(kind, label, data); err != nil {
+			fmt.Fprintf(stderr, "agora validate: %v\n", err)
+			return 1
+		}
+	} else if err := schemas.Validate(name, data); err != nil {
+		fmt.Fprintf(stderr, "agora validate: %s: %v\n", file, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: valid %s\n", args[1], args[0])
+	fmt.Fprintf(stdout, "%s: valid %s\n", file, name)
 	return 0
 }

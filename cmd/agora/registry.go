@@ -40,14 +40,52 @@ func runRegistry(ctx context.Context, verb string, args, environ []string, stdou
 	case "register":
 		return verbExit(stderr, name, v.register(ctx, name, args[1:], environ, stdout))
 	case "list", "ls":
-		return verbExit(stderr, name, v.list(ctx, name, args[1:], environ, stdout))
+		return verbExit(stderr, name, v.list(ctx, name, args[1:], environ, stdout, stderr))
 	case "show":
-		return verbExit(stderr, name, v.show(ctx, name, args[1:], environ, stdout))
+		return verbExit(stderr, name, v.show(ctx, name, args[1:], environ, stdout, stderr))
 	case "-h", "--help", "help":
 		fmt.Fprintf(stdout, "usage: agora %s register FILE | list | show NAME[@VERSION] [--versions]\n", verb)
 		return 0
 	}
 	return exitCode(stderr, "agora "+verb, usagef("unknown subcommand %q; want register, list or show", args[0]))
+}
+
+// registryFile is a registry file read and checked as register sends it:
+// one of subagent, capability (with archive, its packed directory) and env.
+type registryFile struct {
+	subagent   *registry.Subagent
+	capability *registry.CapabilityFile
+	archive    []byte
+	env        *registry.Env
+}
+
+// parseRegistryFile checks a registry file of kind the one way both
+// register and validate do: YAML or JSON against the kind's schema, and for
+// a capability its directory packed. file names it in errors (and is where
+// a capability's relative path starts).
+func parseRegistryFile(kind registry.Kind, file string, data []byte) (registryFile, error) {
+	var f registryFile
+	var err error
+	switch kind {
+	case registry.KindSubagent:
+		f.subagent, err = registry.ParseSubagent(file, data)
+	case registry.KindCapability:
+		if f.capability, err = registry.ParseCapability(file, data); err != nil {
+			break
+		}
+		dir := f.capability.Path
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(file), dir)
+		}
+		if f.archive, _, err = registry.PackDir(dir, registry.MaxCapabilityBytes); err != nil {
+			err = fmt.Errorf("%s: field path: %w", file, err)
+		}
+	case registry.KindEnv:
+		f.env, err = registry.ParseEnv(file, data)
+	default:
+		err = fmt.Errorf("%s: no registry kind %q", file, kind)
+	}
+	return f, err
 }
 
 // register reads and checks the file here, so a mistake is found before
@@ -67,36 +105,20 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	if err != nil {
 		return usagef("%v", err)
 	}
+	f, err := parseRegistryFile(v.kind, file, data)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	var call func(*client.Client) (registry.Registered, error)
-	switch v.kind {
-	case registry.KindSubagent:
-		def, err := registry.ParseSubagent(file, data)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *def) }
-	case registry.KindCapability:
-		capf, err := registry.ParseCapability(file, data)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		dir := capf.Path
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(filepath.Dir(file), dir)
-		}
-		archive, _, err := registry.PackDir(dir, registry.MaxCapabilityBytes)
-		if err != nil {
-			return usagef("%s: field path: %v", file, err)
-		}
+	switch {
+	case f.subagent != nil:
+		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
+	case f.capability != nil:
 		call = func(c *client.Client) (registry.Registered, error) {
-			return c.RegisterCapability(ctx, capf.Name, capf.Description, archive)
+			return c.RegisterCapability(ctx, f.capability.Name, f.capability.Description, f.archive)
 		}
-	case registry.KindEnv:
-		env, err := registry.ParseEnv(file, data)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *env) }
+	case f.env != nil:
+		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -118,40 +140,64 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	return nil
 }
 
-func (v registryVerb) list(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
+// list writes a page of the names of the kind (every one with --all).
+// --json writes the entries as a JSON array, as before pages; the hint to
+// the next page then goes to stderr.
+func (v registryVerb) list(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, "[--json] [--server URL] [--token TOKEN]", args, stdout)
+	pf := newPageFlags(fs, "names")
+	pos, err := parseVerb(fs, "[--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]", args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q; 'agora %s show %s' shows one", pos[0], v.plain, pos[0])
 	}
+	if err := pf.check(name); err != nil {
+		return err
+	}
 	c, err := a.connect(environ)
 	if err != nil {
 		return err
 	}
-	entries, err := c.Entries(ctx, v.kind)
+	var page api.EntryList
+	if pf.all {
+		page.Entries, err = c.EntriesAll(ctx, v.kind)
+	} else {
+		page, err = c.Entries(ctx, v.kind, pf.options())
+	}
 	if err != nil {
 		return a.explainRegistry(err)
 	}
+	words := []string{"agora", v.plain, "list"}
 	if a.json {
-		return writeJSON(stdout, entries)
+		writeMore(stderr, len(page.Entries), "names", page.NextCursor, append(words, "--json")...)
+		return writeJSON(stdout, orEmpty(page.Entries))
 	}
-	if len(entries) == 0 {
+	if len(page.Entries) == 0 && pf.cursor == "" {
 		fmt.Fprintf(stdout, "no %s registered; 'agora %s register FILE' adds one\n", v.noun, v.plain)
 		return nil
 	}
-	v.table(stdout, environ, entries, true)
+	v.table(stdout, environ, page.Entries, true)
+	writeMore(stdout, len(page.Entries), "names", page.NextCursor, words...)
 	return nil
 }
 
-func (v registryVerb) show(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
+// orEmpty makes a nil list an empty one, so JSON says [] and not null.
+func orEmpty(entries []*registry.Entry) []*registry.Entry {
+	if entries == nil {
+		return []*registry.Entry{}
+	}
+	return entries
+}
+
+func (v registryVerb) show(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	versions := fs.Bool("versions", false, "list every version, oldest first")
-	pos, err := parseVerb(fs, "NAME[@VERSION] [--versions] [--json] [--server URL] [--token TOKEN]", args, stdout)
+	versions := fs.Bool("versions", false, "list the versions, oldest first (a page; --all for every one)")
+	pf := newPageFlags(fs, "versions")
+	pos, err := parseVerb(fs, "NAME[@VERSION] [--versions [--limit N | --cursor CURSOR | --all]] [--json] [--server URL] [--token TOKEN]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -166,19 +212,33 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 	if *versions && version != "" {
 		return usagef("--versions lists every version of a name; give NAME, not NAME@VERSION")
 	}
+	if err := pf.check(name); err != nil {
+		return err
+	}
+	if !*versions && (pf.all || pf.limit != 0 || pf.cursor != "") {
+		return usagef("--limit, --cursor and --all page the list of --versions")
+	}
 	c, err := a.connect(environ)
 	if err != nil {
 		return err
 	}
 	if *versions {
-		list, err := c.Versions(ctx, v.kind, refName)
+		var page api.EntryList
+		if pf.all {
+			page.Entries, err = c.VersionsAll(ctx, v.kind, refName)
+		} else {
+			page, err = c.Versions(ctx, v.kind, refName, pf.options())
+		}
 		if err != nil {
 			return a.explainRegistry(err)
 		}
+		words := []string{"agora", v.plain, "show", refName, "--versions"}
 		if a.json {
-			return writeJSON(stdout, list)
+			writeMore(stderr, len(page.Entries), "versions", page.NextCursor, append(words, "--json")...)
+			return writeJSON(stdout, orEmpty(page.Entries))
 		}
-		v.table(stdout, environ, list, false)
+		v.table(stdout, environ, page.Entries, false)
+		writeMore(stdout, len(page.Entries), "versions", page.NextCursor, words...)
 		return nil
 	}
 	e, err := c.Entry(ctx, v.kind, ref)

@@ -117,8 +117,8 @@ func TestRegistryBadInputs(t *testing.T) {
 	for _, kind := range []string{"subagent", "capability", "env"} {
 		agora(t, s.env, kind, "list").want(t, kind+" list after the errors", 0, []string{"no "}, nil)
 	}
-	if tasks, _, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(tasks) != 0 {
-		t.Errorf("tasks after the errors = %d, %v; want none", len(tasks), err)
+	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+		t.Errorf("tasks after the errors = %d, %v; want none", len(page.Tasks), err)
 	}
 	// A server that is not running: one line that says what to do.
 	down := []string{"AGORA_SERVER=http://127.0.0.1:1"}

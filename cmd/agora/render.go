@@ -212,6 +212,9 @@ func sortForAttention(tasks []*orchestrator.Task) {
 // writeAttention writes the counts line and the attention table.
 func (u ui) writeAttention(w io.Writer, tasks []*orchestrator.Task, summary orchestrator.Summary) {
 	fmt.Fprintln(w, u.paint(sgrBold, summary.Text))
+	if summary.Alert != "" {
+		fmt.Fprintln(w, u.paint(sgrYellow, "attention: "+summary.Alert))
+	}
 	if len(tasks) == 0 {
 		return
 	}

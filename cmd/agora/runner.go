@@ -63,7 +63,7 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs := flag.NewFlagSet("agora runner", flag.ContinueOnError)
 	fs.StringVar(&f.natsURL, "nats", "", "the `URL` of the NATS server (with JetStream), e.g. nats://127.0.0.1:4222; required")
 	fs.StringVar(&f.storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
-	fs.StringVar(&f.dataDir, "data-dir", "", "keep dispatch specs and workspaces on this host in `DIR` (default ~/.agora/runner)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep dispatch specs and workspaces on this host in `DIR` (default $AGORA_DATA_DIR/runner, else ~/.agora/runner)")
 	fs.IntVar(&f.slots, "slots", runner.DefaultSlots, "run at most `N` dispatches at once")
 	fs.StringVar(&f.image, "image", "", "run dispatches in the worker `IMAGE` (default: build or reuse it as 'agora image build' does)")
 	fs.StringVar(&f.id, "id", "", "name this runner `ID`; keep it across restarts so the next process adopts the containers (default: the host name)")
@@ -71,7 +71,7 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
 	fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
 	fs.Var(&f.workerEnv, "worker-env", "give every worker `KEY=VALUE` (repeatable), e.g. a proxy setting; never passed on to sub-agents (AWS credentials are not needed: the runner stages S3 and resolves aws-sm: refs itself)")
-	fs.StringVar(&f.secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default ~/.agora/secrets, where 'agora secret set' writes)")
+	fs.StringVar(&f.secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default $AGORA_DATA_DIR/secrets, else ~/.agora/secrets, where 'agora secret set' writes)")
 	fs.Float64Var(&f.cpus, "cpus", float64(stack.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
 	fs.Int64Var(&f.memoryMB, "memory-mb", stack.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
 	fs.Int64Var(&f.pids, "pids", stack.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
@@ -105,12 +105,12 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 			return f, usagef("--worker-env %q: want KEY=VALUE", kv)
 		}
 	}
+	base, baseErr := defaultDataDir(environ) // $AGORA_DATA_DIR, else ~/.agora
 	if f.dataDir == "" {
-		home := getenv(environ, "HOME")
-		if home == "" {
-			return f, usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR")
+		if baseErr != nil {
+			return f, baseErr
 		}
-		f.dataDir = filepath.Join(home, ".agora", "runner")
+		f.dataDir = filepath.Join(base, "runner")
 	}
 	// Containers mount paths under it: make it absolute.
 	abs, err := filepath.Abs(f.dataDir)
@@ -118,8 +118,8 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--data-dir %s: %v", f.dataDir, err)
 	}
 	f.dataDir = abs
-	if home := getenv(environ, "HOME"); f.secretsDir == "" && home != "" {
-		f.secretsDir = filepath.Join(home, ".agora", "secrets")
+	if f.secretsDir == "" && baseErr == nil {
+		f.secretsDir = filepath.Join(base, "secrets")
 	}
 	if f.secretsDir != "" {
 		if f.secretsDir, err = filepath.Abs(f.secretsDir); err != nil {
@@ -159,7 +159,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		return err
 	}
 	defer eng.Close()
-	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, log)
+	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, "", log)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,11 @@ import (
 	"github.com/agoradev/agora/internal/secrets"
 )
 
-const secretUsage = `usage: agora secret set NAME [--from-file FILE] [--data-dir DIR]   the value from stdin, or FILE
-       agora secret list [--json] [--data-dir DIR]                   names, sizes and times, never values
-       agora secret rm NAME... [--data-dir DIR]
+const secretUsage = `usage: agora secret set NAME [--from-file FILE]   the value from stdin, or FILE
+       agora secret list [--json]                    names, sizes and times, never values
+       agora secret rm NAME...
+each takes --data-dir DIR (the store is DIR/secrets; default $AGORA_DATA_DIR,
+else ~/.agora, as agora serve) or --secrets-dir DIR (the store itself)
 `
 
 func runSecret(args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -43,18 +45,29 @@ func runSecret(args, environ []string, stdin io.Reader, stdout, stderr io.Writer
 	return exitCode(stderr, "agora secret", usagef("unknown subcommand %q; want set, list or rm", args[0]))
 }
 
-// secretStoreFlag adds --data-dir and returns a func that opens the store
-// under it (default ~/.agora, as agora serve).
+// secretStoreFlag adds --data-dir and --secrets-dir and returns a func
+// that opens the store: --secrets-dir, else <data-dir>/secrets with the
+// data dir serve uses by default ($AGORA_DATA_DIR, else ~/.agora).
 func secretStoreFlag(fs *flag.FlagSet, environ []string) func() (*secrets.Store, error) {
-	dataDir := fs.String("data-dir", "", "the agora data `DIR` whose secrets/ holds the store (default ~/.agora, as agora serve)")
+	dataDir := fs.String("data-dir", "", "the agora data `DIR` whose secrets/ holds the store, as agora serve --data-dir (default $AGORA_DATA_DIR, else ~/.agora)")
+	secretsDir := fs.String("secrets-dir", "", "the store in `DIR` itself, as agora serve --secrets-dir (default <data-dir>/secrets)")
 	return func() (*secrets.Store, error) {
+		if *secretsDir != "" {
+			if *dataDir != "" {
+				return nil, usagef("--secrets-dir names the store itself and --data-dir the directory above it: give one")
+			}
+			abs, err := filepath.Abs(*secretsDir)
+			if err != nil {
+				return nil, usagef("--secrets-dir %s: %v", *secretsDir, err)
+			}
+			return secrets.Open(abs), nil
+		}
 		dir := *dataDir
 		if dir == "" {
-			home := getenv(environ, "HOME")
-			if home == "" {
-				return nil, usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR")
+			var err error
+			if dir, err = defaultDataDir(environ); err != nil {
+				return nil, err
 			}
-			dir = filepath.Join(home, ".agora")
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -68,7 +81,7 @@ func secretSet(name string, args, environ []string, stdin io.Reader, stdout, std
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	open := secretStoreFlag(fs, environ)
 	fromFile := fs.String("from-file", "", "read the value from `FILE` instead of stdin, byte for byte")
-	pos, err := parseVerb(fs, "NAME [--from-file FILE] [--data-dir DIR]", args, stdout)
+	pos, err := parseVerb(fs, "NAME [--from-file FILE] [--data-dir DIR | --secrets-dir DIR]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -127,7 +140,7 @@ func secretList(name string, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	open := secretStoreFlag(fs, environ)
 	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
-	pos, err := parseVerb(fs, "[--json] [--data-dir DIR]", args, stdout)
+	pos, err := parseVerb(fs, "[--json] [--data-dir DIR | --secrets-dir DIR]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -163,7 +176,7 @@ func secretList(name string, args, environ []string, stdout io.Writer) error {
 func secretRemove(name string, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	open := secretStoreFlag(fs, environ)
-	pos, err := parseVerb(fs, "NAME... [--data-dir DIR]", args, stdout)
+	pos, err := parseVerb(fs, "NAME... [--data-dir DIR | --secrets-dir DIR]", args, stdout)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		orchestratorFlagsGiven []string
 	)
 	fs := flag.NewFlagSet("agora serve", flag.ContinueOnError)
-	fs.StringVar(&dataDir, "data-dir", "", "keep all state in `DIR`: JetStream, storage, workspaces (default ~/.agora)")
+	fs.StringVar(&dataDir, "data-dir", "", "keep all state in `DIR`: JetStream, storage, workspaces, secrets (default $AGORA_DATA_DIR, else ~/.agora)")
 	fs.StringVar(&natsURL, "nats", "", "use the NATS server (with JetStream) at `URL` instead of the embedded one")
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
@@ -109,11 +109,10 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		}
 	}
 	if dataDir == "" {
-		home := getenv(environ, "HOME")
-		if home == "" {
-			return f, usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR")
+		var err error
+		if dataDir, err = defaultDataDir(environ); err != nil {
+			return f, err
 		}
-		dataDir = filepath.Join(home, ".agora")
 	}
 	abs, err := filepath.Abs(dataDir) // containers mount paths under it
 	if err != nil {

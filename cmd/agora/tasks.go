@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +81,10 @@ func (a *apiFlags) explain(err error, taskID string) error {
 		switch {
 		case e.Code == string(api.CodeNotFound) && taskID != "":
 			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
+		case e.Code == string(api.CodeUnauthorized) && strings.Contains(a.token, ":"):
+			// The server is given NAME:SECRET; a client sends the SECRET.
+			name, _, _ := strings.Cut(a.token, ":")
+			return fmt.Errorf("the agora server at %s refused the token (%s): a client sends only the SECRET of the server's --token NAME:SECRET, so if %q is the token's name, drop it", a.server, e.Message, name+":")
 		case e.Code == string(api.CodeUnauthorized):
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
 		case e.Code == string(api.CodeNoRoute) || e.Code == "":
@@ -89,10 +95,41 @@ func (a *apiFlags) explain(err error, taskID string) error {
 	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
 		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
 	}
+	if msg, ok := a.otherProtocol(err); ok {
+		return errors.New(msg)
+	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
 	}
 	return err
+}
+
+// otherProtocol recognises a server that answered in another protocol than
+// the one the URL asked for — the NATS port, whose first words are
+// "INFO {"server_id": …}", is the usual one — and says so in one line
+// instead of echoing the bytes it sent.
+func (a *apiFlags) otherProtocol(err error) (string, bool) {
+	notAPI := func(what string) (string, bool) {
+		return fmt.Sprintf("%s answered, but not as an agora API: %s; the API is where 'agora serve --listen' says (default %s): check --server or AGORA_SERVER",
+			a.server, what, strings.TrimPrefix(defaultServer, "http://")), true
+	}
+	plainURL := "http://" + strings.TrimPrefix(a.server, "https://")
+	msg := err.Error()
+	if rh, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		if string(rh.RecordHeader[:]) == "INFO " {
+			return notAPI("it speaks NATS, not HTTPS (is this the NATS port?)")
+		}
+		return fmt.Sprintf("%s answered, but not over TLS; if it is agora without TLS in front, use %s", a.server, plainURL), true
+	}
+	switch {
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("%s answered in plain HTTP, not HTTPS; use %s", a.server, plainURL), true
+	case !strings.Contains(msg, "malformed HTTP"):
+		return "", false
+	case strings.Contains(msg, "server_id"):
+		return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
+	}
+	return notAPI("it does not speak HTTP")
 }
 
 // plainMessage is the API's message without the sentinel's own words,
@@ -170,28 +207,86 @@ type exitOutcome struct {
 
 func (o exitOutcome) Error() string { return o.msg }
 
+// ---- paging
+
+// pageFlags are --limit, --cursor and --all of the verbs that list: by
+// default one page, the server's default size.
+type pageFlags struct {
+	limit  int
+	cursor string
+	all    bool
+}
+
+func newPageFlags(fs *flag.FlagSet, items string) *pageFlags {
+	p := &pageFlags{}
+	fs.IntVar(&p.limit, "limit", 0, fmt.Sprintf("show at most `N` %s (default %d, at most %d)", items, orchestrator.DefaultPageLimit, orchestrator.MaxPageLimit))
+	fs.StringVar(&p.cursor, "cursor", "", "show the page after the one that printed this `CURSOR` (its next_cursor)")
+	fs.BoolVar(&p.all, "all", false, "show every one of the "+items+", following every page")
+	return p
+}
+
+func (p *pageFlags) check(name string) error {
+	switch {
+	case p.limit < 0 || p.limit > orchestrator.MaxPageLimit:
+		return usagef("--limit %d: want 1 to %d; --all shows every one", p.limit, orchestrator.MaxPageLimit)
+	case p.all && (p.limit != 0 || p.cursor != ""):
+		return usagef("--all follows every page; drop --limit and --cursor (run '%s -h' for the flags)", name)
+	}
+	return nil
+}
+
+func (p *pageFlags) options() orchestrator.PageOptions {
+	return orchestrator.PageOptions{Limit: p.limit, Cursor: p.cursor}
+}
+
+// writeMore tells how to see what one page left out: the same command
+// with --cursor for the next page, or --all. args are the command's words
+// and the filters it was given.
+func writeMore(w io.Writer, shown int, items, next string, args ...string) {
+	if next == "" {
+		return
+	}
+	cmd := strings.Join(append(args, "--cursor", next), " ")
+	fmt.Fprintf(w, "\n%d %s shown; more: '%s' (next page), or --all (every one), --limit N (per page)\n", shown, items, cmd)
+}
+
+// shellWord is s as one word of a shell command line.
+func shellWord(s string) string {
+	for _, c := range s {
+		if !(c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == '=' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}
+
 // ---- status
 
-const statusSynopsis = "[TASK] [--state STATE] [--label KEY=VALUE] [--json] [--server URL] [--token TOKEN]"
+const statusSynopsis = "[TASK] [--state STATE] [--label KEY=VALUE] [--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]"
 
 func runStatus(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora status", statusMain(ctx, args, environ, stdout))
 }
 
-// statusMain without TASK is the attention view: the counts and every task
-// with what it needs and the exact next command, what waits for a person
-// first. With TASK it is the task's timeline.
+// statusMain without TASK is the attention view: the counts and a page of
+// the tasks, newest first, each with what it needs and the exact next
+// command, what waits for a person first. With TASK it is the task's
+// timeline.
 func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("agora status", flag.ContinueOnError)
 	a := newAPIFlags(fs)
 	state := fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
 	label := fs.String("label", "", "only tasks labelled `KEY=VALUE`")
+	pf := newPageFlags(fs, "tasks")
 	pos, err := parseVerb(fs, statusSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
 		return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
+	}
+	if err := pf.check("agora status"); err != nil {
+		return err
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -208,39 +303,63 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
 		return nil
 	}
-	tasks, summary, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.State(*state), Label: *label})
+	opts := orchestrator.ListOptions{State: orchestrator.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
+	var page orchestrator.TaskPage
+	if pf.all {
+		page.Tasks, page.Summary, err = c.ListAll(ctx, opts)
+	} else {
+		page, err = c.List(ctx, opts)
+	}
 	if err != nil {
 		return a.explain(err, "")
 	}
 	if a.json {
-		if tasks == nil {
-			tasks = []*orchestrator.Task{}
+		if page.Tasks == nil {
+			page.Tasks = []*orchestrator.Task{}
 		}
-		return writeJSON(stdout, api.TaskList{Tasks: tasks, Summary: summary})
+		return writeJSON(stdout, api.TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
 	}
-	newUI(stdout, environ).writeAttention(stdout, tasks, summary)
+	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary)
+	words := []string{"agora status"}
+	if *state != "" {
+		words = append(words, "--state", *state)
+	}
+	if *label != "" {
+		words = append(words, "--label", shellWord(*label))
+	}
+	if pf.limit != 0 {
+		words = append(words, "--limit", strconv.Itoa(pf.limit))
+	}
+	writeMore(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
 	return nil
 }
 
 // ---- questions
 
-const questionsSynopsis = "[--group] [--json] [--server URL] [--token TOKEN]"
+const questionsSynopsis = "[--group] [--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]"
 
 func runQuestions(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora questions", questionsMain(ctx, args, environ, stdout))
 }
 
-// questionsMain lists the open questions, oldest first.
+// questionsMain lists a page of the open questions, oldest first.
 func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("agora questions", flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	group := fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks")
+	group := fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks (reads every open question)")
+	pf := newPageFlags(fs, "questions")
 	pos, err := parseVerb(fs, questionsSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
+	}
+	if err := pf.check("agora questions"); err != nil {
+		return err
+	}
+	if *group && (pf.limit != 0 || pf.cursor != "") {
+		return usagef("--group groups every open question; drop --limit and --cursor")
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -249,17 +368,27 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 	if *group {
 		return questionsGroupedMain(ctx, c, a, environ, stdout)
 	}
-	qs, err := c.Questions(ctx)
+	var page orchestrator.QuestionPage
+	if pf.all {
+		page.Questions, err = c.QuestionsAll(ctx)
+	} else {
+		page, err = c.Questions(ctx, pf.options())
+	}
 	if err != nil {
 		return a.explain(err, "")
 	}
 	if a.json {
-		if qs == nil {
-			qs = []orchestrator.QuestionView{}
+		if page.Questions == nil {
+			page.Questions = []orchestrator.QuestionView{}
 		}
-		return writeJSON(stdout, api.QuestionList{Questions: qs})
+		return writeJSON(stdout, api.QuestionList{Questions: page.Questions, NextCursor: page.NextCursor})
 	}
-	newUI(stdout, environ).writeQuestions(stdout, qs)
+	newUI(stdout, environ).writeQuestions(stdout, page.Questions)
+	words := []string{"agora questions"}
+	if pf.limit != 0 {
+		words = append(words, "--limit", strconv.Itoa(pf.limit))
+	}
+	writeMore(stdout, len(page.Questions), "questions", page.NextCursor, words...)
 	return nil
 }
 

@@ -304,8 +304,8 @@ func TestTaskOperations(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"removed": true`) {
 		t.Errorf("rm --json = %v", r)
 	}
-	if tasks, _, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(tasks) != 0 {
-		t.Errorf("after rm: %d tasks, %v; want none", len(tasks), err)
+	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+		t.Errorf("after rm: %d tasks, %v; want none", len(page.Tasks), err)
 	}
 }
 

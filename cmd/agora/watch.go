@@ -114,7 +114,7 @@ func (w *watcher) resync(ctx context.Context, c *client.Client) error {
 		list = []*orchestrator.Task{t}
 	} else {
 		var err error
-		if list, _, err = c.List(ctx, orchestrator.ListOptions{}); err != nil {
+		if list, _, err = c.ListAll(ctx, orchestrator.ListOptions{}); err != nil {
 			return err
 		}
 	}

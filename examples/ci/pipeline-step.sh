@@ -5,7 +5,10 @@
 # the web page) for 15 minutes, then the question's default is taken (the
 # answer is marked assumed) and the same sub-agent resumes with it.
 #
-#   AGORA_SERVER=https://agora.internal AGORA_TOKEN=ci:… pipeline-step.sh
+#   AGORA_SERVER=https://agora.internal AGORA_TOKEN="$CI_SECRET" pipeline-step.sh
+#
+# where the server runs with --token "ci:$CI_SECRET": a client sends the
+# SECRET alone, never the NAME: in front of it (the server refuses that).
 #
 # Exit codes of `agora dispatch --wait`, passed on as the step's:
 #   0 finished, 1 failed (or the server cannot be reached),

@@ -176,57 +176,6 @@ func pump(ctx context.Context, w jetstream.KeyWatcher, fn func(key string, value
 	}
 }
 
-// ConsumeEvents delivers every event in AGORA_EVENTS to fn through the
-// durable consumer named durable, from the first one it has not
-// acknowledged. An event is acknowledged only when fn returns nil; an error
-// redelivers it after a pause. Unknown kinds are logged and acknowledged
-// (consumers skip what they do not know). It returns once consuming; ctx
-// ends it.
-func (b *Bus) ConsumeEvents(ctx context.Context, durable string, fn func(ctx context.Context, ev schemas.Event) error) error {
-	if err := b.EnsureEventStream(ctx); err != nil {
-		return err
-	}
-	c, err := b.js.CreateOrUpdateConsumer(ctx, EventStream, jetstream.ConsumerConfig{
-		Durable:       durable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: 1, // in order: a task's events must apply in sequence
-		FilterSubject: EventSubjects,
-	})
-	if err != nil {
-		return fmt.Errorf("consumer %s on %s: %w", durable, EventStream, err)
-	}
-	cc, err := c.Consume(func(msg jetstream.Msg) {
-		ev, err := schemas.ParseEvent(msg.Data())
-		if err != nil {
-			b.log.Warn("event that breaks the schema; skipped", "subject", msg.Subject(), "error", err)
-			_ = msg.Ack()
-			return
-		}
-		if !ev.Kind.Known() {
-			b.log.Info("event of an unknown kind; skipped", "kind", ev.Kind)
-			_ = msg.Ack()
-			return
-		}
-		if err := fn(ctx, *ev); err != nil {
-			b.log.Warn("event not applied; redelivering", "kind", ev.Kind, "dispatch_id", ev.DispatchID, "error", err)
-			_ = msg.NakWithDelay(time.Second)
-			return
-		}
-		if err := msg.DoubleAck(ctx); err != nil {
-			b.log.Warn("acknowledge event", "error", err)
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", EventStream, err)
-	}
-	go func() {
-		<-ctx.Done()
-		cc.Stop()
-	}()
-	return nil
-}
-
 // PublishAccepted records that the orchestrator accepted and queued a
 // dispatch: the one kind the orchestrator publishes.
 func (b *Bus) PublishAccepted(ctx context.Context, spec *schemas.DispatchSpec) error {

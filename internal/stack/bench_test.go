@@ -4,25 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 )
 
-// BenchmarkScrapeTasks measures one scrape of the task metrics — a full
-// read of the task bucket through Orchestrator.List — with 1,000 and 10,000
-// stored tasks of three rounds each (about 2.5 KB of JSON apiece) on an
-// embedded NATS server. Decoding the tasks' JSON is nearly all of it; on
-// a 2-CPU machine 10,000 tasks took about 0.45 s and 114 MB of garbage per
-// scrape, linear in the tasks.
+// BenchmarkScrapeTasks measures one scrape of the task metrics with 1,000
+// and 10,000 stored tasks of three rounds each (about 2.5 KB of JSON
+// apiece) on an embedded NATS server. The collector reads each task's
+// TaskStats from the orchestrator's task cache, so nothing is decoded: on
+// a 2-CPU machine 10,000 tasks took about 2 ms and 54 KB per scrape (it
+// was 0.45 s and 114 MB when every scrape listed and decoded every task).
 //
 //	go test -run '^$' -bench ScrapeTasks -benchtime 10x ./internal/stack
 func BenchmarkScrapeTasks(b *testing.B) {
@@ -77,7 +86,27 @@ func orchestratorWithTasks(b *testing.B, n int) *orchestrator.Orchestrator {
 		}
 	}
 	b.Logf("%d tasks, %d bytes of JSON on average", n, size/n)
+	waitStats(b, o, n)
 	return o
+}
+
+// waitStats waits until the orchestrator's task cache holds n tasks.
+func waitStats(tb testing.TB, o *orchestrator.Orchestrator, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := 0
+		if err := o.EachTaskStats(context.Background(), func(*orchestrator.TaskStats) { got++ }); err != nil {
+			tb.Fatal(err)
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the task cache holds %d tasks after 30s, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func benchTask(i int) *orchestrator.Task {
@@ -112,4 +141,367 @@ func benchTask(i int) *orchestrator.Task {
 		WaitedMS:  r1.Answer.WaitMS + r2.Answer.WaitMS,
 		Attention: orchestrator.Attention{Kind: "terminal", Summary: "finished after 3 rounds"},
 	}
+}
+
+// serveChildEnv names the data dir BenchmarkServeAt100k's child process
+// serves; TestMain runs serveChild instead of the tests when it is set.
+const serveChildEnv = "AGORA_BENCH_SERVE_DIR"
+
+// BenchmarkServeAt100k measures what `agora serve` (orchestrator, API,
+// /metrics and the embedded NATS server, no runner) costs with 100,000
+// stored tasks, 95% of them ended, each a few KB of JSON: its memory and
+// how long the attention listing takes. The benchmark writes the task
+// records straight into the agora_tasks bucket of an embedded server on a
+// data dir and stops that server; then serve starts on the data dir in a
+// process of its own (this test binary again, serveChild), so its memory is
+// serve's alone, and the benchmark calls its HTTP API as the CLI does: the
+// first page of GET /v1/tasks (newest first), the first page of
+// GET /v1/questions, the first page of the needs_input tasks, a page of
+// ended tasks 21,000 deep (read from the bucket) and a /metrics scrape,
+// each 20 times. Memory is serve's VmRSS and VmHWM (/proc/PID/status) and
+// its Go heap in use (go_memstats_heap_inuse_bytes on /metrics): after
+// start, after the listings, and 20 s later, once the Go runtime has
+// returned the memory the start left idle.
+//
+//	go test -run '^$' -bench ServeAt100k -benchtime 1x ./internal/stack
+func BenchmarkServeAt100k(b *testing.B) {
+	const total = 100_000
+	dir := b.TempDir()
+	mix := fillTasks(b, dir, total)
+	b.Logf("%d tasks stored: %v, %.0f MB of JSON (%d B a task)", total, mix.counts, float64(mix.bytes)/(1<<20), mix.bytes/total)
+	var res serveResult
+	for b.Loop() {
+		res = measureServe(b, dir)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(res.StartMS, "start-ms")
+	b.ReportMetric(res.Listed.RSS, "rss-MB")
+	b.ReportMetric(res.Listed.Peak, "peak-rss-MB")
+	b.ReportMetric(res.Settled.RSS, "settled-rss-MB")
+	b.ReportMetric(res.Listed.HeapInuse, "heap-inuse-MB")
+	for _, c := range res.Calls {
+		b.ReportMetric(c.P50MS, c.Metric+"-p50-ms")
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "serve with %d tasks (%v), %d B of JSON a task\n", total, mix.counts, mix.bytes/total)
+	fmt.Fprintf(&sb, "start (NATS, bucket read, orchestrator, API): %.0f ms\n", res.StartMS)
+	fmt.Fprintf(&sb, "%-28s %10s %10s %14s\n", "serve's memory, MB", "VmRSS", "VmHWM", "HeapInuse")
+	for _, m := range []struct {
+		name string
+		m    serveMemory
+	}{{"after start", res.Started}, {"after the listings", res.Listed}, {"20 s later", res.Settled}} {
+		fmt.Fprintf(&sb, "%-28s %10.0f %10.0f %14.0f\n", m.name, m.m.RSS, m.m.Peak, m.m.HeapInuse)
+	}
+	fmt.Fprintf(&sb, "%-52s %7s %8s %8s\n", "call (HTTP, n=20)", "items", "p50 ms", "max ms")
+	for _, c := range res.Calls {
+		fmt.Fprintf(&sb, "%-52s %7d %8.1f %8.1f\n", c.Name, c.Items, c.P50MS, c.MaxMS)
+	}
+	b.Log("\n" + strings.TrimSuffix(sb.String(), "\n"))
+}
+
+// taskMix is what fillTasks stored.
+type taskMix struct {
+	counts map[orchestrator.State]int
+	bytes  int
+}
+
+// fillTasks stores total tasks in the tasks bucket of an embedded server
+// on dir/nats, as the orchestrator leaves them, then stops the server: 5%
+// open (2% queued, 1.5% running, 1.5% waiting on a question), 95% ended
+// (90% finished after three rounds, 3% failed, 2% cancelled). Each carries
+// a 1 KB input besides its rounds.
+func fillTasks(b *testing.B, dir string, total int) taskMix {
+	b.Helper()
+	ctx := context.Background()
+	srv, err := natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Shutdown()
+	bs, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: "bench fill"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs.Close()
+	kv, err := bs.KeyValue(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id")
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	mix := taskMix{counts: map[orchestrator.State]int{}}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		next     = make(chan int)
+	)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t := scaleTask(i, total, now)
+				data, err := json.Marshal(t)
+				if err == nil {
+					_, err = kv.Put(ctx, t.ID, data)
+				}
+				mu.Lock()
+				mix.counts[t.State]++
+				mix.bytes += len(data)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range total {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+	return mix
+}
+
+// scaleTask is task i of total: created 5 s after task i-1, the last one
+// now, labelled with a batch of 1,000.
+func scaleTask(i, total int, now time.Time) *orchestrator.Task {
+	t := benchTask(i)
+	id := fmt.Sprintf("scale-%06d", i)
+	created := now.Add(-time.Duration(total-i) * 5 * time.Second)
+	t.ID, t.Request.TaskID, t.CreatedAt, t.UpdatedAt = id, id, created, created
+	t.Request.Input = json.RawMessage(fmt.Sprintf(`{"repo":"example/app","goal":"remove the duplicate of function A","notes":%q}`,
+		strings.Repeat("context for the sub-agent; ", 36)))
+	t.Request.Labels = map[string]string{"batch": fmt.Sprintf("b-%d", i/1000)}
+	for n := range t.Rounds {
+		t.Rounds[n].DispatchID = fmt.Sprintf("%s-r%d", id, n+1)
+	}
+	// open makes the task one round in state, its question (if any)
+	// asked an hour ago, so no limit or route step ends it.
+	open := func(state orchestrator.State) {
+		r := t.Rounds[0]
+		r.State, r.Answer, r.Decisions, r.Usage, r.Question = state, nil, nil, nil, nil
+		r.QueuedAt, r.StartedAt, r.EndedAt, r.ExitCode = created, time.Time{}, time.Time{}, nil
+		switch state {
+		case orchestrator.StateRunning:
+			r.StartedAt = now.Add(-time.Minute)
+		case orchestrator.StateNeedsInput:
+			asked := now.Add(-time.Hour)
+			r.StartedAt, r.EndedAt, r.AskedAt, r.StepDeadline = asked.Add(-time.Minute), asked, asked, asked.Add(24*time.Hour)
+			r.Question = t.Rounds[0].Question
+			r.Decisions = []orchestrator.Decision{{StepIndex: 0, Step: "human=24h", Result: "pending", At: asked}}
+		}
+		t.State, t.Rounds, t.Outcome, t.WaitedMS, t.Attention = state, []orchestrator.Round{r}, nil, 0, orchestrator.Attention{}
+	}
+	switch p := i % 1000; {
+	case p < 20:
+		open(orchestrator.StateQueued)
+	case p < 35:
+		open(orchestrator.StateRunning)
+	case p < 50:
+		open(orchestrator.StateNeedsInput)
+	case p < 80:
+		t.State, t.Outcome = orchestrator.StateFailed, &orchestrator.Outcome{Reason: "provider-failed", Detail: "round 3 exited 1"}
+		t.Rounds[2].State = orchestrator.StateFailed
+	case p < 100:
+		t.State, t.Outcome = orchestrator.StateCancelled, &orchestrator.Outcome{Reason: "cancelled", Detail: "cancelled while running"}
+		t.Rounds[2].State = orchestrator.StateCancelled
+	}
+	return t
+}
+
+// serveResult is what measureServe found.
+type serveResult struct {
+	StartMS                  float64
+	Started, Listed, Settled serveMemory
+	Calls                    []callResult
+}
+
+// serveMemory is serve's memory at one moment, in MB.
+type serveMemory struct {
+	RSS, Peak, HeapInuse float64
+}
+
+type callResult struct {
+	Name, Metric string
+	Items        int
+	P50MS, MaxMS float64
+}
+
+// measureServe starts serve on dir in a child process and measures it.
+func measureServe(b *testing.B, dir string) serveResult {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveChildEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		stdin.Close() // serveChild stops serve and exits
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("serve child: %v", err)
+		}
+	}()
+	var ready struct {
+		URL     string  `json:"url"`
+		StartMS float64 `json:"start_ms"`
+	}
+	if err := json.NewDecoder(stdout).Decode(&ready); err != nil {
+		b.Fatalf("serve child did not say it was ready: %v", err)
+	}
+	res := serveResult{StartMS: ready.StartMS}
+	memory := func() serveMemory {
+		m := serveMemory{HeapInuse: scrapeGauge(b, ready.URL, "go_memstats_heap_inuse_bytes") / (1 << 20)}
+		m.RSS, m.Peak = procMemoryMB(b, cmd.Process.Pid)
+		return m
+	}
+	res.Started = memory()
+
+	c := client.New(ready.URL, "")
+	first, err := c.List(ctx, orchestrator.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	deep := first
+	for range 21 { // 100 + 21 × 1,000 tasks in: all of them ended
+		if deep, err = c.List(ctx, orchestrator.ListOptions{Limit: 1000, Cursor: deep.NextCursor}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	calls := []struct {
+		name, metric string
+		fn           func() (int, error)
+	}{
+		{"GET /v1/tasks (first page, 100 newest)", "list", func() (int, error) {
+			p, err := c.List(ctx, orchestrator.ListOptions{})
+			return len(p.Tasks), err
+		}},
+		{"GET /v1/questions (first page, 100 oldest)", "questions", func() (int, error) {
+			p, err := c.Questions(ctx, orchestrator.PageOptions{})
+			return len(p.Questions), err
+		}},
+		{"GET /v1/tasks?state=needs_input (first page)", "list-needs-input", func() (int, error) {
+			p, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
+			return len(p.Tasks), err
+		}},
+		{"GET /v1/tasks?cursor=… (100 ended tasks, 21,100 in)", "list-deep", func() (int, error) {
+			p, err := c.List(ctx, orchestrator.ListOptions{Cursor: deep.NextCursor})
+			return len(p.Tasks), err
+		}},
+		{"GET /metrics (bytes; stats of every task)", "metrics", func() (int, error) {
+			resp, err := http.Get(ready.URL + "/metrics")
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			n, err := io.Copy(io.Discard, resp.Body)
+			return int(n), err
+		}},
+	}
+	for _, call := range calls {
+		var times []time.Duration
+		items := 0
+		for range 20 {
+			began := time.Now()
+			n, err := call.fn()
+			if err != nil {
+				b.Fatalf("%s: %v", call.name, err)
+			}
+			times = append(times, time.Since(began))
+			items = n
+		}
+		slices.Sort(times)
+		res.Calls = append(res.Calls, callResult{Name: call.name, Metric: call.metric, Items: items,
+			P50MS: msOf(times[len(times)/2]), MaxMS: msOf(times[len(times)-1])})
+	}
+	res.Listed = memory()
+	time.Sleep(20 * time.Second)
+	res.Settled = memory()
+	return res
+}
+
+// serveChild is the serve process of BenchmarkServeAt100k: it starts
+// serve (orchestrator, API, /metrics; no runner) on the data dir, prints
+// its URL and how long it took to start as one JSON line, and stops when
+// stdin closes. TestMain runs it instead of the tests.
+func serveChild(dir string) int {
+	ctx := context.Background()
+	began := time.Now()
+	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Metrics: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serve child:", err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"url": s.URL(), "start_ms": msOf(time.Since(began))}); err != nil {
+		return 1
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := s.Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "serve child: stop:", err)
+		return 1
+	}
+	return 0
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// procMemoryMB is a process's VmRSS and VmHWM in MB.
+func procMemoryMB(b *testing.B, pid int) (rss, peak float64) {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		var kb float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%f kB", &kb); err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss = kb / 1024
+		case "VmHWM":
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}
+
+// scrapeGauge reads one unlabelled gauge from url's /metrics.
+func scrapeGauge(b *testing.B, url, name string) float64 {
+	b.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscanf(v, "%g", &f); err == nil {
+				return f
+			}
+		}
+	}
+	b.Fatalf("/metrics has no %s", name)
+	return 0
 }

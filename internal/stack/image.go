@@ -46,9 +46,10 @@ func WorkerBinary(path, orFlag string) (string, error) {
 
 // WorkerImage returns the image dispatches run in. A named image must be on
 // the engine already (nothing is pulled); without one, the worker image is
-// built from workerBinary as `agora image build` builds it — or reused
-// when an image with the same inputs exists — and its tag returned.
-func WorkerImage(ctx context.Context, b compute.ImageBuilder, image, workerBinary string, log *slog.Logger) (string, error) {
+// built from workerBinary (with busybox as /bin/sh: images.Options.Busybox)
+// as `agora image build` builds it — or reused when an image with the same
+// inputs exists — and its tag returned.
+func WorkerImage(ctx context.Context, b compute.ImageBuilder, image, workerBinary, busybox string, log *slog.Logger) (string, error) {
 	if image != "" {
 		_, ok, err := b.ImageExists(ctx, image)
 		if err != nil {
@@ -59,7 +60,7 @@ func WorkerImage(ctx context.Context, b compute.ImageBuilder, image, workerBinar
 		}
 		return image, nil
 	}
-	res, err := images.Build(ctx, b, images.Options{WorkerBinary: workerBinary, Logger: log})
+	res, err := images.Build(ctx, b, images.Options{WorkerBinary: workerBinary, Busybox: busybox, Logger: log})
 	if err != nil {
 		return "", err
 	}

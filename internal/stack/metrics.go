@@ -45,7 +45,7 @@ func (s *Stack) metricsHandler() (http.Handler, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
 	if s.orch != nil {
-		cs = append(cs, newTaskCollector(s.orch, s.log))
+		cs = append(cs, newTaskCollector(s.orch, s.log), newPipelineCollector(s.orch))
 	}
 	if s.runner != nil {
 		cs = append(cs, runnerCollectors(s.runner, s.cfg.RunnerID, s.cfg.Slots)...)
@@ -81,21 +81,20 @@ func runnerCollectors(r *runner.Runner, id string, slots int) []prometheus.Colle
 // taskCollector derives the task metrics from the stored tasks at every
 // scrape, as kube-state-metrics does from the Kubernetes API: the numbers
 // are the same from every orchestrator replica and survive restarts, and
-// there is nothing to keep in step with the task store. The histograms
-// count the rounds and tasks still stored: `agora rm` lowers them, which
-// Prometheus reads as a counter reset.
+// there is nothing to keep in step with the task store. It reads each
+// task's TaskStats from the orchestrator's task cache, which keeps those
+// few numbers for every task (finished ones too) without the task's body,
+// so a scrape decodes nothing (Orchestrator.EachTaskStats). The
+// histograms count the rounds and tasks still stored: `agora rm` lowers
+// them, which Prometheus reads as a counter reset.
 type taskCollector struct {
-	list                                         func(context.Context) ([]*orchestrator.Task, error)
+	stats                                        func(context.Context, func(*orchestrator.TaskStats)) error
 	log                                          *slog.Logger
 	tasks, questions, answerWait, rounds, dispat *prometheus.Desc
 }
 
 func newTaskCollector(o *orchestrator.Orchestrator, log *slog.Logger) *taskCollector {
-	return &taskCollector{
-		list: func(ctx context.Context) ([]*orchestrator.Task, error) {
-			tasks, _, err := o.List(ctx, orchestrator.ListOptions{})
-			return tasks, err
-		},
+	c := &taskCollector{
 		log: log,
 		tasks: prometheus.NewDesc("agora_tasks", "Tasks by state.",
 			[]string{"state"}, nil),
@@ -108,6 +107,10 @@ func newTaskCollector(o *orchestrator.Orchestrator, log *slog.Logger) *taskColle
 		dispat: prometheus.NewDesc("agora_dispatch_duration_seconds", "Run time of dispatches, from dispatch.started to their terminal event, by how they ended.",
 			[]string{"outcome"}, nil),
 	}
+	if o != nil {
+		c.stats = o.EachTaskStats
+	}
+	return c
 }
 
 func (c *taskCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -119,13 +122,12 @@ func (c *taskCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *taskCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	tasks, err := c.list(ctx)
-	if err != nil {
+	m := newTaskMetrics()
+	if err := c.stats(ctx, m.add); err != nil {
 		c.log.Warn("metrics: list tasks", "error", err)
 		ch <- prometheus.NewInvalidMetric(c.tasks, fmt.Errorf("list tasks: %w", err))
 		return
 	}
-	m := taskMetricsOf(tasks)
 	for _, st := range orchestrator.States {
 		ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(m.byState[st]), string(st))
 	}
@@ -146,9 +148,8 @@ type taskMetrics struct {
 	dispatch      map[orchestrator.State]*histogram
 }
 
-// taskMetricsOf computes the task metrics from the stored tasks.
-func taskMetricsOf(tasks []*orchestrator.Task) taskMetrics {
-	m := taskMetrics{
+func newTaskMetrics() *taskMetrics {
+	m := &taskMetrics{
 		byState:    map[orchestrator.State]int{},
 		answerWait: newHistogram(answerWaitBuckets),
 		rounds:     newHistogram(roundBuckets),
@@ -157,24 +158,34 @@ func taskMetricsOf(tasks []*orchestrator.Task) taskMetrics {
 	for _, out := range dispatchOutcomes {
 		m.dispatch[out] = newHistogram(dispatchBuckets)
 	}
+	return m
+}
+
+// add counts one task.
+func (m *taskMetrics) add(t *orchestrator.TaskStats) {
+	m.byState[t.State]++
+	if t.State.Terminal() {
+		m.rounds.observe(float64(len(t.Rounds)))
+	}
+	for _, r := range t.Rounds {
+		if r.Answered {
+			m.answerWait.observe(float64(r.AnswerWaitMS) / 1000)
+		}
+		if h := m.dispatch[r.State]; h != nil && r.Ended {
+			h.observe(max(r.Ran.Seconds(), 0))
+		}
+	}
+	if t.OpenQuestion {
+		m.openQuestions++
+	}
+}
+
+// taskMetricsOf computes the task metrics of tasks.
+func taskMetricsOf(tasks []*orchestrator.Task) *taskMetrics {
+	m := newTaskMetrics()
 	for _, t := range tasks {
-		m.byState[t.State]++
-		if t.State.Terminal() {
-			m.rounds.observe(float64(len(t.Rounds)))
-		}
-		for i := range t.Rounds {
-			r := &t.Rounds[i]
-			if a := r.Answer; a != nil {
-				m.answerWait.observe(float64(a.WaitMS) / 1000)
-			}
-			if h := m.dispatch[r.State]; h != nil && !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
-				h.observe(max(r.EndedAt.Sub(r.StartedAt).Seconds(), 0))
-			}
-		}
-		if n := len(t.Rounds); t.State == orchestrator.StateNeedsInput && n > 0 &&
-			t.Rounds[n-1].Question != nil && t.Rounds[n-1].Answer == nil {
-			m.openQuestions++
-		}
+		s := orchestrator.StatsOf(t)
+		m.add(&s)
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
@@ -81,7 +84,13 @@ func TestTaskMetricsOf(t *testing.T) {
 func TestTaskCollectorExposition(t *testing.T) {
 	t.Parallel()
 	c := newTaskCollector(nil, slog.New(slog.DiscardHandler))
-	c.list = func(context.Context) ([]*orchestrator.Task, error) { return tasksForMetrics(), nil }
+	c.stats = func(_ context.Context, fn func(*orchestrator.TaskStats)) error {
+		for _, t := range tasksForMetrics() {
+			s := orchestrator.StatsOf(t)
+			fn(&s)
+		}
+		return nil
+	}
 	got := expose(t, c, http.StatusOK)
 	for _, want := range []string{
 		`agora_tasks{state="expired"} 0`, // every state, zeros too
@@ -105,9 +114,57 @@ func TestTaskCollectorExposition(t *testing.T) {
 	}
 
 	// A failed read of the tasks is the scrape's error, not zeros.
-	c.list = func(context.Context) ([]*orchestrator.Task, error) { return nil, errors.New("nats: timeout") }
+	c.stats = func(context.Context, func(*orchestrator.TaskStats)) error { return errors.New("nats: timeout") }
 	if got := expose(t, c, http.StatusInternalServerError); !strings.Contains(got, "list tasks: nats: timeout") {
 		t.Errorf("scrape with a failed list = %q; want the error", got)
+	}
+}
+
+// TestTaskCollectorFromCache: the collector of a real orchestrator, which
+// reads the task cache's stats (ended tasks are not kept decoded), exposes
+// what computing from the whole tasks does.
+func TestTaskCollectorFromCache(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := testenv.Bus(t)
+	o, err := orchestrator.New(orchestrator.Config{Bus: b, Logger: natstest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Stop(context.Background()) })
+	kv, err := b.KeyValue(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := tasksForMetrics()
+	for i, task := range tasks {
+		task.CreatedAt = t0.Add(time.Duration(i) * time.Second)
+		for n := range task.Rounds {
+			task.Rounds[n].StepDeadline = time.Now().Add(time.Hour) // no route step ends the open question
+			task.Rounds[n].AskedAt = time.Now()
+		}
+		data, err := json.Marshal(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(ctx, task.ID, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStats(t, o, len(tasks))
+	want := newTaskCollector(nil, slog.New(slog.DiscardHandler))
+	want.stats = func(_ context.Context, fn func(*orchestrator.TaskStats)) error {
+		for _, task := range tasksForMetrics() {
+			s := orchestrator.StatsOf(task)
+			fn(&s)
+		}
+		return nil
+	}
+	if got, want := expose(t, newTaskCollector(o, slog.New(slog.DiscardHandler)), http.StatusOK), expose(t, want, http.StatusOK); got != want {
+		t.Errorf("exposition from the orchestrator:\n%s\nwant, from the whole tasks:\n%s", got, want)
 	}
 }
 
@@ -128,7 +185,9 @@ func expose(t *testing.T, c prometheus.Collector, wantStatus int) string {
 // questionsOnly is the API's one endpoint the auth comparison calls.
 type questionsOnly struct{ orchestrator.Service }
 
-func (questionsOnly) Questions(context.Context) ([]orchestrator.QuestionView, error) { return nil, nil }
+func (questionsOnly) Questions(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+	return orchestrator.QuestionPage{}, nil
+}
 
 // TestMetricsAuthMatchesAPI: /metrics lets through exactly the requests the
 // API lets through, with the same status, for an API with tokens and one
@@ -237,5 +296,34 @@ func TestLockDataDir(t *testing.T) {
 	}
 	if err := unlockDataDir(f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPipelineCollectorExposition(t *testing.T) {
+	t.Parallel()
+	c := newPipelineCollectorDescs()
+	c.stats = func() orchestrator.PipelineStats {
+		return orchestrator.PipelineStats{Applied: 40, Retried: 3, Parked: 1, ParkedNow: 1,
+			Dropped: map[string]uint64{"unknown_task": 2, "invalid": 1}}
+	}
+	c.parkedEvents = func() []orchestrator.ParkedEvent {
+		return []orchestrator.ParkedEvent{{Sequence: 12, Kind: "dispatch.finished", DispatchID: "t-1-r1", Error: "decode task t-1: bad"}}
+	}
+	got := expose(t, c, http.StatusOK)
+	for _, want := range []string{
+		`agora_events_applied_total 40`,
+		`agora_events_retried_total 3`,
+		`agora_events_parked_total 1`,
+		`agora_events_dropped_total{reason="unknown_task"} 2`,
+		`agora_events_dropped_total{reason="unknown_kind"} 0`,
+		`agora_events_parked 1`,
+		`agora_event_parked_info{dispatch_id="t-1-r1",error="decode task t-1: bad",kind="dispatch.finished",seq="12"} 1`,
+	} {
+		if !strings.Contains(got, "\n"+want+"\n") {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(got)
 	}
 }

@@ -108,6 +108,10 @@ type Config struct {
 	// WorkerBinary is the static agora-worker the image is built from;
 	// default agora-worker next to the running executable.
 	WorkerBinary string
+	// Busybox is the static busybox a built worker image gets as /bin/sh;
+	// default images.DefaultBusybox when the host has a static one there
+	// (images.Options.Busybox).
+	Busybox string
 	// RunnerID names the runner in claims and container labels, so the next
 	// stack on this data dir adopts the containers this one leaves running.
 	// Default: the one kept in DataDir/runner-id, made once from the host
@@ -366,7 +370,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 			return fmt.Errorf("docker engine not reachable: %w; start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST", err)
 		}
 	}
-	image, err := WorkerImage(ctx, s.engine, s.cfg.Image, workerBin, s.log)
+	image, err := WorkerImage(ctx, s.engine, s.cfg.Image, workerBin, s.cfg.Busybox, s.log)
 	if err != nil {
 		return err
 	}
@@ -495,15 +499,6 @@ func (s *Stack) URL() string {
 // NATSURL is the NATS server the stack uses: the embedded one's client URL
 // or Config.NATSURL.
 func (s *Stack) NATSURL() string { return s.natsURL }
-
-// Bus is the stack's connection to NATS.
-func (s *Stack) Bus() *bus.Bus { return s.bus }
-
-// Store is the stack's object storage.
-func (s *Stack) Store() storage.Store { return s.store }
-
-// Orchestrator is the running orchestrator; nil without that role.
-func (s *Stack) Orchestrator() *orchestrator.Orchestrator { return s.orch }
 
 // Runner is the running runner; nil without that role.
 func (s *Stack) Runner() *runner.Runner { return s.runner }

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func (h *handler) routes() {
 		{http.MethodGet, "/v1/tasks/{id}/logs", h.logs},
 		{http.MethodGet, "/v1/questions", h.questions},
 		{http.MethodGet, "/v1/events", h.events},
+		{http.MethodGet, "/v1/parked-events", h.parkedEvents},
+		{http.MethodPost, "/v1/parked-events/{seq}/retry", h.retryParked},
+		{http.MethodDelete, "/v1/parked-events/{seq}", h.discardParked},
 	}
 	endpoints = append(endpoints, h.registryRoutes()...)
 	allowed := map[string][]string{}
@@ -219,25 +223,25 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	tasks, summary, err := h.svc.List(r.Context(), opts)
+	page, err := h.svc.List(r.Context(), opts)
 	if err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, pageError(err))
 		return
 	}
-	if tasks == nil {
-		tasks = []*orchestrator.Task{}
+	if page.Tasks == nil {
+		page.Tasks = []*orchestrator.Task{}
 	}
-	h.write(w, r, http.StatusOK, TaskList{Tasks: tasks, Summary: summary})
+	h.write(w, r, http.StatusOK, TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
 }
 
-// listOptions reads ?state=…&label=key=value.
+// listOptions reads ?state=…&label=key=value&limit=N&cursor=C.
 func listOptions(q url.Values) (orchestrator.ListOptions, error) {
-	for _, k := range []string{"state", "label"} {
-		if len(q[k]) > 1 {
-			return orchestrator.ListOptions{}, invalid(fmt.Sprintf("query: %s given %d times; give it once", k, len(q[k])))
-		}
+	page, err := pageOptions(q, "state", "label")
+	if err != nil {
+		return orchestrator.ListOptions{}, err
 	}
-	opts := orchestrator.ListOptions{State: orchestrator.State(q.Get("state")), Label: q.Get("label")}
+	opts := orchestrator.ListOptions{State: orchestrator.State(q.Get("state")), Label: q.Get("label"),
+		Limit: page.Limit, Cursor: page.Cursor}
 	if opts.State != "" && !slices.Contains(orchestrator.States, opts.State) {
 		names := make([]string, len(orchestrator.States))
 		for i, s := range orchestrator.States {
@@ -251,17 +255,57 @@ func listOptions(q url.Values) (orchestrator.ListOptions, error) {
 	return opts, nil
 }
 
+// pageOptions reads ?limit=N&cursor=C, each at most once like the other
+// parameters named: limit a whole number from 1 to MaxPageLimit (absent:
+// the default), cursor the next_cursor of the previous page.
+func pageOptions(q url.Values, others ...string) (orchestrator.PageOptions, error) {
+	for _, k := range append([]string{"limit", "cursor"}, others...) {
+		if len(q[k]) > 1 {
+			return orchestrator.PageOptions{}, invalid(fmt.Sprintf("query: %s given %d times; give it once", k, len(q[k])))
+		}
+	}
+	var p orchestrator.PageOptions
+	if s, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 1 || n > orchestrator.MaxPageLimit {
+			return p, invalid(fmt.Sprintf("query: limit %q: want a whole number from 1 to %d (default %d)",
+				s[0], orchestrator.MaxPageLimit, orchestrator.DefaultPageLimit))
+		}
+		p.Limit = n
+	}
+	if s, ok := q["cursor"]; ok {
+		if s[0] == "" {
+			return p, invalid("query: cursor is empty; leave it out for the first page, else pass the next_cursor of the previous page")
+		}
+		p.Cursor = s[0]
+	}
+	return p, nil
+}
+
+// pageError makes a limit or cursor the service refused a 400, like one
+// the API refuses itself: it is a bad query, not a bad request body.
+func pageError(err error) error {
+	if pe, ok := errors.AsType[*orchestrator.PageError](err); ok {
+		return invalid("query: " + pe.Error())
+	}
+	return err
+}
+
 func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
-	qs, err := h.svc.Questions(r.Context())
+	opts, err := pageOptions(r.URL.Query())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if qs == nil {
-		qs = []orchestrator.QuestionView{}
+	page, err := h.svc.Questions(r.Context(), opts)
+	if err != nil {
+		h.fail(w, r, pageError(err))
+		return
 	}
-	slices.SortStableFunc(qs, func(a, b orchestrator.QuestionView) int { return a.AskedAt.Compare(b.AskedAt) })
-	h.write(w, r, http.StatusOK, QuestionList{Questions: qs})
+	if page.Questions == nil {
+		page.Questions = []orchestrator.QuestionView{}
+	}
+	h.write(w, r, http.StatusOK, QuestionList{Questions: page.Questions, NextCursor: page.NextCursor})
 }
 
 func (h *handler) answer(w http.ResponseWriter, r *http.Request) {

@@ -136,14 +136,14 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "list with filters",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.ListFunc = func(_ context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+				s.ListFunc = func(_ context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
 					want := orchestrator.ListOptions{State: orchestrator.StateNeedsInput, Label: "batch=7"}
 					if opts != want {
 						t.Errorf("List(%+v), want %+v", opts, want)
 					}
-					return []*orchestrator.Task{task("t-2", orchestrator.StateNeedsInput), task("t-1", orchestrator.StateNeedsInput)},
-						orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateNeedsInput: 2, orchestrator.StateRunning: 1},
-							Text: "1 running · 2 needs input"}, nil
+					return orchestrator.TaskPage{Tasks: []*orchestrator.Task{task("t-2", orchestrator.StateNeedsInput), task("t-1", orchestrator.StateNeedsInput)},
+						Summary: orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateNeedsInput: 2, orchestrator.StateRunning: 1},
+							Text: "1 running · 2 needs input"}}, nil
 				}
 			},
 			method: "GET", target: "/v1/tasks?state=needs_input&label=batch%3D7",
@@ -153,8 +153,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "list of nothing is an empty array",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.ListFunc = func(context.Context, orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
-					return nil, orchestrator.Summary{}, nil
+				s.ListFunc = func(context.Context, orchestrator.ListOptions) (orchestrator.TaskPage, error) {
+					return orchestrator.TaskPage{}, nil
 				}
 			},
 			method: "GET", target: "/v1/tasks",
@@ -163,11 +163,11 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "questions oldest first",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.QuestionsFunc = func(context.Context) ([]orchestrator.QuestionView, error) {
-					return []orchestrator.QuestionView{
-						{TaskID: "t-new", Round: 1, Question: "Colour?", AskedAt: t0.Add(time.Minute)},
+				s.QuestionsFunc = func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+					return orchestrator.QuestionPage{Questions: []orchestrator.QuestionView{
 						{TaskID: "t-old", Round: 2, Question: "Size?", Options: []string{"S", "M"}, AskedAt: t0, Action: "agora answer t-old S"},
-					}, nil
+						{TaskID: "t-new", Round: 1, Question: "Colour?", AskedAt: t0.Add(time.Minute)},
+					}}, nil
 				}
 			},
 			method: "GET", target: "/v1/questions",
@@ -177,7 +177,9 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "no questions is an empty array",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.QuestionsFunc = func(context.Context) ([]orchestrator.QuestionView, error) { return nil, nil }
+				s.QuestionsFunc = func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+					return orchestrator.QuestionPage{}, nil
+				}
 			},
 			method: "GET", target: "/v1/questions",
 			wantStatus: http.StatusOK, wantBody: []string{`"questions":[]`},
@@ -364,10 +366,12 @@ func TestHandler_ServiceErrors(t *testing.T) {
 				SubmitFunc: func(context.Context, orchestrator.SubmitRequest) (*orchestrator.Task, error) {
 					return nil, fail()
 				},
-				ListFunc: func(context.Context, orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
-					return nil, orchestrator.Summary{}, fail()
+				ListFunc: func(context.Context, orchestrator.ListOptions) (orchestrator.TaskPage, error) {
+					return orchestrator.TaskPage{}, fail()
 				},
-				QuestionsFunc: func(context.Context) ([]orchestrator.QuestionView, error) { return nil, fail() },
+				QuestionsFunc: func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+					return orchestrator.QuestionPage{}, fail()
+				},
 				AnswerFunc: func(context.Context, orchestrator.AnswerRequest) (*orchestrator.Task, error) {
 					return nil, fail()
 				},

@@ -2,11 +2,14 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
 )
 
@@ -23,10 +26,14 @@ type Registry interface {
 
 var _ Registry = (*registry.Registry)(nil)
 
-// EntryList is the answer to listing a kind or the versions of a name.
+// EntryList is the answer to listing a kind or the versions of a name:
+// one page.
 type EntryList struct {
 	// Entries are never null.
 	Entries []*registry.Entry `json:"entries"`
+	// NextCursor, passed as ?cursor=, gives the next page; absent on the
+	// last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // registryPaths maps the URL segment to the kind.
@@ -134,15 +141,22 @@ func (h *handler) listEntries(kind registry.Kind) http.HandlerFunc {
 		if !ok {
 			return
 		}
+		opts, err := pageOptions(r.URL.Query())
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
 		list, err := reg.List(r.Context(), kind)
 		if err != nil {
 			h.fail(w, r, registryError(err))
 			return
 		}
-		if list == nil {
-			list = []*registry.Entry{}
+		page, err := pageEntries(list, opts, cursorNames, func(e *registry.Entry) string { return e.Name })
+		if err != nil {
+			h.fail(w, r, err)
+			return
 		}
-		h.write(w, r, http.StatusOK, EntryList{Entries: list})
+		h.write(w, r, http.StatusOK, page)
 	}
 }
 
@@ -167,13 +181,59 @@ func (h *handler) entryVersions(kind registry.Kind) http.HandlerFunc {
 		if !ok {
 			return
 		}
+		opts, err := pageOptions(r.URL.Query())
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
 		list, err := reg.Versions(r.Context(), kind, r.PathValue("ref"))
 		if err != nil {
 			h.fail(w, r, registryError(err))
 			return
 		}
-		h.write(w, r, http.StatusOK, EntryList{Entries: list})
+		page, err := pageEntries(list, opts, cursorSeqs, func(e *registry.Entry) string { return fmt.Sprintf("%020d", e.Seq) })
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.write(w, r, http.StatusOK, page)
 	}
+}
+
+// Registry list cursors: the key of the last entry of a page, in the order
+// the list is sorted by (a name, or a zero-padded version number), so a
+// registration between two pages neither repeats nor skips an entry.
+const (
+	cursorNames = 'n'
+	cursorSeqs  = 's'
+)
+
+// pageEntries is the page of list (sorted by key) that opts asks for. The
+// registry reads a kind whole (names, not tasks: few), so only the
+// response is paged.
+func pageEntries(list []*registry.Entry, opts orchestrator.PageOptions, kind byte, key func(*registry.Entry) string) (EntryList, error) {
+	limit, err := orchestrator.PageLimit(opts.Limit)
+	if err != nil {
+		return EntryList{}, pageError(err)
+	}
+	start := 0
+	if opts.Cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
+		if err != nil || len(b) < 2 || b[0] != kind {
+			return EntryList{}, invalid(fmt.Sprintf("query: cursor %q is not a cursor of this list; pass the next_cursor of its previous page", opts.Cursor))
+		}
+		after := string(b[1:])
+		start = sort.Search(len(list), func(i int) bool { return key(list[i]) > after })
+	}
+	out := EntryList{Entries: list[start:]}
+	if len(out.Entries) > limit {
+		out.Entries = out.Entries[:limit:limit]
+		out.NextCursor = base64.RawURLEncoding.EncodeToString(append([]byte{kind}, key(out.Entries[limit-1])...))
+	}
+	if out.Entries == nil {
+		out.Entries = []*registry.Entry{}
+	}
+	return out, nil
 }
 
 // registryError gives the registry's errors their status and code.

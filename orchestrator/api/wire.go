@@ -25,18 +25,36 @@ type ContinueBody struct {
 	By string `json:"by,omitempty"`
 }
 
-// TaskList is the body of GET /v1/tasks.
+// TaskList is the body of GET /v1/tasks: one page.
 type TaskList struct {
-	// Tasks match the filters, newest first; never null.
+	// Tasks match the filters, newest first, in their list view (no
+	// request input, no partial_state: GET the task for those); never
+	// null.
 	Tasks []*orchestrator.Task `json:"tasks"`
-	// Summary counts every task by state, whatever the filters.
+	// Summary counts every task by state, whatever the filters and the page.
 	Summary orchestrator.Summary `json:"summary"`
+	// NextCursor, passed as ?cursor=, gives the next page; absent on the
+	// last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// QuestionList is the body of GET /v1/questions.
+// QuestionList is the body of GET /v1/questions: one page.
 type QuestionList struct {
 	// Questions are the open ones, oldest first; never null.
 	Questions []orchestrator.QuestionView `json:"questions"`
+	// NextCursor, passed as ?cursor=, gives the next page; absent on the
+	// last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// ParkedEventList is the body of GET /v1/parked-events.
+type ParkedEventList struct {
+	// ParkedEvents are the events the orchestrator could not apply after
+	// their last delivery, oldest first; never null.
+	ParkedEvents []orchestrator.ParkedEvent `json:"parked_events"`
+	// Stats counts what the event pipeline did since the serving process
+	// started.
+	Stats orchestrator.PipelineStats `json:"stats"`
 }
 
 // Health is the body of GET /healthz.

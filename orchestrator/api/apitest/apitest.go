@@ -18,8 +18,8 @@ import (
 type Service struct {
 	SubmitFunc    func(ctx context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error)
 	GetFunc       func(ctx context.Context, taskID string) (*orchestrator.Task, error)
-	ListFunc      func(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error)
-	QuestionsFunc func(ctx context.Context) ([]orchestrator.QuestionView, error)
+	ListFunc      func(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error)
+	QuestionsFunc func(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error)
 	AnswerFunc    func(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error)
 	CancelFunc    func(ctx context.Context, taskID string) (*orchestrator.Task, error)
 	RespawnFunc   func(ctx context.Context, taskID string) (*orchestrator.Task, error)
@@ -27,6 +27,10 @@ type Service struct {
 	RemoveFunc    func(ctx context.Context, taskID string) error
 	WatchFunc     func(ctx context.Context, fn func(orchestrator.Change)) error
 	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+
+	ParkedEventsFunc  func(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error)
+	RetryParkedFunc   func(ctx context.Context, seq uint64) error
+	DiscardParkedFunc func(ctx context.Context, seq uint64) error
 }
 
 var _ orchestrator.Service = (*Service)(nil)
@@ -47,18 +51,18 @@ func (s *Service) Get(ctx context.Context, taskID string) (*orchestrator.Task, e
 	return s.GetFunc(ctx, taskID)
 }
 
-func (s *Service) List(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
+func (s *Service) List(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
 	if s.ListFunc == nil {
-		return nil, orchestrator.Summary{}, unset("List")
+		return orchestrator.TaskPage{}, unset("List")
 	}
 	return s.ListFunc(ctx, opts)
 }
 
-func (s *Service) Questions(ctx context.Context) ([]orchestrator.QuestionView, error) {
+func (s *Service) Questions(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
 	if s.QuestionsFunc == nil {
-		return nil, unset("Questions")
+		return orchestrator.QuestionPage{}, unset("Questions")
 	}
-	return s.QuestionsFunc(ctx)
+	return s.QuestionsFunc(ctx, opts)
 }
 
 func (s *Service) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
@@ -111,4 +115,25 @@ func (s *Service) Logs(ctx context.Context, taskID string, round int, follow boo
 		return unset("Logs")
 	}
 	return s.LogsFunc(ctx, taskID, round, follow, w)
+}
+
+func (s *Service) ParkedEvents(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error) {
+	if s.ParkedEventsFunc == nil {
+		return nil, orchestrator.PipelineStats{}, unset("ParkedEvents")
+	}
+	return s.ParkedEventsFunc(ctx)
+}
+
+func (s *Service) RetryParked(ctx context.Context, seq uint64) error {
+	if s.RetryParkedFunc == nil {
+		return unset("RetryParked")
+	}
+	return s.RetryParkedFunc(ctx, seq)
+}
+
+func (s *Service) DiscardParked(ctx context.Context, seq uint64) error {
+	if s.DiscardParkedFunc == nil {
+		return unset("DiscardParked")
+	}
+	return s.DiscardParkedFunc(ctx, seq)
 }

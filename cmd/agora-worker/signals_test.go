@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/schemas"
+)
+
+// TestCancelMarker: with AGORA_CANCEL_FILE (a runner's worker) a SIGTERM or
+// SIGINT is a cancel only while the runner's marker exists; any other is
+// noted on stderr and ignored, and the runtime's exit decides. Without the
+// variable every SIGTERM is a cancel (TestCancel).
+func TestCancelMarker(t *testing.T) {
+	t.Parallel()
+	t.Run("a signal from the sub-agent is not a cancel", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		marker := filepath.Join(t.TempDir(), "requested")
+		spec := e.spec(`kill -TERM $PPID; kill -INT $PPID; sleep 1; echo still running`)
+		o := e.run(spec, withEnv("AGORA_CANCEL_FILE="+marker))
+		o.expect(t, schemas.KindFinished, "", 0, true)
+		for _, want := range []string{"SIGTERM ignored", "SIGINT ignored", "still running"} {
+			if !strings.Contains(o.stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, o.stderr)
+			}
+		}
+	})
+	t.Run("the runner's marked SIGTERM cancels", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		marker := filepath.Join(t.TempDir(), "requested")
+		spec := e.spec(`sleep 300 & echo $! > bg.pid; touch ready; wait`)
+		began := time.Now()
+		cmd, stdout, stderr := e.start(spec, withEnv("AGORA_CANCEL_FILE="+marker))
+		waitFor(t, 20*time.Second, "the runtime to start", func() bool {
+			_, err := os.Stat(filepath.Join(e.workspace, "ready"))
+			return err == nil
+		})
+		// A foreign one first (ignored), then the runner's: marker, then signal.
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		e.wait(cmd, spec.DispatchID, stdout, stderr, began).expect(t, schemas.KindCancelled, "", 0, true)
+		assertGone(t, filepath.Join(e.workspace, "bg.pid"))
+	})
+}
