@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/runner"
 )
 
@@ -33,9 +34,9 @@ var dispatchOutcomes = []orchestrator.State{orchestrator.StateFinished, orchestr
 	orchestrator.StateFailed, orchestrator.StateCancelled}
 
 // metricsHandler serves the stack's metrics in the Prometheus exposition
-// format, behind the API's token rule (authorizer).
+// format, behind the API's own token rule (api.Auth).
 func (s *Stack) metricsHandler() (http.Handler, error) {
-	auth, err := newAuthorizer(s.cfg.Tokens, s.log)
+	auth, err := api.NewAuth(s.cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func (s *Stack) metricsHandler() (http.Handler, error) {
 		ErrorHandling: promhttp.ContinueOnError, // a failed task read still serves the runner's and the process's metrics
 		Timeout:       scrapeTimeout + 5*time.Second,
 	})
-	return auth.wrap(h), nil
+	return auth.Wrap(h, s.log.With("endpoint", "/metrics")), nil
 }
 
 // runnerCollectors are the slot gauges of the runner in this process.

@@ -215,11 +215,11 @@ func TestMetricsAuthMatchesAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		auth, err := newAuthorizer(tokens, slog.New(slog.DiscardHandler))
+		auth, err := api.NewAuth(tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
-		metrics := auth.wrap(ok)
+		metrics := auth.Wrap(ok, slog.New(slog.DiscardHandler))
 		for _, rq := range requests {
 			status := func(h http.Handler, path string) (int, http.Header) {
 				r := httptest.NewRequest(http.MethodGet, path, nil)

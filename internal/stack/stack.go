@@ -209,7 +209,7 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := parseSecrets(c.Tokens); err != nil {
+	if _, err := api.NewAuth(c.Tokens); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Max.Validate(); err != nil {

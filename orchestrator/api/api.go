@@ -60,7 +60,7 @@ type Config struct {
 type handler struct {
 	svc       orchestrator.Service
 	reg       Registry
-	tokens    []token
+	auth      *Auth
 	log       *slog.Logger
 	heartbeat time.Duration
 	mux       *http.ServeMux
@@ -77,11 +77,11 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("api: Config.Service is nil")
 	}
-	tokens, err := parseTokens(cfg.Tokens)
+	auth, err := NewAuth(cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{svc: cfg.Service, reg: cfg.Registry, tokens: tokens, log: cfg.Logger, heartbeat: cfg.Heartbeat,
+	h := &handler{svc: cfg.Service, reg: cfg.Registry, auth: auth, log: cfg.Logger, heartbeat: cfg.Heartbeat,
 		mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -165,7 +165,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != "/healthz" {
-		name, err := h.authenticate(r)
+		name, err := h.auth.authenticate(r)
 		if err != nil {
 			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)

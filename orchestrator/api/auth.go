@@ -3,7 +3,10 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,6 +22,42 @@ type token struct {
 
 // nameKey carries the authenticated token's name in the request context.
 type nameKey struct{}
+
+// Auth is the API's one rule for who may call it, exported so every other
+// endpoint a process serves beside the API (/metrics) applies the very same
+// rule: with tokens, the header Authorization: Bearer SECRET of one of
+// them; without, a loopback peer that names a loopback host.
+type Auth struct {
+	tokens []token
+}
+
+// NewAuth reads tokens as Config.Tokens takes them: SECRET or NAME:SECRET,
+// both non-empty, no secret twice.
+func NewAuth(tokens []string) (*Auth, error) {
+	parsed, err := parseTokens(tokens)
+	if err != nil {
+		return nil, err
+	}
+	return &Auth{tokens: parsed}, nil
+}
+
+// Wrap serves h to the requests Auth lets through and refuses the others
+// with the API's error body (401 with WWW-Authenticate, or 403), logging
+// each refusal to log.
+func (a *Auth) Wrap(h http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := a.authenticate(r); err != nil {
+			re, _ := errors.AsType[*requestError](err)
+			log.Warn("request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
+			if re.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
+			}
+			writeBody(w, re.status, ErrorBody{Error: re.msg, Code: re.code})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 func parseTokens(raw []string) ([]token, error) {
 	out := make([]token, 0, len(raw))
@@ -45,8 +84,8 @@ func parseTokens(raw []string) ([]token, error) {
 // API without tokens takes any request from a loopback peer that names a
 // loopback host (so a web page whose name an attacker rebinds to 127.0.0.1
 // gets nothing).
-func (h *handler) authenticate(r *http.Request) (string, error) {
-	if len(h.tokens) == 0 {
+func (a *Auth) authenticate(r *http.Request) (string, error) {
+	if len(a.tokens) == 0 {
 		if !loopbackPeer(r.RemoteAddr) {
 			return "", &requestError{http.StatusForbidden, CodeUnauthorized,
 				"this API has no tokens and serves loopback clients only; start it with --token to serve the network"}
@@ -65,15 +104,15 @@ func (h *handler) authenticate(r *http.Request) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(secret))
 	match := -1
-	for i := range h.tokens { // every token, always: no early exit to time
-		if subtle.ConstantTimeCompare(sum[:], h.tokens[i].sum[:]) == 1 {
+	for i := range a.tokens { // every token, always: no early exit to time
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
 			match = i
 		}
 	}
 	if match < 0 {
 		return "", &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
 	}
-	return h.tokens[match].name, nil
+	return a.tokens[match].name, nil
 }
 
 // loopbackPeer reports whether a request's RemoteAddr is a loopback
@@ -126,4 +165,13 @@ func CheckBind(addr string, tokens []string) error {
 		return nil
 	}
 	return fmt.Errorf("refusing to listen on %s without --token: the API would be open to the network", addr)
+}
+
+// writeBody writes v as the JSON body of a response with status.
+func writeBody(w http.ResponseWriter, status int, v any) {
+	data, _ := json.Marshal(v) // the API's bodies always encode
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
 }
