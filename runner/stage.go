@@ -16,10 +16,13 @@ import (
 
 // A dispatch's staged store.
 //
-// With file:// storage the containers mount its blobs directory. With S3 the
-// worker would need the network and S3 credentials — and a sub-agent, which
-// shares the worker's user, could read those credentials from the worker's
-// environment. So the runner stages instead: it copies the blobs the worker
+// No container mounts the storage itself. With S3 the worker would need the
+// network and S3 credentials — and a sub-agent, which shares the worker's
+// user, could read those credentials from the worker's environment. With
+// file:// storage a mounted blobs directory would be shared by every
+// dispatch: a sub-agent could read another task's workspace snapshots,
+// replace its blobs, or fill the disk past the workspace maximum. So the
+// runner stages for every storage: it copies the blobs the worker
 // reads (capability and env bundles, a resumed round's large partial_state)
 // from storage into a per-dispatch directory, verified by sha256, and gives
 // the worker that directory as a file:// store. Whatever the worker writes
@@ -30,12 +33,8 @@ import (
 // maxStagedBlob bounds one staged blob (the worker's own caps are lower).
 const maxStagedBlob = 256 << 20
 
-// stageDir is the staged store of a dispatch on this host; "" when storage
-// is file:// (its blobs directory is mounted instead).
+// stageDir is the staged store of a dispatch on this host.
 func (r *Runner) stageDir(id string) string {
-	if r.blobsDir() != "" {
-		return ""
-	}
 	return filepath.Join(r.cfg.DataDir, "stores", id)
 }
 
