@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -176,5 +178,40 @@ agora-worker ask 'More?' --option yes --state /tmp/state.json`)
 	}
 	if out := h.output(second.Spec.DispatchID); !strings.Contains(out, "round 2 has the state") {
 		t.Errorf("round 2 output = %q", out)
+	}
+}
+
+// TestUnstageRefusesLinks: a sub-agent replaces what the worker writes into
+// its staged store with symbolic links to a host file only root may read —
+// a blob, or the whole blobs directory. The runner reads the staged store
+// without following links: the host file never lands in the storage.
+func TestUnstageRefusesLinks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.start()
+	hostDir := t.TempDir()
+	secret := []byte("root-only host file " + t.Name())
+	sum := sha256.Sum256(secret)
+	sha := hex.EncodeToString(sum[:])
+	if err := os.WriteFile(filepath.Join(hostDir, sha), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, link := range map[string]string{
+		"blob":      `ln -s ` + filepath.Join(hostDir, sha) + ` "$blobs/` + sha + `"`,
+		"directory": `rm -rf "$blobs" && ln -s ` + hostDir + ` "$blobs"`,
+	} {
+		req := request("")
+		blobs := filepath.Join(h.runner.stageDir(req.Spec.DispatchID), "blobs", "sha256")
+		req.Spec.Subagent.Command = []string{"/bin/sh", "-c", `blobs=` + blobs + "\n" + link + ` && echo linked`}
+		h.enqueue(req)
+		ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
+		out := h.output(req.Spec.DispatchID)
+		if ev.Kind != schemas.KindFinished || !strings.Contains(out, "linked") {
+			t.Fatalf("%s: %s %+v; output:\n%s", name, ev.Kind, ev.Failure, out)
+		}
+		h.settled(req.Spec.DispatchID)
+		if _, err := h.store.Stat(context.Background(), storage.BlobKey(sha)); err == nil {
+			t.Fatalf("%s: the host file the sub-agent linked to is in the storage", name)
+		}
 	}
 }
