@@ -80,7 +80,11 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	if p.CancelDir != "" {
 		env = append(env, "AGORA_CANCEL_FILE="+containerCancelFile)
 	}
-	env = append(env, cfg.WorkerEnv...)
+	// The operator's worker environment goes in a file beside the key, never
+	// into the container's environment (eventkey.go).
+	if p.KeyDir != "" && len(cfg.WorkerEnv) > 0 {
+		env = append(env, "AGORA_WORKER_ENV_FILE="+containerWorkerEnvFile)
+	}
 
 	labels := map[string]string{
 		compute.LabelDispatchID: spec.DispatchID,
