@@ -25,12 +25,9 @@ type hostPaths struct {
 	SpecDir string
 	// Workspace is mounted at /workspace.
 	Workspace string
-	// BlobsDir is the file:// storage's blobs directory, mounted at the same
-	// path so URIs the worker writes mean the same on the host; "" for S3.
-	BlobsDir string
-	// StageDir is the dispatch's staged store (S3 storage, see stage.go),
-	// mounted at the same path and given to the worker as its storage; ""
-	// for file:// storage.
+	// StageDir is the dispatch's staged store (see stage.go), mounted at
+	// the same path and given to the worker as its storage. The storage
+	// itself is never mounted.
 	StageDir string
 	// Secrets is what the dispatch's env bundles need from the runner: its
 	// local secrets and the aws-sm values resolved on this host, mounted
@@ -83,7 +80,11 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	if p.CancelDir != "" {
 		env = append(env, "AGORA_CANCEL_FILE="+containerCancelFile)
 	}
-	env = append(env, cfg.WorkerEnv...)
+	// The operator's worker environment goes in a file beside the key, never
+	// into the container's environment (eventkey.go).
+	if p.KeyDir != "" && len(cfg.WorkerEnv) > 0 {
+		env = append(env, "AGORA_WORKER_ENV_FILE="+containerWorkerEnvFile)
+	}
 
 	labels := map[string]string{
 		compute.LabelDispatchID: spec.DispatchID,
@@ -96,9 +97,6 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	mounts := []compute.Mount{
 		{Source: p.SpecDir, Target: containerSpecDir, ReadOnly: true},
 		{Source: p.Workspace, Target: containerWorkspace},
-	}
-	if p.BlobsDir != "" {
-		mounts = append(mounts, compute.Mount{Source: p.BlobsDir, Target: p.BlobsDir})
 	}
 	if p.StageDir != "" {
 		mounts = append(mounts, compute.Mount{Source: p.StageDir, Target: p.StageDir})

@@ -22,7 +22,7 @@ type compileCase struct {
 	Request       schemas.DispatchRequest `json:"request"`
 	WorkerNATSURL string                  `json:"worker_nats_url"`
 	Resources     compute.Resources       `json:"default_resources"`
-	BlobsDir      string                  `json:"blobs_dir"`
+	StageDir      string                  `json:"stage_dir"`
 	Secrets       dispatchSecrets         `json:"secrets"`
 	KeyDir        string                  `json:"key_dir"`
 	CancelDir     string                  `json:"cancel_dir"`
@@ -59,7 +59,7 @@ func TestCompileGolden(t *testing.T) {
 			cfg := Config{ID: "runner-1", Image: "agora-worker:test", StorageURI: "file:///var/lib/agora/storage",
 				WorkerNATSURL: c.WorkerNATSURL, Resources: c.Resources, Grace: 10 * time.Second, AWSEnv: c.AWSEnv, WorkerEnv: c.WorkerEnv,
 				MaxMemoryMB: c.MaxMemoryMB, MaxCPUs: c.MaxCPUs, MaxPids: c.MaxPids}
-			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", BlobsDir: c.BlobsDir, Secrets: c.Secrets, KeyDir: c.KeyDir, CancelDir: c.CancelDir})
+			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", StageDir: c.StageDir, Secrets: c.Secrets, KeyDir: c.KeyDir, CancelDir: c.CancelDir})
 			if err := got.Validate(); err != nil {
 				t.Errorf("compiled spec does not validate: %v", err)
 			}

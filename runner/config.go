@@ -50,7 +50,9 @@ type Config struct {
 	WorkerNATSURL string
 	// WorkerEnv is extra KEY=value lines for every worker (e.g. credentials
 	// for aws-sm: secret refs; S3 storage needs none, see stage.go). The
-	// worker never passes them on to the sub-agent.
+	// worker never passes them on to the sub-agent. They reach the worker
+	// in a file of its key mount, never the container's environment
+	// (eventkey.go).
 	WorkerEnv []string
 	// SecretsDir is the local secret store on this host (internal/secrets,
 	// `agora secret set`): a dispatch's local:NAME refs are copied from it

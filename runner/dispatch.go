@@ -252,7 +252,7 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
-	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id), BlobsDir: r.blobsDir(),
+	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id),
 		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), CancelDir: r.cancelDir(d.id)})
 	cid, err := r.cfg.Engine.Create(ctx, spec)
 	switch {

@@ -30,6 +30,11 @@ import (
 const (
 	containerKeyDir  = "/run/agora/key"
 	containerKeyFile = containerKeyDir + "/event.key"
+	// containerWorkerEnvFile holds the operator's --worker-env values, for
+	// the worker alone: in the container's environment they would be in
+	// /proc/1/environ (docker-init's, the sub-agent's user), readable by the
+	// sub-agent. The worker reads and deletes the file like the key.
+	containerWorkerEnvFile = containerKeyDir + "/worker.env"
 )
 
 func (r *Runner) keyDir(id string) string { return filepath.Join(r.cfg.DataDir, "keys", id) }
@@ -73,6 +78,28 @@ func (d *dispatch) prepareEventKey() error {
 		_ = os.Chmod(path, 0o644) // a runner that may not chown: the worker must still read it
 	}
 	d.eventKey = key
+	return d.writeWorkerEnv()
+}
+
+// writeWorkerEnv puts the operator's worker environment next to the key:
+// KEY=VALUE entries, each ended by a NUL byte (as /proc/PID/environ), 0600
+// and owned by the worker's user.
+func (d *dispatch) writeWorkerEnv() error {
+	env := d.r.cfg.WorkerEnv
+	if len(env) == 0 {
+		return nil
+	}
+	var text []byte
+	for _, kv := range env {
+		text = append(append(text, kv...), 0)
+	}
+	path := filepath.Join(d.r.keyDir(d.id), filepath.Base(containerWorkerEnvFile))
+	if err := os.WriteFile(path, text, 0o600); err != nil {
+		return fmt.Errorf("worker environment: %w", err)
+	}
+	if err := os.Lchown(path, containerUID, containerUID); err != nil {
+		_ = os.Chmod(path, 0o644) // a runner that may not chown: the worker must still read it
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -47,5 +48,33 @@ exit 7`)
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s left after the dispatch settled", p)
 		}
+	}
+}
+
+// TestWorkerEnvNotInContainer: a --worker-env value reaches the worker (an
+// env bundle's env: ref resolves from it) but not the container's
+// environment: the sub-agent finds it in no /proc/PID/environ — docker-init
+// is PID 1 and runs as its user — nor in the file it came in.
+func TestWorkerEnvNotInContainer(t *testing.T) {
+	t.Parallel()
+	value := fmt.Sprintf("worker-only-%d-%d", os.Getpid(), time.Now().UnixNano())
+	h := newHarness(t, func(c *Config) { c.WorkerEnv = []string{"SECRET_X=" + value} })
+	h.start()
+	req := request(`test "$GOT" = "` + value + `" && echo "the worker has it"
+exec env -i /bin/sh -c 'for f in /proc/[0-9]*/environ /run/agora/key/*; do
+  tr "\\0" "\\n" < "$f" 2>/dev/null | grep -q -F "` + value + `" && echo "FOUND in $f"
+done; ls /run/agora/key/worker.env 2>/dev/null && echo "FOUND the file"; echo searched'`)
+	req.Spec.Env = []schemas.BundleRef{putEnvBundle(t, h.store, "proxy", `{"secrets":{"GOT":"env:SECRET_X"}}`)}
+	h.enqueue(req)
+	ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
+	out := h.output(req.Spec.DispatchID)
+	if ev.Kind != schemas.KindFinished {
+		t.Fatalf("dispatch = %s %+v; output:\n%s", ev.Kind, ev.Failure, out)
+	}
+	if !strings.Contains(out, "the worker has it") || !strings.Contains(out, "searched") {
+		t.Errorf("the worker did not get SECRET_X, or the search did not run; output:\n%s", out)
+	}
+	if strings.Contains(out, "FOUND") {
+		t.Errorf("the sub-agent reached the worker environment; output:\n%s", out)
 	}
 }

@@ -138,8 +138,9 @@ func workspaceSize(dir string, limit int64) (size int64, entries int, err error)
 	return size, entries, err
 }
 
-// watchWorkspace measures the dispatch's workspace while its container
-// runs and kills the container (SIGKILL: the worker gets no chance to
+// watchWorkspace measures the dispatch's workspace — with its staged
+// store, the other directory the container may write (stage.go) — while
+// its container runs and kills the container (SIGKILL: the worker gets no chance to
 // report a cancel) once the workspace is over this runner's maximum; the
 // outcome then says so (workspaceDetail). Each walk's cost sets the pace:
 // the next one waits at least ten times as long as the last took, so a
@@ -163,6 +164,13 @@ func (d *dispatch) watchWorkspace(ctx context.Context, cid string) {
 		size, _, err := workspaceSize(dir, limit)
 		if err != nil {
 			d.log.Warn("measure the workspace", "error", err)
+		}
+		if size <= limit {
+			staged, _, err := workspaceSize(r.stageDir(d.id), limit-size)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				d.log.Warn("measure the staged store", "error", err)
+			}
+			size += staged
 		}
 		wait = max(r.cfg.WorkspaceCheck, 10*time.Since(start))
 		if size <= limit {

@@ -222,3 +222,26 @@ func TestRunnerRefusesOverItsMaximums(t *testing.T) {
 		h.settled(req)
 	}
 }
+
+// TestStagedStoreCountsToWorkspace: the staged store is the other
+// directory a container may write; what a sub-agent writes there counts
+// toward the workspace maximum, so it cannot fill the host's disk past it.
+func TestStagedStoreCountsToWorkspace(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.MaxWorkspaceBytes = 4 << 20
+		c.WorkspaceCheck = 100 * time.Millisecond
+	})
+	h.start()
+	writer := request("")
+	blobs := filepath.Join(h.runner.stageDir(writer.Spec.DispatchID), "blobs", "sha256")
+	writer.Spec.Subagent.Command = []string{"/bin/sh", "-c", `i=0; while [ $i -lt 64 ]; do head -c 1048576 /dev/zero > ` + blobs + `/f$i || exit 7; i=$((i+1)); sleep 0.02; done; sleep 300`}
+	writer.Spec.TimeoutSeconds = 60
+	h.enqueue(writer)
+	ev := h.terminal(writer.Spec.DispatchID, 2*time.Minute)
+	if ev.Kind != schemas.KindFailed || ev.Failure.Reason != schemas.ReasonProviderFailed ||
+		!strings.Contains(ev.Failure.Detail, "the workspace grew past this runner's maximum of 4.0 MiB") {
+		t.Errorf("writer ended %s %+v; want provider-failed naming the workspace maximum; output:\n%s", ev.Kind, ev.Failure, h.output(writer.Spec.DispatchID))
+	}
+	h.settled(writer.Spec.DispatchID)
+}

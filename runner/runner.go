@@ -219,10 +219,10 @@ func (r *Runner) blobsDir() string {
 	return filepath.Join(strings.TrimPrefix(r.cfg.StorageURI, "file://"), "blobs")
 }
 
-// prepareBlobsDir lets the containers' user write blobs (a large
-// partial_state) into file:// storage. Blobs are content-addressed and
-// verified on read, so a sub-agent sharing the worker's user can at worst
-// make a read fail, never pass off other content.
+// prepareBlobsDir closes a file:// store's blobs directory to the
+// containers' user. Containers never mount it (they get a staged store,
+// stage.go); a runner before that opened it to everyone (0777), and
+// whatever other local user could then write blobs.
 func (r *Runner) prepareBlobsDir() error {
 	dir := r.blobsDir()
 	if dir == "" {
@@ -232,7 +232,7 @@ func (r *Runner) prepareBlobsDir() error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		if err := os.Chmod(d, 0o1777); err != nil {
+		if err := os.Chmod(d, 0o755); err != nil {
 			return err
 		}
 	}

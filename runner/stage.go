@@ -3,9 +3,11 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,10 +18,13 @@ import (
 
 // A dispatch's staged store.
 //
-// With file:// storage the containers mount its blobs directory. With S3 the
-// worker would need the network and S3 credentials — and a sub-agent, which
-// shares the worker's user, could read those credentials from the worker's
-// environment. So the runner stages instead: it copies the blobs the worker
+// No container mounts the storage itself. With S3 the worker would need the
+// network and S3 credentials — and a sub-agent, which shares the worker's
+// user, could read those credentials from the worker's environment. With
+// file:// storage a mounted blobs directory would be shared by every
+// dispatch: a sub-agent could read another task's workspace snapshots,
+// replace its blobs, or fill the disk past the workspace maximum. So the
+// runner stages for every storage: it copies the blobs the worker
 // reads (capability and env bundles, a resumed round's large partial_state)
 // from storage into a per-dispatch directory, verified by sha256, and gives
 // the worker that directory as a file:// store. Whatever the worker writes
@@ -30,12 +35,8 @@ import (
 // maxStagedBlob bounds one staged blob (the worker's own caps are lower).
 const maxStagedBlob = 256 << 20
 
-// stageDir is the staged store of a dispatch on this host; "" when storage
-// is file:// (its blobs directory is mounted instead).
+// stageDir is the staged store of a dispatch on this host.
 func (r *Runner) stageDir(id string) string {
-	if r.blobsDir() != "" {
-		return ""
-	}
 	return filepath.Join(r.cfg.DataDir, "stores", id)
 }
 
@@ -108,12 +109,47 @@ func unURI(refs []schemas.BundleRef) []schemas.BundleRef {
 // unstage uploads the blobs the worker wrote into the staged store (those
 // spec did not name) and returns their storage URIs by sha256. A file whose
 // content does not match its name is not content-addressed and is skipped.
+//
+// The staged store was the container's to change: a sub-agent may have
+// replaced a directory or a blob with a symbolic link to a host file the
+// runner can read and it cannot. So everything is read through an os.Root
+// opened on dir, which refuses a path that leaves it, and only regular
+// files, not links, of at most maxStagedBlob bytes are uploaded.
 func (r *Runner) unstage(ctx context.Context, dir string, spec *schemas.DispatchSpec) (map[string]string, error) {
-	blobs := filepath.Join(dir, filepath.FromSlash(storage.BlobKey("")))
-	entries, err := os.ReadDir(blobs)
+	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("read staged blobs: %w", err)
+	}
+	defer root.Close()
+	rel := storage.BlobKey("")
+	if info, err := root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read staged blobs: %w", err)
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("staged blobs %s is not a directory (%s); nothing passed on", rel, info.Mode().Type())
+	}
+	// A link among the directories above the blobs leaves dir or is
+	// refused below: every name is checked with Lstat, relative to root.
+	for p := filepath.Dir(rel); p != "."; p = filepath.Dir(p) {
+		if info, err := root.Lstat(p); err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("staged blobs: %s is not a directory; nothing passed on", p)
+		}
+	}
+	blobs, err := root.OpenRoot(rel)
+	if err != nil {
+		return nil, fmt.Errorf("read staged blobs: %w", err)
+	}
+	defer blobs.Close()
+	d, err := blobs.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("read staged blobs: %w", err)
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read staged blobs: %w", err)
 	}
@@ -125,26 +161,58 @@ func (r *Runner) unstage(ctx context.Context, dir string, spec *schemas.Dispatch
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if _, ok := skip[name]; ok || !e.Type().IsRegular() || !isSHA256(name) {
+		if _, ok := skip[name]; ok || !isSHA256(name) {
 			continue
 		}
-		f, err := os.Open(filepath.Join(blobs, name))
+		uri, err := r.unstageBlob(ctx, blobs, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		_, ref, err := storage.PutBlob(ctx, r.cfg.Store, f)
-		f.Close()
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("upload staged blob %s: %w", name, err))
-		case ref.SHA256 != name:
-			errs = append(errs, fmt.Errorf("staged blob %s holds content of sha256 %s; not passed on", name, ref.SHA256))
-		default:
-			uris[name] = ref.URI
-		}
+		uris[name] = uri
 	}
 	return uris, errors.Join(errs...)
+}
+
+// unstageBlob uploads one staged blob: a regular file, never a link, of at
+// most maxStagedBlob bytes, whose content has the sha256 it is named by.
+func (r *Runner) unstageBlob(ctx context.Context, blobs *os.Root, name string) (string, error) {
+	info, err := blobs.Lstat(name)
+	if err != nil {
+		return "", fmt.Errorf("staged blob %s: %w", name, err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("staged blob %s is not a regular file (%s); not passed on", name, info.Mode().Type())
+	}
+	if info.Size() > maxStagedBlob {
+		return "", fmt.Errorf("staged blob %s is %d bytes, over %d; not passed on", name, info.Size(), maxStagedBlob)
+	}
+	f, err := blobs.Open(name)
+	if err != nil {
+		return "", fmt.Errorf("staged blob %s: %w", name, err)
+	}
+	defer f.Close()
+	// The name may have changed between Lstat and Open: take only the file
+	// that was looked at.
+	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
+		return "", fmt.Errorf("staged blob %s changed while read; not passed on", name)
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(f, maxStagedBlob+1)); err != nil {
+		return "", fmt.Errorf("staged blob %s: %w", name, err)
+	}
+	if buf.Len() > maxStagedBlob {
+		return "", fmt.Errorf("staged blob %s grew over %d bytes; not passed on", name, maxStagedBlob)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if got := hex.EncodeToString(sum[:]); got != name {
+		return "", fmt.Errorf("staged blob %s holds content of sha256 %s; not passed on", name, got)
+	}
+	_, ref, err := storage.PutBlob(ctx, r.cfg.Store, &buf)
+	if err != nil {
+		return "", fmt.Errorf("upload staged blob %s: %w", name, err)
+	}
+	return ref.URI, nil
 }
 
 func isSHA256(s string) bool {

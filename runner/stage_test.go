@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -118,4 +120,98 @@ func TestUnstageSkipsMismatches(t *testing.T) {
 		t.Errorf("ref after pointAtStorage = %s, want %s", ev.NeedsInput.PartialStateRef.URI, ref.URI)
 	}
 
+}
+
+// TestFileStorageNotShared: with file:// storage no container mounts the
+// storage's blobs directory. A sub-agent can neither read another task's
+// blobs (a workspace snapshot, a partial_state) nor write there; the
+// worker still leaves a large partial_state through its staged store, and
+// the ref in the event points at the runner's copy in the storage, which
+// the next round resumes from.
+func TestFileStorageNotShared(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.start()
+	ctx := context.Background()
+	_, private, err := storage.PutBlob(ctx, h.store, strings.NewReader("another task's private file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := filepath.Join(strings.TrimPrefix(h.cfg.StorageURI, "file://"), "blobs", "sha256")
+	forged := strings.Repeat("0", 64)
+
+	first := request(`blobs=` + blobs + `
+cat $blobs/` + private.SHA256 + ` 2>/dev/null && echo LEAKED
+ls $blobs 2>/dev/null | grep -q . && echo LISTED
+echo evil 2>/dev/null > $blobs/` + forged + ` && echo WROTE
+head -c 100000 /dev/zero | tr '\0' x > /tmp/big
+printf '{"big":"%s"}' "$(cat /tmp/big)" > /tmp/state.json
+agora-worker ask 'More?' --option yes --state /tmp/state.json`)
+	h.enqueue(first)
+	ev := h.terminal(first.Spec.DispatchID, 2*time.Minute)
+	out := h.output(first.Spec.DispatchID)
+	if ev.Kind != schemas.KindNeedsInput {
+		t.Fatalf("round 1 = %s %+v; output:\n%s", ev.Kind, ev.Failure, out)
+	}
+	for _, bad := range []string{"LEAKED", "LISTED", "WROTE"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the sub-agent reached the storage's blobs: %s; output:\n%s", bad, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(blobs, forged)); err == nil {
+		t.Errorf("a blob the sub-agent wrote is in the storage")
+	}
+	ref := ev.NeedsInput.PartialStateRef
+	if ref == nil || ref.URI != "file://"+filepath.Join(blobs, ref.SHA256) || ref.Size < 100000 {
+		t.Fatalf("partial_state_ref = %+v; want the runner's copy in %s", ref, blobs)
+	}
+	if _, err := storage.GetVerified(ctx, h.store, storage.BlobKey(ref.SHA256), ref.SHA256, 1<<20); err != nil {
+		t.Errorf("the partial_state is not in the storage: %v", err)
+	}
+
+	second := request(`grep -q 'xxxxxxxxxxxxxxxxxxxx' "$AGORA_RESUME_FILE" && echo "round 2 has the state"`)
+	second.Spec.TaskID, second.Spec.Round = first.Spec.TaskID, 2
+	second.Spec.Resume = &schemas.Resume{Question: "More?", Answer: "yes", PartialStateRef: ref}
+	h.enqueue(second)
+	if ev := h.terminal(second.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
+		t.Fatalf("round 2 = %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(second.Spec.DispatchID))
+	}
+	if out := h.output(second.Spec.DispatchID); !strings.Contains(out, "round 2 has the state") {
+		t.Errorf("round 2 output = %q", out)
+	}
+}
+
+// TestUnstageRefusesLinks: a sub-agent replaces what the worker writes into
+// its staged store with symbolic links to a host file only root may read —
+// a blob, or the whole blobs directory. The runner reads the staged store
+// without following links: the host file never lands in the storage.
+func TestUnstageRefusesLinks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.start()
+	hostDir := t.TempDir()
+	secret := []byte("root-only host file " + t.Name())
+	sum := sha256.Sum256(secret)
+	sha := hex.EncodeToString(sum[:])
+	if err := os.WriteFile(filepath.Join(hostDir, sha), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, link := range map[string]string{
+		"blob":      `ln -s ` + filepath.Join(hostDir, sha) + ` "$blobs/` + sha + `"`,
+		"directory": `rm -rf "$blobs" && ln -s ` + hostDir + ` "$blobs"`,
+	} {
+		req := request("")
+		blobs := filepath.Join(h.runner.stageDir(req.Spec.DispatchID), "blobs", "sha256")
+		req.Spec.Subagent.Command = []string{"/bin/sh", "-c", `blobs=` + blobs + "\n" + link + ` && echo linked`}
+		h.enqueue(req)
+		ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
+		out := h.output(req.Spec.DispatchID)
+		if ev.Kind != schemas.KindFinished || !strings.Contains(out, "linked") {
+			t.Fatalf("%s: %s %+v; output:\n%s", name, ev.Kind, ev.Failure, out)
+		}
+		h.settled(req.Spec.DispatchID)
+		if _, err := h.store.Stat(context.Background(), storage.BlobKey(sha)); err == nil {
+			t.Fatalf("%s: the host file the sub-agent linked to is in the storage", name)
+		}
+	}
 }

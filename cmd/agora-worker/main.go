@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,13 +61,59 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	if err := makeUndumpable(); err != nil {
 		fmt.Fprintf(stderr, "agora-worker: %v\n", err)
 	}
+	environ, envErr := withWorkerEnv(environ)
 	cfg := configFromEnv(environ)
+	cfg.EnvProblems = errors.Join(cfg.EnvProblems, envErr)
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.Adapters = []adapters.Adapter{exec.New(), claudecode.New()}
 	if exe, err := os.Executable(); err == nil {
 		cfg.ExecutableDir = filepath.Dir(exe)
 	}
 	return worker.Run(ctx, cfg).ExitCode
+}
+
+// withWorkerEnv adds the operator's worker environment (AGORA_WORKER_ENV_FILE:
+// KEY=VALUE entries, each ended by a NUL byte) to environ and deletes the
+// file, before anything the sub-agent runs exists. The values live only in
+// this process's memory, which is not dumpable; in the container's
+// environment they would be in /proc/1/environ, readable by the sub-agent.
+// A variable set in both keeps the container's value (the runner's wiring).
+func withWorkerEnv(environ []string) ([]string, error) {
+	var path string
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "AGORA_WORKER_ENV_FILE="); ok {
+			path = v
+		}
+	}
+	if path == "" {
+		return environ, nil
+	}
+	data, err := os.ReadFile(path)
+	if rmErr := os.Remove(path); err == nil && rmErr != nil {
+		return environ, fmt.Errorf("AGORA_WORKER_ENV_FILE: remove %s (the sub-agent could read it): %w", path, rmErr)
+	}
+	if err != nil {
+		return environ, fmt.Errorf("AGORA_WORKER_ENV_FILE: %w", err)
+	}
+	set := map[string]bool{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		set[name] = true
+	}
+	out := slices.Clip(environ)
+	for _, kv := range strings.Split(string(data), "\x00") {
+		if kv == "" {
+			continue
+		}
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return environ, fmt.Errorf("AGORA_WORKER_ENV_FILE %s: an entry is not KEY=VALUE", path)
+		}
+		if !set[name] {
+			out = append(out, kv)
+		}
+	}
+	return out, nil
 }
 
 const usage = `usage:
