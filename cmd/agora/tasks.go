@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,10 @@ func (a *apiFlags) explain(err error, taskID string) error {
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
 		case e.Code == string(api.CodeNoRoute) || e.Code == "":
 			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
+		case e.Code == string(api.CodeInvalid) || e.Code == string(api.CodeInvalidAnswer):
+			// The server refused the input and changed nothing: the same
+			// exit code as a mistake the CLI finds itself.
+			return usageError{msg: plainMessage(e)}
 		}
 		return errors.New(plainMessage(e))
 	}
@@ -287,6 +292,13 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	}
 	if err := pf.check("agora status"); err != nil {
 		return err
+	}
+	if *state != "" && !slices.Contains(orchestrator.States, orchestrator.State(*state)) {
+		names := make([]string, len(orchestrator.States))
+		for i, s := range orchestrator.States {
+			names[i] = string(s)
+		}
+		return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
 	}
 	c, err := a.connect(environ)
 	if err != nil {
