@@ -751,7 +751,7 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 	// option for every task, whatever the order of their options.
 	value, err := answer.ValidateAnswer(answer.Question{Question: q.Question, Options: q.Options}, ans)
 	if err != nil {
-		return fmt.Errorf("task %s round %d: %v", taskID, r.N, err)
+		return usagef("task %s round %d: %v", taskID, r.N, err)
 	}
 	batch := t.Request.Labels[batchLabel]
 	key := questionKey(q.Question, q.Options)
