@@ -103,8 +103,9 @@ commands:
                     answer a task's question (an option or its number);
                     --all-like also every open question identical to it
   watch [TASK]      the tasks, live, until interrupted
-  logs TASK [--round N] [-f]
-                    a round's output; -f follows a running round to its end
+  logs TASK [--round N] [-f] [--worker]
+                    a round's output (what the sub-agent printed; --worker also
+                    the worker's event lines); -f follows a running round
   cancel TASK       stop a queued, running or waiting task
   respawn TASK      run a failed, cancelled or expired task's last round again
   continue TASK MESSAGE
