@@ -270,6 +270,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	case orchestrator.StateFinished:
 		return nil
 	case orchestrator.StateFailed:
+		writeOutputTail(ctx, c, final, stderr)
 		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
 	}
@@ -462,4 +463,56 @@ func pinsText(p *registry.Pins) string {
 		s += " and env " + strings.Join(p.Env, ", ")
 	}
 	return s
+}
+
+// tailLines is how much of a failed round's output dispatch --wait shows.
+const tailLines = 20
+
+// writeOutputTail writes the last lines of what the failed round of t
+// printed (the worker's event lines left out), so that a CI log shows why
+// it failed, not only its exit code. The output is read from the server;
+// when it cannot be, one line says so.
+func writeOutputTail(ctx context.Context, c *client.Client, t *orchestrator.Task, w io.Writer) {
+	r := lastRound(t)
+	if r == nil {
+		return
+	}
+	tail := &tailBuffer{max: 64 << 10}
+	filter := &subagentLines{w: tail}
+	err := c.Logs(ctx, t.ID, r.N, false, filter)
+	if err == nil {
+		err = filter.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", r.N, clipText(err.Error(), 120), t.ID)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(tail.data), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		fmt.Fprintf(w, "round %d printed nothing\n", r.N)
+		return
+	}
+	from := ""
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+		from = fmt.Sprintf("its last %d lines; ", tailLines)
+	}
+	fmt.Fprintf(w, "round %d's output (%s'agora logs %s --round %d' shows it all):\n", r.N, from, t.ID, r.N)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// tailBuffer keeps about the last max bytes written to it.
+type tailBuffer struct {
+	data []byte
+	max  int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.data = append(b.data, p...)
+	if len(b.data) > 2*b.max {
+		b.data = append(b.data[:0:0], b.data[len(b.data)-b.max:]...)
+	}
+	return len(p), nil
 }
