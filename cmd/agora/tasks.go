@@ -331,7 +331,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		}
 		return writeJSON(stdout, api.TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
 	}
-	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary)
+	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary, filterText(*state, *label, page))
 	words := []string{"agora status"}
 	if *state != "" {
 		words = append(words, "--state", *state)
@@ -344,6 +344,35 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	}
 	writeMore(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
 	return nil
+}
+
+// filterText says what status --state/--label shows of the tasks the
+// counts line counts: "showing failed: 3 of 12 tasks". With --label the
+// server counts no matches, so the line counts the ones listed, "at
+// least" when more pages follow.
+func filterText(state, label string, page orchestrator.TaskPage) string {
+	if state == "" && label == "" {
+		return ""
+	}
+	total := 0
+	for _, n := range page.Summary.Counts {
+		total += n
+	}
+	var what []string
+	if state != "" {
+		what = append(what, stateLabel(orchestrator.State(state)))
+	}
+	if label != "" {
+		what = append(what, "labelled "+label)
+	}
+	shown := strconv.Itoa(len(page.Tasks))
+	switch {
+	case label == "":
+		shown = strconv.Itoa(page.Summary.Counts[orchestrator.State(state)])
+	case page.NextCursor != "":
+		shown = "at least " + shown
+	}
+	return fmt.Sprintf("showing %s: %s of %d task%s", strings.Join(what, ", "), shown, total, pluralS(total))
 }
 
 // ---- questions

@@ -207,7 +207,8 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 4 || list.Summary.Counts[orchestrator.StateNeedsInput] != 1 {
 		t.Errorf("status --json = %v: %d tasks, %+v, %v", r, len(list.Tasks), list.Summary, err)
 	}
-	agora(t, env, "status", "--state", "failed").want(t, "status --state failed", 0, []string{"broken"}, nil)
+	agora(t, env, "status", "--state", "failed").want(t, "status --state failed", 0,
+		[]string{"1 queued · 1 needs input · 1 finished · 1 failed\nshowing failed: 1 of 4 tasks\n", "broken"}, nil)
 	agora(t, env, "status", "--state", "weird").want(t, "status --state weird", 2, nil, []string{`--state "weird": want one of`})
 	agora(t, env, "status", "paint").want(t, "status paint", 0,
 		[]string{"task paint · sub-agent echoer · needs input", "next: agora answer paint red", "round 1  needs input",
