@@ -139,6 +139,11 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if !batchIDPattern.MatchString(id) {
 		return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
 	}
+	if *route != "" {
+		if _, err := answer.ParseRoute(*route); err != nil {
+			return usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", *route, err)
+		}
+	}
 	var data []byte
 	if file == "-" {
 		data, err = io.ReadAll(os.Stdin)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 )
 
@@ -24,4 +25,16 @@ func TestExitCodesBadInput(t *testing.T) {
 		agora(t, s.env, tc.args...).want(t, tc.args[0]+" "+tc.args[len(tc.args)-1], 2, nil, []string{tc.stderr})
 	}
 	agora(t, []string{"AGORA_SERVER=http://127.0.0.1:1"}, "status").want(t, "status with no server", 1, nil, []string{"cannot reach"})
+}
+
+// TestBatchBadRoute: a --route that does not parse is a usage error before
+// any line is submitted.
+func TestBatchBadRoute(t *testing.T) {
+	t.Parallel()
+	file := t.TempDir() + "/b.jsonl"
+	if err := os.WriteFile(file, []byte(`{"subagent": {"name": "x", "runtime": "exec", "command": ["true"]}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agora(t, []string{"AGORA_SERVER=http://127.0.0.1:1"}, "batch", "submit", file, "--route", "human=abc").want(t, "batch submit --route human=abc", 2, nil,
+		[]string{`agora batch submit: --route "human=abc": route step 1 "human=abc": timeout: "abc" is not a duration`})
 }
