@@ -262,6 +262,9 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	if err := o.validate(&req); err != nil {
 		return nil, err
 	}
+	if err := o.checkRoute(ctx, routeOf(req)); err != nil {
+		return nil, err
+	}
 	o.fillDefaults(&req)
 	if req.TaskID == "" {
 		req.TaskID = newTaskID()
@@ -387,6 +390,37 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	}
 	if err := schemas.Validate(schemas.SchemaRequest, data); err != nil {
 		return bad("%v", err)
+	}
+	return nil
+}
+
+// checkRoute refuses a route with a step no answerer serves, and an
+// agent:NAME step whose sub-agent is neither configured nor registered:
+// found now, not when the task's first question has nowhere to go.
+func (o *Orchestrator) checkRoute(ctx context.Context, route string) error {
+	steps, err := answer.ParseRoute(route)
+	if err != nil {
+		return fmt.Errorf("%w: route: %v", ErrInvalidRequest, err)
+	}
+	for i, st := range steps {
+		if err := o.cfg.Answerers.Check(st.Answerer); err != nil {
+			return fmt.Errorf("%w: route step %d %q: %v", ErrInvalidRequest, i+1, st.Answerer, err)
+		}
+		name, ok := strings.CutPrefix(st.Answerer, "agent:")
+		if !ok {
+			continue
+		}
+		if _, ok := o.cfg.Subagents[name]; ok {
+			continue
+		}
+		if o.cfg.Registry == nil {
+			return fmt.Errorf("%w: route step %d %q: no sub-agent %q is configured for agent answers", ErrInvalidRequest, i+1, st.Answerer, name)
+		}
+		if _, err := o.cfg.Registry.Get(ctx, registry.KindSubagent, name); errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrInvalid) {
+			return fmt.Errorf("%w: route step %d %q: no sub-agent %q is registered ('agora subagent list' shows them)", ErrInvalidRequest, i+1, st.Answerer, name)
+		} else if err != nil {
+			return fmt.Errorf("route step %d %q: look up sub-agent %s: %w", i+1, st.Answerer, name, err)
+		}
 	}
 	return nil
 }

@@ -139,6 +139,11 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if !batchIDPattern.MatchString(id) {
 		return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
 	}
+	if *route != "" {
+		if _, err := answer.ParseRoute(*route); err != nil {
+			return usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", *route, err)
+		}
+	}
 	var data []byte
 	if file == "-" {
 		data, err = io.ReadAll(os.Stdin)
@@ -751,7 +756,7 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 	// option for every task, whatever the order of their options.
 	value, err := answer.ValidateAnswer(answer.Question{Question: q.Question, Options: q.Options}, ans)
 	if err != nil {
-		return fmt.Errorf("task %s round %d: %v", taskID, r.N, err)
+		return usagef("task %s round %d: %v", taskID, r.N, err)
 	}
 	batch := t.Request.Labels[batchLabel]
 	key := questionKey(q.Question, q.Options)

@@ -207,7 +207,7 @@ func TestBatchGroupAllLike(t *testing.T) {
 	}
 
 	// Bad --all-like answers change nothing.
-	agora(t, s.env, "answer", "--all-like", "g-1", "purple").want(t, "--all-like with an answer not an option", 1, nil,
+	agora(t, s.env, "answer", "--all-like", "g-1", "purple").want(t, "--all-like with an answer not an option", 2, nil,
 		[]string{"task g-1 round 1: answer \"purple\" is not one of: red, green, blue"})
 	agora(t, s.env, "answer", "--all-like", "g-1", "red", "--round", "1").want(t, "--all-like with --round", 2, nil, []string{"drop --round"})
 	agora(t, s.env, "answer", "--all-like", "nope", "red").want(t, "--all-like of an unknown task", 1, nil, []string{"no task nope"})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,7 +16,19 @@ import (
 	"github.com/agoradev/agora/internal/stack"
 )
 
-// usageError is a mistake in the command line: exit code 2.
+// The exit codes of every verb (the table is in the README and agora help).
+const (
+	exitOK     = 0 // done
+	exitFailed = 1 // the work failed, or the server refused or could not be reached
+	exitUsage  = 2 // a usage error or bad input: nothing was changed
+	exitEnded  = 3 // the task expired or was cancelled
+)
+
+// taskIDPattern is the server's rule for a task id, checked before a
+// request leaves the CLI.
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
+
+// usageError is a mistake in the command line or bad input: exit code 2.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
@@ -28,15 +41,15 @@ func usagef(format string, args ...any) error {
 // a usage error, 1 for anything else (0 for nil or errHelp).
 func exitCode(stderr io.Writer, cmd string, err error) int {
 	if err == nil || errors.Is(err, errHelp) {
-		return 0
+		return exitOK
 	}
 	// errors.Join and friends use newlines; one line is easier to grep.
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
 	if errors.As(err, new(usageError)) {
-		return 2
+		return exitUsage
 	}
-	return 1
+	return exitFailed
 }
 
 // parseFlags parses args into fs (named after the command). It returns

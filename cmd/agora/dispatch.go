@@ -16,6 +16,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 )
@@ -64,7 +65,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 	fs.StringVar(&f.timeout, "timeout", "", "bound each round's dispatch: `SECONDS`, or a duration like 10m")
 	fs.BoolVar(&f.allowMemory, "allow-memory", false, "let the memory answerer reuse earlier answers to the same question")
 	fs.Var(&f.labels, "label", "label the task `KEY=VALUE` (repeatable), e.g. for 'agora status --label'")
-	fs.BoolVar(&f.wait, "wait", false, "wait until the task ends, showing its progress on stderr; exit 0 finished, 1 failed, 2 expired or cancelled")
+	fs.BoolVar(&f.wait, "wait", false, "wait until the task ends, showing its progress on stderr; exit 0 finished, 1 failed, 3 expired or cancelled (2 a usage error)")
 	pos, err := parseVerb(fs, dispatchSynopsis, args, stdout)
 	if err != nil {
 		return f, req, err
@@ -109,6 +110,9 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 		}
 	}
 	if f.route != "" {
+		if _, err := answer.ParseRoute(f.route); err != nil {
+			return f, req, usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.route, err)
+		}
 		req.Route = f.route
 	}
 	if f.timeout != "" {
@@ -125,6 +129,9 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 			req.Labels = map[string]string{}
 		}
 		req.Labels[k] = v
+	}
+	if f.taskID != "" && !taskIDPattern.MatchString(f.taskID) {
+		return f, req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
 	}
 	req.TaskID, req.AllowMemory = f.taskID, f.allowMemory
 	return f, req, nil
@@ -164,13 +171,20 @@ func parseSeconds(v string) (int, error) {
 		if n < 1 {
 			return 0, usagef("--timeout %s: want at least 1 second", v)
 		}
+		if n > schemas.MaxTimeoutSeconds {
+			return 0, usagef("--timeout %s: at most %d seconds (7 days)", v, schemas.MaxTimeoutSeconds)
+		}
 		return n, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Second {
 		return 0, usagef("--timeout %q: want seconds (600) or a duration (10m) of at least 1s", v)
 	}
-	return int(math.Ceil(d.Seconds())), nil
+	n := int(math.Ceil(d.Seconds()))
+	if n > schemas.MaxTimeoutSeconds {
+		return 0, usagef("--timeout %s: at most %ds (7 days)", v, schemas.MaxTimeoutSeconds)
+	}
+	return n, nil
 }
 
 // readSubagentFile reads and checks a sub-agent file against
@@ -256,10 +270,11 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	case orchestrator.StateFinished:
 		return nil
 	case orchestrator.StateFailed:
-		return exitOutcome{code: 1, msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
+		writeOutputTail(ctx, c, final, stderr)
+		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
 	}
-	return exitOutcome{code: 2, msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
+	return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
 }
 
 // followTask follows t until it ends, calling p with every new version of
@@ -448,4 +463,56 @@ func pinsText(p *registry.Pins) string {
 		s += " and env " + strings.Join(p.Env, ", ")
 	}
 	return s
+}
+
+// tailLines is how much of a failed round's output dispatch --wait shows.
+const tailLines = 20
+
+// writeOutputTail writes the last lines of what the failed round of t
+// printed (the worker's event lines left out), so that a CI log shows why
+// it failed, not only its exit code. The output is read from the server;
+// when it cannot be, one line says so.
+func writeOutputTail(ctx context.Context, c *client.Client, t *orchestrator.Task, w io.Writer) {
+	r := lastRound(t)
+	if r == nil {
+		return
+	}
+	tail := &tailBuffer{max: 64 << 10}
+	filter := &subagentLines{w: tail}
+	err := c.Logs(ctx, t.ID, r.N, false, filter)
+	if err == nil {
+		err = filter.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", r.N, clipText(err.Error(), 120), t.ID)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(tail.data), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		fmt.Fprintf(w, "round %d printed nothing\n", r.N)
+		return
+	}
+	from := ""
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+		from = fmt.Sprintf("its last %d lines; ", tailLines)
+	}
+	fmt.Fprintf(w, "round %d's output (%s'agora logs %s --round %d' shows it all):\n", r.N, from, t.ID, r.N)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// tailBuffer keeps about the last max bytes written to it.
+type tailBuffer struct {
+	data []byte
+	max  int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.data = append(b.data, p...)
+	if len(b.data) > 2*b.max {
+		b.data = append(b.data[:0:0], b.data[len(b.data)-b.max:]...)
+	}
+	return len(p), nil
 }

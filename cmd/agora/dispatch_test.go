@@ -78,10 +78,10 @@ func TestDispatchBadInputs(t *testing.T) {
 	for _, tt := range tests {
 		agora(t, s.env, tt.args...).want(t, tt.name, 2, nil, []string{"agora dispatch: " + tt.errOut})
 	}
-	// What only the server can tell: one line, exit 1.
-	agora(t, s.env, append(cmd, "--route", "human=soon")...).want(t, "a bad route", 1, nil, []string{"agora dispatch: route:"})
-	agora(t, s.env, append(cmd, "--task-id", "not an id")...).want(t, "a bad task id", 1, nil,
-		[]string{`task_id "not an id": letters, digits, '-' and '_'`})
+	// Bad input, found by the CLI or refused by the server: one line, exit 2.
+	agora(t, s.env, append(cmd, "--route", "human=soon")...).want(t, "a bad route", 2, nil, []string{`agora dispatch: --route "human=soon":`, "not a duration"})
+	agora(t, s.env, append(cmd, "--task-id", "not an id")...).want(t, "a bad task id", 2, nil,
+		[]string{`--task-id "not an id": want letters, digits, '-' and '_'`})
 	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
 		t.Errorf("after bad dispatches: %d tasks, %v; want none", len(page.Tasks), err)
 	}
@@ -221,8 +221,8 @@ echo "kept $AGORA_ANSWER"`
 		follow := start(ctx, s.env, "logs", "e2e-cancel", "-f")
 		waitUntil(t, waitFor, "the followed output", func() bool { return strings.Contains(follow.stdout.String(), "tick 3") })
 		agora(t, s.env, "cancel", "e2e-cancel").want(t, "cancel", 0, []string{"e2e-cancel cancelled (cancelled while running)"}, nil)
-		if code := d.wait(t, waitFor); code != 2 {
-			t.Fatalf("dispatch --wait of a cancelled task exited %d, want 2; stderr %q", code, d.stderr.String())
+		if code := d.wait(t, waitFor); code != 3 {
+			t.Fatalf("dispatch --wait of a cancelled task exited %d, want 3; stderr %q", code, d.stderr.String())
 		}
 		if !strings.Contains(d.stderr.String(), "agora dispatch: task e2e-cancel cancelled: cancelled while running") {
 			t.Errorf("dispatch --wait stderr = %q", d.stderr.String())
@@ -250,8 +250,8 @@ func TestDispatchWaitExpired(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the task", func() bool { _, err := s.orch.Get(t.Context(), "exp"); return err == nil })
 	s.event(t, schemas.KindStarted, "exp-r1", nil)
 	s.event(t, schemas.KindNeedsInput, "exp-r1", func(ev *schemas.Event) { ev.NeedsInput = &schemas.NeedsInput{Question: "Anyone?"} })
-	if code := d.wait(t, time.Minute); code != 2 {
-		t.Fatalf("dispatch --wait of an expiring task exited %d, want 2; stderr %q", code, d.stderr.String())
+	if code := d.wait(t, time.Minute); code != 3 {
+		t.Fatalf("dispatch --wait of an expiring task exited %d, want 3; stderr %q", code, d.stderr.String())
 	}
 	for _, want := range []string{"? Anyone?", `answer with: agora answer exp "<your answer>"`, "the route (human=1s)", "agora dispatch: task exp expired:"} {
 		if !strings.Contains(d.stderr.String(), want) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 )
 
-const logsSynopsis = "TASK [--round N] [-f] [--json] [--server URL] [--token TOKEN]"
+const logsSynopsis = "TASK [--round N] [-f] [--worker] [--json] [--server URL] [--token TOKEN]"
 
 func runLogs(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora logs", logsMain(ctx, args, environ, stdout))
@@ -30,6 +31,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	var follow bool
 	fs.BoolVar(&follow, "f", false, "follow a round that has not ended until it ends")
 	fs.BoolVar(&follow, "follow", false, "the same as -f")
+	worker := fs.Bool("worker", false, "also show the worker's own lines (its lifecycle events as JSON); by default only what the sub-agent printed")
 	pos, err := parseVerb(fs, logsSynopsis, args, stdout)
 	if err != nil {
 		return err
@@ -73,7 +75,17 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 			out = whole
 		}
 	}
+	var filter *subagentLines
+	if !*worker {
+		filter = &subagentLines{w: out}
+		out = filter
+	}
 	err = c.Logs(ctx, id, r.N, follow, out)
+	if filter != nil {
+		if ferr := filter.Flush(); err == nil {
+			err = ferr
+		}
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return nil // interrupted while following: that is how it ends
@@ -114,4 +126,60 @@ func (j jsonChunks) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// subagentLines passes on what a sub-agent printed and drops the worker's
+// own event lines: a round's stored output is the container's, in which the
+// worker prints each lifecycle event as one JSON line ({"kind":"dispatch.…",
+// …, "mac":"…"}). Lines are passed on whole; Flush writes a last line
+// without a newline.
+type subagentLines struct {
+	w       io.Writer
+	partial []byte
+}
+
+func (s *subagentLines) Write(p []byte) (int, error) {
+	n := len(p)
+	data := p
+	if len(s.partial) > 0 {
+		data = append(s.partial, p...)
+		s.partial = nil
+	}
+	var keep []byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			s.partial = append([]byte(nil), data...)
+			break
+		}
+		line := data[:i+1]
+		data = data[i+1:]
+		if !isWorkerLine(line) {
+			keep = append(keep, line...)
+		}
+	}
+	if len(keep) > 0 {
+		if _, err := s.w.Write(keep); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// Flush writes what is left of a last line without a newline.
+func (s *subagentLines) Flush() error {
+	line := s.partial
+	s.partial = nil
+	if len(line) == 0 || isWorkerLine(line) {
+		return nil
+	}
+	_, err := s.w.Write(line)
+	return err
+}
+
+// isWorkerLine tells a worker's event line: a JSON object whose first
+// field is a dispatch.* kind (schemas.Event's order).
+func isWorkerLine(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	return bytes.HasPrefix(line, []byte(`{"kind":"dispatch.`)) && bytes.HasSuffix(line, []byte("}")) && json.Valid(line)
 }

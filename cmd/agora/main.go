@@ -93,7 +93,7 @@ commands:
          [--name N] [--input JSON|@FILE]
          [--route R] [--task-id ID] [--timeout S] [--allow-memory] [--wait]
                     submit a task; --wait shows its progress and exits 0
-                    finished, 1 failed, 2 expired or cancelled
+                    finished, 1 failed, 3 expired or cancelled
   status [TASK]     what every task needs and the exact next command; with
                     TASK, its timeline
   questions [--group]
@@ -103,8 +103,9 @@ commands:
                     answer a task's question (an option or its number);
                     --all-like also every open question identical to it
   watch [TASK]      the tasks, live, until interrupted
-  logs TASK [--round N] [-f]
-                    a round's output; -f follows a running round to its end
+  logs TASK [--round N] [-f] [--worker]
+                    a round's output (what the sub-agent printed; --worker also
+                    the worker's event lines); -f follows a running round
   cancel TASK       stop a queued, running or waiting task
   respawn TASK      run a failed, cancelled or expired task's last round again
   continue TASK MESSAGE
@@ -124,6 +125,14 @@ commands:
                     you answer (no terminal: the question's default), the same
                     sub-agent resumes and finishes
   version [--json]  print the version
+
+exit codes (every command):
+  0  done (dispatch --wait: the task finished)
+  1  the work failed (dispatch --wait: the task failed), or the server could not
+     be reached or refused the request for another reason than its input
+  2  a usage error or bad input, found by the CLI or refused by the server
+     (HTTP 400/422 "invalid"): nothing was changed
+  3  the task expired or was cancelled (dispatch --wait)
 
 Run 'agora <command> -h' for a command's flags.
 `

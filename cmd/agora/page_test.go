@@ -84,7 +84,7 @@ func TestListVerbsPage(t *testing.T) {
 			t.Errorf("%v: %v; want a usage error (exit 2)", args, r)
 		}
 	}
-	agora(t, env, "status", "--cursor", "garbage").want(t, "status with a bad cursor", 1, nil, []string{"cursor"})
+	agora(t, env, "status", "--cursor", "garbage").want(t, "status with a bad cursor", 2, nil, []string{"cursor"})
 }
 
 // TestRegistryListPages: subagent list and show --versions page like the

@@ -21,7 +21,7 @@ func TestRegistryVerbs(t *testing.T) {
 	dir := filepath.Join("..", "..", "examples", "registry")
 	file := func(name string) string { return filepath.Join(dir, name) }
 
-	agora(t, s.env, "subagent", "register", file("reviewer.yaml")).want(t, "sub-agent before its capability", 1, nil,
+	agora(t, s.env, "subagent", "register", file("reviewer.yaml")).want(t, "sub-agent before its capability", 2, nil,
 		[]string{"agora subagent register: invalid registration: sub-agent reviewer: capability review-skill: not registered (see 'agora capability list')"})
 	agora(t, s.env, "capability", "list").want(t, "empty list", 0, []string{"no capability registered; 'agora capability register FILE' adds one"}, nil)
 
@@ -110,7 +110,7 @@ func TestRegistryBadInputs(t *testing.T) {
 		{"show nothing", []string{"subagent", "show", "ghost"}, 1, "agora subagent show: subagent ghost: not registered (see 'agora subagent list')"},
 		{"show bad ref", []string{"subagent", "show", "ghost@v1"}, 2, `"ghost@v1": want NAME or NAME@VERSION (12 hex digits)`},
 		{"show unknown version", []string{"env", "show", "ghost@0123456789ab"}, 1, "env ghost@0123456789ab: not registered"},
-		{"dispatch unknown", []string{"dispatch", "--subagent", "ghost"}, 1, "agora dispatch: subagent ghost: not registered (see 'agora subagent list')"},
+		{"dispatch unknown", []string{"dispatch", "--subagent", "ghost"}, 2, "agora dispatch: subagent ghost: not registered (see 'agora subagent list')"},
 	} {
 		agora(t, s.env, tc.args...).want(t, tc.name, tc.code, nil, []string{tc.stderr})
 	}

@@ -209,9 +209,13 @@ func sortForAttention(tasks []*orchestrator.Task) {
 	})
 }
 
-// writeAttention writes the counts line and the attention table.
-func (u ui) writeAttention(w io.Writer, tasks []*orchestrator.Task, summary orchestrator.Summary) {
+// writeAttention writes the counts line (every task's), what a filter
+// shows of them when one is given, and the attention table.
+func (u ui) writeAttention(w io.Writer, tasks []*orchestrator.Task, summary orchestrator.Summary, filter string) {
 	fmt.Fprintln(w, u.paint(sgrBold, summary.Text))
+	if filter != "" {
+		fmt.Fprintln(w, filter)
+	}
 	if summary.Alert != "" {
 		fmt.Fprintln(w, u.paint(sgrYellow, "attention: "+summary.Alert))
 	}

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,10 @@ func (a *apiFlags) explain(err error, taskID string) error {
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
 		case e.Code == string(api.CodeNoRoute) || e.Code == "":
 			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
+		case e.Code == string(api.CodeInvalid) || e.Code == string(api.CodeInvalidAnswer):
+			// The server refused the input and changed nothing: the same
+			// exit code as a mistake the CLI finds itself.
+			return usageError{msg: plainMessage(e)}
 		}
 		return errors.New(plainMessage(e))
 	}
@@ -288,6 +293,13 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if err := pf.check("agora status"); err != nil {
 		return err
 	}
+	if *state != "" && !slices.Contains(orchestrator.States, orchestrator.State(*state)) {
+		names := make([]string, len(orchestrator.States))
+		for i, s := range orchestrator.States {
+			names[i] = string(s)
+		}
+		return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
+	}
 	c, err := a.connect(environ)
 	if err != nil {
 		return err
@@ -319,7 +331,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		}
 		return writeJSON(stdout, api.TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
 	}
-	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary)
+	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary, filterText(*state, *label, page))
 	words := []string{"agora status"}
 	if *state != "" {
 		words = append(words, "--state", *state)
@@ -332,6 +344,35 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	}
 	writeMore(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
 	return nil
+}
+
+// filterText says what status --state/--label shows of the tasks the
+// counts line counts: "showing failed: 3 of 12 tasks". With --label the
+// server counts no matches, so the line counts the ones listed, "at
+// least" when more pages follow.
+func filterText(state, label string, page orchestrator.TaskPage) string {
+	if state == "" && label == "" {
+		return ""
+	}
+	total := 0
+	for _, n := range page.Summary.Counts {
+		total += n
+	}
+	var what []string
+	if state != "" {
+		what = append(what, stateLabel(orchestrator.State(state)))
+	}
+	if label != "" {
+		what = append(what, "labelled "+label)
+	}
+	shown := strconv.Itoa(len(page.Tasks))
+	switch {
+	case label == "":
+		shown = strconv.Itoa(page.Summary.Counts[orchestrator.State(state)])
+	case page.NextCursor != "":
+		shown = "at least " + shown
+	}
+	return fmt.Sprintf("showing %s: %s of %d task%s", strings.Join(what, ", "), shown, total, pluralS(total))
 }
 
 // ---- questions

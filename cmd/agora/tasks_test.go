@@ -207,8 +207,9 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 4 || list.Summary.Counts[orchestrator.StateNeedsInput] != 1 {
 		t.Errorf("status --json = %v: %d tasks, %+v, %v", r, len(list.Tasks), list.Summary, err)
 	}
-	agora(t, env, "status", "--state", "failed").want(t, "status --state failed", 0, []string{"broken"}, nil)
-	agora(t, env, "status", "--state", "weird").want(t, "status --state weird", 1, nil, []string{`unknown state "weird"`})
+	agora(t, env, "status", "--state", "failed").want(t, "status --state failed", 0,
+		[]string{"1 queued · 1 needs input · 1 finished · 1 failed\nshowing failed: 1 of 4 tasks\n", "broken"}, nil)
+	agora(t, env, "status", "--state", "weird").want(t, "status --state weird", 2, nil, []string{`--state "weird": want one of`})
 	agora(t, env, "status", "paint").want(t, "status paint", 0,
 		[]string{"task paint · sub-agent echoer · needs input", "next: agora answer paint red", "round 1  needs input",
 			"asked", "Which colour? (red / green / blue)", "waiting   for an answer"}, nil)
@@ -225,9 +226,9 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	}
 
 	// Bad answers: one line each, and the question stays open.
-	agora(t, env, "answer", "paint", "purple").want(t, "an answer that is not an option", 1, nil,
+	agora(t, env, "answer", "paint", "purple").want(t, "an answer that is not an option", 2, nil,
 		[]string{`agora answer: task paint round 1: answer "purple" is not one of: red, green, blue (or 1-3)`})
-	agora(t, env, "answer", "paint", "7").want(t, "an option number out of range", 1, nil, []string{"is not one of: red, green, blue"})
+	agora(t, env, "answer", "paint", "7").want(t, "an option number out of range", 2, nil, []string{"is not one of: red, green, blue"})
 	agora(t, env, "answer", "paint", "red", "--round", "2").want(t, "an answer for another round", 1, nil,
 		[]string{"round 2 has no open question (the current round is 1)"})
 	agora(t, env, "answer", "waiting", "red").want(t, "an answer to a queued task", 1, nil,

@@ -193,7 +193,7 @@ func (w *watcher) draw() {
 	fmt.Fprint(w.out, "\x1b[H\x1b[2J")
 	fmt.Fprintf(w.out, "%s  %s  %s\n\n", w.ui.paint(sgrBold, "agora watch"), w.server,
 		w.ui.paint(sgrDim, time.Now().Format("15:04:05")+" · Ctrl-C to stop"))
-	w.ui.writeAttention(w.out, tasks, summaryOf(counts))
+	w.ui.writeAttention(w.out, tasks, summaryOf(counts), "")
 }
 
 // summaryOf counts as the orchestrator does: "2 running · 1 needs input".

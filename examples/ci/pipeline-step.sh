@@ -11,8 +11,9 @@
 # SECRET alone, never the NAME: in front of it (the server refuses that).
 #
 # Exit codes of `agora dispatch --wait`, passed on as the step's:
-#   0 finished, 1 failed (or the server cannot be reached),
-#   2 expired or cancelled (or a mistake on the command line).
+#   0 finished, 1 failed (or the server cannot be reached or refused),
+#   2 a mistake on the command line or bad input (nothing was submitted),
+#   3 expired or cancelled.
 # AGORA_ROUTE overrides the route (the tests use a short one).
 set -eu
 

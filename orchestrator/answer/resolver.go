@@ -139,6 +139,42 @@ func (r *Resolver) Resolve(step string) (Answerer, error) {
 	return nil, fmt.Errorf("unknown answerer %q (known: %s)", step, strings.Join(r.Known(), ", "))
 }
 
+// Check tells whether Resolve knows the answerer of step (see
+// Step.Answerer) and whether its argument has the right shape, without
+// building the answerer: what a submitted route is checked with, so a step
+// that names nothing known is refused at once instead of failing at the
+// task's first question. Configuration (a memory store, a rules file, a
+// webhook secret) is not checked: a step without it declines when asked.
+func (r *Resolver) Check(step string) error {
+	step = strings.TrimSpace(step)
+	name, arg, hasArg := strings.Cut(step, ":")
+	r.mu.RLock()
+	_, registered := r.extra[name]
+	r.mu.RUnlock()
+	if registered {
+		return nil
+	}
+	switch name {
+	case "memory", "human", "cli":
+		if hasArg {
+			return fmt.Errorf("answerer %q takes no argument", name)
+		}
+		return nil
+	case "lookup":
+		if hasArg && strings.TrimSpace(arg) == "" {
+			return fmt.Errorf("answerer %s: want lookup or lookup:<path>", step)
+		}
+		return nil
+	case "agent", "webhook":
+		if strings.TrimSpace(arg) == "" {
+			what := map[string]string{"agent": "subagent", "webhook": "url"}[name]
+			return fmt.Errorf("answerer %s: want %s:<%s>", step, name, what)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown answerer %q (known: %s)", step, strings.Join(r.Known(), ", "))
+}
+
 // Known lists the step forms Resolve accepts, registered ones included.
 func (r *Resolver) Known() []string {
 	known := slices.Clone(builtins)

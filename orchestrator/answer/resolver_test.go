@@ -139,3 +139,32 @@ func TestResolverRegister(t *testing.T) {
 		t.Errorf("Register(nil constructor) = nil; want an error")
 	}
 }
+
+// TestResolverCheck: Check accepts every step kind Resolve knows, with the
+// right argument shape, without their configuration; it refuses a step no
+// answerer serves, naming the known ones.
+func TestResolverCheck(t *testing.T) {
+	t.Parallel()
+	r := &answer.Resolver{}
+	if err := r.Register("slack", func(string) (answer.Answerer, error) { return answer.NewHuman(nil), nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"memory", "lookup", "lookup:rules.yaml", "agent:triage", "webhook:https://h/x", "human", "cli", "slack:#ops", "slack"} {
+		if err := r.Check(step); err != nil {
+			t.Errorf("Check(%q) = %v; want nil", step, err)
+		}
+	}
+	for step, want := range map[string]string{
+		"bogus":      `unknown answerer "bogus" (known: memory, lookup, lookup:<path>, agent:<subagent>, webhook:<url>, human, cli, slack:<arg>)`,
+		"teams:x":    `unknown answerer "teams:x"`,
+		"human:bob":  `answerer "human" takes no argument`,
+		"memory:x":   `answerer "memory" takes no argument`,
+		"agent":      "want agent:<subagent>",
+		"webhook: ":  "want webhook:<url>",
+		"lookup:   ": "want lookup or lookup:<path>",
+	} {
+		if err := r.Check(step); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%q) = %v; want an error with %q", step, err, want)
+		}
+	}
+}

@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agoradev/agora/internal/fsutil"
@@ -38,8 +41,18 @@ func Path(workspace string) string {
 
 // Read returns the sentinel in workspace: (nil, nil) when there is none, a
 // *MalformedError when one is present but breaks the contract, or another
-// error when it could not be examined at all.
+// error when it could not be examined at all. Unknown fields are allowed
+// and ignored (forward compatibility), but one that looks like a misspelt
+// known field gets a warning line on stderr (see ReadTo).
 func Read(workspace string) (*schemas.NeedsInput, error) {
+	return ReadTo(workspace, os.Stderr)
+}
+
+// ReadTo is Read writing its warnings to warn: one line for each unknown
+// field close to a known one, e.g.
+//
+//	agora-worker: sentinel field "opts" is not known (did you mean "options"?); it is ignored
+func ReadTo(workspace string, warn io.Writer) (*schemas.NeedsInput, error) {
 	path := Path(workspace)
 	dir := filepath.Dir(path)
 	// The .agora directory itself must be a real directory: a symlink there
@@ -91,7 +104,87 @@ func Read(workspace string) (*schemas.NeedsInput, error) {
 	if err != nil {
 		return nil, &MalformedError{Path: path, Reason: err.Error()}
 	}
+	for _, w := range Warnings(data) {
+		fmt.Fprintf(warn, "agora-worker: %s\n", w)
+	}
 	return n, nil
+}
+
+// knownFields are the sentinel's fields (schemas.NeedsInput).
+var knownFields = []string{"question", "options", "context", "default", "partial_state", "partial_state_ref"}
+
+// Warnings names the unknown top-level fields of a valid sentinel that are
+// close to a known one — "opts" for "options", "Question", "partialState" —
+// each as "sentinel field "opts" is not known (did you mean "options"?); it
+// is ignored". Other unknown fields are silently ignored, as the contract
+// says.
+func Warnings(data []byte) []string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range slices.Sorted(maps.Keys(obj)) {
+		if slices.Contains(knownFields, f) {
+			continue
+		}
+		if near := closestField(f); near != "" {
+			out = append(out, fmt.Sprintf("sentinel field %q is not known (did you mean %q?); it is ignored", f, near))
+		}
+	}
+	return out
+}
+
+// closestField is the known field f is probably a misspelling of, or "".
+// Close means: the same once case, '-' and '_' are ignored
+// ("partialState"); at most two edits apart ("optoins", "contxt"); or an
+// abbreviation of at least three letters with the same first letter
+// ("opts", "ctx").
+func closestField(f string) string {
+	norm := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+	}
+	nf := norm(f)
+	for _, k := range knownFields {
+		nk := norm(k)
+		if nf == nk || editDistance(nf, nk) <= min(2, len(nk)/3) ||
+			(len(nf) >= 3 && len(nf) < len(nk) && nf[0] == nk[0] && isSubsequence(nf, nk)) {
+			return k
+		}
+	}
+	return ""
+}
+
+// isSubsequence tells whether the letters of a appear in b in order.
+func isSubsequence(a, b string) bool {
+	i := 0
+	for j := 0; i < len(a) && j < len(b); j++ {
+		if a[i] == b[j] {
+			i++
+		}
+	}
+	return i == len(a)
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Parse validates the bytes of a sentinel file.
