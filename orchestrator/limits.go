@@ -36,6 +36,10 @@ type Maximums struct {
 	// TaskBytes bounds a task's stored record: the request, every round,
 	// question and answer (--max-task-kb).
 	TaskBytes int
+	// AllowHostNetwork lets a task ask for network "host", which gives its
+	// sub-agent the host's loopback (NATS, the API): off unless the
+	// operator turns it on (--allow-host-network).
+	AllowHostNetwork bool
 }
 
 // DefaultMaximums are the maximums of a server that sets none; each is
@@ -173,6 +177,10 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 		case r.Pids > m.Pids:
 			return over("resources.pids", i64(r.Pids), i64(m.Pids), "--max-pids")
 		}
+	}
+	if req.Network == schemas.NetworkHost && !m.AllowHostNetwork {
+		return fmt.Errorf("%w: network %q%s is not allowed on this server: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with --allow-host-network",
+			ErrInvalidRequest, req.Network, from("network"))
 	}
 	switch {
 	case req.TimeoutSeconds < 0:

@@ -336,3 +336,25 @@ func TestAnswerOverRecordLimit(t *testing.T) {
 		t.Errorf("Answer(small) after a refused one = %v", err)
 	}
 }
+
+// TestHostNetworkGated: network "host" gives a sub-agent the host's
+// loopback (NATS, the API), so only an operator's --allow-host-network
+// lets a task ask for it; none and bridge stay open to every client.
+func TestHostNetworkGated(t *testing.T) {
+	t.Parallel()
+	closed := newLimitsStack(t, Maximums{})
+	open := newLimitsStack(t, Maximums{AllowHostNetwork: true})
+	ctx := t.Context()
+	for i, network := range []string{"", "none", "bridge"} {
+		if _, err := closed.orch.Submit(ctx, SubmitRequest{TaskID: fmt.Sprintf("net-%d", i), Subagent: script("s", "true"), Network: network}); err != nil {
+			t.Errorf("network %q refused: %v", network, err)
+		}
+	}
+	_, err := closed.orch.Submit(ctx, SubmitRequest{TaskID: "net-host", Subagent: script("s", "true"), Network: "host"})
+	if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), `network "host"`) || !strings.Contains(err.Error(), "--allow-host-network") {
+		t.Errorf("network host on a server that does not allow it = %v; want invalid, naming the flag", err)
+	}
+	if _, err := open.orch.Submit(ctx, SubmitRequest{TaskID: "net-host", Subagent: script("s", "true"), Network: "host"}); err != nil {
+		t.Errorf("network host with --allow-host-network = %v", err)
+	}
+}

@@ -81,6 +81,10 @@ type Config struct {
 	// WorkspaceCheck is how often it is measured (DefaultWorkspaceCheck).
 	MaxWorkspaceBytes int64
 	WorkspaceCheck    time.Duration
+	// AllowHostNetwork lets a request run with network "host": the host's
+	// network namespace, loopback included (NATS, the API). Off by default;
+	// such a request fails (worker-failed) naming the flag.
+	AllowHostNetwork bool
 	// Grace is the time between SIGTERM and SIGKILL when a container is
 	// stopped; the worker gets a shorter one for the runtime inside.
 	Grace time.Duration

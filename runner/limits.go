@@ -51,6 +51,9 @@ func checkLimits(req *schemas.DispatchRequest, cfg Config) error {
 			return over("resources.pids", r.Pids, cfg.MaxPids, "--max-pids")
 		}
 	}
+	if req.NetworkMode() == schemas.NetworkHost && !cfg.AllowHostNetwork {
+		return fmt.Errorf("network %q is not allowed on this runner: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with agora runner --allow-host-network", schemas.NetworkHost)
+	}
 	if max := int64(cfg.MaxTimeout / time.Second); int64(req.Spec.TimeoutSeconds) > max {
 		return over("timeout_seconds", req.Spec.TimeoutSeconds, max, "--max-timeout "+cfg.MaxTimeout.String())
 	}

@@ -87,6 +87,18 @@ func TestCheckLimits(t *testing.T) {
 			t.Errorf("%s: checkLimits = %v, want %q", tt.name, err, tt.want)
 		}
 	}
+	host := &schemas.DispatchRequest{Network: schemas.NetworkHost}
+	if err := checkLimits(host, cfg); err == nil || !strings.Contains(err.Error(), "--allow-host-network") {
+		t.Errorf("network host on a runner that does not allow it: checkLimits = %v; want refused, naming the flag", err)
+	}
+	allowing := cfg
+	allowing.AllowHostNetwork = true
+	if err := checkLimits(host, allowing); err != nil {
+		t.Errorf("network host with AllowHostNetwork: checkLimits = %v", err)
+	}
+	if err := checkLimits(&schemas.DispatchRequest{Network: schemas.NetworkBridge}, cfg); err != nil {
+		t.Errorf("network bridge: checkLimits = %v", err)
+	}
 	if got := (&schemas.DispatchSpec{TimeoutSeconds: math.MaxInt}).Timeout(time.Hour); got != schemas.MaxTimeoutSeconds*time.Second {
 		t.Errorf("Timeout(MaxInt seconds) = %s; want the contract's 7 days, not a wrapped duration", got)
 	}

@@ -26,6 +26,7 @@ type maxFlags struct {
 	partialStateKB int
 	taskKB         int
 	workspaceMB    int64
+	hostNetwork    bool
 }
 
 // Flag names of one role (--max-memory-mb, --max-cpus, --max-pids and
@@ -48,6 +49,7 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 	fs.Int64Var(&m.memoryMB, "max-memory-mb", def.MemoryMB, "refuse a task asking for more than `MB` of memory (resources.memory_mb)")
 	fs.Float64Var(&m.cpus, "max-cpus", cpus, "refuse a task asking for more than `CPUS` (resources.cpus; a runner caps instead; default: this host's cores with a runner here, else 16)")
 	fs.Int64Var(&m.pids, "max-pids", def.Pids, "refuse a task asking for more than `N` processes (resources.pids)")
+	fs.BoolVar(&m.hostNetwork, "allow-host-network", false, "let tasks ask for network \"host\", which gives their sub-agents this host's loopback (NATS, the API); off by default")
 	fs.DurationVar(&m.timeout, "max-timeout", time.Duration(def.TimeoutSeconds)*time.Second, "refuse a task whose rounds may run longer than `DURATION` each (timeout_seconds)")
 	if orchestratorRole {
 		fs.IntVar(&m.rounds, "max-rounds", def.Rounds, "refuse a task allowing more than `N` rounds (limits.max_rounds)")
@@ -101,5 +103,6 @@ func (m *maxFlags) maximums() orchestrator.Maximums {
 		MemoryMB: m.memoryMB, CPUs: m.cpus, Pids: m.pids,
 		TimeoutSeconds: int(m.timeout / time.Second), Rounds: m.rounds, WaitSeconds: int(m.wait / time.Second),
 		InputBytes: m.inputKB << 10, PartialStateBytes: int64(m.partialStateKB) << 10, TaskBytes: m.taskKB << 10,
+		AllowHostNetwork: m.hostNetwork,
 	}
 }

@@ -196,6 +196,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		MaxPids:           f.max.pids,
 		MaxTimeout:        f.max.timeout,
 		MaxWorkspaceBytes: f.max.workspaceMB << 20,
+		AllowHostNetwork:  f.max.hostNetwork,
 		Bus:               b,
 		Engine:            eng,
 		Logger:            log,

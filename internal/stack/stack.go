@@ -398,6 +398,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		MaxPids:           s.cfg.Max.Pids,
 		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
 		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
+		AllowHostNetwork:  s.cfg.Max.AllowHostNetwork,
 		Bus:               s.bus,
 		Engine:            s.engine,
 		Logger:            s.log,
