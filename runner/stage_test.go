@@ -74,16 +74,7 @@ sh tools/ask.sh`)
 		t.Errorf("the partial_state is not in S3: %v", err)
 	}
 
-	second := request(`grep -q 'xxxxxxxxxxxxxxxxxxxx' "$AGORA_RESUME_FILE" && echo "round 2 has the state"`)
-	second.Spec.TaskID, second.Spec.Round = first.Spec.TaskID, 2
-	second.Spec.Resume = &schemas.Resume{Question: "More?", Answer: "yes", PartialStateRef: ref}
-	h.enqueue(second)
-	if ev := h.terminal(second.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
-		t.Fatalf("round 2 = %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(second.Spec.DispatchID))
-	}
-	if out := h.output(second.Spec.DispatchID); !strings.Contains(out, "round 2 has the state") {
-		t.Errorf("round 2 output = %q", out)
-	}
+	second := h.resumeFrom(first, ref)
 	h.settled(second.Spec.DispatchID)
 	if left, _ := os.ReadDir(filepath.Join(h.cfg.DataDir, "stores")); len(left) != 0 {
 		t.Errorf("staged stores left behind: %v", left)
@@ -169,16 +160,7 @@ agora-worker ask 'More?' --option yes --state /tmp/state.json`)
 		t.Errorf("the partial_state is not in the storage: %v", err)
 	}
 
-	second := request(`grep -q 'xxxxxxxxxxxxxxxxxxxx' "$AGORA_RESUME_FILE" && echo "round 2 has the state"`)
-	second.Spec.TaskID, second.Spec.Round = first.Spec.TaskID, 2
-	second.Spec.Resume = &schemas.Resume{Question: "More?", Answer: "yes", PartialStateRef: ref}
-	h.enqueue(second)
-	if ev := h.terminal(second.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
-		t.Fatalf("round 2 = %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(second.Spec.DispatchID))
-	}
-	if out := h.output(second.Spec.DispatchID); !strings.Contains(out, "round 2 has the state") {
-		t.Errorf("round 2 output = %q", out)
-	}
+	h.resumeFrom(first, ref)
 }
 
 // TestUnstageRefusesLinks: a sub-agent replaces what the worker writes into
@@ -214,4 +196,21 @@ func TestUnstageRefusesLinks(t *testing.T) {
 			t.Fatalf("%s: the host file the sub-agent linked to is in the storage", name)
 		}
 	}
+}
+
+// resumeFrom runs round 2 of first's task resuming from the partial_state
+// at ref, and checks that the sub-agent finds it there.
+func (h *harness) resumeFrom(first schemas.DispatchRequest, ref *schemas.ObjectRef) schemas.DispatchRequest {
+	h.t.Helper()
+	second := request(`grep -q 'xxxxxxxxxxxxxxxxxxxx' "$AGORA_RESUME_FILE" && echo "round 2 has the state"`)
+	second.Spec.TaskID, second.Spec.Round = first.Spec.TaskID, 2
+	second.Spec.Resume = &schemas.Resume{Question: "More?", Answer: "yes", PartialStateRef: ref}
+	h.enqueue(second)
+	if ev := h.terminal(second.Spec.DispatchID, 2*time.Minute); ev.Kind != schemas.KindFinished {
+		h.t.Fatalf("round 2 = %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(second.Spec.DispatchID))
+	}
+	if out := h.output(second.Spec.DispatchID); !strings.Contains(out, "round 2 has the state") {
+		h.t.Errorf("round 2 output = %q", out)
+	}
+	return second
 }
