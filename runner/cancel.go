@@ -39,11 +39,7 @@ func (r *Runner) cancelDir(id string) string { return filepath.Join(r.cfg.DataDi
 // prepareCancelDir makes the dispatch's (empty) marker directory, owned by
 // the runner so nothing in the container can create the marker.
 func (d *dispatch) prepareCancelDir() error {
-	dir := d.r.cancelDir(d.id)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("cancel marker directory: %w", err)
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+	if err := os.MkdirAll(d.r.cancelDir(d.id), 0o755); err != nil {
 		return fmt.Errorf("cancel marker directory: %w", err)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -23,10 +22,6 @@ const (
 	exitUsage  = 2 // a usage error or bad input: nothing was changed
 	exitEnded  = 3 // the task expired or was cancelled
 )
-
-// taskIDPattern is the server's rule for a task id, checked before a
-// request leaves the CLI.
-var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
 
 // usageError is a mistake in the command line or bad input: exit code 2.
 type usageError struct{ msg string }

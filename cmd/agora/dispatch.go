@@ -130,7 +130,8 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 		}
 		req.Labels[k] = v
 	}
-	if f.taskID != "" && !taskIDPattern.MatchString(f.taskID) {
+	// The server's own rule, checked before the request leaves the CLI.
+	if f.taskID != "" && orchestrator.CheckTaskID(f.taskID) != nil {
 		return f, req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
 	}
 	req.TaskID, req.AllowMemory = f.taskID, f.allowMemory
