@@ -2,15 +2,16 @@
 // orchestrator/api) for integrators: submit tasks, read them, answer their
 // questions, cancel, respawn, continue and remove them, read or follow a
 // round's output, watch their changes and wait for them to settle. Its
-// methods mirror orchestrator.Service and speak its types; its errors match
-// the orchestrator's sentinel errors with errors.Is, as if the orchestrator
-// were in process.
+// methods mirror orchestrator.Service and speak the types of package wire;
+// its errors match wire's sentinel errors (the orchestrator's) with
+// errors.Is, as if the orchestrator were in process.
 //
 // Its registry methods register and read sub-agents, capabilities and env
 // bundles.
 //
-// It imports orchestrator, orchestrator/api (for the wire types),
-// orchestrator/registry and the standard library.
+// It imports only wire, schemas and the standard library — no NATS, AWS or
+// Docker package (TestClientDependencies holds that), so a Slack app or a
+// web service can import it cheaply.
 package client
 
 import (
@@ -25,8 +26,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 // DefaultPollInterval is how often Wait reads the task again while its
@@ -78,10 +78,10 @@ func New(baseURL, token string, opts ...Option) *Client {
 }
 
 // Submit creates a task, or returns the existing one when req.TaskID names
-// a task submitted with the same request (orchestrator.ErrConflict when the
+// a task submitted with the same request (wire.ErrConflict when the
 // request differs).
-func (c *Client) Submit(ctx context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error) {
-	var t orchestrator.Task
+func (c *Client) Submit(ctx context.Context, req wire.SubmitRequest) (*wire.Task, error) {
+	var t wire.Task
 	if err := c.do(ctx, http.MethodPost, "/v1/tasks", req, &t); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (c *Client) Submit(ctx context.Context, req orchestrator.SubmitRequest) (*o
 }
 
 // Get returns one task.
-func (c *Client) Get(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+func (c *Client) Get(ctx context.Context, taskID string) (*wire.Task, error) {
 	return c.task(ctx, http.MethodGet, taskID, "", nil)
 }
 
@@ -98,19 +98,19 @@ func (c *Client) Get(ctx context.Context, taskID string) (*orchestrator.Task, er
 // and the counts of all tasks by state. opts.Limit bounds the page (0: the
 // server's default, 100); pass the page's NextCursor as opts.Cursor for
 // the next one. ListAll follows every page.
-func (c *Client) List(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
-	q := pageQuery(orchestrator.PageOptions{Limit: opts.Limit, Cursor: opts.Cursor})
+func (c *Client) List(ctx context.Context, opts wire.ListOptions) (wire.TaskPage, error) {
+	q := pageQuery(wire.PageOptions{Limit: opts.Limit, Cursor: opts.Cursor})
 	if opts.State != "" {
 		q.Set("state", string(opts.State))
 	}
 	if opts.Label != "" {
 		q.Set("label", opts.Label)
 	}
-	var list api.TaskList
+	var list wire.TaskList
 	if err := c.do(ctx, http.MethodGet, withQuery("/v1/tasks", q), nil, &list); err != nil {
-		return orchestrator.TaskPage{}, err
+		return wire.TaskPage{}, err
 	}
-	return orchestrator.TaskPage{Tasks: list.Tasks, Summary: list.Summary, NextCursor: list.NextCursor}, nil
+	return wire.TaskPage{Tasks: list.Tasks, Summary: list.Summary, NextCursor: list.NextCursor}, nil
 }
 
 // ListAll follows List's pages from opts.Cursor (empty: the first) to the
@@ -118,12 +118,12 @@ func (c *Client) List(ctx context.Context, opts orchestrator.ListOptions) (orche
 // returns every task and the counts of the last page. Tasks submitted
 // meanwhile are not in it (the list is newest first); none is listed
 // twice.
-func (c *Client) ListAll(ctx context.Context, opts orchestrator.ListOptions) ([]*orchestrator.Task, orchestrator.Summary, error) {
-	var summary orchestrator.Summary
+func (c *Client) ListAll(ctx context.Context, opts wire.ListOptions) ([]*wire.Task, wire.Summary, error) {
+	var summary wire.Summary
 	if opts.Limit == 0 {
-		opts.Limit = orchestrator.MaxPageLimit
+		opts.Limit = wire.MaxPageLimit
 	}
-	tasks, err := all(ctx, opts.Cursor, func(cursor string) ([]*orchestrator.Task, string, error) {
+	tasks, err := all(ctx, opts.Cursor, func(cursor string) ([]*wire.Task, string, error) {
 		o := opts
 		o.Cursor = cursor
 		page, err := c.List(ctx, o)
@@ -135,19 +135,19 @@ func (c *Client) ListAll(ctx context.Context, opts orchestrator.ListOptions) ([]
 
 // Questions returns one page of the open questions, oldest first.
 // QuestionsAll follows every page.
-func (c *Client) Questions(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
-	var list api.QuestionList
+func (c *Client) Questions(ctx context.Context, opts wire.PageOptions) (wire.QuestionPage, error) {
+	var list wire.QuestionList
 	if err := c.do(ctx, http.MethodGet, withQuery("/v1/questions", pageQuery(opts)), nil, &list); err != nil {
-		return orchestrator.QuestionPage{}, err
+		return wire.QuestionPage{}, err
 	}
-	return orchestrator.QuestionPage{Questions: list.Questions, NextCursor: list.NextCursor}, nil
+	return wire.QuestionPage{Questions: list.Questions, NextCursor: list.NextCursor}, nil
 }
 
 // QuestionsAll returns every open question, oldest first, following the
 // pages of Questions.
-func (c *Client) QuestionsAll(ctx context.Context) ([]orchestrator.QuestionView, error) {
-	return all(ctx, "", func(cursor string) ([]orchestrator.QuestionView, string, error) {
-		page, err := c.Questions(ctx, orchestrator.PageOptions{Limit: orchestrator.MaxPageLimit, Cursor: cursor})
+func (c *Client) QuestionsAll(ctx context.Context) ([]wire.QuestionView, error) {
+	return all(ctx, "", func(cursor string) ([]wire.QuestionView, string, error) {
+		page, err := c.Questions(ctx, wire.PageOptions{Limit: wire.MaxPageLimit, Cursor: cursor})
 		return page.Questions, page.NextCursor, err
 	})
 }
@@ -175,7 +175,7 @@ func all[T any](ctx context.Context, cursor string, page func(cursor string) ([]
 }
 
 // pageQuery is the query of one page: limit and cursor, when set.
-func pageQuery(p orchestrator.PageOptions) url.Values {
+func pageQuery(p wire.PageOptions) url.Values {
 	q := url.Values{}
 	if p.Limit != 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
@@ -196,27 +196,27 @@ func withQuery(path string, q url.Values) string {
 // Answer answers the open question of req.TaskID. An empty req.By is the
 // token's name (or "api"), an empty req.Channel "api"; a non-zero req.Round
 // must be the round whose question is open. A late answer is
-// orchestrator.ErrAlreadyAnswered, with who answered when in the message.
-func (c *Client) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+// wire.ErrAlreadyAnswered, with who answered when in the message.
+func (c *Client) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 	return c.task(ctx, http.MethodPost, req.TaskID, "/answer",
-		api.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel})
+		wire.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel})
 }
 
 // Cancel ends a queued, running or waiting task.
-func (c *Client) Cancel(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+func (c *Client) Cancel(ctx context.Context, taskID string) (*wire.Task, error) {
 	return c.task(ctx, http.MethodPost, taskID, "/cancel", nil)
 }
 
 // Respawn starts a failed, cancelled or expired task again from its last
 // round.
-func (c *Client) Respawn(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+func (c *Client) Respawn(ctx context.Context, taskID string) (*wire.Task, error) {
 	return c.task(ctx, http.MethodPost, taskID, "/respawn", nil)
 }
 
 // Continue starts a new round of a finished task with message as the
 // answer; an empty by is the token's name (or "api").
-func (c *Client) Continue(ctx context.Context, taskID, message, by string) (*orchestrator.Task, error) {
-	return c.task(ctx, http.MethodPost, taskID, "/continue", api.ContinueBody{Message: message, By: by})
+func (c *Client) Continue(ctx context.Context, taskID, message, by string) (*wire.Task, error) {
+	return c.task(ctx, http.MethodPost, taskID, "/continue", wire.ContinueBody{Message: message, By: by})
 }
 
 // Remove deletes a task and its stored data.
@@ -229,12 +229,12 @@ func (c *Client) Remove(ctx context.Context, taskID string) error {
 }
 
 // task calls an endpoint of one task that answers with the task.
-func (c *Client) task(ctx context.Context, method, taskID, suffix string, body any) (*orchestrator.Task, error) {
+func (c *Client) task(ctx context.Context, method, taskID, suffix string, body any) (*wire.Task, error) {
 	path, err := taskPath(taskID, suffix)
 	if err != nil {
 		return nil, err
 	}
-	var t orchestrator.Task
+	var t wire.Task
 	if err := c.do(ctx, method, path, body, &t); err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (c *Client) task(ctx context.Context, method, taskID, suffix string, body a
 
 func taskPath(taskID, suffix string) (string, error) {
 	if taskID == "" {
-		return "", fmt.Errorf("agora api: empty task id: %w", orchestrator.ErrInvalidRequest)
+		return "", fmt.Errorf("agora api: empty task id: %w", wire.ErrInvalidRequest)
 	}
 	return "/v1/tasks/" + url.PathEscape(taskID) + suffix, nil
 }
@@ -308,7 +308,7 @@ type Error struct {
 	// Status is the HTTP status; 0 for an error sent inside an event
 	// stream.
 	Status int
-	// Code is the API's error code (api.Code: not_found, conflict, invalid,
+	// Code is the API's error code (wire.Code: not_found, conflict, invalid,
 	// invalid_answer, already_answered, no_question, wrong_state,
 	// unauthorized, no_route, internal); empty when the response was not
 	// the API's (a proxy's error page, say).
@@ -328,17 +328,17 @@ func (e *Error) Error() string {
 }
 
 // Is reports whether target is the orchestrator sentinel error of e's code,
-// so errors.Is(err, orchestrator.ErrNotFound) holds for a not_found
+// so errors.Is(err, wire.ErrNotFound) holds for a not_found
 // response.
 func (e *Error) Is(target error) bool {
-	s := api.Code(e.Code).Sentinel()
+	s := wire.Code(e.Code).Sentinel()
 	return s != nil && s == target
 }
 
 // errorOf reads an error response.
 func errorOf(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body api.ErrorBody
+	var body wire.ErrorBody
 	if json.Unmarshal(data, &body) == nil && body.Code != "" {
 		return &Error{Status: resp.StatusCode, Code: string(body.Code), Message: body.Error}
 	}

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // exampleAPI serves the real API on loopback, backed by a fake orchestrator
@@ -23,49 +23,49 @@ import (
 func exampleAPI() *httptest.Server {
 	asked := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	question := &schemas.NeedsInput{Question: "Bug or feature?", Options: []string{"bug", "feature"}}
-	round1 := orchestrator.Round{N: 1, DispatchID: "t-42-r1", State: orchestrator.StateNeedsInput, AskedAt: asked, Question: question}
-	running := &orchestrator.Task{ID: "t-42", State: orchestrator.StateRunning,
-		Rounds:    []orchestrator.Round{{N: 1, DispatchID: "t-42-r1", State: orchestrator.StateRunning}},
-		Attention: orchestrator.Attention{Kind: "running", Summary: "round 1 running for 3s"}}
-	waiting := &orchestrator.Task{ID: "t-42", State: orchestrator.StateNeedsInput, Rounds: []orchestrator.Round{round1},
-		Attention: orchestrator.Attention{Required: true, Kind: "needs_answer",
+	round1 := wire.Round{N: 1, DispatchID: "t-42-r1", State: wire.StateNeedsInput, AskedAt: asked, Question: question}
+	running := &wire.Task{ID: "t-42", State: wire.StateRunning,
+		Rounds:    []wire.Round{{N: 1, DispatchID: "t-42-r1", State: wire.StateRunning}},
+		Attention: wire.Attention{Kind: "running", Summary: "round 1 running for 3s"}}
+	waiting := &wire.Task{ID: "t-42", State: wire.StateNeedsInput, Rounds: []wire.Round{round1},
+		Attention: wire.Attention{Required: true, Kind: "needs_answer",
 			Summary: "needs input: Bug or feature? (bug / feature)", Action: "agora answer t-42 bug"}}
 
 	var mu sync.Mutex
-	var answer *orchestrator.Answer
+	var answer *wire.Answer
 	svc := &apitest.Service{
-		SubmitFunc: func(_ context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error) {
-			return &orchestrator.Task{ID: req.TaskID, Request: req, State: orchestrator.StateQueued,
-				Rounds:    []orchestrator.Round{{N: 1, DispatchID: req.TaskID + "-r1", State: orchestrator.StateQueued}},
-				Attention: orchestrator.Attention{Kind: "none", Summary: "round 1 queued for a runner slot; no action needed"}}, nil
+		SubmitFunc: func(_ context.Context, req wire.SubmitRequest) (*wire.Task, error) {
+			return &wire.Task{ID: req.TaskID, Request: req, State: wire.StateQueued,
+				Rounds:    []wire.Round{{N: 1, DispatchID: req.TaskID + "-r1", State: wire.StateQueued}},
+				Attention: wire.Attention{Kind: "none", Summary: "round 1 queued for a runner slot; no action needed"}}, nil
 		},
-		GetFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
+		GetFunc: func(_ context.Context, id string) (*wire.Task, error) {
 			if id != "t-42" {
-				return nil, fmt.Errorf("task %s: %w", id, orchestrator.ErrNotFound)
+				return nil, fmt.Errorf("task %s: %w", id, wire.ErrNotFound)
 			}
 			return running, nil
 		},
-		WatchFunc: func(ctx context.Context, fn func(orchestrator.Change)) error {
-			fn(orchestrator.Change{TaskID: "t-42", Task: waiting})
+		WatchFunc: func(ctx context.Context, fn func(wire.Change)) error {
+			fn(wire.Change{TaskID: "t-42", Task: waiting})
 			<-ctx.Done()
 			return nil
 		},
-		QuestionsFunc: func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
-			return orchestrator.QuestionPage{Questions: []orchestrator.QuestionView{{TaskID: "t-42", Round: 1, DispatchID: "t-42-r1", Subagent: "triage",
+		QuestionsFunc: func(context.Context, wire.PageOptions) (wire.QuestionPage, error) {
+			return wire.QuestionPage{Questions: []wire.QuestionView{{TaskID: "t-42", Round: 1, DispatchID: "t-42-r1", Subagent: "triage",
 				Question: question.Question, Options: question.Options, AskedAt: asked, Action: "agora answer t-42 bug"}}}, nil
 		},
-		AnswerFunc: func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+		AnswerFunc: func(_ context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if answer != nil {
-				return nil, fmt.Errorf("task t-42 round 1: %w by %s via %s at %s (answer %q)", orchestrator.ErrAlreadyAnswered,
+				return nil, fmt.Errorf("task t-42 round 1: %w by %s via %s at %s (answer %q)", wire.ErrAlreadyAnswered,
 					answer.By, answer.Channel, answer.At.Format(time.RFC3339), answer.Value)
 			}
-			answer = &orchestrator.Answer{Value: req.Answer, By: req.By, Channel: req.Channel, At: asked.Add(5 * time.Minute)}
+			answer = &wire.Answer{Value: req.Answer, By: req.By, Channel: req.Channel, At: asked.Add(5 * time.Minute)}
 			r1 := round1
 			r1.Answer = answer
-			return &orchestrator.Task{ID: "t-42", State: orchestrator.StateQueued, Rounds: []orchestrator.Round{r1,
-				{N: 2, DispatchID: "t-42-r2", State: orchestrator.StateQueued}}}, nil
+			return &wire.Task{ID: "t-42", State: wire.StateQueued, Rounds: []wire.Round{r1,
+				{N: 2, DispatchID: "t-42-r2", State: wire.StateQueued}}}, nil
 		},
 	}
 	h, err := api.NewHandler(api.Config{Service: svc, Tokens: []string{"ci-bot:s3cret"}})
@@ -81,7 +81,7 @@ func ExampleClient_Submit() {
 	ctx := context.Background()
 
 	c := client.New(srv.URL, "s3cret")
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{
+	task, err := c.Submit(ctx, wire.SubmitRequest{
 		TaskID:   "t-42", // a retry with the same id and request returns the same task
 		Subagent: schemas.Subagent{Name: "triage", Runtime: schemas.RuntimeExec, Command: []string{"./triage.sh"}},
 		Input:    json.RawMessage(`{"issue": 1234}`),
@@ -111,11 +111,11 @@ func ExampleClient_Wait() {
 		log.Fatal(err)
 	}
 	switch {
-	case task.State == orchestrator.StateNeedsInput:
+	case task.State == wire.StateNeedsInput:
 		q := task.Rounds[len(task.Rounds)-1].Question
 		fmt.Println("asks:", q.Question, q.Options)
 		fmt.Println("next:", task.Attention.Action)
-	case task.State == orchestrator.StateFinished:
+	case task.State == wire.StateFinished:
 		fmt.Println("done")
 	default:
 		fmt.Println("ended", task.State)
@@ -141,7 +141,7 @@ func ExampleClient_Answer() {
 	}
 
 	// The token is named ci-bot, so ci-bot answers.
-	task, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: "t-42", Round: 1, Answer: "bug"})
+	task, err := c.Answer(ctx, wire.AnswerRequest{TaskID: "t-42", Round: 1, Answer: "bug"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -149,8 +149,8 @@ func ExampleClient_Answer() {
 	fmt.Printf("%s by %s via %s; round %d %s\n", a.Value, a.By, a.Channel, len(task.Rounds), task.State)
 
 	// The first answer wins.
-	_, err = c.Answer(ctx, orchestrator.AnswerRequest{TaskID: "t-42", Answer: "feature", By: "alice"})
-	fmt.Println(errors.Is(err, orchestrator.ErrAlreadyAnswered))
+	_, err = c.Answer(ctx, wire.AnswerRequest{TaskID: "t-42", Answer: "feature", By: "alice"})
+	fmt.Println(errors.Is(err, wire.ErrAlreadyAnswered))
 	fmt.Println(err)
 	// Output:
 	// t-42 round 1: Bug or feature? [bug feature]
@@ -165,7 +165,7 @@ func ExampleError() {
 
 	c := client.New(srv.URL, "s3cret")
 	_, err := c.Get(context.Background(), "t-7")
-	fmt.Println(errors.Is(err, orchestrator.ErrNotFound))
+	fmt.Println(errors.Is(err, wire.ErrNotFound))
 	if apiErr, ok := errors.AsType[*client.Error](err); ok {
 		fmt.Println(apiErr.Status, apiErr.Code, apiErr.Message)
 	}

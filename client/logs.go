@@ -10,14 +10,14 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 // Logs copies the output of round round of task taskID (0: the current
 // round) to w as it arrives. For a round that has ended it is the stored
 // output. With follow, a round that has not ended is followed live until it
 // ends, and Logs returns then; without, such a round is
-// orchestrator.ErrWrongState. A stream that the API ends with an error
+// wire.ErrWrongState. A stream that the API ends with an error
 // after the output began returns that error (an *Error with Status 0).
 func (c *Client) Logs(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error {
 	path, err := taskPath(taskID, "/logs")
@@ -57,10 +57,10 @@ func (c *Client) Logs(ctx context.Context, taskID string, round int, follow bool
 		return fmt.Errorf("agora api: GET %s: %w", path, err)
 	}
 	// The trailer is read with the end of the body.
-	if t := resp.Trailer.Get(api.TrailerError); t != "" {
-		var body api.ErrorBody
+	if t := resp.Trailer.Get(wire.TrailerError); t != "" {
+		var body wire.ErrorBody
 		if json.Unmarshal([]byte(t), &body) != nil || body.Code == "" {
-			return &Error{Code: string(api.CodeInternal), Message: t}
+			return &Error{Code: string(wire.CodeInternal), Message: t}
 		}
 		return &Error{Code: string(body.Code), Message: body.Error}
 	}

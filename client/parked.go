@@ -5,16 +5,15 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 // ParkedEvents lists the lifecycle events the orchestrator could not apply
 // after their last delivery, oldest first, and its pipeline's counters.
-func (c *Client) ParkedEvents(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error) {
-	var list api.ParkedEventList
+func (c *Client) ParkedEvents(ctx context.Context) ([]wire.ParkedEvent, wire.PipelineStats, error) {
+	var list wire.ParkedEventList
 	if err := c.do(ctx, http.MethodGet, "/v1/parked-events", nil, &list); err != nil {
-		return nil, orchestrator.PipelineStats{}, err
+		return nil, wire.PipelineStats{}, err
 	}
 	return list.ParkedEvents, list.Stats, nil
 }

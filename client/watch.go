@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 // Watch calls fn with each change of task taskID (of every task when taskID
@@ -25,7 +24,7 @@ import (
 // when the API's own watch fails. Changes made while no stream is open are
 // not replayed: after watching again, Get the task. A removed task's change
 // has Removed set and no Task.
-func (c *Client) Watch(ctx context.Context, taskID string, fn func(orchestrator.Change)) error {
+func (c *Client) Watch(ctx context.Context, taskID string, fn func(wire.Change)) error {
 	s, err := c.openEvents(ctx, taskID)
 	if err != nil {
 		return err
@@ -55,8 +54,8 @@ func (c *Client) Watch(ctx context.Context, taskID string, fn func(orchestrator.
 // API restarts), Wait reopens it, up to 5 times in a row with growing
 // pauses (1s, 2s, 4s, 8s, 16s). A stream that cannot be opened the first
 // time, any other answer of the API (an *Error), or the task's removal
-// (orchestrator.ErrNotFound) ends it with the error.
-func (c *Client) Wait(ctx context.Context, taskID string) (*orchestrator.Task, error) {
+// (wire.ErrNotFound) ends it with the error.
+func (c *Client) Wait(ctx context.Context, taskID string) (*wire.Task, error) {
 	if _, err := taskPath(taskID, ""); err != nil {
 		return nil, err
 	}
@@ -108,14 +107,14 @@ func retryable(err error) bool {
 }
 
 // settled reports whether Wait returns t.
-func settled(t *orchestrator.Task) bool {
-	return t.State == orchestrator.StateNeedsInput || t.State.Terminal()
+func settled(t *wire.Task) bool {
+	return t.State == wire.StateNeedsInput || t.State.Terminal()
 }
 
 // waitStream opens the task's event stream, then reads the task (so no
 // change between the two is missed), then follows the stream until the
 // task settles or the stream ends. opened says whether the stream opened.
-func (c *Client) waitStream(ctx context.Context, taskID string) (t *orchestrator.Task, opened bool, err error) {
+func (c *Client) waitStream(ctx context.Context, taskID string) (t *wire.Task, opened bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s, err := c.openEvents(ctx, taskID)
@@ -128,7 +127,7 @@ func (c *Client) waitStream(ctx context.Context, taskID string) (t *orchestrator
 	}
 
 	type item struct {
-		change orchestrator.Change
+		change wire.Change
 		err    error
 	}
 	items := make(chan item)
@@ -164,7 +163,7 @@ func (c *Client) waitStream(ctx context.Context, taskID string) (t *orchestrator
 			case it.err != nil:
 				return nil, true, it.err
 			case it.change.Removed:
-				return nil, true, &Error{Code: string(api.CodeNotFound),
+				return nil, true, &Error{Code: string(wire.CodeNotFound),
 					Message: fmt.Sprintf("task %s was removed while waiting", taskID)}
 			case it.change.Task != nil && settled(it.change.Task):
 				return it.change.Task, true, nil
@@ -215,7 +214,7 @@ func (s *stream) close() { _ = s.body.Close() }
 
 // next returns the next task change. An error event is an *Error; events
 // of other names are skipped.
-func (s *stream) next() (orchestrator.Change, error) {
+func (s *stream) next() (wire.Change, error) {
 	var (
 		event   string
 		data    bytes.Buffer
@@ -225,26 +224,26 @@ func (s *stream) next() (orchestrator.Change, error) {
 		line, err := s.r.ReadString('\n')
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return orchestrator.Change{}, errStreamEnded
+				return wire.Change{}, errStreamEnded
 			}
-			return orchestrator.Change{}, fmt.Errorf("agora api: read event stream: %w", err)
+			return wire.Change{}, fmt.Errorf("agora api: read event stream: %w", err)
 		}
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		if line == "" { // the end of an event
 			switch {
 			case !hasData:
-			case event == api.EventTask:
-				var ch orchestrator.Change
+			case event == wire.EventTask:
+				var ch wire.Change
 				if err := json.Unmarshal(data.Bytes(), &ch); err != nil {
-					return orchestrator.Change{}, fmt.Errorf("agora api: decode task event: %w", err)
+					return wire.Change{}, fmt.Errorf("agora api: decode task event: %w", err)
 				}
 				return ch, nil
-			case event == api.EventError:
-				var body api.ErrorBody
+			case event == wire.EventError:
+				var body wire.ErrorBody
 				if err := json.Unmarshal(data.Bytes(), &body); err != nil || body.Code == "" {
-					return orchestrator.Change{}, &Error{Code: string(api.CodeInternal), Message: strings.TrimSpace(data.String())}
+					return wire.Change{}, &Error{Code: string(wire.CodeInternal), Message: strings.TrimSpace(data.String())}
 				}
-				return orchestrator.Change{}, &Error{Code: string(body.Code), Message: body.Error}
+				return wire.Change{}, &Error{Code: string(body.Code), Message: body.Error}
 			}
 			event, hasData = "", false
 			data.Reset()

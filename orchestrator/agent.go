@@ -48,7 +48,7 @@ func (o *Orchestrator) RunAgent(ctx context.Context, name string, input json.Raw
 		return answer.AgentResult{TaskID: t.ID}, fmt.Errorf("agent %s (task %s) ended %s", name, t.ID, t.State)
 	}
 	res := answer.AgentResult{TaskID: t.ID}
-	id := t.current().DispatchID
+	id := currentRound(t).DispatchID
 	res.Output = o.readSmall(ctx, "dispatches/"+id+"/answer.json")
 	out := o.readSmall(ctx, "dispatches/"+id+"/output.log")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")

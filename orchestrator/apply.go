@@ -83,7 +83,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 			t.Outcome = &Outcome{Reason: string(ev.Failure.Reason), Detail: fmt.Sprintf("round %d failed: %s", r.N, ev.Failure.Detail)}
 		case schemas.KindCancelled:
 			// Worded as Cancel words it: the event and the call race.
-			t.State, t.Outcome = StateCancelled, &Outcome{Reason: "cancelled", Detail: "cancelled while " + was.label()}
+			t.State, t.Outcome = StateCancelled, &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
 		case schemas.KindNeedsInput:
 			if overLimit != nil {
 				t.State, t.Outcome = StateFailed, overLimit
@@ -110,7 +110,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 		return fmt.Errorf("apply %s of %s to task %s: %w", ev.Kind, ev.DispatchID, taskID, err)
 	}
 	if asked {
-		o.schedule(t.ID, wakeAt(t, t.current()))
+		o.schedule(t.ID, wakeAt(t, currentRound(t)))
 		o.poke(t.ID)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 
 // attention says what t needs from whom right now, and the next command.
 func (o *Orchestrator) attention(t *Task) Attention {
-	r := t.current()
+	r := currentRound(t)
 	switch t.State {
 	case StateQueued:
 		return Attention{Kind: "none", Summary: fmt.Sprintf("round %d queued for a runner slot; no action needed", r.N)}
@@ -32,7 +32,7 @@ func (o *Orchestrator) attention(t *Task) Attention {
 	}
 	a := Attention{Kind: "terminal", Summary: string(t.State)}
 	if t.Outcome != nil {
-		a.Summary = t.State.label() + ": " + t.Outcome.Detail
+		a.Summary = stateLabel(t.State) + ": " + t.Outcome.Detail
 	}
 	switch t.State {
 	case StateFailed, StateCancelled, StateExpired:
@@ -60,14 +60,14 @@ func shellQuote(s string) string {
 	return s
 }
 
-func (s State) label() string { return strings.ReplaceAll(string(s), "_", " ") }
+func stateLabel(s State) string { return strings.ReplaceAll(string(s), "_", " ") }
 
 // summarize renders counts as "2 running · 3 queued · 1 needs input · 4 finished".
 func summarize(counts map[State]int) Summary {
 	var parts []string
 	for _, s := range States {
 		if n := counts[s]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, s.label()))
+			parts = append(parts, fmt.Sprintf("%d %s", n, stateLabel(s)))
 		}
 	}
 	text := strings.Join(parts, " · ")

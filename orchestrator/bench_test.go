@@ -77,7 +77,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 		task := s.submit(SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", os.Getpid(), iter), Subagent: askerWith(1)})
 		s.waitState(task.ID, StateNeedsInput)
 		s.waitIdle()
-		next := task.dispatchID(2, 1)
+		next := dispatchIDOf(task, 2, 1)
 		seen := make(chan time.Time, 1)
 		stop, err := s.bus.SubscribeEvents(next, func(ev schemas.Event) {
 			if ev.Kind == schemas.KindStarted {

@@ -525,7 +525,7 @@ func (c *taskCache) eachStats(fn func(s *TaskStats)) {
 		s.State = e.state
 		s.OpenQuestion = false
 		if t := e.task; t != nil && t.State == StateNeedsInput {
-			if r := t.current(); r != nil && r.Question != nil && r.Answer == nil {
+			if r := currentRound(t); r != nil && r.Question != nil && r.Answer == nil {
 				s.OpenQuestion = true
 			}
 		}

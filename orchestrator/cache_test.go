@@ -128,7 +128,7 @@ func storeTask(t *testing.T, o *Orchestrator, id string, state State, created ti
 	req := SubmitRequest{TaskID: id, Subagent: script("lister", "true"), Labels: labels,
 		Input: json.RawMessage(`{"blob":"` + big + `"}`)}
 	task := &Task{ID: id, Request: req, SubagentHash: subagentHash(req), State: state, CreatedAt: created, UpdatedAt: created}
-	r := Round{N: 1, Attempt: 1, DispatchID: task.dispatchID(1, 1), State: state, QueuedAt: created, Enqueued: true}
+	r := Round{N: 1, Attempt: 1, DispatchID: dispatchIDOf(task, 1, 1), State: state, QueuedAt: created, Enqueued: true}
 	if state != StateQueued {
 		r.StartedAt = created.Add(time.Second)
 	}

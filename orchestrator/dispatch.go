@@ -71,7 +71,7 @@ func withAnswer(input json.RawMessage, answer string) json.RawMessage {
 // enqueue puts the task's current round on the queue, publishes
 // dispatch.accepted and sets the round's outbox flag.
 func (o *Orchestrator) enqueue(ctx context.Context, t *Task) (*Task, error) {
-	r := t.current()
+	r := currentRound(t)
 	req := o.request(t, r)
 	if _, err := o.cfg.Bus.Enqueue(ctx, req); err != nil {
 		return nil, fmt.Errorf("enqueue round %d of %s: %w", r.N, t.ID, err)

@@ -178,7 +178,7 @@ func TestAskAnswerResume(t *testing.T) {
 		t.Errorf("a queued task's attention = %+v, want kind none, nothing required", task.Attention)
 	}
 	task = s.waitState(task.ID, StateNeedsInput)
-	r := task.current()
+	r := currentRound(task)
 	if r.Question.Question != "Pick a colour for step 1" || len(r.Question.Options) != 3 || string(r.Question.PartialState) != `{"seen":1}` {
 		t.Fatalf("question = %+v", r.Question)
 	}
@@ -235,8 +235,8 @@ func TestThreeRoundsAndConcurrentAnswers(t *testing.T) {
 	task := s.submit(SubmitRequest{Subagent: askerWith(3)})
 	for round, want := range []string{"red", "green", "blue"} {
 		task = s.waitState(task.ID, StateNeedsInput)
-		if task.current().N != round+1 {
-			t.Fatalf("question on round %d, want %d", task.current().N, round+1)
+		if currentRound(task).N != round+1 {
+			t.Fatalf("question on round %d, want %d", currentRound(task).N, round+1)
 		}
 		// Two answers race: exactly one wins, the other is told who won.
 		var wg sync.WaitGroup
@@ -369,7 +369,7 @@ func TestLimitsAndOperations(t *testing.T) {
 			t.Fatal(err)
 		}
 		task = s.waitState(task.ID, StateNeedsInput)
-		if r := task.current(); r.N != 1 || r.Attempt != 2 {
+		if r := currentRound(task); r.N != 1 || r.Attempt != 2 {
 			t.Errorf("respawned round = %d attempt %d, want 1 attempt 2", r.N, r.Attempt)
 		}
 		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
@@ -385,12 +385,12 @@ func TestLimitsAndOperations(t *testing.T) {
 		}
 		task = s.waitState(task.ID, StateCancelled)
 		deadline := time.Now().Add(time.Minute)
-		for task.current().State != StateCancelled && time.Now().Before(deadline) {
+		for currentRound(task).State != StateCancelled && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 			task, _ = s.orch.Get(ctx, task.ID)
 		}
-		if task.current().State != StateCancelled {
-			t.Errorf("round state = %s, want the dispatch cancelled", task.current().State)
+		if currentRound(task).State != StateCancelled {
+			t.Errorf("round state = %s, want the dispatch cancelled", currentRound(task).State)
 		}
 	})
 	t.Run("continue a finished task", func(t *testing.T) {
@@ -449,8 +449,8 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("answer after restart: %v", err)
 	}
 	task = s.waitState(task.ID, StateNeedsInput)
-	if task.current().N != 2 {
-		t.Fatalf("round %d asks, want 2", task.current().N)
+	if currentRound(task).N != 2 {
+		t.Fatalf("round %d asks, want 2", currentRound(task).N)
 	}
 
 	// A crash after the answer was stored but before round 3 was enqueued.
@@ -458,7 +458,7 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.orch.store.update(ctx, task.ID, func(t *Task) error {
-		r := t.current()
+		r := currentRound(t)
 		r.Answer = &Answer{Value: "green", By: "erin", Channel: "api", At: time.Now()}
 		s.orch.nextRound(t, r.N+1, "")
 		return nil
@@ -562,7 +562,7 @@ func TestQueuedCancelTimersAndWaitLimit(t *testing.T) {
 	for _, b := range append(busy, queued) {
 		s.waitState(b.ID, StateCancelled)
 	}
-	evs, _ := s.bus.Events(ctx, queued.current().DispatchID)
+	evs, _ := s.bus.Events(ctx, currentRound(queued).DispatchID)
 	for _, ev := range evs {
 		if ev.Kind == schemas.KindStarted {
 			t.Errorf("the cancelled queued task started")

@@ -75,7 +75,7 @@ func (o *Orchestrator) Logs(ctx context.Context, taskID string, n int, follow bo
 	}
 	if !follow {
 		return fmt.Errorf("task %s round %d is %s: its output is stored when it ends; follow it live instead: %w",
-			t.ID, r.N, r.State.label(), ErrWrongState)
+			t.ID, r.N, stateLabel(r.State), ErrWrongState)
 	}
 	return o.followOutput(ctx, t.ID, r.DispatchID, w)
 }
@@ -83,7 +83,7 @@ func (o *Orchestrator) Logs(ctx context.Context, taskID string, n int, follow bo
 // roundOf is round n of t (its latest attempt), or the current round for 0.
 func roundOf(t *Task, n int) (*Round, error) {
 	if n == 0 {
-		if r := t.current(); r != nil {
+		if r := currentRound(t); r != nil {
 			return r, nil
 		}
 		return nil, fmt.Errorf("task %s has no rounds: %w", t.ID, ErrInvalidRequest)
@@ -93,7 +93,7 @@ func roundOf(t *Task, n int) (*Round, error) {
 			return &t.Rounds[i], nil
 		}
 	}
-	last := t.current()
+	last := currentRound(t)
 	return nil, fmt.Errorf("%w: task %s has no round %d (its rounds are 1 to %d)", ErrInvalidRequest, t.ID, n, last.N)
 }
 

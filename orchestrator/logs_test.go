@@ -94,11 +94,11 @@ func (s *logsStack) waitRound(t *testing.T, taskID string, state State) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.current().State == state {
+		if currentRound(task).State == state {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("round of %s is %s, want %s", taskID, task.current().State, state)
+			t.Fatalf("round of %s is %s, want %s", taskID, currentRound(task).State, state)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -22,7 +22,7 @@ func (o *Orchestrator) Answer(ctx context.Context, req AnswerRequest) (*Task, er
 // round.
 func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, value, by, channel string, assumed bool) (*Task, error) {
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
-		r := t.current()
+		r := currentRound(t)
 		if r != nil && round > 0 && r.N != round {
 			for i := range t.Rounds {
 				if p := &t.Rounds[i]; p.N == round && p.Answer != nil {
@@ -89,7 +89,7 @@ func previousRound(t *Task) *Round {
 // nextRound appends round n (attempt 1) and queues the task.
 func (o *Orchestrator) nextRound(t *Task, n int, followUp string) {
 	now := o.now()
-	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: t.dispatchID(n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
+	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: dispatchIDOf(t, n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
 	t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
 }
 
@@ -104,7 +104,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 	if t.State.Terminal() {
 		return nil, fmt.Errorf("task %s is %s already: %w", taskID, t.State, ErrWrongState)
 	}
-	r := t.current()
+	r := currentRound(t)
 	if t.State == StateQueued || t.State == StateRunning {
 		if _, err := o.cfg.Bus.Cancel(ctx, r.DispatchID); err != nil {
 			return nil, fmt.Errorf("cancel task %s: %w", taskID, err)
@@ -115,7 +115,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 			return errNoChange
 		}
 		now := o.now()
-		r := t.current()
+		r := currentRound(t)
 		if t.State == StateNeedsInput {
 			t.WaitedMS += now.Sub(r.AskedAt).Milliseconds()
 		}
@@ -126,7 +126,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 			r.State = StateCancelled
 		}
 		t.State, t.UpdatedAt = StateCancelled, now
-		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + was.label()}
+		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
 		return nil
 	})
 	if err != nil {
@@ -145,13 +145,13 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 		default:
 			return fmt.Errorf("task %s is %s; respawn takes a failed, cancelled or expired task: %w", t.ID, t.State, ErrWrongState)
 		}
-		last := t.current()
+		last := currentRound(t)
 		if last.State == StateNeedsInput {
 			// Ended while waiting: answer it instead, or run the round again.
 			last.State = StateCancelled
 		}
 		now := o.now()
-		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: t.dispatchID(last.N, last.Attempt+1),
+		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchIDOf(t, last.N, last.Attempt+1),
 			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
 		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
 		return o.checkRecord(t, "another attempt")
@@ -175,10 +175,10 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 		if t.State != StateFinished {
 			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, ErrWrongState)
 		}
-		if r := t.current(); r.N >= maxRounds(t) {
+		if r := currentRound(t); r.N >= maxRounds(t) {
 			return fmt.Errorf("task %s has used its %d rounds (limits.max_rounds): %w", t.ID, maxRounds(t), ErrWrongState)
 		}
-		last := t.current()
+		last := currentRound(t)
 		now := o.now()
 		last.Answer = &Answer{Value: message, By: orDefault(by, "api"), Channel: "continue", At: now}
 		o.nextRound(t, last.N+1, message)

@@ -193,7 +193,7 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 		}
 	}
 	c.eachOpen(func(t *Task) {
-		if r := t.current(); r != nil {
+		if r := currentRound(t); r != nil {
 			switch {
 			case t.State == StateQueued && !r.Enqueued:
 				pending = append(pending, t.ID)
@@ -276,7 +276,7 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	now := o.now()
 	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
 		Generation: generation, State: StateQueued, CreatedAt: now, UpdatedAt: now}
-	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: t.dispatchID(1, 1), State: StateQueued, QueuedAt: now}}
+	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(t, 1, 1), State: StateQueued, QueuedAt: now}}
 	if err := o.checkRecord(t, "the request"); err != nil {
 		return nil, err
 	}
@@ -383,7 +383,7 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	}
 	// The first round's request must pass its schema, as the runner's will.
 	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
-	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: probe.dispatchID(1, 1)}}
+	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(probe, 1, 1)}}
 	data, err := json.Marshal(o.request(probe, &probe.Rounds[0]))
 	if err != nil {
 		return bad("%v", err)
@@ -449,7 +449,7 @@ func newTaskID() string {
 // <id>-r<n>-<attempt> for a respawn, and <id>-r<n>-<attempt>-g<generation>
 // for a task whose id was used by a removed task before (no other form
 // ends in -g<digits>, so no two tasks' dispatch ids collide).
-func (t *Task) dispatchID(n, attempt int) string {
+func dispatchIDOf(t *Task, n, attempt int) string {
 	switch {
 	case t.Generation > 1:
 		return fmt.Sprintf("%s-r%d-%d-g%d", t.ID, n, attempt, t.Generation)
@@ -595,7 +595,7 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 	out := []QuestionView{}
 	now := o.now()
 	c.eachOpen(func(t *Task) {
-		r := t.current()
+		r := currentRound(t)
 		if t.State != StateNeedsInput || r == nil || r.Question == nil {
 			return
 		}
@@ -641,7 +641,7 @@ func (o *Orchestrator) Watch(ctx context.Context, fn func(Change)) error {
 }
 
 // current is the task's latest round.
-func (t *Task) current() *Round {
+func currentRound(t *Task) *Round {
 	if len(t.Rounds) == 0 {
 		return nil
 	}

@@ -16,24 +16,6 @@ import (
 // stream sequence, until an operator retries or discards them.
 const ParkedBucket = "agora_parked_events"
 
-// ParkedEvent is an event that could not be applied after its last
-// delivery, with the error.
-type ParkedEvent = bus.ParkedEvent
-
-// PipelineStats counts what the event pipeline did since this process
-// started: applied, retried, parked, and dropped by reason.
-type PipelineStats struct {
-	Applied uint64 `json:"applied"`
-	Retried uint64 `json:"retried"`
-	Parked  uint64 `json:"parked"`
-	// Dropped counts events that can never apply: unknown_task (removed,
-	// never existed or forged), invalid (breaks the event schema),
-	// unknown_kind (a kind outside the vocabulary).
-	Dropped map[string]uint64 `json:"dropped"`
-	// ParkedNow is how many parked events wait for an operator.
-	ParkedNow int `json:"parked_now"`
-}
-
 // pipeline is the orchestrator's side of the event consumer: counters and
 // the parked events, mirrored from their bucket.
 type pipeline struct {

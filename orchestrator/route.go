@@ -87,7 +87,7 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r := t.current()
+	r := currentRound(t)
 	if t.State != StateNeedsInput || r == nil || r.Answer != nil {
 		o.schedule(taskID, time.Time{})
 		return false, nil
@@ -138,7 +138,7 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 		return false, ignoreAnswered(aerr)
 	case errors.Is(err, answer.ErrPending):
 		_, err := o.store.update(ctx, t.ID, func(t *Task) error {
-			cr := t.current()
+			cr := currentRound(t)
 			if t.State != StateNeedsInput || cr.N != r.N || cr.Step != r.Step {
 				return errNoChange
 			}
@@ -158,7 +158,7 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 func (o *Orchestrator) nextStep(ctx context.Context, t *Task, idx int, result, detail string) error {
 	steps, _ := answer.ParseRoute(routeOf(t.Request))
 	_, err := o.store.update(ctx, t.ID, func(t *Task) error {
-		r := t.current()
+		r := currentRound(t)
 		if t.State != StateNeedsInput || r.Step != idx {
 			return errNoChange
 		}
@@ -205,7 +205,7 @@ func (o *Orchestrator) expire(ctx context.Context, t *Task, reason, detail strin
 			return errNoChange
 		}
 		now := o.now()
-		r := t.current()
+		r := currentRound(t)
 		t.WaitedMS += now.Sub(r.AskedAt).Milliseconds()
 		t.State, t.UpdatedAt = StateExpired, now
 		if reason == "max_wait" {

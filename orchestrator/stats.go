@@ -45,7 +45,7 @@ func StatsOf(t *Task) TaskStats {
 			rs.Answered, rs.AnswerWaitMS = true, r.Answer.WaitMS
 		}
 	}
-	if r := t.current(); t.State == StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil {
+	if r := currentRound(t); t.State == StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil {
 		s.OpenQuestion = true
 	}
 	return s

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // Defaults for EventConsumer.
@@ -75,22 +76,8 @@ type EventCounts struct {
 	Applied, Retried, Parked, Invalid, UnknownKind uint64
 }
 
-// ParkedEvent is an event that could not be applied after MaxDeliveries
-// tries, with the last error.
-type ParkedEvent struct {
-	// Sequence is the event's stream sequence in AGORA_EVENTS.
-	Sequence   uint64            `json:"sequence"`
-	Subject    string            `json:"subject"`
-	DispatchID string            `json:"dispatch_id"`
-	TaskID     string            `json:"task_id,omitempty"`
-	Kind       schemas.EventKind `json:"kind"`
-	Error      string            `json:"error"`
-	Deliveries uint64            `json:"deliveries"`
-	StoredAt   time.Time         `json:"stored_at"`
-	ParkedAt   time.Time         `json:"parked_at"`
-	// Event is the event as stored.
-	Event schemas.Event `json:"event"`
-}
+// ParkedEvent is an event parked after its last delivery (wire.ParkedEvent).
+type ParkedEvent = wire.ParkedEvent
 
 // Counts returns the consumer's counters.
 func (c *EventConsumer) Counts() EventCounts {

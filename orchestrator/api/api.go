@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // MaxBodyBytes caps a request body.
@@ -192,7 +193,7 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 // which, so the handler looks first: two first submits racing may both get
 // 201, never a wrong task.
 func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
-	var req orchestrator.SubmitRequest
+	var req wire.SubmitRequest
 	if err := decode(w, r, &req); err != nil {
 		h.fail(w, r, err)
 		return
@@ -229,22 +230,22 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if page.Tasks == nil {
-		page.Tasks = []*orchestrator.Task{}
+		page.Tasks = []*wire.Task{}
 	}
 	h.write(w, r, http.StatusOK, TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
 }
 
 // listOptions reads ?state=…&label=key=value&limit=N&cursor=C.
-func listOptions(q url.Values) (orchestrator.ListOptions, error) {
+func listOptions(q url.Values) (wire.ListOptions, error) {
 	page, err := pageOptions(q, "state", "label")
 	if err != nil {
-		return orchestrator.ListOptions{}, err
+		return wire.ListOptions{}, err
 	}
-	opts := orchestrator.ListOptions{State: orchestrator.State(q.Get("state")), Label: q.Get("label"),
+	opts := wire.ListOptions{State: wire.State(q.Get("state")), Label: q.Get("label"),
 		Limit: page.Limit, Cursor: page.Cursor}
-	if opts.State != "" && !slices.Contains(orchestrator.States, opts.State) {
-		names := make([]string, len(orchestrator.States))
-		for i, s := range orchestrator.States {
+	if opts.State != "" && !slices.Contains(wire.States, opts.State) {
+		names := make([]string, len(wire.States))
+		for i, s := range wire.States {
 			names[i] = string(s)
 		}
 		return opts, invalid(fmt.Sprintf("query: unknown state %q; want one of %s", opts.State, strings.Join(names, ", ")))
@@ -258,18 +259,18 @@ func listOptions(q url.Values) (orchestrator.ListOptions, error) {
 // pageOptions reads ?limit=N&cursor=C, each at most once like the other
 // parameters named: limit a whole number from 1 to MaxPageLimit (absent:
 // the default), cursor the next_cursor of the previous page.
-func pageOptions(q url.Values, others ...string) (orchestrator.PageOptions, error) {
+func pageOptions(q url.Values, others ...string) (wire.PageOptions, error) {
 	for _, k := range append([]string{"limit", "cursor"}, others...) {
 		if len(q[k]) > 1 {
-			return orchestrator.PageOptions{}, invalid(fmt.Sprintf("query: %s given %d times; give it once", k, len(q[k])))
+			return wire.PageOptions{}, invalid(fmt.Sprintf("query: %s given %d times; give it once", k, len(q[k])))
 		}
 	}
-	var p orchestrator.PageOptions
+	var p wire.PageOptions
 	if s, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(s[0])
-		if err != nil || n < 1 || n > orchestrator.MaxPageLimit {
+		if err != nil || n < 1 || n > wire.MaxPageLimit {
 			return p, invalid(fmt.Sprintf("query: limit %q: want a whole number from 1 to %d (default %d)",
-				s[0], orchestrator.MaxPageLimit, orchestrator.DefaultPageLimit))
+				s[0], wire.MaxPageLimit, wire.DefaultPageLimit))
 		}
 		p.Limit = n
 	}
@@ -285,7 +286,7 @@ func pageOptions(q url.Values, others ...string) (orchestrator.PageOptions, erro
 // pageError makes a limit or cursor the service refused a 400, like one
 // the API refuses itself: it is a bad query, not a bad request body.
 func pageError(err error) error {
-	if pe, ok := errors.AsType[*orchestrator.PageError](err); ok {
+	if pe, ok := errors.AsType[*wire.PageError](err); ok {
 		return invalid("query: " + pe.Error())
 	}
 	return err
@@ -303,7 +304,7 @@ func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if page.Questions == nil {
-		page.Questions = []orchestrator.QuestionView{}
+		page.Questions = []wire.QuestionView{}
 	}
 	h.write(w, r, http.StatusOK, QuestionList{Questions: page.Questions, NextCursor: page.NextCursor})
 }
@@ -318,7 +319,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
 	if channel == "" {
 		channel = DefaultChannel
 	}
-	t, err := h.svc.Answer(r.Context(), orchestrator.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
+	t, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
 		Answer: body.Answer, By: by(r, body.By), Channel: channel})
 	h.reply(w, r, t, err)
 }
@@ -363,7 +364,7 @@ func by(r *http.Request, given string) string {
 }
 
 // reply writes t, or err.
-func (h *handler) reply(w http.ResponseWriter, r *http.Request, t *orchestrator.Task, err error) {
+func (h *handler) reply(w http.ResponseWriter, r *http.Request, t *wire.Task, err error) {
 	if err != nil {
 		h.fail(w, r, err)
 		return

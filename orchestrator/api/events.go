@@ -9,20 +9,12 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // streamWriteTimeout bounds each write to an event stream: a client that
 // stops reading is disconnected instead of holding the service's watcher.
 const streamWriteTimeout = 30 * time.Second
-
-// Server-sent event names.
-const (
-	// EventTask carries one orchestrator.Change as JSON.
-	EventTask = "task"
-	// EventError carries an ErrorBody when the service's watch fails; the
-	// stream ends after it.
-	EventError = "error"
-)
 
 // events streams task changes as server-sent events until the client goes
 // away or the service's watch ends:
@@ -42,10 +34,10 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	changes := make(chan orchestrator.Change, 64)
+	changes := make(chan wire.Change, 64)
 	watched := make(chan error, 1)
 	go func() {
-		watched <- h.svc.Watch(ctx, func(c orchestrator.Change) {
+		watched <- h.svc.Watch(ctx, func(c wire.Change) {
 			if taskID != "" && c.TaskID != taskID {
 				return
 			}
@@ -79,7 +71,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
-	sendChange := func(c orchestrator.Change) error {
+	sendChange := func(c wire.Change) error {
 		data, err := json.Marshal(c)
 		if err != nil {
 			return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)

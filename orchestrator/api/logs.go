@@ -11,11 +11,6 @@ import (
 	"time"
 )
 
-// TrailerError is the trailer that ends a logs stream which failed after
-// its output began: its value is an ErrorBody as JSON. A stream without it
-// ended well.
-const TrailerError = "Agora-Error"
-
 // logsCommitDelay is how long a followed round may stay silent before the
 // response's headers go out anyway, so the client knows the request was
 // accepted; an error after that comes in the TrailerError trailer.

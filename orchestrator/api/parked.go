@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 func (h *handler) parkedEvents(w http.ResponseWriter, r *http.Request) {
@@ -15,7 +15,7 @@ func (h *handler) parkedEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if parked == nil {
-		parked = []orchestrator.ParkedEvent{}
+		parked = []wire.ParkedEvent{}
 	}
 	h.write(w, r, http.StatusOK, ParkedEventList{ParkedEvents: parked, Stats: stats})
 }

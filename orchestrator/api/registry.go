@@ -9,38 +9,28 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // Registry is what the registry endpoints serve; *registry.Registry
 // implements it.
 type Registry interface {
-	RegisterSubagent(ctx context.Context, s registry.Subagent) (registry.Registered, error)
-	RegisterCapability(ctx context.Context, name, description string, archive []byte) (registry.Registered, error)
-	RegisterEnv(ctx context.Context, env registry.Env) (registry.Registered, error)
-	Get(ctx context.Context, kind registry.Kind, ref string) (*registry.Entry, error)
-	Versions(ctx context.Context, kind registry.Kind, name string) ([]*registry.Entry, error)
-	List(ctx context.Context, kind registry.Kind) ([]*registry.Entry, error)
+	RegisterSubagent(ctx context.Context, s wire.Subagent) (wire.Registered, error)
+	RegisterCapability(ctx context.Context, name, description string, archive []byte) (wire.Registered, error)
+	RegisterEnv(ctx context.Context, env wire.Env) (wire.Registered, error)
+	Get(ctx context.Context, kind wire.Kind, ref string) (*wire.Entry, error)
+	Versions(ctx context.Context, kind wire.Kind, name string) ([]*wire.Entry, error)
+	List(ctx context.Context, kind wire.Kind) ([]*wire.Entry, error)
 }
 
 var _ Registry = (*registry.Registry)(nil)
 
-// EntryList is the answer to listing a kind or the versions of a name:
-// one page.
-type EntryList struct {
-	// Entries are never null.
-	Entries []*registry.Entry `json:"entries"`
-	// NextCursor, passed as ?cursor=, gives the next page; absent on the
-	// last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
 // registryPaths maps the URL segment to the kind.
-var registryPaths = map[string]registry.Kind{
-	"subagents":    registry.KindSubagent,
-	"capabilities": registry.KindCapability,
-	"envs":         registry.KindEnv,
+var registryPaths = map[string]wire.Kind{
+	"subagents":    wire.KindSubagent,
+	"capabilities": wire.KindCapability,
+	"envs":         wire.KindEnv,
 }
 
 func (h *handler) registryRoutes() []endpoint {
@@ -69,7 +59,7 @@ func (h *handler) registryOr(w http.ResponseWriter, r *http.Request) (Registry, 
 }
 
 // registered answers 201 for a new version, 200 for content that was there.
-func (h *handler) registered(w http.ResponseWriter, r *http.Request, reg registry.Registered, err error) {
+func (h *handler) registered(w http.ResponseWriter, r *http.Request, reg wire.Registered, err error) {
 	if err != nil {
 		h.fail(w, r, registryError(err))
 		return
@@ -86,7 +76,7 @@ func (h *handler) registerSubagent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var s registry.Subagent
+	var s wire.Subagent
 	if err := decode(w, r, &s); err != nil {
 		h.fail(w, r, err)
 		return
@@ -100,7 +90,7 @@ func (h *handler) registerEnv(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var e registry.Env
+	var e wire.Env
 	if err := decode(w, r, &e); err != nil {
 		h.fail(w, r, err)
 		return
@@ -135,7 +125,7 @@ func (h *handler) registerCapability(w http.ResponseWriter, r *http.Request) {
 	h.registered(w, r, out, err)
 }
 
-func (h *handler) listEntries(kind registry.Kind) http.HandlerFunc {
+func (h *handler) listEntries(kind wire.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		reg, ok := h.registryOr(w, r)
 		if !ok {
@@ -151,7 +141,7 @@ func (h *handler) listEntries(kind registry.Kind) http.HandlerFunc {
 			h.fail(w, r, registryError(err))
 			return
 		}
-		page, err := pageEntries(list, opts, cursorNames, func(e *registry.Entry) string { return e.Name })
+		page, err := pageEntries(list, opts, cursorNames, func(e *wire.Entry) string { return e.Name })
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -160,7 +150,7 @@ func (h *handler) listEntries(kind registry.Kind) http.HandlerFunc {
 	}
 }
 
-func (h *handler) getEntry(kind registry.Kind) http.HandlerFunc {
+func (h *handler) getEntry(kind wire.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		reg, ok := h.registryOr(w, r)
 		if !ok {
@@ -175,7 +165,7 @@ func (h *handler) getEntry(kind registry.Kind) http.HandlerFunc {
 	}
 }
 
-func (h *handler) entryVersions(kind registry.Kind) http.HandlerFunc {
+func (h *handler) entryVersions(kind wire.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		reg, ok := h.registryOr(w, r)
 		if !ok {
@@ -191,7 +181,7 @@ func (h *handler) entryVersions(kind registry.Kind) http.HandlerFunc {
 			h.fail(w, r, registryError(err))
 			return
 		}
-		page, err := pageEntries(list, opts, cursorSeqs, func(e *registry.Entry) string { return fmt.Sprintf("%020d", e.Seq) })
+		page, err := pageEntries(list, opts, cursorSeqs, func(e *wire.Entry) string { return fmt.Sprintf("%020d", e.Seq) })
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -211,8 +201,8 @@ const (
 // pageEntries is the page of list (sorted by key) that opts asks for. The
 // registry reads a kind whole (names, not tasks: few), so only the
 // response is paged.
-func pageEntries(list []*registry.Entry, opts orchestrator.PageOptions, kind byte, key func(*registry.Entry) string) (EntryList, error) {
-	limit, err := orchestrator.PageLimit(opts.Limit)
+func pageEntries(list []*wire.Entry, opts wire.PageOptions, kind byte, key func(*wire.Entry) string) (EntryList, error) {
+	limit, err := wire.PageLimit(opts.Limit)
 	if err != nil {
 		return EntryList{}, pageError(err)
 	}
@@ -231,7 +221,7 @@ func pageEntries(list []*registry.Entry, opts orchestrator.PageOptions, kind byt
 		out.NextCursor = base64.RawURLEncoding.EncodeToString(append([]byte{kind}, key(out.Entries[limit-1])...))
 	}
 	if out.Entries == nil {
-		out.Entries = []*registry.Entry{}
+		out.Entries = []*wire.Entry{}
 	}
 	return out, nil
 }
