@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"io"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // Service is what the HTTP API (and through it the CLI, the web page and
@@ -15,6 +17,9 @@ type Service interface {
 	List(ctx context.Context, opts ListOptions) (TaskPage, error)
 	// Questions returns one page of the open questions, oldest first.
 	Questions(ctx context.Context, opts PageOptions) (QuestionPage, error)
+	// QuestionGroups returns the open questions grouped: identical ones
+	// of one batch are one group (see wire.QuestionGroup).
+	QuestionGroups(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error)
 	Answer(ctx context.Context, req AnswerRequest) (*Task, error)
 	Cancel(ctx context.Context, taskID string) (*Task, error)
 	Respawn(ctx context.Context, taskID string) (*Task, error)

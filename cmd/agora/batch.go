@@ -25,6 +25,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
 )
 
 // batchLabel is the label that holds a task's batch id.
@@ -528,22 +529,12 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 		return fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
 	}
 	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[orchestrator.State]int{}}
-	batchOf := map[string]string{}
 	for _, t := range tasks {
 		st.Counts[t.State]++
-		batchOf[t.ID] = id
 	}
-	qs, err := c.QuestionsAll(ctx)
-	if err != nil {
+	if st.Questions, err = c.QuestionGroups(ctx, wire.GroupOptions{Batch: id}); err != nil {
 		return a.explain(err, "")
 	}
-	var mine []orchestrator.QuestionView
-	for _, q := range qs {
-		if _, ok := batchOf[q.TaskID]; ok {
-			mine = append(mine, q)
-		}
-	}
-	st.Questions = groupQuestions(mine, batchOf)
 	if a.json {
 		return writeJSON(stdout, st)
 	}
@@ -566,64 +557,9 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 
 // ---- grouped questions
 
-// questionGroup is one question asked, identically, by one or more tasks
-// of one batch.
-type questionGroup struct {
-	// Key is the question's answer.MemoryKey without a sub-agent: the same
-	// for the same normalised text and option set.
-	Key      string   `json:"key"`
-	Batch    string   `json:"batch,omitempty"`
-	Question string   `json:"question"`
-	Options  []string `json:"options,omitempty"`
-	Count    int      `json:"count"`
-	TaskIDs  []string `json:"task_ids"`
-	// Action answers them all (or the one).
-	Action  string    `json:"action"`
-	AskedAt time.Time `json:"oldest_asked_at"`
-}
-
-// questionKey is the grouping key of a question: its normalised text and
-// option set, as the memory answerer sees them.
-func questionKey(question string, options []string) string {
-	return answer.MemoryKey(answer.Question{Question: question, Options: options})
-}
-
-// groupQuestions groups qs (oldest first) by batch and questionKey, the
-// groups in the order of their oldest question.
-func groupQuestions(qs []orchestrator.QuestionView, batchOf map[string]string) []questionGroup {
-	groups := []questionGroup{}
-	index := map[[2]string]int{}
-	for _, q := range qs {
-		k := [2]string{batchOf[q.TaskID], questionKey(q.Question, q.Options)}
-		i, ok := index[k]
-		if !ok {
-			i = len(groups)
-			index[k] = i
-			groups = append(groups, questionGroup{Key: k[1], Batch: k[0], Question: q.Question, Options: q.Options,
-				AskedAt: q.AskedAt, Action: q.Action})
-		}
-		g := &groups[i]
-		g.Count++
-		g.TaskIDs = append(g.TaskIDs, q.TaskID)
-		if g.Count == 2 {
-			g.Action = allLikeAction(g.Action, g.TaskIDs[0], g.Options)
-		}
-	}
-	return groups
-}
-
-// allLikeAction turns a question's answer command into the one that
-// answers all the questions like it.
-func allLikeAction(action, taskID string, options []string) string {
-	if rest, ok := strings.CutPrefix(action, "agora answer "); ok {
-		return "agora answer --all-like " + rest
-	}
-	ans := "<answer>"
-	if len(options) > 0 {
-		ans = options[0]
-	}
-	return "agora answer --all-like " + taskID + " " + ans
-}
+// questionGroup is one question asked identically by one or more tasks of
+// one batch; the API groups them (GET /v1/question-groups).
+type questionGroup = wire.QuestionGroup
 
 // writeQuestionGroups writes one row per group; withBatch adds the batch
 // column.
@@ -670,36 +606,9 @@ func taskList(ids []string, n int) string {
 	return s
 }
 
-// questionGroups lists the open questions grouped by batch and identical
-// question (questions --group).
-func questionGroups(ctx context.Context, c *client.Client) ([]questionGroup, error) {
-	qs, err := c.QuestionsAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	batchOf, err := waitingBatches(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return groupQuestions(qs, batchOf), nil
-}
-
-// waitingBatches maps the tasks that wait for an answer to their batch.
-func waitingBatches(ctx context.Context, c *client.Client) (map[string]string, error) {
-	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
-	if err != nil {
-		return nil, err
-	}
-	batchOf := make(map[string]string, len(tasks))
-	for _, t := range tasks {
-		batchOf[t.ID] = t.Request.Labels[batchLabel]
-	}
-	return batchOf, nil
-}
-
 // questionsGroupedMain is questions --group.
 func questionsGroupedMain(ctx context.Context, c *client.Client, a *apiFlags, environ []string, stdout io.Writer) error {
-	groups, err := questionGroups(ctx, c)
+	groups, err := c.QuestionGroups(ctx, wire.GroupOptions{})
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -714,85 +623,22 @@ func questionsGroupedMain(ctx context.Context, c *client.Client, a *apiFlags, en
 
 // ---- answer --all-like
 
-// allLikeResult is what became of one task's question.
-type allLikeResult struct {
-	TaskID string `json:"task_id"`
-	Round  int    `json:"round"`
-	// Result is answered, already_answered or failed.
-	Result string             `json:"result"`
-	State  orchestrator.State `json:"state,omitempty"`
-	Error  string             `json:"error,omitempty"`
-}
-
-// allLikeReport is answer --all-like's --json output.
-type allLikeReport struct {
-	Like            string          `json:"like"`
-	Question        string          `json:"question"`
-	Options         []string        `json:"options,omitempty"`
-	Answer          string          `json:"answer"`
-	Answered        int             `json:"answered"`
-	AlreadyAnswered int             `json:"already_answered"`
-	Failed          int             `json:"failed"`
-	Results         []allLikeResult `json:"results"`
-}
-
-// allLikeHook, when set (by tests), runs between finding the questions
-// and answering them.
-var allLikeHook func()
+// allLikeReport is answer --all-like's --json output: what the API did
+// with each question like the task's.
+type allLikeReport = wire.GroupAnswerResult
 
 // answerAllLikeMain answers the open question of taskID and every open
-// question identical to it (same batch, same questionKey) with ans.
+// question identical to it (same batch, same question and options) with
+// ans: POST /v1/tasks/{id}/answer-all-like.
 func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskID, ans, who string, stdout io.Writer) error {
-	t, err := c.Get(ctx, taskID)
+	rep, err := c.AnswerAllLike(ctx, taskID, wire.AnswerBody{Answer: ans, By: who, Channel: "cli"})
+	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(wire.CodeNoQuestion) {
+		return fmt.Errorf("%s; 'agora questions --group' lists the open ones", plainMessage(e))
+	}
 	if err != nil {
 		return a.explain(err, taskID)
 	}
-	r := lastRound(t)
-	if t.State != orchestrator.StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil {
-		return fmt.Errorf("task %s is %s: no open question; 'agora questions --group' lists the open ones", taskID, stateLabel(t.State))
-	}
-	q := r.Question
-	// The answer as an option's value: an option's number means the same
-	// option for every task, whatever the order of their options.
-	value, err := answer.ValidateAnswer(answer.Question{Question: q.Question, Options: q.Options}, ans)
-	if err != nil {
-		return usagef("task %s round %d: %v", taskID, r.N, err)
-	}
-	batch := t.Request.Labels[batchLabel]
-	key := questionKey(q.Question, q.Options)
-	qs, err := c.QuestionsAll(ctx)
-	if err != nil {
-		return a.explain(err, "")
-	}
-	batchOf, err := waitingBatches(ctx, c)
-	if err != nil {
-		return a.explain(err, "")
-	}
-	targets := []allLikeResult{{TaskID: taskID, Round: r.N}}
-	for _, o := range qs {
-		if o.TaskID != taskID && batchOf[o.TaskID] == batch && questionKey(o.Question, o.Options) == key {
-			targets = append(targets, allLikeResult{TaskID: o.TaskID, Round: o.Round})
-		}
-	}
-	if allLikeHook != nil {
-		allLikeHook()
-	}
-	rep := allLikeReport{Like: taskID, Question: q.Question, Options: q.Options, Answer: value}
-	for _, tg := range targets {
-		got, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: tg.TaskID, Round: tg.Round, Answer: value, By: who, Channel: "cli"})
-		switch {
-		case err == nil:
-			tg.Result, tg.State = "answered", got.State
-			rep.Answered++
-		case errors.Is(err, orchestrator.ErrAlreadyAnswered):
-			tg.Result, tg.Error = "already_answered", a.explain(err, tg.TaskID).Error()
-			rep.AlreadyAnswered++
-		default:
-			tg.Result, tg.Error = "failed", a.explain(err, tg.TaskID).Error()
-			rep.Failed++
-		}
-		rep.Results = append(rep.Results, tg)
-	}
+	value := rep.Answer
 	if a.json {
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
@@ -800,9 +646,9 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 	} else {
 		for _, res := range rep.Results {
 			switch res.Result {
-			case "answered":
+			case wire.GroupAnswered:
 				fmt.Fprintf(stdout, "%s round %d: answered %s; now %s\n", res.TaskID, res.Round, value, stateLabel(res.State))
-			case "already_answered":
+			case wire.GroupAlreadyAnswered:
 				fmt.Fprintf(stdout, "%s round %d: already answered (%s)\n", res.TaskID, res.Round, res.Error)
 			default:
 				fmt.Fprintf(stdout, "%s round %d: failed: %s\n", res.TaskID, res.Round, res.Error)

@@ -5,14 +5,19 @@ package main
 // embedded NATS server (newTaskServer), the tests playing the runner.
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 const echoLine = `{"subagent":{"name":"echoer","runtime":"exec","command":["echo","hi"]},"input":{"n":%N%}}`
@@ -256,24 +261,26 @@ func TestBatchGroupAllLike(t *testing.T) {
 
 // TestAllLikeFailed: a question answered by someone else meanwhile is
 // reported as already answered, a task cancelled meanwhile as failed, the
-// others are answered, and the exit code is 1. Not parallel: it sets
-// allLikeHook.
+// others are answered, and the exit code is 1. The API is wrapped so that
+// both happen right after the first answer of the group lands.
 func TestAllLikeFailed(t *testing.T) {
-	s := newTaskServer(t)
+	t.Parallel()
+	var s *taskServer
+	s = newTaskServerWith(t, func(o orchestrator.Service) orchestrator.Service {
+		return &raceAfterFirstAnswer{Service: o, race: func() {
+			if _, err := s.orch.Answer(t.Context(), orchestrator.AnswerRequest{TaskID: "f-2", Answer: "no", By: "bob", Channel: "cli"}); err != nil {
+				t.Error(err)
+			}
+			if _, err := s.orch.Cancel(t.Context(), "f-3"); err != nil {
+				t.Error(err)
+			}
+		}}
+	})
 	file := batchFile(t, t.TempDir(), "f.jsonl", echo("1"), echo("2"), echo("3"))
 	agora(t, s.env, "batch", "submit", file).want(t, "batch submit", 0, []string{"3 submitted"}, nil)
 	for _, id := range []string{"f-1", "f-2", "f-3"} {
 		s.ask(t, id, "Go?", "yes", "no")
 	}
-	allLikeHook = func() {
-		if _, err := s.orch.Answer(t.Context(), orchestrator.AnswerRequest{TaskID: "f-2", Answer: "no", By: "bob", Channel: "cli"}); err != nil {
-			t.Error(err)
-		}
-		if _, err := s.orch.Cancel(t.Context(), "f-3"); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(func() { allLikeHook = nil })
 	r := agora(t, s.env, "answer", "f-1", "yes", "--all-like")
 	if r.code != 1 || !strings.Contains(r.stdout, "f-1 round 1: answered yes") ||
 		!strings.Contains(r.stdout, "f-2 round 1: already answered (task f-2 round 1: question already answered by bob") ||
@@ -307,4 +314,76 @@ func TestBatchBar(t *testing.T) {
 	}
 	// NO_COLOR: newUI on a non-terminal never colors; on a terminal NO_COLOR
 	// turns color off (render.go), which the bar follows through ui.
+}
+
+// raceAfterFirstAnswer runs race once, right after the first answer it
+// passes on.
+type raceAfterFirstAnswer struct {
+	orchestrator.Service
+	once sync.Once
+	race func()
+}
+
+func (r *raceAfterFirstAnswer) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+	t, err := r.Service.Answer(ctx, req)
+	r.once.Do(r.race)
+	return t, err
+}
+
+// TestQuestionGroupsAPI: the grouped questions and the answer to a group
+// through the client, as a Slack app or a web page uses them; bad input
+// changes nothing.
+func TestQuestionGroupsAPI(t *testing.T) {
+	t.Parallel()
+	s := newTaskServer(t)
+	c := client.New(s.url, "")
+	ctx := t.Context()
+	file := batchFile(t, t.TempDir(), "q.jsonl", echo("1"), echo("2"), echo("3"))
+	agora(t, s.env, "batch", "submit", file).want(t, "batch submit", 0, []string{"3 submitted"}, nil)
+	s.ask(t, "q-1", "Ship it?", "yes", "no")
+	s.ask(t, "q-2", "ship it", "no", "yes")
+	s.ask(t, "q-3", "Which size?", "s", "l")
+
+	groups, err := c.QuestionGroups(ctx, wire.GroupOptions{Batch: "q"})
+	if err != nil || len(groups) != 2 || groups[0].Count != 2 || groups[0].Questions[1].TaskID != "q-2" || groups[0].Questions[1].Round != 1 {
+		t.Fatalf("QuestionGroups = %+v, %v; want ship it for q-1 and q-2, then the size", groups, err)
+	}
+	if other, err := c.QuestionGroups(ctx, wire.GroupOptions{Batch: "nope"}); err != nil || len(other) != 0 {
+		t.Errorf("QuestionGroups of another batch = %+v, %v; want none", other, err)
+	}
+	ship := groups[0]
+
+	for _, tt := range []struct {
+		name, id string
+		body     wire.AnswerBody
+		want     error
+	}{
+		{"not an id", "zz", wire.AnswerBody{Answer: "yes"}, wire.ErrInvalidRequest},
+		{"no such group", strings.Repeat("0", 24), wire.AnswerBody{Answer: "yes"}, wire.ErrNoQuestion},
+		{"a round", ship.ID, wire.AnswerBody{Answer: "yes", Round: 1}, wire.ErrInvalidRequest},
+		{"not an option", ship.ID, wire.AnswerBody{Answer: "maybe"}, wire.ErrInvalidAnswer},
+	} {
+		if _, err := c.AnswerGroup(ctx, tt.id, tt.body); !errors.Is(err, tt.want) {
+			t.Errorf("%s: AnswerGroup = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if q := s.get(t, "q-1"); q.State != orchestrator.StateNeedsInput {
+		t.Fatalf("after bad answers q-1 is %s", q.State)
+	}
+
+	res, err := c.AnswerGroup(ctx, ship.ID, wire.AnswerBody{Answer: "yes", Channel: "web"})
+	if err != nil || res.Answered != 2 || res.GroupID != ship.ID || res.Answer != "yes" {
+		t.Fatalf("AnswerGroup = %+v, %v; want both answered yes", res, err)
+	}
+	for _, id := range []string{"q-1", "q-2"} {
+		if a := s.get(t, id).Rounds[0].Answer; a == nil || a.Value != "yes" || a.Channel != "web" {
+			t.Errorf("%s's answer = %+v, want yes via web", id, a)
+		}
+	}
+	if q := s.get(t, "q-3"); q.State != orchestrator.StateNeedsInput {
+		t.Errorf("q-3 (another question) is %s, want it untouched", q.State)
+	}
+	if _, err := c.AnswerGroup(ctx, ship.ID, wire.AnswerBody{Answer: "no"}); !errors.Is(err, wire.ErrNoQuestion) {
+		t.Errorf("AnswerGroup again = %v, want ErrNoQuestion", err)
+	}
 }

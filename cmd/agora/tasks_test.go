@@ -39,6 +39,13 @@ type taskServer struct {
 
 func newTaskServer(t *testing.T) *taskServer {
 	t.Helper()
+	return newTaskServerWith(t, nil)
+}
+
+// newTaskServerWith is newTaskServer with the API serving wrap(the
+// orchestrator), so a test can act between the API's calls.
+func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrator.Service) *taskServer {
+	t.Helper()
 	ctx := t.Context()
 	b, err := bus.Connect(ctx, natstest.Start(t).ClientURL(), bus.Options{Name: t.Name()})
 	if err != nil {
@@ -62,7 +69,11 @@ func newTaskServer(t *testing.T) *taskServer {
 		t.Fatalf("start orchestrator: %v", err)
 	}
 	t.Cleanup(func() { _ = o.Stop(context.Background()) })
-	h, err := api.NewHandler(api.Config{Service: o, Registry: reg, Logger: natstest.Logger(t)})
+	var svc orchestrator.Service = o
+	if wrap != nil {
+		svc = wrap(o)
+	}
+	h, err := api.NewHandler(api.Config{Service: svc, Registry: reg, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

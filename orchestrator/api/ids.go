@@ -24,6 +24,9 @@ func (h *handler) checkPathIDs(pattern string, next http.HandlerFunc) http.Handl
 			return orchestrator.CheckTaskID(r.PathValue("id"))
 		})
 	}
+	if strings.Contains(pattern, "{group}") {
+		checks = append(checks, func(r *http.Request) error { return checkGroupID(r.PathValue("group")) })
+	}
 	if strings.Contains(pattern, "{ref}") {
 		kind := refKinds[strings.TrimPrefix(strings.Split(pattern, "/{")[0], "/v1/")]
 		nameOnly := strings.HasSuffix(pattern, "/versions")

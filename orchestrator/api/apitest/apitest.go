@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // Service is a fake orchestrator.Service built from functions.
@@ -21,6 +22,7 @@ type Service struct {
 	ListFunc      func(ctx context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error)
 	QuestionsFunc func(ctx context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error)
 	AnswerFunc    func(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error)
+	GroupsFunc    func(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error)
 	CancelFunc    func(ctx context.Context, taskID string) (*orchestrator.Task, error)
 	RespawnFunc   func(ctx context.Context, taskID string) (*orchestrator.Task, error)
 	ContinueFunc  func(ctx context.Context, taskID, message, by string) (*orchestrator.Task, error)
@@ -63,6 +65,13 @@ func (s *Service) Questions(ctx context.Context, opts orchestrator.PageOptions) 
 		return orchestrator.QuestionPage{}, unset("Questions")
 	}
 	return s.QuestionsFunc(ctx, opts)
+}
+
+func (s *Service) QuestionGroups(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error) {
+	if s.GroupsFunc == nil {
+		return nil, unset("QuestionGroups")
+	}
+	return s.GroupsFunc(ctx, opts)
 }
 
 func (s *Service) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {

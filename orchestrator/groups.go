@@ -1,0 +1,92 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strings"
+
+	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
+)
+
+// QuestionGroupKey is the grouping key of a question: its normalised text
+// and option set, as the memory answerer sees them but without the
+// sub-agent, so the same question of different sub-agents of one batch is
+// one group.
+func QuestionGroupKey(question string, options []string) string {
+	return answer.MemoryKey(answer.Question{Question: question, Options: options})
+}
+
+// groupID names the group of key in batch.
+func groupID(batch, key string) string {
+	sum := sha256.Sum256([]byte("agora-group-v1\x00" + batch + "\x00" + key))
+	return hex.EncodeToString(sum[:12])
+}
+
+// QuestionGroups returns the open questions grouped by batch and
+// QuestionGroupKey, the groups in the order of their oldest question, the
+// questions of a group oldest first.
+func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error) {
+	c, err := o.listing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type open struct {
+		t *Task
+		r *Round
+	}
+	var qs []open
+	c.eachOpen(func(t *Task) {
+		r := currentRound(t)
+		if t.State != StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil {
+			return
+		}
+		if opts.Batch != "" && t.Request.Labels[wire.BatchLabel] != opts.Batch {
+			return
+		}
+		qs = append(qs, open{t, r})
+	})
+	sort.Slice(qs, func(i, j int) bool {
+		return keyOf(qs[i].r.AskedAt, qs[i].t.ID).compare(keyOf(qs[j].r.AskedAt, qs[j].t.ID)) < 0
+	})
+	groups := []wire.QuestionGroup{}
+	index := map[string]int{}
+	for _, q := range qs {
+		batch := q.t.Request.Labels[wire.BatchLabel]
+		key := QuestionGroupKey(q.r.Question.Question, q.r.Question.Options)
+		id := groupID(batch, key)
+		i, ok := index[id]
+		if !ok {
+			i = len(groups)
+			index[id] = i
+			nq := q.r.Question
+			groups = append(groups, wire.QuestionGroup{ID: id, Key: key, Batch: batch, Question: nq.Question,
+				Options: nq.Options, Context: nq.Context, Default: nq.Default, AskedAt: q.r.AskedAt,
+				Action: answerAction(q.t.ID, nq)})
+		}
+		g := &groups[i]
+		g.Count++
+		g.TaskIDs = append(g.TaskIDs, q.t.ID)
+		g.Questions = append(g.Questions, wire.GroupMember{TaskID: q.t.ID, Round: q.r.N,
+			Subagent: q.t.Request.Subagent.Name, AskedAt: q.r.AskedAt})
+		if g.Count == 2 {
+			g.Action = allLikeAction(g.Action, g.TaskIDs[0], g.Options)
+		}
+	}
+	return groups, nil
+}
+
+// allLikeAction turns a question's answer command into the one that
+// answers all the questions like it.
+func allLikeAction(action, taskID string, options []string) string {
+	if rest, ok := strings.CutPrefix(action, "agora answer "); ok {
+		return "agora answer --all-like " + rest
+	}
+	ans := "<answer>"
+	if len(options) > 0 {
+		ans = options[0]
+	}
+	return "agora answer --all-like " + taskID + " " + ans
+}
