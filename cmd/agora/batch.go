@@ -7,9 +7,7 @@ package main
 // once for all of them (answer --all-like).
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,7 +17,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agoradev/agora/client"
@@ -29,7 +26,7 @@ import (
 )
 
 // batchLabel is the label that holds a task's batch id.
-const batchLabel = "agora.batch"
+const batchLabel = wire.BatchLabel
 
 // batchWorkers is how many lines batch submit sends at once.
 const batchWorkers = 4
@@ -71,22 +68,13 @@ func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 const batchSubmitSynopsis = "FILE.jsonl [--batch ID] [--route R] [--json] [--server URL] [--token TOKEN]"
 
 // batchLine is what became of one line of a batch file.
-type batchLine struct {
-	Line   int    `json:"line"`
-	TaskID string `json:"task_id,omitempty"`
-	// Result is submitted, existing (already there) or failed.
-	Result string             `json:"result"`
-	State  orchestrator.State `json:"state,omitempty"`
-	Error  string             `json:"error,omitempty"`
-
-	req *orchestrator.SubmitRequest
-}
+type batchLine = client.BatchLine
 
 // Results of a batch line.
 const (
-	lineSubmitted = "submitted"
-	lineExisting  = "existing"
-	lineFailed    = "failed"
+	lineSubmitted = client.BatchSubmitted
+	lineExisting  = client.BatchExisting
+	lineFailed    = client.BatchFailed
 )
 
 // batchSubmitReport is batch submit's --json output.
@@ -154,7 +142,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if err != nil {
 		return usagef("%s: %v", file, unwrapPath(err))
 	}
-	report := &batchSubmitReport{Batch: id, File: file, Results: parseBatchLines(data, id, *route)}
+	report := &batchSubmitReport{Batch: id, File: file, Results: client.ParseBatch(data, id, *route)}
 	report.Lines = len(report.Results)
 	if report.Lines == 0 {
 		return usagef("%s has no lines; want one submit request (JSON) per line", file)
@@ -163,20 +151,13 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	// What the batch holds already: a line whose task is there is
-	// "already there", not submitted again.
-	existing, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	bar := newBatchBar(stderr, environ, id, report.Lines)
+	bar.draw(report)
+	err = c.SubmitBatch(ctx, id, report.Results, client.BatchOptions{Workers: batchWorkers,
+		Progress: func() { bar.draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
 	if err != nil {
 		return a.explain(err, "")
 	}
-	there := make(map[string]bool, len(existing))
-	for _, t := range existing {
-		there[t.ID] = true
-	}
-
-	bar := newBatchBar(stderr, environ, id, report.Lines)
-	bar.draw(report)
-	submitBatch(ctx, c, a, report, there, func() { bar.draw(report) })
 	report.count()
 	bar.done(report)
 
@@ -210,147 +191,11 @@ func batchIDFromFile(file string) string {
 	return strings.TrimLeft(id, "-_")
 }
 
-// article is "an" before a vowel, else "a".
-func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an"
-	}
-	return "a"
-}
-
 func unwrapPath(err error) error {
 	if e := errors.Unwrap(err); e != nil {
 		return e
 	}
 	return err
-}
-
-// parseBatchLines reads every non-blank line into a request with the
-// batch's label, its default task id and route; a line that does not read
-// is failed with its one-line error.
-func parseBatchLines(data []byte, batch, route string) []batchLine {
-	var out []batchLine
-	ids := map[string]int{}
-	for i, raw := range bytes.Split(data, []byte("\n")) {
-		n := i + 1
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			continue
-		}
-		l := batchLine{Line: n}
-		req, err := decodeBatchLine(raw)
-		if err != nil {
-			l.Result, l.Error = lineFailed, err.Error()
-			out = append(out, l)
-			continue
-		}
-		if req.TaskID == "" {
-			req.TaskID = fmt.Sprintf("%s-%d", batch, n)
-		}
-		l.TaskID = req.TaskID
-		if req.Route == "" {
-			req.Route = route
-		}
-		if v, ok := req.Labels[batchLabel]; ok && v != batch {
-			l.Result, l.Error = lineFailed, fmt.Sprintf("label %s is %q, not this batch's %q; drop the label or pass --batch %s", batchLabel, v, batch, v)
-			out = append(out, l)
-			continue
-		}
-		if req.Labels == nil {
-			req.Labels = map[string]string{}
-		}
-		req.Labels[batchLabel] = batch
-		if first, dup := ids[req.TaskID]; dup {
-			l.Result, l.Error = lineFailed, fmt.Sprintf("task id %s is line %d's already; give the line another task_id", req.TaskID, first)
-			out = append(out, l)
-			continue
-		}
-		ids[req.TaskID] = n
-		l.req = &req
-		out = append(out, l)
-	}
-	return out
-}
-
-// decodeBatchLine reads one line: one JSON object of known fields.
-func decodeBatchLine(raw []byte) (orchestrator.SubmitRequest, error) {
-	var req orchestrator.SubmitRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value on the line")
-	}
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("more than one JSON value on the line")
-		}
-	}
-	if err == nil {
-		return req, nil
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
-			return req, fmt.Errorf("not a JSON object (%s %s); want one submit request per line", article(te.Value), te.Value)
-		}
-		return req, fmt.Errorf("field %s: a JSON %s where %s belongs", te.Field, te.Value, te.Type)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return req, errors.New("bad JSON: the line ends inside a value")
-	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if strings.HasPrefix(msg, "unknown field") {
-		return req, fmt.Errorf("%s; the submit request's fields are task_id, subagent_ref or subagent, input, route, labels, … (docs/api.md)", msg)
-	}
-	return req, fmt.Errorf("bad JSON: %s", msg)
-}
-
-// submitBatch submits the lines that read, batchWorkers at a time, calling
-// progress after each.
-func submitBatch(ctx context.Context, c *client.Client, a *apiFlags, report *batchSubmitReport, there map[string]bool, progress func()) {
-	var mu sync.Mutex
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range batchWorkers {
-		wg.Go(func() {
-			for i := range work {
-				l := report.Results[i]
-				t, err := c.Submit(ctx, *l.req)
-				mu.Lock()
-				switch {
-				case err != nil:
-					l.Result, l.Error = lineFailed, a.explain(err, "").Error()
-				case there[t.ID]:
-					l.Result, l.State = lineExisting, t.State
-				default:
-					l.Result, l.State = lineSubmitted, t.State
-				}
-				report.Results[i] = l
-				progress()
-				mu.Unlock()
-			}
-		})
-	}
-	for i, l := range report.Results {
-		if l.req == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			mu.Lock()
-			report.Results[i].Result, report.Results[i].Error = lineFailed, "interrupted before it was submitted; run the same command again to go on"
-			mu.Unlock()
-			continue
-		}
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			mu.Lock()
-			report.Results[i].Result, report.Results[i].Error = lineFailed, "interrupted before it was submitted; run the same command again to go on"
-			mu.Unlock()
-		}
-	}
-	close(work)
-	wg.Wait()
 }
 
 // writeBatchSummary writes what became of the lines.

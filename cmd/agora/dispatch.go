@@ -247,8 +247,16 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return nil
 	}
 	p := &progress{w: stderr, ui: newUI(stderr, environ), start: start, asked: map[string]bool{}}
-	final, err := followTask(ctx, c, t, p)
+	opts := client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp, OnUpdate: p.update,
+		OnTrouble: func(error) { p.note("the agora server does not answer; still trying") }}
+	if p.ui.tty {
+		opts.Tick = time.Second
+	}
+	final, err := c.Follow(ctx, t, opts)
 	p.clear()
+	if errors.Is(err, client.ErrRemoved) {
+		return fmt.Errorf("task %s was removed while waiting for it", t.ID)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stopped waiting; task %s goes on ('agora status %s' shows it, 'agora cancel %s' stops it)", t.ID, t.ID, t.ID)
@@ -276,95 +284,6 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
 	}
 	return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
-}
-
-// followTask follows t until it ends, calling p with every new version of
-// it and, on a terminal, every second: the task's change stream, read
-// again every waitPoll as a safety net, the stream reopened when it
-// breaks. A question does not end the wait: it is shown, and the answer
-// comes from elsewhere (agora answer, a webhook, the route's default).
-func followTask(ctx context.Context, c *client.Client, t *orchestrator.Task, p *progress) (*orchestrator.Task, error) {
-	changes := make(chan orchestrator.Change, 64)
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		streamChanges(watchCtx, c, t.ID, changes)
-	}()
-	defer func() { stopWatch(); <-watched }()
-
-	latest := t
-	p.update(latest)
-	poll := time.NewTicker(waitPoll)
-	defer poll.Stop()
-	var tick <-chan time.Time
-	if p.ui.tty {
-		ticker := time.NewTicker(time.Second)
-		defer ticker.Stop()
-		tick = ticker.C
-	}
-	lastContact := time.Now()
-	for !latest.State.Terminal() {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case ch := <-changes:
-			if ch.Removed {
-				return nil, fmt.Errorf("task %s was removed while waiting for it", t.ID)
-			}
-			if ch.Task != nil && ch.Task.Revision >= latest.Revision {
-				latest = ch.Task
-				lastContact = time.Now()
-			}
-		case <-poll.C:
-			got, err := c.Get(ctx, t.ID)
-			switch {
-			case errors.Is(err, orchestrator.ErrNotFound):
-				return nil, fmt.Errorf("task %s was removed while waiting for it", t.ID)
-			case err != nil && ctx.Err() != nil:
-				return nil, ctx.Err()
-			case err != nil && time.Since(lastContact) > waitGiveUp:
-				return nil, err
-			case err != nil:
-				p.note("the agora server does not answer; still trying")
-				continue
-			case got.Revision >= latest.Revision:
-				latest = got
-			}
-			lastContact = time.Now()
-		case <-tick:
-		}
-		p.update(latest)
-	}
-	return latest, nil
-}
-
-// streamChanges sends the changes of task taskID (every task when empty)
-// to out until ctx ends, reopening the stream after a growing pause (1s
-// to 10s) whenever it breaks or cannot be opened.
-func streamChanges(ctx context.Context, c *client.Client, taskID string, out chan<- orchestrator.Change) {
-	pause := time.Second
-	for {
-		opened := time.Now()
-		_ = c.Watch(ctx, taskID, func(ch orchestrator.Change) {
-			select {
-			case out <- ch:
-			case <-ctx.Done():
-			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(opened) > 10*time.Second {
-			pause = time.Second
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 10*time.Second)
-	}
 }
 
 // progress shows a waited-for task on stderr: a line for every change of

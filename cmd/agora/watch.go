@@ -52,7 +52,12 @@ func watchMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 	streamed := make(chan struct{})
 	go func() {
 		defer close(streamed)
-		streamChanges(streamCtx, c, taskID, changes)
+		c.KeepWatching(streamCtx, taskID, func(ch orchestrator.Change) {
+			select {
+			case changes <- ch:
+			case <-streamCtx.Done():
+			}
+		})
 	}()
 	defer func() { stopStream(); <-streamed }()
 
