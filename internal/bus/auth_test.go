@@ -88,7 +88,7 @@ func workerConn(t *testing.T, url, id string, creds []byte) (*nats.Conn, <-chan 
 		t.Fatal(err)
 	}
 	asyncErrs := make(chan error, 16)
-	nc, err := nats.Connect(url, nats.UserJWTAndSeed(tok[0], tok[1]), nats.CustomInboxPrefix(natsauth.WorkerInboxPrefix(id)),
+	nc, err := nats.Connect(url, nats.UserJWTAndSeed(tok[0], tok[1]), nats.CustomInboxPrefix(bus.WorkerInboxPrefix(id)),
 		nats.PermissionErrOnSubscribe(true),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
@@ -120,7 +120,7 @@ func TestWorkerCredentialsScoped(t *testing.T) {
 		t.Fatalf("Worker(d-1): %v", err)
 	}
 	w := connect(t, srv.ClientURL(), bus.Options{Auth: bus.Auth{Creds: creds},
-		InboxPrefix: natsauth.WorkerInboxPrefix("d-1"), PublishTimeout: time.Second})
+		InboxPrefix: bus.WorkerInboxPrefix("d-1"), PublishTimeout: time.Second})
 	if !w.Connected() {
 		t.Fatal("worker credentials: not connected")
 	}

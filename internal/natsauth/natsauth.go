@@ -13,10 +13,10 @@
 // the JWT says (nats-server applies the scope's template, not the user's
 // own permissions): publish agora.events.<id> and agora.logs.<id>, and
 // receive JetStream's acknowledgements on its own inbox
-// WorkerInboxPrefix(id). <id> is the user's name, the dispatch id.
+// bus.WorkerInboxPrefix(id). <id> is the user's name, the dispatch id.
 //
-// It imports github.com/nats-io/jwt/v2 and nkeys only; the worker does not
-// link it.
+// It imports github.com/nats-io/jwt/v2 and nkeys only (internal/bus's tests
+// use it); the worker does not link it.
 package natsauth
 
 import (
@@ -53,16 +53,15 @@ const (
 	WorkerSignerFile = "worker-signer.nk"
 )
 
-// WorkerInboxPrefix is the inbox prefix a worker's connection uses
-// (nats.CustomInboxPrefix): its scope lets it subscribe only below it.
-func WorkerInboxPrefix(dispatchID string) string { return "_AGORA_INBOX." + dispatchID }
-
 // WorkerScope is the permission template of the workers' signing key;
 // {{name()}} is the user's name, the dispatch id.
 func WorkerScope() jwt.UserPermissionLimits {
 	s := jwt.NewUserScope()
+	// bus.EventSubject, bus.LogSubject and bus.WorkerInboxPrefix, spelt
+	// out (bus's tests import this package); bus.TestWorkerCredentialsScoped
+	// holds them together.
 	s.Template.Pub.Allow.Add("agora.events.{{name()}}", "agora.logs.{{name()}}")
-	s.Template.Sub.Allow.Add(WorkerInboxPrefix("{{name()}}") + ".>")
+	s.Template.Sub.Allow.Add("_AGORA_INBOX.{{name()}}.>")
 	return s.Template
 }
 
