@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
-	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/stack"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/units"
