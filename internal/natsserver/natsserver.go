@@ -12,8 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -58,6 +61,11 @@ type Config struct {
 	// Accounts maps account public keys to their JWTs, loaded into the
 	// server's memory resolver (the system account's among them).
 	Accounts map[string]string
+	// AdoptGlobal, in operator mode, names the account that takes over the
+	// streams a server without authentication stored in StoreDir (its
+	// global account, $G), so an existing store keeps its streams when
+	// authentication is turned on. Only when that account has no store yet.
+	AdoptGlobal string
 }
 
 // WithDefaults returns c with every unset field set to its default.
@@ -126,6 +134,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if err := operatorMode(opts, cfg); err != nil {
 			return nil, fmt.Errorf("start nats-server: %w", err)
 		}
+		if err := adoptGlobal(cfg); err != nil {
+			return nil, fmt.Errorf("start nats-server: %w", err)
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -166,6 +177,32 @@ func operatorMode(opts *server.Options, cfg Config) error {
 	opts.TrustedOperators = []*jwt.OperatorClaims{oc}
 	opts.SystemAccount = cfg.SystemAccount
 	opts.AccountResolver = res
+	return nil
+}
+
+// adoptGlobal moves the global account's JetStream store to the account
+// cfg.AdoptGlobal: the file store keeps an account's streams in
+// <store>/jetstream/<account>, and the streams themselves do not name it.
+func adoptGlobal(cfg Config) error {
+	if cfg.AdoptGlobal == "" {
+		return nil
+	}
+	js := filepath.Join(cfg.StoreDir, "jetstream")
+	from, to := filepath.Join(js, server.DEFAULT_GLOBAL_ACCOUNT), filepath.Join(js, cfg.AdoptGlobal)
+	if _, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("adopt the unauthenticated store: %w", err)
+	}
+	if _, err := os.Stat(to); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("adopt the unauthenticated store: %w", err)
+	}
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("adopt the unauthenticated store: %w", err)
+	}
+	cfg.Logger.Info("nats-server: the streams stored without authentication now belong to the account", "account", cfg.AdoptGlobal)
 	return nil
 }
 

@@ -333,6 +333,8 @@ func (s *Stack) startBus(ctx context.Context) error {
 			Operator:      ids.OperatorJWT,
 			SystemAccount: ids.SystemAccount,
 			Accounts:      ids.AccountJWTs,
+			// A data dir from before authentication keeps its tasks.
+			AdoptGlobal: ids.Account,
 			// nats-server's banner and notices drown agora's own lines;
 			// its warnings and errors pass.
 			Logger: slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn}),
