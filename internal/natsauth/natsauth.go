@@ -65,6 +65,25 @@ func WorkerScope() jwt.UserPermissionLimits {
 	return s.Template
 }
 
+// OrchestratorBuckets are the KV buckets only the orchestrator writes
+// (orchestrator.TaskBucket, IndexBucket, MemoryBucket, ParkedBucket and
+// registry.Bucket, spelt out: this package imports nothing of the module;
+// stack.TestEmbeddedNATSRequiresCredentials holds them together).
+var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry"}
+
+// RunnerPermissions are the runner user's: everything in the account but
+// writing the orchestrator's buckets (a put, a delete, a change to their
+// streams), so stolen runner credentials cannot rewrite a task.
+func RunnerPermissions() jwt.UserPermissionLimits {
+	var p jwt.UserPermissionLimits
+	for _, b := range OrchestratorBuckets {
+		p.Pub.Deny.Add("$KV."+b+".>",
+			"$JS.API.STREAM.CREATE.KV_"+b, "$JS.API.STREAM.UPDATE.KV_"+b, "$JS.API.STREAM.DELETE.KV_"+b,
+			"$JS.API.STREAM.PURGE.KV_"+b, "$JS.API.STREAM.MSG.DELETE.KV_"+b)
+	}
+	return p
+}
+
 // Identities are the keys and JWTs an embedded server needs, and where the
 // clients' credentials are.
 type Identities struct {
@@ -142,16 +161,20 @@ func Ensure(dir string) (*Identities, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats identities: sign account: %w", err)
 	}
-	// The orchestrator and the runner are full users of the account; each
-	// has its own key, so either can be revoked alone.
-	for _, u := range []struct{ file, name string }{{OrchestratorCredFile, "orchestrator"}, {RunnerCredFile, "runner"}} {
+	// The orchestrator and the runner each have their own key, so either
+	// can be revoked alone; the runner may not write the orchestrator's
+	// buckets.
+	for _, u := range []struct {
+		file, name string
+		perms      jwt.UserPermissionLimits
+	}{{OrchestratorCredFile, "orchestrator", jwt.UserPermissionLimits{}}, {RunnerCredFile, "runner", RunnerPermissions()}} {
 		path := filepath.Join(dir, u.file)
 		if _, err := os.Stat(path); err == nil {
 			continue
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("nats identities: %w", err)
 		}
-		creds, err := userCreds(acc, "", u.name, jwt.UserPermissionLimits{}, time.Time{})
+		creds, err := userCreds(acc, "", u.name, u.perms, time.Time{})
 		if err != nil {
 			return nil, err
 		}

@@ -4,21 +4,26 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/registry"
 )
 
 // TestEmbeddedNATSRequiresCredentials: serve's embedded NATS refuses a
 // loopback process without credentials (no forged event, no task written),
 // and keeps the orchestrator's and the runner's identities in the data dir,
-// 0600; the runner's are good for a runner on another process.
+// 0600; the runner's are good for a runner on another process, but do not
+// write the orchestrator's buckets.
 func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -57,5 +62,33 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 	if err := b.EnsureEventStream(ctx); err != nil {
 		t.Fatalf("EnsureEventStream with the runner's credentials: %v", err)
+	}
+
+	// The runner may not write the orchestrator's buckets.
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket}
+	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
+		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
+	}
+	put := func(creds string) error {
+		nc, err := nats.Connect(s.NATSURL(), nats.UserCredentials(filepath.Join(authDir, creds)),
+			nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})) // the violation is expected
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err = js.Publish(pctx, "$KV."+orchestrator.TaskBucket+".t-forged", []byte(`{"state":"finished"}`))
+		return err
+	}
+	if err := put(natsauth.RunnerCredFile); err == nil {
+		t.Error("the runner's credentials wrote agora_tasks, want refused")
+	}
+	if err := put(natsauth.OrchestratorCredFile); err != nil {
+		t.Errorf("the orchestrator's credentials: write agora_tasks: %v", err)
 	}
 }
