@@ -38,6 +38,14 @@
 // server is up within its window; nothing is sent twice by a reconnect, and
 // the msg-id makes our own retries harmless.
 //
+// # Credentials
+//
+// Options.Auth carries the usual NATS client credentials (a creds file or
+// its contents, an nkey seed, a user and password) and TLS settings. A
+// worker connects with its dispatch's own user, which may publish only that
+// dispatch's events and logs and receive replies only below
+// WorkerInboxPrefix(id), hence Options.InboxPrefix.
+//
 // # Reading events
 //
 // Events reads a dispatch's events with the stream's message-get API, by
