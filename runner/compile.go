@@ -37,6 +37,9 @@ type hostPaths struct {
 	// /run/agora/key for the worker to read and delete (eventkey.go); ""
 	// for none.
 	KeyDir string
+	// NATSCreds reports that KeyDir holds the worker's NATS credentials
+	// (natscreds.go).
+	NATSCreds bool
 	// CancelDir is where the runner creates the cancel marker before it
 	// stops the container for a cancel, mounted read-only at
 	// /run/agora/cancel (cancel.go); "" for none.
@@ -70,6 +73,9 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	// A container without a network cannot reach NATS: the runner relays.
 	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone {
 		env = append(env, "AGORA_NATS_URL="+cfg.WorkerNATSURL)
+		if p.KeyDir != "" && p.NATSCreds {
+			env = append(env, "AGORA_NATS_CREDS_FILE="+containerNATSCredsFile)
+		}
 	}
 	if p.Secrets.Dir != "" {
 		env = append(env, "AGORA_SECRETS_DIR="+containerSecretsDir)

@@ -25,6 +25,7 @@ type compileCase struct {
 	StageDir      string                  `json:"stage_dir"`
 	Secrets       dispatchSecrets         `json:"secrets"`
 	KeyDir        string                  `json:"key_dir"`
+	NATSCreds     bool                    `json:"nats_creds"`
 	CancelDir     string                  `json:"cancel_dir"`
 	AWSEnv        []string                `json:"runner_aws_env"`
 	WorkerEnv     []string                `json:"worker_env"`
@@ -59,7 +60,7 @@ func TestCompileGolden(t *testing.T) {
 			cfg := Config{ID: "runner-1", Image: "agora-worker:test", StorageURI: "file:///var/lib/agora/storage",
 				WorkerNATSURL: c.WorkerNATSURL, Resources: c.Resources, Grace: 10 * time.Second, AWSEnv: c.AWSEnv, WorkerEnv: c.WorkerEnv,
 				MaxMemoryMB: c.MaxMemoryMB, MaxCPUs: c.MaxCPUs, MaxPids: c.MaxPids}
-			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", StageDir: c.StageDir, Secrets: c.Secrets, KeyDir: c.KeyDir, CancelDir: c.CancelDir})
+			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", StageDir: c.StageDir, Secrets: c.Secrets, KeyDir: c.KeyDir, NATSCreds: c.NATSCreds, CancelDir: c.CancelDir})
 			if err := got.Validate(); err != nil {
 				t.Errorf("compiled spec does not validate: %v", err)
 			}

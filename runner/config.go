@@ -10,6 +10,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/schemas"
 )
@@ -48,6 +49,13 @@ type Config struct {
 	// WorkerNATSURL, when set, is handed to workers so they publish their
 	// own events; empty (the default) means the runner relays them.
 	WorkerNATSURL string
+	// WorkerNATSSigner, with WorkerNATSURL, mints each worker its own NATS
+	// user (natsauth): it may publish only its dispatch's events and logs,
+	// and expires with the dispatch. The credentials reach the worker in a
+	// file of its key mount, read and deleted before the sub-agent starts
+	// (natscreds.go). Nil hands workers no credentials: for a NATS that
+	// needs none.
+	WorkerNATSSigner *natsauth.Signer
 	// WorkerEnv is extra KEY=value lines for every worker (e.g. credentials
 	// for aws-sm: secret refs; S3 storage needs none, see stage.go). The
 	// worker never passes them on to the sub-agent. They reach the worker

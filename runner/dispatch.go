@@ -248,12 +248,17 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
+	natsCreds, err := d.prepareNATSCreds(req)
+	if err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
 	if err := d.prepareCancelDir(); err != nil {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
 	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id),
-		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), CancelDir: r.cancelDir(d.id)})
+		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), NATSCreds: natsCreds, CancelDir: r.cancelDir(d.id)})
 	cid, err := r.cfg.Engine.Create(ctx, spec)
 	switch {
 	case errors.Is(err, compute.ErrAlreadyExists):

@@ -17,6 +17,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
@@ -39,10 +40,15 @@ var seq atomic.Int64
 
 func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, natstest.Start(t), bus.Auth{}, tweak)
+}
+
+// newHarnessOn is newHarness on srv, the runner connecting with auth.
+func newHarnessOn(t *testing.T, srv *natsserver.Server, auth bus.Auth, tweak func(*Config)) *harness {
+	t.Helper()
 	needDocker(t)
 	ctx := context.Background()
-	srv := natstest.Start(t)
-	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name()})
+	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name(), Auth: auth})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +376,43 @@ func TestEventRecoveredFromStdout(t *testing.T) {
 	out := h.output(req.Spec.DispatchID)
 	if !strings.Contains(out, "recovers") {
 		t.Errorf("the worker's output does not show its failed publish:\n%s", out)
+	}
+	evs, err := h.bus.Events(context.Background(), req.Spec.DispatchID)
+	if err != nil || len(evs) != 2 || evs[0].Kind != schemas.KindStarted {
+		t.Errorf("stored events = %+v, %v; want started then finished", evs, err)
+	}
+}
+
+// TestWorkerPublishesWithOwnCredentials: with --worker-nats against a NATS
+// that refuses anonymous clients, the runner mints the dispatch its own
+// user; the worker publishes its events with it (no recovery from stdout),
+// and the sub-agent finds no credentials file.
+func TestWorkerPublishesWithOwnCredentials(t *testing.T) {
+	t.Parallel()
+	srv, ids := natstest.StartAuth(t)
+	signer, err := ids.LoadSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Host networking: the test server listens on loopback only.
+	h := newHarnessOn(t, srv, bus.Auth{CredsFile: ids.Path(natsauth.RunnerCredFile)}, func(c *Config) {
+		c.WorkerNATSURL, c.WorkerNATSSigner, c.AllowHostNetwork = srv.ClientURL(), signer, true
+	})
+	if err := h.bus.EnsureEventStream(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	req := request(`test ! -e /run/agora/key/nats.creds || { echo "credentials readable" >&2; exit 5; }; echo "nats=$AGORA_NATS_CREDS_FILE"`)
+	req.Network = schemas.NetworkHost
+	h.enqueue(req)
+	ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
+	if ev.Kind != schemas.KindFinished {
+		t.Fatalf("terminal = %s %+v\n%s", ev.Kind, ev.Failure, h.output(req.Spec.DispatchID))
+	}
+	h.settled(req.Spec.DispatchID)
+	out := h.output(req.Spec.DispatchID)
+	if strings.Contains(out, "recovers") || strings.Contains(out, "nats credentials") || !strings.Contains(out, "nats=\n") {
+		t.Errorf("the worker did not publish with its own credentials, or the sub-agent saw them:\n%s", out)
 	}
 	evs, err := h.bus.Events(context.Background(), req.Spec.DispatchID)
 	if err != nil || len(evs) != 2 || evs[0].Kind != schemas.KindStarted {

@@ -68,6 +68,11 @@ type Config struct {
 	// runner verifies event lines with (schemas.SignEventLine). Run reads and
 	// deletes it before anything else runs; empty: events are not signed.
 	EventKeyFile string
+	// NATSCredsFile is AGORA_NATS_CREDS_FILE: the worker's own NATS user
+	// (a creds file, allowed to publish only this dispatch's events). Run
+	// reads and deletes it before anything else runs; empty: connect to
+	// NATSURL without credentials.
+	NATSCredsFile string
 	// SecretsTimeout is AGORA_SECRETS_TIMEOUT_SECONDS, the bound on one AWS
 	// Secrets Manager lookup; default awssm.DefaultTimeout.
 	SecretsTimeout time.Duration

@@ -34,7 +34,7 @@ type emitter struct {
 	started chan struct{}
 }
 
-func newEmitter(ctx context.Context, cfg Config) *emitter {
+func newEmitter(ctx context.Context, cfg Config, creds []byte) *emitter {
 	e := &emitter{stdout: cfg.Stdout, log: cfg.Logger, window: cfg.PublishWindow, connected: make(chan struct{})}
 	if cfg.NATSURL == "" {
 		close(e.connected)
@@ -42,11 +42,18 @@ func newEmitter(ctx context.Context, cfg Config) *emitter {
 	}
 	go func() {
 		defer close(e.connected)
-		e.bus, e.connErr = bus.Connect(ctx, cfg.NATSURL, bus.Options{
+		opts := bus.Options{
 			Name:           "agora-worker " + cfg.DispatchID,
 			Logger:         cfg.Logger,
 			ConnectTimeout: cfg.ConnectTimeout,
-		})
+		}
+		if creds != nil {
+			// A per-dispatch user: its acknowledgements arrive only on
+			// its own inbox.
+			opts.Auth.Creds = creds
+			opts.InboxPrefix = bus.WorkerInboxPrefix(cfg.DispatchID)
+		}
+		e.bus, e.connErr = bus.Connect(ctx, cfg.NATSURL, opts)
 		if e.connErr != nil {
 			e.log.Warn("connect to NATS; events go to stdout only", "url", cfg.NATSURL, "error", e.connErr)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/agoradev/agora/adapters"
 	"github.com/agoradev/agora/adapters/exec"
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/schemas"
 )
@@ -233,5 +234,47 @@ func TestRunSignsEventLines(t *testing.T) {
 	}
 	if _, err := os.Stat(keyFile); err == nil {
 		t.Error("the key file is still there")
+	}
+}
+
+// TestRunPublishesWithDispatchCredentials: against a NATS that refuses
+// anonymous clients, the worker publishes with the per-dispatch credentials
+// the runner gave it, and deletes their file before the runtime starts.
+func TestRunPublishesWithDispatchCredentials(t *testing.T) {
+	t.Parallel()
+	srv, ids := natstest.StartAuth(t)
+	b, err := bus.Connect(context.Background(), srv.ClientURL(), bus.Options{Name: "worker test " + t.Name(),
+		Auth: bus.Auth{CredsFile: ids.Path(natsauth.OrchestratorCredFile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.EnsureEventStream(context.Background()); err != nil {
+		t.Fatalf("EnsureEventStream: %v", err)
+	}
+	signer, err := ids.LoadSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := signer.Worker("d-creds", time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile := filepath.Join(t.TempDir(), "nats.creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newRunFixture(t, "d-creds", "/bin/sh", "-c", `test ! -e "$CREDS" || { echo "creds file still there" >&2; exit 4; }`)
+	f.bus = b
+	f.cfg.NATSURL = srv.ClientURL()
+	f.cfg.NATSCredsFile = credsFile
+	f.cfg.Environ = append(f.cfg.Environ, "CREDS="+credsFile, "AGORA_PASSTHROUGH_ENV=CREDS")
+	res := Run(context.Background(), f.cfg)
+	if res.Terminal.Kind != schemas.KindFinished || !res.Published {
+		t.Fatalf("run ended %s %+v, published %v; want finished and published", res.Terminal.Kind, res.Terminal.Failure, res.Published)
+	}
+	_, stored := f.kinds(t)
+	if want := []schemas.EventKind{schemas.KindStarted, schemas.KindFinished}; !slices.Equal(stored, want) {
+		t.Fatalf("stored events %v, want %v", stored, want)
 	}
 }

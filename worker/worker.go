@@ -85,19 +85,25 @@ func Run(ctx context.Context, cfg Config) Result {
 	// Before anything else runs: once the file is gone, only this process
 	// holds the key the runner checks event lines with.
 	key, keyErr := readEventKey(cfg.EventKeyFile)
+	creds, credsErr := readNATSCreds(cfg.NATSCredsFile)
 	if cfg.DispatchID == "" {
 		w.log.Error("AGORA_DISPATCH_ID is required; no event can be emitted without it")
 		fmt.Fprintln(cfg.Stderr, "agora-worker: AGORA_DISPATCH_ID is required")
 		return Result{ExitCode: ExitFailed, Timings: w.timings}
 	}
 	// Publishing must outlive a cancel: the cancelled event still has to go out.
-	w.emit = newEmitter(context.WithoutCancel(ctx), cfg)
+	w.emit = newEmitter(context.WithoutCancel(ctx), cfg, creds)
 	w.emit.key = key
 	defer w.emit.close()
 	if keyErr != nil {
 		// Unsigned, the events are refused by the runner, which then reports
 		// the dispatch lost with this line in its output.
 		w.log.Error("event key", "error", keyErr)
+	}
+	if credsErr != nil {
+		// Without them NATS refuses the events; the runner recovers the
+		// terminal one from stdout.
+		w.log.Error("nats credentials", "error", credsErr)
 	}
 
 	ev := w.execute(ctx)
@@ -396,6 +402,22 @@ func exitCode(ev schemas.Event) int {
 }
 
 func intPtr(n int) *int { return &n }
+
+// readNATSCreds reads and deletes the runner's NATS credentials file; nil
+// means none. The file is removed even when it cannot be read.
+func readNATSCreds(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if rmErr := os.Remove(path); err == nil && rmErr != nil {
+		return nil, fmt.Errorf("remove %s (the sub-agent could read it): %w", path, rmErr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read AGORA_NATS_CREDS_FILE: %w", err)
+	}
+	return data, nil
+}
 
 // readEventKey reads and deletes the runner's event key file; "" means no
 // key. The file is removed even when it does not parse.

@@ -172,6 +172,7 @@ func configFromEnv(environ []string) worker.Config {
 		PublishWindow:           seconds("AGORA_PUBLISH_WINDOW_SECONDS"),
 		SecretsDir:              env["AGORA_SECRETS_DIR"],
 		EventKeyFile:            env["AGORA_EVENT_KEY_FILE"],
+		NATSCredsFile:           env["AGORA_NATS_CREDS_FILE"],
 		SecretsTimeout:          seconds("AGORA_SECRETS_TIMEOUT_SECONDS"),
 		Environ:                 environ,
 		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),

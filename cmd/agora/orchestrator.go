@@ -18,12 +18,13 @@ import (
 	"github.com/agoradev/agora/orchestrator/registry"
 )
 
-const orchestratorSynopsis = "--nats URL [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
+const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
 	tokens                                            multiFlag
 	max                                               maxFlags
+	natsAuth                                          natsAuthFlags
 }
 
 func runOrchestrator(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
@@ -34,6 +35,7 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	var f orchestratorFlags
 	fs := flag.NewFlagSet("agora orchestrator", flag.ContinueOnError)
 	fs.StringVar(&f.natsURL, "nats", "", "the `URL` of the NATS server (with JetStream); required")
+	f.natsAuth.register(fs)
 	fs.StringVar(&f.storageURI, "storage", "", "object storage `URI` the runners use (file:///dir or s3://bucket/prefix), for remove and agent answers")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "serve the HTTP API on `ADDR`")
 	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
@@ -60,14 +62,18 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	if err != nil {
 		return err
 	}
+	auth, err := f.natsAuth.auth(environ)
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr)
-	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora orchestrator", Logger: log})
+	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora orchestrator", Logger: log, Auth: auth})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	if !b.Connected() {
-		return fmt.Errorf("NATS at %s is not reachable; start it or pass the right --nats", f.natsURL)
+		return fmt.Errorf("NATS at %s is not reachable (or refused the credentials); start it, or pass the right --nats and its credentials (--nats-creds, …)", f.natsURL)
 	}
 	var store storage.Store
 	if f.storageURI != "" {

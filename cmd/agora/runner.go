@@ -14,13 +14,14 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/stack"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/runner"
 )
 
-const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR] [--max-… LIMIT]..."
+const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--id ID] [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--worker-nats URL [--worker-nats-signer FILE]] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR] [--max-… LIMIT]..."
 
 // stopTimeout bounds the graceful stop after the first signal. Stopping does
 // not wait for containers (they keep running and the next runner process
@@ -35,6 +36,9 @@ type runnerFlags struct {
 	image      string // "": build or reuse the default worker image
 	id         string
 	workerNATS string
+	natsAuth   natsAuthFlags
+	auth       bus.Auth
+	signerFile string
 	slots      int
 	grace      time.Duration
 	logCap     int64
@@ -68,6 +72,8 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.StringVar(&f.image, "image", "", "run dispatches in the worker `IMAGE` (default: build or reuse it as 'agora image build' does)")
 	fs.StringVar(&f.id, "id", "", "name this runner `ID`; keep it across restarts so the next process adopts the containers (default: the host name)")
 	fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
+	f.natsAuth.register(fs)
+	fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
 	fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
 	fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
 	fs.Var(&f.workerEnv, "worker-env", "give every worker `KEY=VALUE` (repeatable), e.g. a proxy setting; never passed on to sub-agents (AWS credentials are not needed: the runner stages S3 and resolves aws-sm: refs itself)")
@@ -82,9 +88,17 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	if err := f.max.check(); err != nil {
 		return f, err
 	}
+	var err error
+	if f.auth, err = f.natsAuth.auth(environ); err != nil {
+		return f, err
+	}
 	switch {
 	case f.natsURL == "":
 		return f, usagef("--nats is required: the URL of the NATS server, e.g. --nats nats://127.0.0.1:4222")
+	case f.signerFile != "" && f.workerNATS == "":
+		return f, usagef("--worker-nats-signer mints credentials for --worker-nats: give both")
+	case f.signerFile != "" && f.natsAuth.creds == "":
+		return f, usagef("--worker-nats-signer needs --nats-creds: the workers' users belong to the runner's account")
 	case f.slots < 1:
 		return f, usagef("--slots must be at least 1")
 	case f.grace < time.Second:
@@ -168,13 +182,19 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora-runner", Logger: log})
+	var signer *natsauth.Signer
+	if f.signerFile != "" {
+		if signer, err = natsauth.LoadSigner(f.signerFile, f.natsAuth.creds); err != nil {
+			return err
+		}
+	}
+	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora-runner", Logger: log, Auth: f.auth})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	if !b.Connected() {
-		return fmt.Errorf("cannot reach NATS at %s; start a NATS server with JetStream there (nats-server -js) or fix --nats", f.natsURL)
+		return fmt.Errorf("cannot reach NATS at %s (or it refused the credentials); start a NATS server with JetStream there (nats-server -js), fix --nats or its credentials (--nats-creds, …)", f.natsURL)
 	}
 
 	r, err := runner.New(runner.Config{
@@ -185,6 +205,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		StorageURI:        f.storageURI,
 		Store:             store,
 		WorkerNATSURL:     f.workerNATS,
+		WorkerNATSSigner:  signer,
 		Grace:             f.grace,
 		LogCap:            f.logCap,
 		WorkerEnv:         f.workerEnv,

@@ -17,7 +17,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer"
 )
 
-const serveSynopsis = "[--data-dir DIR] [--nats URL | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... " +
+const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... " +
 	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
@@ -48,6 +48,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs := flag.NewFlagSet("agora serve", flag.ContinueOnError)
 	fs.StringVar(&dataDir, "data-dir", "", "keep all state in `DIR`: JetStream, storage, workspaces, secrets (default $AGORA_DATA_DIR, else ~/.agora)")
 	fs.StringVar(&natsURL, "nats", "", "use the NATS server (with JetStream) at `URL` instead of the embedded one")
+	var natsAuth natsAuthFlags
+	natsAuth.register(fs)
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
 	fs.StringVar(&listen, "listen", stack.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
@@ -67,6 +69,10 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	var max maxFlags
 	max.register(fs, true, true)
 	if err := parseFlags(fs, serveSynopsis, args, stdout); err != nil {
+		return f, err
+	}
+	auth, err := natsAuth.auth(environ)
+	if err != nil {
 		return f, err
 	}
 	cpusGiven := false
@@ -98,6 +104,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		return f, usagef("--runner-only needs --nats URL: the NATS server the orchestrator uses")
 	case natsURL != "" && natsPort != 0:
 		return f, usagef("--nats-port is the embedded server's port: not with --nats")
+	case natsURL == "" && natsAuth.given:
+		return f, usagef("--nats-creds, --nats-nkey, --nats-user and --nats-tls-… are for the server at --nats; the embedded one uses the identities in <data-dir>/nats-auth")
 	case natsPort < 0 || natsPort > 65535:
 		return f, usagef("--nats-port %d: want a port, 1-65535 (0: a free one)", natsPort)
 	case slots < 1:
@@ -132,6 +140,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: stack.Config{
 		DataDir:           abs,
 		NATSURL:           natsURL,
+		NATSAuth:          auth,
 		NATSPort:          natsPort,
 		StorageURI:        storageURI,
 		Listen:            listen,
@@ -197,7 +206,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "agora serve: metrics on %s/metrics\n", s.URL())
 	}
 	if cfg.NATSURL == "" {
-		fmt.Fprintf(stdout, "agora serve: NATS on %s (embedded, JetStream in %s)\n", s.NATSURL(), filepath.Join(cfg.DataDir, "nats"))
+		fmt.Fprintf(stdout, "agora serve: NATS on %s (embedded, JetStream in %s, credentials in %s)\n", s.NATSURL(), filepath.Join(cfg.DataDir, "nats"), s.NATSCredsDir())
 	} else {
 		fmt.Fprintf(stdout, "agora serve: NATS on %s\n", s.NATSURL())
 	}

@@ -38,6 +38,14 @@
 // server is up within its window; nothing is sent twice by a reconnect, and
 // the msg-id makes our own retries harmless.
 //
+// # Credentials
+//
+// Options.Auth carries the usual NATS client credentials (a creds file or
+// its contents, an nkey seed, a user and password) and TLS settings. A
+// worker connects with its dispatch's own user, which may publish only that
+// dispatch's events and logs and receive replies only below
+// WorkerInboxPrefix(id), hence Options.InboxPrefix.
+//
 // # Reading events
 //
 // Events reads a dispatch's events with the stream's message-get API, by
@@ -59,6 +67,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // Defaults for Options.
@@ -84,6 +93,13 @@ type Options struct {
 	// PublishTimeout bounds one publish attempt (request and ack), on top of
 	// ctx; default DefaultPublishTimeout.
 	PublishTimeout time.Duration
+	// Auth is the client's credentials and TLS settings; zero connects
+	// anonymously over plain TCP.
+	Auth Auth
+	// InboxPrefix, when set, replaces "_INBOX" in the reply subjects of
+	// requests (JetStream acknowledgements among them): a worker's user may
+	// subscribe only below its own prefix.
+	InboxPrefix string
 	// OnRetry, when set, is called by PublishEventRetry after each failed
 	// attempt that will be retried, on the caller's goroutine, before the
 	// backoff pause. attempt counts from 1.
@@ -108,6 +124,85 @@ func (o Options) WithDefaults() Options {
 		o.PublishTimeout = DefaultPublishTimeout
 	}
 	return o
+}
+
+// Auth is how a client proves who it is to NATS and checks the server: the
+// usual NATS client options. Set at most one of CredsFile, Creds,
+// NKeySeedFile and User.
+type Auth struct {
+	// CredsFile is a user JWT and its seed (a .creds file: nsc's, or
+	// <data-dir>/nats/auth/*.creds of an agora serve).
+	CredsFile string
+	// Creds is the same as CredsFile's contents, held in memory: the
+	// worker's, read from a file it deleted.
+	Creds []byte
+	// NKeySeedFile is an nkey user's seed.
+	NKeySeedFile string
+	// User and Password authenticate with a user name and password.
+	User, Password string
+	// TLSCA is a PEM file of the CAs the server's certificate is checked
+	// against (and turns TLS on); TLSCert and TLSKey a client certificate.
+	TLSCA, TLSCert, TLSKey string
+}
+
+// Validate reports credentials that cannot be used together.
+func (a Auth) Validate() error {
+	n := 0
+	for _, set := range []bool{a.CredsFile != "", a.Creds != nil, a.NKeySeedFile != "", a.User != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return errors.New("nats auth: use one of a creds file, an nkey seed or a user and password")
+	case a.Password != "" && a.User == "":
+		return errors.New("nats auth: a password needs a user")
+	case (a.TLSCert == "") != (a.TLSKey == ""):
+		return errors.New("nats auth: a TLS client certificate needs both the cert and the key")
+	}
+	return nil
+}
+
+// options turns a into nats.go connect options.
+func (a Auth) options() ([]nats.Option, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	var opts []nats.Option
+	switch {
+	case a.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(a.CredsFile))
+	case a.Creds != nil:
+		tok, err := nkeys.ParseDecoratedJWT(a.Creds)
+		if err != nil {
+			return nil, fmt.Errorf("nats credentials: %w", err)
+		}
+		kp, err := nkeys.ParseDecoratedUserNKey(a.Creds)
+		if err != nil {
+			return nil, fmt.Errorf("nats credentials: %w", err)
+		}
+		seed, err := kp.Seed()
+		if err != nil {
+			return nil, fmt.Errorf("nats credentials: %w", err)
+		}
+		opts = append(opts, nats.UserJWTAndSeed(tok, string(seed)))
+	case a.NKeySeedFile != "":
+		o, err := nats.NkeyOptionFromSeed(a.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats nkey seed: %w", err)
+		}
+		opts = append(opts, o)
+	case a.User != "":
+		opts = append(opts, nats.UserInfo(a.User, a.Password))
+	}
+	if a.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(a.TLSCA))
+	}
+	if a.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(a.TLSCert, a.TLSKey))
+	}
+	return opts, nil
 }
 
 // ErrNotConnected means the bus has no live connection to the server right
@@ -144,7 +239,14 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		return nil, fmt.Errorf("connect to %s: %w", url, context.DeadlineExceeded)
 	}
 	log := opts.Logger.With("nats_url", url)
-	nc, err := nats.Connect(url,
+	authOpts, err := opts.Auth.options()
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	if opts.InboxPrefix != "" {
+		authOpts = append(authOpts, nats.CustomInboxPrefix(opts.InboxPrefix))
+	}
+	nc, err := nats.Connect(url, append(authOpts,
 		nats.Name(opts.Name),
 		nats.Timeout(timeout),
 		nats.RetryOnFailedConnect(true),
@@ -160,7 +262,7 @@ func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			log.Warn("nats async error", "err", err)
 		}),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", url, err)
 	}

@@ -25,6 +25,11 @@ const (
 	ControlSubjectPrefix = "agora.control."
 )
 
+// WorkerInboxPrefix is the inbox prefix of a worker's connection
+// (Options.InboxPrefix): its NATS user may subscribe only below it, to
+// receive JetStream's acknowledgements and nothing else.
+func WorkerInboxPrefix(dispatchID string) string { return "_AGORA_INBOX." + dispatchID }
+
 // EventSubject is the subject of dispatchID's lifecycle events.
 func EventSubject(dispatchID string) string { return EventSubjectPrefix + dispatchID }
 

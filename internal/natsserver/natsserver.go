@@ -12,12 +12,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -47,6 +51,21 @@ type Config struct {
 	// ReadyTimeout bounds the wait for the server to accept clients;
 	// default DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Operator, when set, is the JWT of the operator the server trusts
+	// (operator mode): every client then needs a user JWT of one of
+	// Accounts, and anonymous connections are refused. Empty: no
+	// authentication (tests that do not need it).
+	Operator string
+	// SystemAccount is the operator's system account's public key.
+	SystemAccount string
+	// Accounts maps account public keys to their JWTs, loaded into the
+	// server's memory resolver (the system account's among them).
+	Accounts map[string]string
+	// AdoptGlobal, in operator mode, names the account that takes over the
+	// streams a server without authentication stored in StoreDir (its
+	// global account, $G), so an existing store keeps its streams when
+	// authentication is turned on. Only when that account has no store yet.
+	AdoptGlobal string
 }
 
 // WithDefaults returns c with every unset field set to its default.
@@ -72,6 +91,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nats-server config: port %d out of range 0-65535", c.Port)
 	case c.Host == "":
 		return errors.New("nats-server config: host is required")
+	case c.Operator != "" && (c.SystemAccount == "" || c.Accounts[c.SystemAccount] == ""):
+		return errors.New("nats-server config: operator mode needs the system account and its JWT")
 	}
 	return nil
 }
@@ -109,6 +130,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true, // signals belong to main
 	}
+	if cfg.Operator != "" {
+		if err := operatorMode(opts, cfg); err != nil {
+			return nil, fmt.Errorf("start nats-server: %w", err)
+		}
+		if err := adoptGlobal(cfg); err != nil {
+			return nil, fmt.Errorf("start nats-server: %w", err)
+		}
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("start nats-server: %w", err)
@@ -130,6 +159,51 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.cfg.Port = addr.Port
 	cfg.Logger.Info("nats-server ready", "url", s.ClientURL(), "store_dir", cfg.StoreDir)
 	return s, nil
+}
+
+// operatorMode makes the server trust cfg.Operator and resolve its accounts
+// from memory, so it accepts only users those accounts signed.
+func operatorMode(opts *server.Options, cfg Config) error {
+	oc, err := jwt.DecodeOperatorClaims(cfg.Operator)
+	if err != nil {
+		return fmt.Errorf("operator jwt: %w", err)
+	}
+	res := &server.MemAccResolver{}
+	for pub, tok := range cfg.Accounts {
+		if err := res.Store(pub, tok); err != nil {
+			return fmt.Errorf("account %s: %w", pub, err)
+		}
+	}
+	opts.TrustedOperators = []*jwt.OperatorClaims{oc}
+	opts.SystemAccount = cfg.SystemAccount
+	opts.AccountResolver = res
+	return nil
+}
+
+// adoptGlobal moves the global account's JetStream store to the account
+// cfg.AdoptGlobal: the file store keeps an account's streams in
+// <store>/jetstream/<account>, and the streams themselves do not name it.
+func adoptGlobal(cfg Config) error {
+	if cfg.AdoptGlobal == "" {
+		return nil
+	}
+	js := filepath.Join(cfg.StoreDir, "jetstream")
+	from, to := filepath.Join(js, server.DEFAULT_GLOBAL_ACCOUNT), filepath.Join(js, cfg.AdoptGlobal)
+	if _, err := os.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("adopt the unauthenticated store: %w", err)
+	}
+	if _, err := os.Stat(to); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("adopt the unauthenticated store: %w", err)
+	}
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("adopt the unauthenticated store: %w", err)
+	}
+	cfg.Logger.Info("nats-server: the streams stored without authentication now belong to the account", "account", cfg.AdoptGlobal)
+	return nil
 }
 
 // waitReady polls readiness in short slices so that a fatal error, the

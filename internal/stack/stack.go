@@ -14,7 +14,7 @@
 // agora_runner_slots_in_use{runner}, and the Go and process collectors.
 //
 // It holds no logic of its own beyond the wiring, the data dir layout and
-// the metrics. It imports internal/natsserver, internal/bus,
+// the metrics. It imports internal/natsserver, internal/natsauth, internal/bus,
 // internal/storage, internal/compute (and /docker), images, runner,
 // orchestrator (and /answer, /api) from the module.
 package stack
@@ -37,6 +37,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/orchestrator"
@@ -71,7 +72,8 @@ var _ Engine = (*docker.Engine)(nil)
 // one is required.
 type Config struct {
 	// DataDir holds this stack's state on this host: nats/ (the embedded
-	// server's JetStream store), storage/ (the default file storage),
+	// server's JetStream store), nats-auth/ (its keys and the users'
+	// credentials, 0600), storage/ (the default file storage),
 	// runner/ (dispatch specs and workspaces), runner-id and a lock file
 	// that keeps a second stack off the same directory. Default ~/.agora.
 	// It is made absolute: containers mount paths under it.
@@ -79,6 +81,11 @@ type Config struct {
 	// NATSURL is the NATS server (with JetStream) to use; empty starts an
 	// embedded one on loopback with its store in DataDir/nats.
 	NATSURL string
+	// NATSAuth is the credentials and TLS settings for NATSURL. The
+	// embedded server instead requires the identities kept in
+	// DataDir/nats-auth (made on first start, natsauth): the orchestrator
+	// and the runner each connect as their own user.
+	NATSAuth bus.Auth
 	// NATSPort is the embedded server's client port; 0 picks a free one
 	// each start. Unused with NATSURL.
 	NATSPort int
@@ -224,15 +231,19 @@ type Stack struct {
 	log  *slog.Logger
 	lock *os.File
 
-	nats    *natsserver.Server // nil with Config.NATSURL
+	nats    *natsserver.Server   // nil with Config.NATSURL
+	natsIDs *natsauth.Identities // the embedded server's; nil with Config.NATSURL
 	natsURL string
-	bus     *bus.Bus
-	store   storage.Store
-	engine  Engine
-	closeEn func() error // closes an engine the stack opened
-	orch    *orchestrator.Orchestrator
-	reg     *registry.Registry
-	runner  *runner.Runner
+	bus     *bus.Bus // the orchestrator's, or the runner's when it runs alone
+	// runnerBus is the runner's own connection (its own NATS user) when
+	// the orchestrator runs here too; else bus.
+	runnerBus *bus.Bus
+	store     storage.Store
+	engine    Engine
+	closeEn   func() error // closes an engine the stack opened
+	orch      *orchestrator.Orchestrator
+	reg       *registry.Registry
+	runner    *runner.Runner
 
 	ln         net.Listener
 	srv        *http.Server
@@ -308,10 +319,22 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 
 func (s *Stack) startBus(ctx context.Context) error {
 	s.natsURL = s.cfg.NATSURL
+	orchAuth, runnerAuth := s.cfg.NATSAuth, s.cfg.NATSAuth
 	if s.natsURL == "" {
+		ids, err := natsauth.Ensure(filepath.Join(s.cfg.DataDir, "nats-auth"))
+		if err != nil {
+			return err
+		}
 		srv, err := natsserver.Start(ctx, natsserver.Config{
 			StoreDir: filepath.Join(s.cfg.DataDir, "nats"),
 			Port:     s.cfg.NATSPort,
+			// Operator mode: no client gets in without a user of the
+			// agora account (issue 10).
+			Operator:      ids.OperatorJWT,
+			SystemAccount: ids.SystemAccount,
+			Accounts:      ids.AccountJWTs,
+			// A data dir from before authentication keeps its tasks.
+			AdoptGlobal: ids.Account,
 			// nats-server's banner and notices drown agora's own lines;
 			// its warnings and errors pass.
 			Logger: slog.New(minLevel{Handler: s.log.Handler(), min: slog.LevelWarn}),
@@ -319,17 +342,37 @@ func (s *Stack) startBus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.nats, s.natsURL = srv, srv.ClientURL()
+		s.nats, s.natsIDs, s.natsURL = srv, ids, srv.ClientURL()
+		orchAuth = bus.Auth{CredsFile: ids.Path(natsauth.OrchestratorCredFile)}
+		runnerAuth = bus.Auth{CredsFile: ids.Path(natsauth.RunnerCredFile)}
 	}
-	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: "agora serve", Logger: s.log})
+	name, auth := "agora serve", orchAuth
+	if !s.cfg.Orchestrator {
+		auth = runnerAuth
+	}
+	b, err := s.connect(ctx, name, auth)
 	if err != nil {
 		return err
 	}
-	s.bus = b
-	if !b.Connected() {
-		return fmt.Errorf("NATS at %s is not reachable; start it (nats-server -js) or pass the right --nats", s.natsURL)
+	s.bus, s.runnerBus = b, b
+	if s.cfg.Orchestrator && s.cfg.Runner && s.nats != nil {
+		if s.runnerBus, err = s.connect(ctx, "agora serve runner", runnerAuth); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func (s *Stack) connect(ctx context.Context, name string, auth bus.Auth) (*bus.Bus, error) {
+	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: name, Logger: s.log, Auth: auth})
+	if err != nil {
+		return nil, err
+	}
+	if !b.Connected() {
+		b.Close()
+		return nil, fmt.Errorf("NATS at %s is not reachable (or refused the credentials); start it (nats-server -js), pass the right --nats or its credentials (--nats-creds, …)", s.natsURL)
+	}
+	return b, nil
 }
 
 func (s *Stack) startOrchestrator(ctx context.Context) error {
@@ -380,6 +423,12 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 			return err
 		}
 	}
+	var signer *natsauth.Signer
+	if s.natsIDs != nil {
+		if signer, err = s.natsIDs.LoadSigner(); err != nil {
+			return err
+		}
+	}
 	r, err := runner.New(runner.Config{
 		ID:         id,
 		Slots:      s.cfg.Slots,
@@ -399,7 +448,8 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
 		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
 		AllowHostNetwork:  s.cfg.Max.AllowHostNetwork,
-		Bus:               s.bus,
+		Bus:               s.runnerBus,
+		WorkerNATSSigner:  signer,
 		Engine:            s.engine,
 		Logger:            s.log,
 	})
@@ -501,6 +551,15 @@ func (s *Stack) URL() string {
 // or Config.NATSURL.
 func (s *Stack) NATSURL() string { return s.natsURL }
 
+// NATSCredsDir is where the embedded server's identities and the
+// orchestrator's and runner's credentials files are; "" with Config.NATSURL.
+func (s *Stack) NATSCredsDir() string {
+	if s.natsIDs == nil {
+		return ""
+	}
+	return s.natsIDs.Dir
+}
+
 // Runner is the running runner; nil without that role.
 func (s *Stack) Runner() *runner.Runner { return s.runner }
 
@@ -548,6 +607,9 @@ func (s *Stack) stop(ctx context.Context) error {
 		if err := s.runner.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.runnerBus != nil && s.runnerBus != s.bus {
+		s.runnerBus.Close()
 	}
 	if s.bus != nil {
 		s.bus.Close()

@@ -1,7 +1,7 @@
 // Package natstest starts real in-process NATS servers for tests: a random
 // port, a t.TempDir() store, logs to t.Log and shutdown in t.Cleanup. It
-// imports only internal/natsserver and internal/testlog from the module and is imported only by
-// tests.
+// imports only internal/natsserver, internal/natsauth and internal/testlog
+// from the module and is imported only by tests.
 package natstest
 
 import (
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/testlog"
 )
@@ -48,6 +49,19 @@ func StartWith(t testing.TB, cfg natsserver.Config) *natsserver.Server {
 	}
 	t.Cleanup(s.Shutdown)
 	return s
+}
+
+// StartAuth starts a server as Start does, in operator mode with a fresh
+// set of agora identities (natsauth.Ensure in a t.TempDir()): anonymous
+// clients are refused, the identities' credential files let the
+// orchestrator and the runner in.
+func StartAuth(t testing.TB) (*natsserver.Server, *natsauth.Identities) {
+	t.Helper()
+	ids, err := natsauth.Ensure(t.TempDir())
+	if err != nil {
+		t.Fatalf("natsauth.Ensure: %v", err)
+	}
+	return StartWith(t, natsserver.Config{Operator: ids.OperatorJWT, SystemAccount: ids.SystemAccount, Accounts: ids.AccountJWTs}), ids
 }
 
 // Restart shuts s down and starts a new server on the same port and store

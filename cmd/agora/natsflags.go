@@ -1,0 +1,40 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/agoradev/agora/internal/bus"
+)
+
+// natsAuthFlags are the credential options of a role that connects to a
+// NATS server given with --nats: the usual NATS client ones.
+type natsAuthFlags struct {
+	creds, nkey, user, password string
+	tlsCA, tlsCert, tlsKey      string
+	given                       bool
+}
+
+func (n *natsAuthFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.creds, "nats-creds", "", "connect to --nats as the user in the credentials `FILE` (a user JWT and seed, e.g. <data-dir>/nats-auth/runner.creds of an agora serve)")
+	fs.StringVar(&n.nkey, "nats-nkey", "", "connect to --nats as the nkey user whose seed is in `FILE`")
+	fs.StringVar(&n.user, "nats-user", "", "connect to --nats as `USER`, with the password in $AGORA_NATS_PASSWORD (or --nats-password)")
+	fs.StringVar(&n.password, "nats-password", "", "the `PASSWORD` of --nats-user (visible to other local users in the process list: prefer $AGORA_NATS_PASSWORD)")
+	fs.StringVar(&n.tlsCA, "nats-tls-ca", "", "check the NATS server's certificate against the CAs in `FILE` (PEM), and use TLS")
+	fs.StringVar(&n.tlsCert, "nats-tls-cert", "", "present the client certificate in `FILE` (PEM) to NATS; with --nats-tls-key")
+	fs.StringVar(&n.tlsKey, "nats-tls-key", "", "the key `FILE` (PEM) of --nats-tls-cert")
+}
+
+// auth checks the flags (after parsing) and turns them into bus.Auth; the
+// password comes from $AGORA_NATS_PASSWORD when the flag is not given.
+func (n *natsAuthFlags) auth(environ []string) (bus.Auth, error) {
+	a := bus.Auth{CredsFile: n.creds, NKeySeedFile: n.nkey, User: n.user, Password: n.password,
+		TLSCA: n.tlsCA, TLSCert: n.tlsCert, TLSKey: n.tlsKey}
+	if a.User != "" && a.Password == "" {
+		a.Password = getenv(environ, "AGORA_NATS_PASSWORD")
+	}
+	n.given = n.creds != "" || n.nkey != "" || n.user != "" || n.password != "" || n.tlsCA != "" || n.tlsCert != "" || n.tlsKey != ""
+	if err := a.Validate(); err != nil {
+		return a, usagef("%v", err)
+	}
+	return a, nil
+}
