@@ -51,7 +51,8 @@ func (s Step) String() string {
 // any Go duration), e.g. "memory,lookup,agent:triage=2m,human=24h". A step
 // without a timeout gets DefaultTimeout. In a webhook step an "=" followed
 // by something that is not a duration belongs to the URL, so
-// "webhook:https://h/x?a=b=1h" is that URL with a 1h timeout. Arguments
+// "webhook:https://h/x?a=b=1h" is that URL with a 1h timeout (slack steps
+// alike: "slack:#ops?allow=U1=2h"). Arguments
 // cannot contain commas.
 func ParseRoute(spec string) ([]Step, error) {
 	if strings.TrimSpace(spec) == "" {
@@ -79,7 +80,8 @@ func parseStep(p string) (Step, error) {
 		switch {
 		case err == nil:
 			answerer, timeout = strings.TrimSpace(p[:i]), d
-		case !strings.HasPrefix(p, "webhook:"):
+		case !strings.HasPrefix(p, "webhook:") && !strings.HasPrefix(p, "slack:"):
+			// A URL's or a slack step's query may hold "=".
 			return Step{}, fmt.Errorf("timeout: %w", err)
 		}
 	}

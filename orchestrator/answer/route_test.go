@@ -42,6 +42,10 @@ func TestParseRoute(t *testing.T) {
 		{spec: "webhook:https://h.example/x?token=abc=1h30m", want: []answer.Step{
 			{Answerer: "webhook:https://h.example/x?token=abc", Timeout: 90 * time.Minute},
 		}},
+		{spec: "slack:#ops?allow=U1+S2,slack:@U9?remind=1h=2h", want: []answer.Step{
+			{Answerer: "slack:#ops?allow=U1+S2", Timeout: 24 * time.Hour},
+			{Answerer: "slack:@U9?remind=1h", Timeout: 2 * time.Hour},
+		}},
 		{spec: "", wantErr: "route is empty"},
 		{spec: "memory,,human", wantErr: `route step 2 "": empty step`},
 		{spec: "memory,human=soon", wantErr: `route step 2 "human=soon": timeout: "soon" is not a duration`},

@@ -1,0 +1,260 @@
+package slackanswer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
+)
+
+// Bucket is the KV bucket the bot keeps its messages, threads and clicks in.
+const Bucket = "agora_slack"
+
+// Service is what the bot needs of the orchestrator (orchestrator.Service
+// has it all).
+type Service interface {
+	Get(ctx context.Context, taskID string) (*wire.Task, error)
+	Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error)
+	Watch(ctx context.Context, fn func(wire.Change)) error
+}
+
+// KV is the bucket the bot's state lives in; *bus.KV is one.
+type KV interface {
+	Get(ctx context.Context, key string) ([]byte, uint64, error)
+	Create(ctx context.Context, key string, value []byte) (uint64, error)
+	Put(ctx context.Context, key string, value []byte) (uint64, error)
+	Each(ctx context.Context, fn func(key string, value []byte, rev uint64) error) error
+}
+
+var _ KV = (*bus.KV)(nil)
+
+// Config is one Slack bot.
+type Config struct {
+	// Token is the bot token (xoxb-…).
+	Token string
+	// SigningSecret verifies the interactivity endpoint's requests.
+	SigningSecret string
+	// SocketMode takes interactions over Socket Mode (AppToken, xapp-…)
+	// instead of the HTTP endpoint.
+	SocketMode bool
+	AppToken   string
+	// APIURL replaces https://slack.com/api/ (tests point it at slackfake).
+	APIURL string
+	// PublicURL is where agora serve is reached; messages link to
+	// PublicURL/tasks/ID. Empty: no link.
+	PublicURL string
+	Service   Service
+	KV        KV
+	Logger    *slog.Logger
+	// Now is the clock; Tick how often reminders are looked for (30s).
+	Now  func() time.Time
+	Tick time.Duration
+}
+
+// Validate says what is missing.
+func (c Config) Validate() error {
+	switch {
+	case c.Token == "":
+		return errors.New("slack: a bot token is required (--slack-token)")
+	case !c.SocketMode && c.SigningSecret == "":
+		return errors.New("slack: a signing secret is required (--slack-signing-secret), or Socket Mode")
+	case c.SocketMode && c.AppToken == "":
+		return errors.New("slack: Socket Mode needs an app-level token (--slack-app-token)")
+	case c.Service == nil || c.KV == nil:
+		return errors.New("slack: a service and a KV bucket are required")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
+			return fmt.Errorf("slack: public URL %q: want https://host[/path]", c.PublicURL)
+		}
+	}
+	return nil
+}
+
+// Bot posts questions to Slack and takes the answers given there.
+type Bot struct {
+	cfg Config
+	api *slack.Client
+	log *slog.Logger
+
+	// ctx bounds background work (acting on clicks, following tasks);
+	// Stop cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu serialises changes to message records: one process owns them.
+	mu     sync.Mutex
+	open   map[string]bool     // message id → still open
+	byTask map[string][]string // task id → its open messages
+	groups map[string]groupMembers
+
+	changes chan wire.Change
+}
+
+type groupMembers struct {
+	at      time.Time
+	members []string
+}
+
+// New returns a bot that is not started.
+func New(cfg Config) (*Bot, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 30 * time.Second
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	opts := []slack.Option{}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	if cfg.AppToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Bot{cfg: cfg, api: slack.New(cfg.Token, opts...), log: cfg.Logger.With("answerer", "slack"),
+		ctx: ctx, cancel: cancel, open: map[string]bool{}, byTask: map[string][]string{},
+		groups: map[string]groupMembers{}, changes: make(chan wire.Change, 4096)}, nil
+}
+
+// Register plugs "slack:<target>" into r.
+func (b *Bot) Register(r *answer.Resolver) error {
+	return r.Register("slack", b.Step)
+}
+
+// Step is the answer.Resolver constructor of "slack:<target>".
+func (b *Bot) Step(arg string) (answer.Answerer, error) {
+	t, err := ParseTarget(arg)
+	if err != nil {
+		return nil, err
+	}
+	return answer.Func(func(ctx context.Context, q answer.Question) (answer.Reply, error) {
+		return answer.Reply{}, b.ask(ctx, "slack:"+arg, t, q)
+	}), nil
+}
+
+// Start checks the token, loads the open messages, re-drives the clicks a
+// stop cut off, and follows the tasks; with SocketMode it connects too.
+// It returns once running.
+func (b *Bot) Start(ctx context.Context) error {
+	var who *slack.AuthTestResponse
+	err := b.call(ctx, "auth.test", func() (err error) { who, err = b.api.AuthTestContext(ctx); return err })
+	if err != nil {
+		return fmt.Errorf("start slack bot: %w", err)
+	}
+	b.log.Info("slack bot connected", "team", who.Team, "user", who.User)
+	var pending []string
+	err = b.cfg.KV.Each(ctx, func(key string, value []byte, _ uint64) error {
+		switch {
+		case strings.HasPrefix(key, "msg."):
+			var m message
+			if decode(value, &m) == nil && !m.Done {
+				b.index(&m)
+			}
+		case strings.HasPrefix(key, "click."):
+			var c click
+			if decode(value, &c) == nil && !c.Done {
+				pending = append(pending, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("start slack bot: %w", err)
+	}
+	for _, key := range pending {
+		b.log.Info("re-driving a click received before a restart", "click", key)
+		b.goAct(key)
+	}
+	b.wg.Add(2)
+	go b.follow()
+	go b.remind()
+	go func() {
+		if err := b.cfg.Service.Watch(b.ctx, func(c wire.Change) {
+			select {
+			case b.changes <- c:
+			default:
+				b.log.Warn("task changes overflow; one is dropped", "task_id", c.TaskID)
+			}
+		}); err != nil && b.ctx.Err() == nil {
+			b.log.Error("watch tasks", "error", err)
+		}
+	}()
+	if b.cfg.SocketMode {
+		b.wg.Add(1)
+		go b.socketMode()
+	}
+	return nil
+}
+
+// Stop stops background work and waits for it; idempotent.
+func (b *Bot) Stop(ctx context.Context) error {
+	b.cancel()
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// call runs a Slack Web API call, waiting out 429s (Retry-After) up to 5
+// times within ctx.
+func (b *Bot) call(ctx context.Context, what string, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) && attempt < 5 {
+			wait := max(rl.RetryAfter, time.Second)
+			b.log.Info("slack rate limit; waiting", "method", what, "retry_after", wait)
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("slack %s: %w (while waiting out a rate limit)", what, ctx.Err())
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("slack %s: %w", what, err)
+		}
+		return nil
+	}
+}
+
+func (b *Bot) now() time.Time { return b.cfg.Now().UTC() }
+
+func newID() string {
+	var p [8]byte
+	_, _ = rand.Read(p[:])
+	return hex.EncodeToString(p[:])
+}
+
+// taskURL is the task's web page, or "".
+func (b *Bot) taskURL(id string) string {
+	if b.cfg.PublicURL == "" {
+		return ""
+	}
+	return b.cfg.PublicURL + "/tasks/" + url.PathEscape(id)
+}

@@ -1,0 +1,21 @@
+// Package slackanswer is the Slack answerer: a route step
+// "slack:#channel" or "slack:@user" posts a sub-agent's question to Slack
+// as a Block Kit message with a button per option, and the clicks that
+// come back through the interactivity endpoint (HTTP or Socket Mode)
+// answer it through the orchestrator's Answer, recorded as the Slack user
+// on the channel "slack".
+//
+// One Bot serves an orchestrator: Register plugs the step into the
+// answer.Resolver, Handler is the interactivity endpoint agora serve
+// mounts, Start follows the tasks (Service.Watch) so that a question
+// answered elsewhere, a reminder, an escalation to the next step and the
+// task's outcome show in Slack, and re-drives clicks a restart cut off.
+//
+// State lives in a KV bucket (Bucket): one record per posted message, one
+// per task thread, one per click received (written before the click is
+// acted on, so a click is never lost and never applied twice).
+//
+// It imports answer, wire and internal/bus from this module, and slack-go;
+// slackfake is the Slack Web API fake its tests run against.
+// docs/slack.md is the setup guide.
+package slackanswer

@@ -1,0 +1,160 @@
+package slackanswer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agoradev/agora/wire"
+)
+
+// follow applies task changes to the messages: answered elsewhere (CLI,
+// web, another answerer, the default), closed (cancelled, expired), moved
+// on to the next step (escalated), and the task's outcome in its thread.
+func (b *Bot) follow() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case c := <-b.changes:
+			if c.Task == nil {
+				continue
+			}
+			b.taskChanged(b.ctx, c.Task)
+		}
+	}
+}
+
+func (b *Bot) taskChanged(ctx context.Context, t *wire.Task) {
+	b.mu.Lock()
+	ids := slices.Clone(b.byTask[t.ID])
+	b.mu.Unlock()
+	for _, id := range ids {
+		b.sync(ctx, id, t)
+	}
+	if t.State.Terminal() {
+		b.outcome(ctx, t)
+	}
+}
+
+// sync brings message id up to date with t.
+func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var m message
+	if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done {
+		if err != nil {
+			b.log.Warn("read message", "message", id, "error", err)
+		}
+		return
+	}
+	changed := false
+	for i := range m.Members {
+		mb := &m.Members[i]
+		if mb.TaskID != t.ID || mb.settled() {
+			continue
+		}
+		settleFrom(mb, t)
+		changed = changed || mb.settled()
+		if !m.Escalated {
+			if d, ok := timedOut(t, mb.Round, m.Step); ok {
+				m.Escalated, changed = true, true
+				next := "the route ended"
+				if m.Next != "" {
+					next = "passed on to `" + m.Next + "`"
+				}
+				b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":arrow_heading_down: No answer here by %s; %s. An answer given here is still taken while the question is open.", stamp(d.At), next))
+			}
+		}
+	}
+	if changed {
+		b.close(ctx, &m)
+	}
+}
+
+// timedOut finds the decision that step timed out on round n.
+func timedOut(t *wire.Task, n int, step string) (wire.Decision, bool) {
+	for _, r := range t.Rounds {
+		if r.N != n {
+			continue
+		}
+		for _, d := range r.Decisions {
+			if d.Step == step && d.Result == "timed out" {
+				return d, true
+			}
+		}
+	}
+	return wire.Decision{}, false
+}
+
+func threadOf(m *message) string {
+	if m.ThreadTS != "" {
+		return m.ThreadTS
+	}
+	return m.TS
+}
+
+// outcome posts how a task ended in each of its threads, once.
+func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var th thread
+	if ok, err := b.load(ctx, threadKey(t.ID), &th); err != nil || !ok || th.Outcome || len(th.TS) == 0 {
+		return
+	}
+	text := fmt.Sprintf("Task `%s` is *%s*", t.ID, t.State)
+	if t.Outcome != nil && t.Outcome.Detail != "" {
+		text += ": " + escape(t.Outcome.Detail)
+	}
+	if u := b.taskURL(t.ID); u != "" {
+		text += " · <" + u + "|open>"
+	}
+	for _, r := range th.TS {
+		b.reply(ctx, r.Channel, r.TS, text)
+	}
+	th.Outcome = true
+	if err := b.save(ctx, threadKey(t.ID), th); err != nil {
+		b.log.Warn("keep the thread of a task", "task_id", t.ID, "error", err)
+	}
+}
+
+// remind posts a reminder in the thread of each open message whose
+// reminder time has come, once, before its step times out.
+func (b *Bot) remind() {
+	defer b.wg.Done()
+	tick := time.NewTicker(b.cfg.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-tick.C:
+			b.remindDue(b.ctx)
+		}
+	}
+}
+
+func (b *Bot) remindDue(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	for id := range b.open {
+		var m message
+		if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Reminded || m.RemindAt.IsZero() ||
+			now.Before(m.RemindAt) || !now.Before(m.Deadline) {
+			continue
+		}
+		next := "the route ends"
+		if m.Next != "" {
+			next = "it goes to `" + m.Next + "`"
+		}
+		b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":alarm_clock: Reminder: still waiting for an answer to *%s*. At %s %s.",
+			escape(m.Question), stamp(m.Deadline), next))
+		m.Reminded = true
+		if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
+			b.log.Warn("keep message", "message", m.ID, "error", err)
+		}
+	}
+}

@@ -1,0 +1,429 @@
+package slackanswer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/wire"
+)
+
+// maxBody bounds an interaction request; Slack's are a few KiB.
+const maxBody = 1 << 20
+
+// Handler is the interactivity endpoint (Slack's "Request URL", e.g.
+// https://agora.example.com/slack/interactions). It verifies the request's
+// signature and timestamp, records the interaction, answers 200 at once
+// (Slack gives up after 3 seconds) and acts on it afterwards.
+func (b *Bot) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil || len(body) > maxBody {
+			http.Error(w, "unreadable or too large body", http.StatusBadRequest)
+			return
+		}
+		sv, err := slack.NewSecretsVerifier(r.Header, b.cfg.SigningSecret)
+		if err == nil {
+			_, _ = sv.Write(body)
+			err = sv.Ensure()
+		}
+		if err != nil {
+			b.log.Warn("slack interaction refused", "remote", r.RemoteAddr, "error", err)
+			http.Error(w, "bad signature or timestamp", http.StatusUnauthorized)
+			return
+		}
+		form, err := parseForm(body)
+		if err != nil || form == "" {
+			http.Error(w, "want a form with a payload", http.StatusBadRequest)
+			return
+		}
+		key, fresh, err := b.record(r.Context(), []byte(form))
+		if err != nil {
+			// Not recorded: Slack shows the user an error, so the click is
+			// not silently lost.
+			b.log.Error("record slack interaction", "error", err)
+			http.Error(w, "could not record the interaction", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK) // an empty 200 also closes a submitted modal
+		if fresh {
+			b.goAct(key)
+		}
+	})
+}
+
+func parseForm(body []byte) (string, error) {
+	req, err := http.NewRequest(http.MethodPost, "/", strings.NewReader(string(body)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if err := req.ParseForm(); err != nil {
+		return "", err
+	}
+	return req.PostForm.Get("payload"), nil
+}
+
+// record keeps an interaction before anything is done with it; fresh is
+// false for a delivery seen before (the same payload), which is not acted
+// on again.
+func (b *Bot) record(ctx context.Context, payload []byte) (key string, fresh bool, err error) {
+	if !json.Valid(payload) {
+		return "", false, fmt.Errorf("payload is not JSON")
+	}
+	key = clickKey(payload)
+	raw, err := json.Marshal(click{Payload: payload, At: b.now()})
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := b.cfg.KV.Create(ctx, key, raw); errors.Is(err, bus.ErrKeyExists) {
+		b.log.Info("duplicate slack interaction ignored", "click", key)
+		return key, false, nil
+	} else if err != nil {
+		return "", false, err
+	}
+	return key, true, nil
+}
+
+// goAct acts on a recorded interaction in the background.
+func (b *Bot) goAct(key string) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := b.act(b.ctx, key); err != nil {
+			// The record stays undone: the next start re-drives it.
+			b.log.Error("act on slack interaction", "click", key, "error", err)
+		}
+	}()
+}
+
+// act does what a recorded interaction asks, then marks it done.
+func (b *Bot) act(ctx context.Context, key string) error {
+	var c click
+	if ok, err := b.load(ctx, key, &c); err != nil || !ok || c.Done {
+		return err
+	}
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal(c.Payload, &cb); err != nil {
+		return b.finish(ctx, key, c, "undecodable: "+err.Error())
+	}
+	result, err := b.interaction(ctx, &cb, c.At)
+	if err != nil {
+		return err
+	}
+	return b.finish(ctx, key, c, result)
+}
+
+func (b *Bot) finish(ctx context.Context, key string, c click, result string) error {
+	c.Done, c.Result = true, result
+	if err := b.save(ctx, key, c); err != nil {
+		return fmt.Errorf("mark interaction done: %w", err)
+	}
+	return nil
+}
+
+// interaction handles one interaction and says what came of it.
+func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at time.Time) (string, error) {
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		if len(cb.ActionCallback.BlockActions) == 0 {
+			return "no action", nil
+		}
+		a := cb.ActionCallback.BlockActions[0]
+		switch {
+		case strings.HasPrefix(a.ActionID, actionAnswer):
+			id, idx, _ := strings.Cut(a.Value, ":")
+			i, err := strconv.Atoi(idx)
+			if err != nil {
+				return "bad button value " + a.Value, nil
+			}
+			return b.answer(ctx, id, cb.User, func(m *message) (string, bool) {
+				if i < 0 || i >= len(m.Options) {
+					return "", false
+				}
+				return m.Options[i], true
+			})
+		case a.ActionID == actionOther:
+			return b.openForm(ctx, a.Value, cb, at)
+		}
+		return "ignored action " + a.ActionID, nil
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID != callbackForm {
+			return "ignored view " + cb.View.CallbackID, nil
+		}
+		text := strings.TrimSpace(cb.View.State.Values["answer"]["text"].Value)
+		return b.answer(ctx, cb.View.PrivateMetadata, cb.User, func(*message) (string, bool) { return text, text != "" })
+	}
+	return "ignored " + string(cb.Type), nil
+}
+
+// by is how a Slack user is recorded as the answering person.
+func by(u slack.User) string {
+	name := u.Name
+	if name == "" {
+		name = u.Username
+	}
+	if name == "" {
+		return "slack:" + u.ID
+	}
+	return "slack:" + u.ID + " (" + name + ")"
+}
+
+// answer gives the value a click chose to every open question of the
+// message: the first answer wins; a late or unauthorised one is told why.
+func (b *Bot) answer(ctx context.Context, id string, u slack.User, value func(*message) (string, bool)) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var m message
+	if ok, err := b.load(ctx, msgKey(id), &m); err != nil {
+		return "", err
+	} else if !ok {
+		return "unknown message " + id, nil
+	}
+	if ok, err := m.Target.allowed(u.ID, b.members(ctx)); err != nil {
+		return "", fmt.Errorf("check who may answer: %w", err)
+	} else if !ok {
+		b.ephemeral(ctx, &m, u.ID, ":no_entry: You may not answer this question: only "+
+			strings.Join(mentions(m.Target.Allow), ", ")+" may. Nothing was changed.")
+		return "refused " + u.ID, nil
+	}
+	v, ok := value(&m)
+	if !ok {
+		b.ephemeral(ctx, &m, u.ID, ":warning: That is not an answer to this question.")
+		return "no answer", nil
+	}
+	me := by(u)
+	var mine, theirs *answered
+	for i := range m.Members {
+		mb := &m.Members[i]
+		if mb.settled() {
+			if theirs == nil && mb.Answer != nil {
+				theirs = mb.Answer
+			}
+			continue
+		}
+		t, err := b.cfg.Service.Answer(ctx, wire.AnswerRequest{TaskID: mb.TaskID, Round: mb.Round, Answer: v, By: me, Channel: "slack"})
+		switch {
+		case err == nil:
+			mb.Answer = answerOf(t, mb.Round)
+			mine = mb.Answer
+		case errors.Is(err, wire.ErrAlreadyAnswered), errors.Is(err, wire.ErrNoQuestion):
+			b.settle(ctx, mb)
+			if mb.Answer != nil && mb.Answer.By == me && mb.Answer.Value != "" {
+				mine = mb.Answer // a re-driven click that was applied before the restart
+			} else if theirs == nil && mb.Answer != nil {
+				theirs = mb.Answer
+			}
+		case errors.Is(err, wire.ErrInvalidAnswer):
+			b.ephemeral(ctx, &m, u.ID, ":warning: "+escape(err.Error()))
+			return "invalid answer", nil
+		default:
+			return "", fmt.Errorf("answer task %s round %d: %w", mb.TaskID, mb.Round, err)
+		}
+	}
+	b.close(ctx, &m)
+	if mine == nil {
+		msg := ":hourglass: This question is no longer open."
+		if theirs != nil {
+			msg = fmt.Sprintf(":hourglass: Already answered by %s from %s at %s (answer *%s*). Your click changed nothing.",
+				who(theirs.By), theirs.Channel, stamp(theirs.At), escape(theirs.Value))
+		}
+		b.ephemeral(ctx, &m, u.ID, msg)
+		return "late " + u.ID, nil
+	}
+	b.log.Info("answered from slack", "message", m.ID, "by", me, "answer", mine.Value)
+	return "answered by " + me, nil
+}
+
+// close saves the message and rewrites it; once every member is settled
+// it is done and loses its buttons.
+func (b *Bot) close(ctx context.Context, m *message) {
+	done := true
+	for i := range m.Members {
+		done = done && m.Members[i].settled()
+	}
+	m.Done = done
+	if err := b.save(ctx, msgKey(m.ID), m); err != nil {
+		b.log.Warn("keep message", "message", m.ID, "error", err)
+	}
+	if done {
+		b.unindex(m)
+	}
+	b.update(ctx, m)
+}
+
+// settle reads how mb's round ended from its task.
+func (b *Bot) settle(ctx context.Context, mb *member) {
+	t, err := b.cfg.Service.Get(ctx, mb.TaskID)
+	if errors.Is(err, wire.ErrNotFound) {
+		mb.Closed = "the task was removed"
+		return
+	}
+	if err != nil {
+		b.log.Warn("read task", "task_id", mb.TaskID, "error", err)
+		return
+	}
+	settleFrom(mb, t)
+}
+
+// settleFrom marks mb answered or closed from its task, if it is.
+func settleFrom(mb *member, t *wire.Task) {
+	if a := answerOf(t, mb.Round); a != nil {
+		mb.Answer = a
+		return
+	}
+	if len(t.Rounds) == 0 {
+		return
+	}
+	cur := t.Rounds[len(t.Rounds)-1]
+	if cur.N != mb.Round || t.State != wire.StateNeedsInput {
+		why := "the task is " + string(t.State)
+		if t.Outcome != nil && t.Outcome.Detail != "" {
+			why += " (" + t.Outcome.Detail + ")"
+		}
+		mb.Closed = why
+	}
+}
+
+func answerOf(t *wire.Task, round int) *answered {
+	if t == nil {
+		return nil
+	}
+	for _, r := range t.Rounds {
+		if r.N == round && r.Answer != nil {
+			return &answered{Value: r.Answer.Value, By: r.Answer.By, Channel: r.Answer.Channel, At: r.Answer.At}
+		}
+	}
+	return nil
+}
+
+func mentions(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, "S") {
+			out = append(out, "<!subteam^"+id+">")
+		} else {
+			out = append(out, "<@"+id+">")
+		}
+	}
+	return out
+}
+
+// ephemeral tells one user something only they see, next to the message.
+func (b *Bot) ephemeral(ctx context.Context, m *message, user, text string) {
+	err := b.call(ctx, "chat.postEphemeral", func() error {
+		opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+		if m.ThreadTS != "" {
+			opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
+		}
+		_, err := b.api.PostEphemeralContext(ctx, m.ChannelID, user, opts...)
+		return err
+	})
+	if err != nil {
+		b.log.Warn("post ephemeral reply", "user", user, "error", err)
+	}
+}
+
+// members looks up a user group's members, cached for a minute.
+func (b *Bot) members(ctx context.Context) func(string) ([]string, error) {
+	return func(group string) ([]string, error) {
+		if g, ok := b.groups[group]; ok && b.now().Sub(g.at) < time.Minute {
+			return g.members, nil
+		}
+		var m []string
+		err := b.call(ctx, "usergroups.users.list", func() (err error) {
+			m, err = b.api.GetUserGroupMembersContext(ctx, group)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		b.groups[group] = groupMembers{at: b.now(), members: m}
+		return m, nil
+	}
+}
+
+// openForm opens the "Other…" modal. Slack's trigger expires 3 seconds
+// after the click, so a click re-driven after a restart is told to click
+// again.
+func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCallback, at time.Time) (string, error) {
+	b.mu.Lock()
+	var m message
+	ok, err := b.load(ctx, msgKey(id), &m)
+	allowed := false
+	if ok && err == nil {
+		allowed, err = m.Target.allowed(cb.User.ID, b.members(ctx))
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "unknown message " + id, nil
+	}
+	if !allowed || m.Done {
+		// answer tells why, with nothing to answer.
+		return b.answer(ctx, id, cb.User, func(*message) (string, bool) { return "", false })
+	}
+	if b.now().Sub(at) > 3*time.Second {
+		b.ephemeral(ctx, &m, cb.User.ID, ":warning: The form could not be opened in time; click *Other…* again.")
+		return "form expired", nil
+	}
+	err = b.call(ctx, "views.open", func() error {
+		_, err := b.api.OpenViewContext(ctx, cb.TriggerID, form(&m))
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("open the answer form: %w", err)
+	}
+	return "form opened", nil
+}
+
+// socketMode takes interactions over a Socket Mode connection: each is
+// acknowledged at once, recorded, then acted on, as over HTTP.
+func (b *Bot) socketMode() {
+	defer b.wg.Done()
+	client := socketmode.New(b.api)
+	go func() {
+		for {
+			select {
+			case <-b.ctx.Done():
+				return
+			case evt, ok := <-client.Events:
+				if !ok {
+					return
+				}
+				if evt.Type != socketmode.EventTypeInteractive || evt.Request == nil {
+					continue
+				}
+				key, fresh, err := b.record(b.ctx, evt.Request.Payload)
+				if err != nil {
+					b.log.Error("record slack interaction", "error", err)
+					continue // unacknowledged: Slack retries it
+				}
+				client.Ack(*evt.Request)
+				if fresh {
+					b.goAct(key)
+				}
+			}
+		}
+	}()
+	if err := client.RunContext(b.ctx); err != nil && b.ctx.Err() == nil {
+		b.log.Error("slack socket mode", "error", err)
+	}
+}

@@ -1,0 +1,286 @@
+// Package slackfake is a Slack Web API on loopback for tests: it answers
+// the methods the Slack answerer calls (auth.test, chat.postMessage,
+// chat.update, chat.postEphemeral, views.open, users.info,
+// usergroups.users.list), records every call, can answer 429 with
+// Retry-After, and builds the signed interaction payloads Slack would POST
+// to the interactivity endpoint. Slack itself cannot be reached from the
+// machines agora is tested on; slack-go's slacktest lacks chat.update,
+// views.open and interactions. It imports nothing from this module.
+package slackfake
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is one request the fake received.
+type Call struct {
+	Method string
+	// Params are the form fields, or the JSON body's top-level fields
+	// rendered as strings (objects as JSON).
+	Params url.Values
+}
+
+// Button is one button of a message's blocks.
+type Button struct {
+	ActionID, Value, Text, Style string
+}
+
+// Buttons returns the buttons of the call's "blocks" (or "view") field.
+func (c Call) Buttons() []Button {
+	var out []Button
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "button" {
+				b := Button{}
+				b.ActionID, _ = v["action_id"].(string)
+				b.Value, _ = v["value"].(string)
+				b.Style, _ = v["style"].(string)
+				if t, ok := v["text"].(map[string]any); ok {
+					b.Text, _ = t["text"].(string)
+				}
+				out = append(out, b)
+				return
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	var blocks any
+	if err := json.Unmarshal([]byte(c.Params.Get("blocks")), &blocks); err == nil {
+		walk(blocks)
+	}
+	return out
+}
+
+// Server is the fake. Use New; URL is what slack.OptionAPIURL takes.
+type Server struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	calls   []Call
+	seq     int
+	limited map[string]int
+	users   map[string]string
+	groups  map[string][]string
+}
+
+// New starts a fake on loopback, closed at the end of the test.
+func New(t testing.TB) *Server {
+	s := &Server{limited: map[string]int{}, users: map[string]string{}, groups: map[string][]string{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the API root, for slack.OptionAPIURL.
+func (s *Server) URL() string { return s.srv.URL + "/api/" }
+
+// AddUser makes users.info know id as name.
+func (s *Server) AddUser(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[id] = name
+}
+
+// AddGroup makes usergroups.users.list list members for the group id.
+func (s *Server) AddGroup(id string, members ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[id] = members
+}
+
+// RateLimit makes the next n calls of method answer 429 Retry-After: 1.
+func (s *Server) RateLimit(method string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limited[method] = n
+}
+
+// Calls returns the recorded calls of method ("" for all), oldest first.
+func (s *Server) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WaitCalls waits up to 20s until method was called at least n times and
+// returns those calls.
+func (s *Server) WaitCalls(t testing.TB, method string, n int) []Call {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c := s.Calls(method); len(c) >= n {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slack fake: %s called %d times, want %d; calls: %v", method, len(s.Calls(method)), n, s.methods())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *Server) methods() []string {
+	var m []string
+	for _, c := range s.Calls("") {
+		m = append(m, c.Method)
+	}
+	return m
+}
+
+// ChannelID is the id the fake gives a channel name or user: "#ops" is
+// COPS, "U1" (a direct message) is DU1.
+func ChannelID(name string) string {
+	switch {
+	case strings.HasPrefix(name, "#"):
+		return "C" + strings.ToUpper(strings.TrimPrefix(name, "#"))
+	case strings.HasPrefix(name, "@"):
+		return "D" + strings.TrimPrefix(name, "@")
+	case strings.HasPrefix(name, "U"), strings.HasPrefix(name, "W"):
+		return "D" + name
+	}
+	return name
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	params := url.Values{}
+	body, _ := io.ReadAll(r.Body)
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				params.Set(k, s)
+				continue
+			}
+			b, _ := json.Marshal(v)
+			params.Set(k, string(b))
+		}
+	} else {
+		params, _ = url.ParseQuery(string(body))
+		for k, v := range r.URL.Query() {
+			params[k] = v
+		}
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, Params: params})
+	if n := s.limited[method]; n > 0 {
+		s.limited[method] = n - 1
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	s.seq++
+	ts := fmt.Sprintf("1700000000.%06d", s.seq)
+	users, groups := s.users, s.groups
+	var resp map[string]any
+	switch method {
+	case "auth.test":
+		resp = map[string]any{"user_id": "UBOT", "user": "agora", "team_id": "T1", "team": "test", "bot_id": "B1", "url": "https://test.slack.invalid/"}
+	case "chat.postMessage":
+		resp = map[string]any{"channel": ChannelID(params.Get("channel")), "ts": ts, "message": map[string]any{"ts": ts, "text": params.Get("text")}}
+	case "chat.update":
+		resp = map[string]any{"channel": params.Get("channel"), "ts": params.Get("ts"), "text": params.Get("text")}
+	case "chat.postEphemeral":
+		resp = map[string]any{"message_ts": ts}
+	case "views.open":
+		resp = map[string]any{"view": map[string]any{"id": "V" + strconv.Itoa(s.seq)}}
+	case "users.info":
+		id := params.Get("user")
+		name, ok := users[id]
+		if !ok {
+			resp = map[string]any{"ok": false, "error": "user_not_found"}
+			break
+		}
+		resp = map[string]any{"user": map[string]any{"id": id, "name": name, "real_name": name}}
+	case "usergroups.users.list":
+		m, ok := groups[params.Get("usergroup")]
+		if !ok {
+			resp = map[string]any{"ok": false, "error": "no_such_subteam"}
+			break
+		}
+		resp = map[string]any{"users": m}
+	default:
+		resp = map[string]any{"ok": false, "error": "unknown_method"}
+	}
+	s.mu.Unlock()
+	if _, ok := resp["ok"]; !ok {
+		resp["ok"] = true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// Sign returns Slack's v0 signature of body sent at ts.
+func Sign(secret string, ts time.Time, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%d:%s", ts.Unix(), body)
+	return "v0=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Interaction is a request as Slack POSTs it to the interactivity
+// endpoint: the payload form-encoded, signed with secret at ts.
+func Interaction(target, secret string, ts time.Time, payload any) *http.Request {
+	p, err := json.Marshal(payload)
+	if err != nil {
+		panic(err) // a test's payload is a literal
+	}
+	body := []byte(url.Values{"payload": {string(p)}}.Encode())
+	r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(body)))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts.Unix(), 10))
+	r.Header.Set("X-Slack-Signature", Sign(secret, ts, body))
+	return r
+}
+
+// Click is the block_actions payload of user pressing button in the
+// message at channel/ts.
+func Click(userID, userName, channel, ts string, b Button) map[string]any {
+	return map[string]any{
+		"type": "block_actions", "trigger_id": "trig-" + ts + "-" + b.ActionID + "-" + userID,
+		"user":      map[string]any{"id": userID, "username": userName, "name": userName},
+		"channel":   map[string]any{"id": channel},
+		"container": map[string]any{"type": "message", "message_ts": ts, "channel_id": channel},
+		"message":   map[string]any{"ts": ts},
+		"actions": []any{map[string]any{"type": "button", "block_id": "answers", "action_id": b.ActionID, "value": b.Value,
+			"action_ts": ts}},
+	}
+}
+
+// Submission is the view_submission payload of user sending text in the
+// "Other…" modal whose private_metadata is meta.
+func Submission(userID, userName, meta, text string) map[string]any {
+	return map[string]any{
+		"type": "view_submission", "trigger_id": "trig-submit-" + userID,
+		"user": map[string]any{"id": userID, "username": userName, "name": userName},
+		"view": map[string]any{"id": "V1", "callback_id": "agora_other", "private_metadata": meta,
+			"state": map[string]any{"values": map[string]any{"answer": map[string]any{"text": map[string]any{"type": "plain_text_input", "value": text}}}}},
+	}
+}

@@ -1,0 +1,143 @@
+package slackanswer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+)
+
+// message is one question posted to Slack: a task's round, or the rounds
+// of the tasks of one batch asking the same question (a group).
+type message struct {
+	ID        string   `json:"id"`
+	Step      string   `json:"step"`
+	Target    Target   `json:"target"`
+	ChannelID string   `json:"channel_id"`
+	TS        string   `json:"ts"`
+	ThreadTS  string   `json:"thread_ts,omitempty"`
+	Batch     string   `json:"batch,omitempty"`
+	GroupID   string   `json:"group_id,omitempty"`
+	Question  string   `json:"question"`
+	Options   []string `json:"options,omitempty"`
+	Context   string   `json:"context,omitempty"`
+	Default   *string  `json:"default,omitempty"`
+	Members   []member `json:"members"`
+	// Deadline is the step's timeout; RemindAt when to remind.
+	Deadline  time.Time `json:"deadline,omitzero"`
+	RemindAt  time.Time `json:"remind_at,omitzero"`
+	Next      string    `json:"next"`
+	Reminded  bool      `json:"reminded,omitempty"`
+	Escalated bool      `json:"escalated,omitempty"`
+	// Done: every member is answered or closed; the buttons are gone.
+	Done bool `json:"done,omitempty"`
+}
+
+// member is one task's round a message asks.
+type member struct {
+	TaskID   string `json:"task_id"`
+	Round    int    `json:"round"`
+	Subagent string `json:"subagent"`
+	// Answer is how the round was answered, here or elsewhere.
+	Answer *answered `json:"answer,omitempty"`
+	// Closed says why the question went away unanswered (cancelled…).
+	Closed string `json:"closed,omitempty"`
+}
+
+type answered struct {
+	Value   string    `json:"value"`
+	By      string    `json:"by"`
+	Channel string    `json:"channel"`
+	At      time.Time `json:"at"`
+}
+
+func (m *member) settled() bool { return m.Answer != nil || m.Closed != "" }
+
+// thread is where a task's messages go in each channel, and whether its
+// outcome was posted.
+type thread struct {
+	// TS maps the route step's channel ("#ops") to the thread's root.
+	TS      map[string]ref `json:"ts"`
+	Outcome bool           `json:"outcome,omitempty"`
+}
+
+// ref is a posted message: its channel id and ts.
+type ref struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// click is an interaction as received, recorded before it is acted on.
+type click struct {
+	Payload json.RawMessage `json:"payload"`
+	At      time.Time       `json:"at"`
+	Done    bool            `json:"done,omitempty"`
+	Result  string          `json:"result,omitempty"`
+}
+
+// hashed keeps arbitrary ids inside the key alphabet NATS KV allows.
+func hashed(prefix, s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return prefix + "." + hex.EncodeToString(sum[:16])
+}
+
+func msgKey(id string) string     { return "msg." + id }
+func threadKey(task string) string { return hashed("thread", task) }
+func groupKey(gid string) string   { return hashed("group", gid) }
+func clickKey(p []byte) string     { return hashed("click", string(p)) }
+
+func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// load reads key into v; found is false when it is absent.
+func (b *Bot) load(ctx context.Context, key string, v any) (found bool, err error) {
+	raw, _, err := b.cfg.KV.Get(ctx, key)
+	if errors.Is(err, bus.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := decode(raw, v); err != nil {
+		return false, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return true, nil
+}
+
+func (b *Bot) save(ctx context.Context, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	_, err = b.cfg.KV.Put(ctx, key, raw)
+	return err
+}
+
+// index remembers an open message for the task watcher and reminders.
+// Callers hold mu or run before Start returns.
+func (b *Bot) index(m *message) {
+	b.open[m.ID] = true
+	for _, mb := range m.Members {
+		if !slices.Contains(b.byTask[mb.TaskID], m.ID) {
+			b.byTask[mb.TaskID] = append(b.byTask[mb.TaskID], m.ID)
+		}
+	}
+}
+
+// unindex forgets a message that is done.
+func (b *Bot) unindex(m *message) {
+	delete(b.open, m.ID)
+	for _, mb := range m.Members {
+		ids := slices.DeleteFunc(b.byTask[mb.TaskID], func(id string) bool { return id == m.ID })
+		if len(ids) == 0 {
+			delete(b.byTask, mb.TaskID)
+		} else {
+			b.byTask[mb.TaskID] = ids
+		}
+	}
+}
