@@ -290,8 +290,10 @@ func settleFrom(mb *member, t *wire.Task) {
 	if len(t.Rounds) == 0 {
 		return
 	}
+	// Changes arrive in order but late: a task seen running at this round
+	// is a revision from before the question, not a closed question.
 	cur := t.Rounds[len(t.Rounds)-1]
-	if cur.N != mb.Round || t.State != wire.StateNeedsInput {
+	if cur.N > mb.Round || t.State.Terminal() {
 		why := "the task is " + string(t.State)
 		if t.Outcome != nil && t.Outcome.Detail != "" {
 			why += " (" + t.Outcome.Detail + ")"
@@ -399,31 +401,36 @@ func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCall
 func (b *Bot) socketMode() {
 	defer b.wg.Done()
 	client := socketmode.New(b.api)
+	b.wg.Add(1)
 	go func() {
-		for {
-			select {
-			case <-b.ctx.Done():
-				return
-			case evt, ok := <-client.Events:
-				if !ok {
-					return
-				}
-				if evt.Type != socketmode.EventTypeInteractive || evt.Request == nil {
-					continue
-				}
-				key, fresh, err := b.record(b.ctx, evt.Request.Payload)
-				if err != nil {
-					b.log.Error("record slack interaction", "error", err)
-					continue // unacknowledged: Slack retries it
-				}
-				client.Ack(*evt.Request)
-				if fresh {
-					b.goAct(key)
-				}
-			}
+		defer b.wg.Done()
+		// RunContext reconnects by itself; it returns when ctx ends or
+		// a connection cannot be opened at all.
+		err := client.RunContext(b.ctx)
+		if b.ctx.Err() == nil {
+			b.log.Error("slack socket mode stopped", "error", err)
 		}
 	}()
-	if err := client.RunContext(b.ctx); err != nil && b.ctx.Err() == nil {
-		b.log.Error("slack socket mode", "error", err)
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case evt, ok := <-client.Events:
+			if !ok {
+				return
+			}
+			if evt.Type != socketmode.EventTypeInteractive || evt.Request == nil {
+				continue
+			}
+			key, fresh, err := b.record(b.ctx, evt.Request.Payload)
+			if err != nil {
+				b.log.Error("record slack interaction", "error", err)
+				continue // unacknowledged: Slack delivers it again
+			}
+			client.Ack(*evt.Request)
+			if fresh {
+				b.goAct(key)
+			}
+		}
 	}
 }

@@ -87,7 +87,7 @@ func hashed(prefix, s string) string {
 	return prefix + "." + hex.EncodeToString(sum[:16])
 }
 
-func msgKey(id string) string     { return "msg." + id }
+func msgKey(id string) string      { return "msg." + id }
 func threadKey(task string) string { return hashed("thread", task) }
 func groupKey(gid string) string   { return hashed("group", gid) }
 func clickKey(p []byte) string     { return hashed("click", string(p)) }

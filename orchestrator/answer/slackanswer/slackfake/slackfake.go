@@ -188,6 +188,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			params[k] = v
 		}
 	}
+	if b := params.Get("blocks"); b != "" {
+		params.Set("blocks", readable(b))
+	}
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: method, Params: params})
 	if n := s.limited[method]; n > 0 {
@@ -236,6 +239,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// readable re-encodes JSON without escaping <, > and &, so tests can look
+// for Slack markup such as "<@U1>".
+func readable(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return s
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // Sign returns Slack's v0 signature of body sent at ts.
