@@ -18,13 +18,14 @@ import (
 	"github.com/agoradev/agora/orchestrator/registry"
 )
 
-const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
+const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
 	tokens                                            multiFlag
 	max                                               maxFlags
 	natsAuth                                          natsAuthFlags
+	slack                                             slackFlags
 }
 
 func runOrchestrator(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
@@ -42,6 +43,7 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 	f.max.register(fs, true, false)
+	f.slack.register(fs)
 	if err := parseFlags(fs, orchestratorSynopsis, args, stdout); err != nil {
 		return f, err
 	}
@@ -91,17 +93,40 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		}
 		apiReg = reg
 	}
+	slackCfg, err := f.slack.config(environ)
+	if err != nil {
+		return err
+	}
+	res := &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}
 	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: log, Registry: reg, Max: f.max.maximums(),
-		Answerers: &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}})
+		Answerers: res})
+	if err != nil {
+		return err
+	}
+	bot, err := newSlackBot(ctx, slackCfg, b, o, res, log)
 	if err != nil {
 		return err
 	}
 	if err := o.Start(ctx); err != nil {
 		return err
 	}
+	var handler http.Handler
 	h, err := api.NewHandler(api.Config{Service: o, Registry: apiReg, Tokens: f.tokens, Logger: log})
 	if err != nil {
 		return err
+	}
+	handler = h
+	if bot != nil {
+		if err := bot.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = bot.Stop(context.WithoutCancel(ctx)) }()
+		if !slackCfg.SocketMode {
+			mux := http.NewServeMux()
+			mux.Handle("/", h)
+			mux.Handle("POST /slack/interactions", bot.Handler()) // signed by Slack, not an API token
+			handler = mux
+		}
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -111,7 +136,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	// by a client following /v1/events.
 	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

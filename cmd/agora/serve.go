@@ -18,7 +18,7 @@ import (
 )
 
 const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... " +
-	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
+	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
@@ -42,6 +42,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		image, id              string
 		natsPort, slots        int
 		rules, webhookSecret   string
+		slackF                 slackFlags
 		runnerFlagsGiven       []string
 		orchestratorFlagsGiven []string
 	)
@@ -68,6 +69,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.StringVar(&workerPath, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
 	var max maxFlags
 	max.register(fs, true, true)
+	slackF.register(fs)
 	if err := parseFlags(fs, serveSynopsis, args, stdout); err != nil {
 		return f, err
 	}
@@ -81,7 +83,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		case slices.Contains([]string{"slots", "image", "id", "worker-env", "worker", "secrets-dir"}, fl.Name),
 			slices.Contains(maxFlagsRunner, fl.Name):
 			runnerFlagsGiven = append(runnerFlagsGiven, "--"+fl.Name)
-		case slices.Contains([]string{"rules", "webhook-secret"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name):
+		case slices.Contains([]string{"rules", "webhook-secret", "public-url"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name),
+			strings.HasPrefix(fl.Name, "slack-"):
 			orchestratorFlagsGiven = append(orchestratorFlagsGiven, "--"+fl.Name)
 		case fl.Name == "max-cpus":
 			cpusGiven = true
@@ -115,6 +118,13 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return f, usagef("--worker-env %q: want KEY=VALUE", kv)
 		}
+	}
+	slackCfg, err := slackF.config(environ)
+	if err != nil {
+		return f, err
+	}
+	if runnerOnly {
+		slackCfg = nil // $AGORA_SLACK_TOKEN in the environment of a runner
 	}
 	if dataDir == "" {
 		var err error
@@ -157,6 +167,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:           true,
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
+		Slack:             slackCfg,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {
 		return f, usagef("%v", err)
@@ -204,6 +215,13 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "agora serve: API on %s (metrics at /metrics)\n", s.URL())
 	} else {
 		fmt.Fprintf(stdout, "agora serve: metrics on %s/metrics\n", s.URL())
+	}
+	if sc := cfg.Slack; sc != nil && cfg.Orchestrator {
+		if sc.SocketMode {
+			fmt.Fprintf(stdout, "agora serve: Slack interactions over Socket Mode\n")
+		} else {
+			fmt.Fprintf(stdout, "agora serve: Slack interactions at %s%s\n", s.URL(), stack.SlackPath)
+		}
 	}
 	if cfg.NATSURL == "" {
 		fmt.Fprintf(stdout, "agora serve: NATS on %s (embedded, JetStream in %s, credentials in %s)\n", s.NATSURL(), filepath.Join(cfg.DataDir, "nats"), s.NATSCredsDir())

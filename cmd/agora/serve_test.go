@@ -43,7 +43,13 @@ func TestServeFlagErrors(t *testing.T) {
 		{args: []string{"--worker-env", "TOKEN"}, code: 2, errOut: `--worker-env "TOKEN": want KEY=VALUE`},
 		{args: []string{"--storage", "ftp://host/dir"}, code: 2, errOut: "want file:///abs/dir or s3://bucket/prefix"},
 		{args: nil, env: []string{}, code: 2, errOut: "HOME is not set, so there is no default --data-dir; pass --data-dir DIR"},
+		{args: []string{"--slack-signing-secret", "s"}, code: 2, errOut: "--slack-… flags need a bot token: --slack-token or $AGORA_SLACK_TOKEN"},
+		{args: []string{"--slack-token", "xoxb-1"}, code: 2, errOut: "slack: a signing secret is required (--slack-signing-secret)"},
+		{args: nil, env: []string{"HOME=/tmp", "AGORA_SLACK_TOKEN=xoxb-1", "AGORA_SLACK_SIGNING_SECRET=s", "AGORA_PUBLIC_URL=nope"}, code: 2, errOut: `slack: public URL "nope"`},
+		{args: []string{"--slack-token", "xoxb-1", "--slack-socket-mode"}, code: 2, errOut: "Socket Mode needs an app-level token (--slack-app-token)"},
+		{args: append([]string{"--runner-only", "--slack-token", "xoxb-1"}, nats...), code: 2, errOut: "--slack-token configure the orchestrator, which --runner-only leaves out"},
 		{args: []string{"-h"}, out: "-runner-only"},
+		{args: []string{"-h"}, out: "-slack-signing-secret"},
 		// The test binary has no agora-worker next to it, as an agora built alone would not.
 		{args: nil, code: 1, errOut: "run 'make build'"},
 		{args: []string{"--worker", "/nonexistent/agora-worker"}, code: 1, errOut: "no worker binary at /nonexistent/agora-worker (--worker)"},

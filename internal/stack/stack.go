@@ -42,6 +42,7 @@ import (
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/runner"
@@ -103,6 +104,10 @@ type Config struct {
 	// Answerers resolves route steps (lookup rules, webhook secret); nil
 	// gives the orchestrator's default. Its Logger is set when nil.
 	Answerers *answer.Resolver
+	// Slack, when set, runs the Slack answerer (route steps "slack:…")
+	// with the orchestrator, its Service and KV filled in here, and serves
+	// its interactivity endpoint at SlackPath (docs/slack.md).
+	Slack *slackanswer.Config
 	// Runner runs a runner on the Docker engine.
 	Runner bool
 	// Slots is how many dispatches the runner runs at once; default
@@ -244,6 +249,7 @@ type Stack struct {
 	orch      *orchestrator.Orchestrator
 	reg       *registry.Registry
 	runner    *runner.Runner
+	slack     *slackanswer.Bot
 
 	ln         net.Listener
 	srv        *http.Server
@@ -392,10 +398,18 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 		return err
 	}
 	s.reg = reg
+	if err := s.newSlack(ctx, o, res); err != nil {
+		return err
+	}
 	if err := o.Start(ctx); err != nil {
 		return err
 	}
 	s.orch = o
+	if s.slack != nil {
+		if err := s.slack.Start(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -480,6 +494,9 @@ func (s *Stack) serve() error {
 			return err
 		}
 		mux.Handle("/", h)
+		if s.slack != nil && !s.cfg.Slack.SocketMode {
+			mux.Handle("POST "+SlackPath, s.slack.Handler())
+		}
 	} else {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
@@ -597,6 +614,11 @@ func (s *Stack) stop(ctx context.Context) error {
 		}
 	} else if s.ln != nil {
 		_ = s.ln.Close() // bound but never served: a failed start
+	}
+	if s.slack != nil {
+		if err := s.slack.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop the slack bot: %w", err))
+		}
 	}
 	if s.orch != nil {
 		if err := s.orch.Stop(ctx); err != nil {

@@ -63,7 +63,8 @@ type Config struct {
 	Tick time.Duration
 }
 
-// Validate says what is missing.
+// Validate says what is missing from what an operator configures (New
+// also wants Service and KV).
 func (c Config) Validate() error {
 	switch {
 	case c.Token == "":
@@ -72,8 +73,6 @@ func (c Config) Validate() error {
 		return errors.New("slack: a signing secret is required (--slack-signing-secret), or Socket Mode")
 	case c.SocketMode && c.AppToken == "":
 		return errors.New("slack: Socket Mode needs an app-level token (--slack-app-token)")
-	case c.Service == nil || c.KV == nil:
-		return errors.New("slack: a service and a KV bucket are required")
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
@@ -113,6 +112,9 @@ type groupMembers struct {
 func New(cfg Config) (*Bot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Service == nil || cfg.KV == nil {
+		return nil, errors.New("slack: a service and a KV bucket are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
