@@ -419,6 +419,9 @@ func (b *Bot) socketMode() {
 			if !ok {
 				return
 			}
+			if evt.Type == socketmode.EventTypeConnectionError || evt.Type == socketmode.EventTypeInvalidAuth {
+				b.log.Warn("slack socket mode connection", "event", evt.Type, "detail", fmt.Sprint(evt.Data))
+			}
 			if evt.Type != socketmode.EventTypeInteractive || evt.Request == nil {
 				continue
 			}

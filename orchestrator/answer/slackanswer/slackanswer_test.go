@@ -40,14 +40,19 @@ type fixture struct {
 	fake *slackfake.Server
 	bot  *Bot
 	srv  *httptest.Server
+	// tweak changes the bot's configuration before it starts.
+	tweak func(*Config)
 }
 
 var seq atomic.Int64
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, tweak ...func(*Config)) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	f := &fixture{t: t, bus: testenv.Bus(t), fake: slackfake.New(t)}
+	if len(tweak) > 0 {
+		f.tweak = tweak[0]
+	}
 	r := &answer.Resolver{}
 	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: r, Logger: natstest.Logger(t)})
 	if err != nil {
@@ -74,8 +79,12 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) startBot() *Bot {
 	f.t.Helper()
-	b, err := New(Config{Token: "xoxb-test", SigningSecret: secret, APIURL: f.fake.URL(), PublicURL: "https://agora.example.com",
-		Service: f.orch, KV: f.kv, Logger: natstest.Logger(f.t), Tick: 50 * time.Millisecond})
+	cfg := Config{Token: "xoxb-test", SigningSecret: secret, APIURL: f.fake.URL(), PublicURL: "https://agora.example.com",
+		Service: f.orch, KV: f.kv, Logger: natstest.Logger(f.t), Tick: 50 * time.Millisecond}
+	if f.tweak != nil {
+		f.tweak(&cfg)
+	}
+	b, err := New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -193,6 +202,13 @@ func button(t *testing.T, c slackfake.Call, text string) slackfake.Button {
 func (f *fixture) updated(ts, want string) slackfake.Call {
 	f.t.Helper()
 	var call slackfake.Call
+	f.t.Cleanup(func() {
+		if f.t.Failed() {
+			for _, c := range f.fake.Calls("chat.update") {
+				f.t.Logf("chat.update %s: %s", c.Params.Get("ts"), c.Params.Get("blocks"))
+			}
+		}
+	})
 	waitFor(f.t, fmt.Sprintf("chat.update of %s saying %q", ts, want), func() bool {
 		for _, c := range f.fake.Calls("chat.update") {
 			if c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
@@ -414,7 +430,7 @@ func TestRestartRedrivesClick(t *testing.T) {
 		t.Errorf("answer = %+v, want B by slack:U1 (alice)", a)
 	}
 	waitFor(t, "the click marked done", func() bool { _, done := f.clicks(); return done == 1 })
-	f.updated("1700000000.000002", "answered by <@U1>")
+	f.updated(q.TS, "answered by <@U1>")
 }
 
 // TestAllowList: a user neither listed nor in a listed group is told why
@@ -494,7 +510,8 @@ func TestThreadPerTask(t *testing.T) {
 	q := f.question(id)
 	root := "1700000000.000002"
 	f.post(slackfake.Click("U1", "alice", channel, root, button(t, q, "A")), secret, time.Now())
-	f.waitTask(id, "round 2 queued", func(t *wire.Task) bool { return len(t.Rounds) == 2 })
+	// Enqueued: the round's dispatch is known, so its events are not strays.
+	f.waitTask(id, "round 2 queued", func(t *wire.Task) bool { return len(t.Rounds) == 2 && t.Rounds[1].Enqueued })
 	f.askRound(id, 2, schemas.NeedsInput{Question: "Ship it?", Options: []string{"yes", "no"}})
 	waitFor(t, "round 2's question in the thread", func() bool {
 		for _, c := range f.fake.Calls("chat.postMessage") {
@@ -507,7 +524,7 @@ func TestThreadPerTask(t *testing.T) {
 	if _, err := f.orch.Answer(t.Context(), wire.AnswerRequest{TaskID: id, Answer: "yes", By: "bob", Channel: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	f.waitTask(id, "round 3 queued", func(t *wire.Task) bool { return len(t.Rounds) == 3 })
+	f.waitTask(id, "round 3 queued", func(t *wire.Task) bool { return len(t.Rounds) == 3 && t.Rounds[2].Enqueued })
 	d := id + "-r3"
 	f.publish(schemas.Event{Kind: schemas.KindStarted, DispatchID: d})
 	f.publish(schemas.Event{Kind: schemas.KindFinished, DispatchID: d})
@@ -565,4 +582,20 @@ func TestRateLimitHonoured(t *testing.T) {
 	if n := len(f.fake.Calls("chat.postMessage")); n != 2 {
 		t.Errorf("chat.postMessage called %d times, want 2 (the 429 and the retry)", n)
 	}
+}
+
+// TestSocketMode: with Socket Mode the click comes over the WebSocket the
+// bot opened (apps.connections.open), is acknowledged, and answers.
+func TestSocketMode(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *Config) { c.SocketMode, c.AppToken, c.SigningSecret = true, "xapp-test", "" })
+	id := f.ask("slack:#ops", nil, ab())
+	q := f.question(id)
+	env := f.fake.SocketSend(t, slackfake.Click("U1", "alice", channel, q.TS, button(t, q, "B")))
+	waitFor(t, "the envelope acknowledged", func() bool { return f.fake.Acked(env) })
+	task := f.waitTask(id, "answered", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
+	if a := task.Rounds[0].Answer; a.Value != "B" || a.By != "slack:U1 (alice)" || a.Channel != "slack" {
+		t.Errorf("answer = %+v, want B by slack:U1 (alice) via slack", a)
+	}
+	f.updated(q.TS, "answered by <@U1>")
 }

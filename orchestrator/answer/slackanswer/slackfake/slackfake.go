@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Call is one request the fake received.
@@ -31,6 +33,8 @@ type Call struct {
 	// Params are the form fields, or the JSON body's top-level fields
 	// rendered as strings (objects as JSON).
 	Params url.Values
+	// TS is the ts a chat.postMessage was answered with.
+	TS string
 }
 
 // Button is one button of a message's blocks.
@@ -76,12 +80,15 @@ func (c Call) Buttons() []Button {
 type Server struct {
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	calls   []Call
-	seq     int
-	limited map[string]int
-	users   map[string]string
-	groups  map[string][]string
+	mu        sync.Mutex
+	calls     []Call
+	seq       int
+	limited   map[string]int
+	users     map[string]string
+	groups    map[string][]string
+	sock      *websocket.Conn // the Socket Mode connection, once dialled
+	acks      []string        // envelope ids acknowledged over it
+	envelopes int
 }
 
 // New starts a fake on loopback, closed at the end of the test.
@@ -89,6 +96,13 @@ func New(t testing.TB) *Server {
 	s := &Server{limited: map[string]int{}, users: map[string]string{}, groups: map[string][]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() { // before Close: it does not wait for hijacked connections
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.sock != nil {
+			_ = s.sock.Close()
+		}
+	})
 	return s
 }
 
@@ -168,6 +182,10 @@ func ChannelID(name string) string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/socket" {
+		s.socket(w, r)
+		return
+	}
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
 	params := url.Values{}
 	body, _ := io.ReadAll(r.Body)
@@ -205,9 +223,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	users, groups := s.users, s.groups
 	var resp map[string]any
 	switch method {
+	case "apps.connections.open":
+		resp = map[string]any{"url": "ws://" + r.Host + "/socket"}
 	case "auth.test":
 		resp = map[string]any{"user_id": "UBOT", "user": "agora", "team_id": "T1", "team": "test", "bot_id": "B1", "url": "https://test.slack.invalid/"}
 	case "chat.postMessage":
+		s.calls[len(s.calls)-1].TS = ts
 		resp = map[string]any{"channel": ChannelID(params.Get("channel")), "ts": ts, "message": map[string]any{"ts": ts, "text": params.Get("text")}}
 	case "chat.update":
 		resp = map[string]any{"channel": params.Get("channel"), "ts": params.Get("ts"), "text": params.Get("text")}
@@ -239,6 +260,78 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// socket is the Socket Mode WebSocket: it says hello, then records the
+// envelope ids the client acknowledges.
+func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }} // slack-go sends Slack's origin
+	c, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.sock != nil {
+		_ = s.sock.Close() // a reconnection replaces the connection
+	}
+	s.sock = c
+	err = c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","num_connections":1}`))
+	s.mu.Unlock()
+	if err != nil {
+		return
+	}
+	for {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		var ack struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if json.Unmarshal(msg, &ack) == nil && ack.EnvelopeID != "" {
+			s.mu.Lock()
+			s.acks = append(s.acks, ack.EnvelopeID)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// SocketSend sends payload as an "interactive" envelope over the Socket
+// Mode connection (waiting up to 20s for the client to connect) and
+// returns its envelope id.
+func (s *Server) SocketSend(t testing.TB, payload any) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.mu.Lock()
+		if s.sock != nil {
+			s.envelopes++
+			id := fmt.Sprintf("env-%d", s.envelopes)
+			err := s.sock.WriteJSON(map[string]any{"envelope_id": id, "type": "interactive", "payload": payload, "accepts_response_payload": false})
+			s.mu.Unlock()
+			if err != nil {
+				t.Fatalf("slack fake: send over the socket: %v", err)
+			}
+			return id
+		}
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("slack fake: no Socket Mode connection after 20s; calls: %v", s.methods())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Acked reports whether the envelope id was acknowledged.
+func (s *Server) Acked(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.acks {
+		if a == id {
+			return true
+		}
+	}
+	return false
 }
 
 // readable re-encodes JSON without escaping <, > and &, so tests can look
