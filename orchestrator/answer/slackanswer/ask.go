@@ -21,6 +21,14 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 	batch := t.Request.Labels[wire.BatchLabel]
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// An orchestrator that stopped between posting and recording the step
+	// as pending asks again: the message is there already.
+	for _, id := range b.byTask[q.TaskID] {
+		var m message
+		if ok, err := b.load(ctx, msgKey(id), &m); err == nil && ok && !m.Done && m.Step == step && m.has(q.TaskID, q.Round) {
+			return answer.ErrPending
+		}
+	}
 	gid := groupOf(batch, q)
 	if gid != "" {
 		var id string
@@ -113,10 +121,8 @@ func (b *Bot) join(ctx context.Context, id, step string, mb member) (bool, error
 	if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Step != step {
 		return false, err
 	}
-	for _, x := range m.Members {
-		if x.TaskID == mb.TaskID && x.Round == mb.Round {
-			return true, nil
-		}
+	if m.has(mb.TaskID, mb.Round) {
+		return true, nil
 	}
 	m.Members = append(m.Members, mb)
 	if err := b.save(ctx, msgKey(id), &m); err != nil {

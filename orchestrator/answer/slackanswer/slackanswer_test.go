@@ -6,6 +6,7 @@ package slackanswer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -598,4 +599,30 @@ func TestSocketMode(t *testing.T) {
 		t.Errorf("answer = %+v, want B by slack:U1 (alice) via slack", a)
 	}
 	f.updated(q.TS, "answered by <@U1>")
+}
+
+// TestAskedTwicePostsOnce: the step asked again for the same round (an
+// orchestrator that stopped before recording the step as pending) does
+// not post the question twice.
+func TestAskedTwicePostsOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.ask("slack:#ops", nil, ab())
+	f.question(id)
+	a, err := f.bot.Step("#ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := f.orch.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := task.Rounds[0]
+	_, err = a.Ask(t.Context(), answer.Question{TaskID: id, Round: 1, Question: r.Question.Question, Options: r.Question.Options})
+	if !errors.Is(err, answer.ErrPending) {
+		t.Errorf("Ask again = %v, want ErrPending", err)
+	}
+	if n := len(f.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("chat.postMessage called %d times, want 1", n)
+	}
 }

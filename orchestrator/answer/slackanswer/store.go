@@ -57,6 +57,16 @@ type answered struct {
 	At      time.Time `json:"at"`
 }
 
+// has reports whether the message asks task's round.
+func (m *message) has(task string, round int) bool {
+	for _, x := range m.Members {
+		if x.TaskID == task && x.Round == round {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *member) settled() bool { return m.Answer != nil || m.Closed != "" }
 
 // thread is where a task's messages go in each channel, and whether its
