@@ -35,8 +35,9 @@ type Resolver struct {
 	// Logger receives the agent and webhook answerers' logs; nil discards.
 	Logger *slog.Logger
 
-	mu    sync.RWMutex
-	extra map[string]func(arg string) (Answerer, error)
+	mu     sync.RWMutex
+	extra  map[string]func(arg string) (Answerer, error)
+	checks map[string]func(arg string) error
 }
 
 // builtins are the steps Resolve knows without Register, for error messages.
@@ -60,6 +61,18 @@ func (r *Resolver) Register(prefix string, new func(arg string) (Answerer, error
 	}
 	r.extra[prefix] = new
 	return nil
+}
+
+// RegisterCheck gives Check a way to refuse a registered step's argument
+// at submit ("slack:ops" when "#ops" was meant); check must be cheap and
+// touch nothing outside the process.
+func (r *Resolver) RegisterCheck(prefix string, check func(arg string) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checks == nil {
+		r.checks = make(map[string]func(string) error)
+	}
+	r.checks[prefix] = check
 }
 
 // Resolve returns the answerer for one route step's answerer part (see
@@ -150,8 +163,14 @@ func (r *Resolver) Check(step string) error {
 	name, arg, hasArg := strings.Cut(step, ":")
 	r.mu.RLock()
 	_, registered := r.extra[name]
+	check := r.checks[name]
 	r.mu.RUnlock()
 	if registered {
+		if check != nil {
+			if err := check(arg); err != nil {
+				return fmt.Errorf("answerer %s: %w", step, err)
+			}
+		}
 		return nil
 	}
 	switch name {

@@ -167,4 +167,17 @@ func TestResolverCheck(t *testing.T) {
 			t.Errorf("Check(%q) = %v; want an error with %q", step, err, want)
 		}
 	}
+	// A registered step's argument is checked when a check is registered.
+	r.RegisterCheck("slack", func(arg string) error {
+		if !strings.HasPrefix(arg, "#") {
+			return errors.New("want #channel")
+		}
+		return nil
+	})
+	if err := r.Check("slack:#ops"); err != nil {
+		t.Errorf("Check(slack:#ops) with a check = %v; want nil", err)
+	}
+	if err := r.Check("slack:ops"); err == nil || err.Error() != "answerer slack:ops: want #channel" {
+		t.Errorf("Check(slack:ops) with a check = %v; want %q", err, "answerer slack:ops: want #channel")
+	}
 }

@@ -35,8 +35,13 @@ type KV interface {
 	Get(ctx context.Context, key string) ([]byte, uint64, error)
 	Create(ctx context.Context, key string, value []byte) (uint64, error)
 	Put(ctx context.Context, key string, value []byte) (uint64, error)
+	Delete(ctx context.Context, key string) error
 	Each(ctx context.Context, fn func(key string, value []byte, rev uint64) error) error
 }
+
+// keepClicks is how long a handled click is kept to recognise a repeated
+// delivery; Slack's signatures expire after 5 minutes anyway.
+const keepClicks = 24 * time.Hour
 
 var _ KV = (*bus.KV)(nil)
 
@@ -139,8 +144,10 @@ func New(cfg Config) (*Bot, error) {
 		groups: map[string]groupMembers{}, changes: make(chan wire.Change, 4096)}, nil
 }
 
-// Register plugs "slack:<target>" into r.
+// Register plugs "slack:<target>" into r; a target that cannot be read is
+// refused when the task is submitted.
 func (b *Bot) Register(r *answer.Resolver) error {
+	r.RegisterCheck("slack", func(arg string) error { _, err := ParseTarget(arg); return err })
 	return r.Register("slack", b.Step)
 }
 
@@ -165,7 +172,7 @@ func (b *Bot) Start(ctx context.Context) error {
 		return fmt.Errorf("start slack bot: %w", err)
 	}
 	b.log.Info("slack bot connected", "team", who.Team, "user", who.User)
-	var pending []string
+	var pending, old []string
 	err = b.cfg.KV.Each(ctx, func(key string, value []byte, _ uint64) error {
 		switch {
 		case strings.HasPrefix(key, "msg."):
@@ -175,14 +182,23 @@ func (b *Bot) Start(ctx context.Context) error {
 			}
 		case strings.HasPrefix(key, "click."):
 			var c click
-			if decode(value, &c) == nil && !c.Done {
+			switch {
+			case decode(value, &c) != nil:
+			case !c.Done:
 				pending = append(pending, key)
+			case b.now().Sub(c.At) > keepClicks:
+				old = append(old, key)
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("start slack bot: %w", err)
+	}
+	for _, key := range old {
+		if err := b.cfg.KV.Delete(ctx, key); err != nil {
+			b.log.Warn("forget an old click", "click", key, "error", err)
+		}
 	}
 	for _, key := range pending {
 		b.log.Info("re-driving a click received before a restart", "click", key)

@@ -626,3 +626,45 @@ func TestAskedTwicePostsOnce(t *testing.T) {
 		t.Errorf("chat.postMessage called %d times, want 1", n)
 	}
 }
+
+// TestBadTargetRefusedAtSubmit: a slack step that cannot be read is
+// refused when the task is submitted, not when its question comes.
+func TestBadTargetRefusedAtSubmit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tests := []struct{ route, want string }{
+		{"slack:ops", `route step 1 "slack:ops": answerer slack:ops: "ops": want #channel`},
+		{"memory,slack:#ops?allow=alice", `allow: "alice" is not a Slack user`},
+	}
+	for _, tt := range tests {
+		_, err := f.orch.Submit(t.Context(), wire.SubmitRequest{TaskID: fmt.Sprintf("bad%d", seq.Add(1)), Route: tt.route,
+			Subagent: schemas.Subagent{Name: "coder", Runtime: schemas.RuntimeExec, Command: []string{"true"}}})
+		if !errors.Is(err, wire.ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Submit route %q = %v; want ErrInvalidRequest saying %q", tt.route, err, tt.want)
+		}
+	}
+}
+
+// TestOldClicksForgotten: at start, handled clicks older than keepClicks
+// are deleted; recent ones stay to recognise repeated deliveries.
+func TestOldClicksForgotten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	put := func(key string, at time.Time) {
+		if _, err := f.kv.Put(t.Context(), key, []byte(mustJSON(t, click{Payload: []byte(`{}`), At: at, Done: true}))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("click.old", time.Now().Add(-keepClicks-time.Hour))
+	put("click.recent", time.Now().Add(-time.Hour))
+	if err := f.bot.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.bot = f.startBot()
+	for key, want := range map[string]bool{"click.old": false, "click.recent": true} {
+		_, _, err := f.kv.Get(t.Context(), key)
+		if got := err == nil; got != want {
+			t.Errorf("%s kept = %v (%v), want %v", key, got, err, want)
+		}
+	}
+}
