@@ -68,6 +68,10 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	if err != nil {
 		return err
 	}
+	slackCfg, err := f.slack.config(environ) // before connecting: a mistake is reported at once
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr)
 	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora orchestrator", Logger: log, Auth: auth})
 	if err != nil {
@@ -92,10 +96,6 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 			return fmt.Errorf("open the registry: %w", err)
 		}
 		apiReg = reg
-	}
-	slackCfg, err := f.slack.config(environ)
-	if err != nil {
-		return err
 	}
 	res := &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}
 	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: log, Registry: reg, Max: f.max.maximums(),
