@@ -274,6 +274,12 @@ func TestQuestionAnsweredFromSlack(t *testing.T) {
 	if a == nil || a.Value != "B" || a.By != "slack:U1 (alice)" || a.Channel != "slack" {
 		t.Errorf("round 1 answer = %+v, want B by slack:U1 (alice) via slack", a)
 	}
+	// What a runner takes off the queue for round 2 resumes the sub-agent
+	// with the answer.
+	req := f.queued(id + "-r2")
+	if r := req.Spec.Resume; r == nil || r.Answer != "B" || r.Question != "Rewrite A or B?" {
+		t.Errorf("round 2 resume = %+v, want answer B to Rewrite A or B?", r)
+	}
 	up := f.updated(msgTS, "answered by <@U1> from slack")
 	if len(up.Buttons()) != 0 {
 		t.Errorf("the answered message still has buttons: %+v", up.Buttons())
@@ -667,4 +673,28 @@ func TestOldClicksForgotten(t *testing.T) {
 			t.Errorf("%s kept = %v (%v), want %v", key, got, err, want)
 		}
 	}
+}
+
+// queued takes requests off the dispatch queue, as a runner does, until
+// the one of dispatch comes.
+func (f *fixture) queued(dispatch string) *schemas.DispatchRequest {
+	f.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		d, err := f.bus.Fetch(f.t.Context(), time.Second)
+		if err != nil {
+			f.t.Fatalf("fetch from the queue: %v", err)
+		}
+		if d == nil {
+			continue
+		}
+		if err := d.Ack(f.t.Context()); err != nil {
+			f.t.Fatal(err)
+		}
+		if d.Request != nil && d.Request.Spec.DispatchID == dispatch {
+			return d.Request
+		}
+	}
+	f.t.Fatalf("no request for %s on the queue after 20s", dispatch)
+	return nil
 }
