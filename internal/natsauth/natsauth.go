@@ -66,10 +66,11 @@ func WorkerScope() jwt.UserPermissionLimits {
 }
 
 // OrchestratorBuckets are the KV buckets only the orchestrator writes
-// (orchestrator.TaskBucket, IndexBucket, MemoryBucket, ParkedBucket and
-// registry.Bucket, spelt out: this package imports nothing of the module;
+// (orchestrator.TaskBucket, IndexBucket, MemoryBucket, ParkedBucket,
+// registry.Bucket and slackanswer.Bucket, whose click records answer
+// questions, spelt out: this package imports nothing of the module;
 // stack.TestEmbeddedNATSRequiresCredentials holds them together).
-var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry"}
+var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack"}
 
 // RunnerPermissions are the runner user's: everything in the account but
 // writing the orchestrator's buckets (a put, a delete, a change to their

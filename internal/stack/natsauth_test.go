@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
 	"github.com/agoradev/agora/orchestrator/registry"
 )
 
@@ -65,7 +66,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 
 	// The runner may not write the orchestrator's buckets.
-	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket}
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket}
 	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
 		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
 	}

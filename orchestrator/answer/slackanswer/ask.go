@@ -3,6 +3,7 @@ package slackanswer
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/slack-go/slack"
 
@@ -62,8 +63,10 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 	if m.ThreadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
 	}
+	// Slack takes a user id as the channel of a direct message from the app.
+	where := strings.TrimPrefix(target.Channel, "@")
 	err = b.call(ctx, "chat.postMessage", func() (err error) {
-		m.ChannelID, m.TS, err = b.api.PostMessageContext(ctx, target.Channel, opts...)
+		m.ChannelID, m.TS, err = b.api.PostMessageContext(ctx, where, opts...)
 		return err
 	})
 	if err != nil {

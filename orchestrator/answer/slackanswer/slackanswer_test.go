@@ -698,3 +698,17 @@ func (f *fixture) queued(dispatch string) *schemas.DispatchRequest {
 	f.t.Fatalf("no request for %s on the queue after 20s", dispatch)
 	return nil
 }
+
+// TestDirectMessage: slack:@U9 posts to the user's id (a direct message
+// from the app) and its thread is there.
+func TestDirectMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.ask("slack:@U9", nil, ab())
+	q := f.question(id)
+	if got := q.Params.Get("channel"); got != "U9" {
+		t.Errorf("chat.postMessage channel = %q, want U9", got)
+	}
+	f.post(slackfake.Click("U9", "dana", "DU9", q.TS, button(t, q, "A")), secret, time.Now())
+	f.updated(q.TS, "answered by <@U9>")
+}
