@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
@@ -106,15 +107,15 @@ func channelKey(ch string) string { return ch }
 
 // groupOf names the question group of q in batch ("" outside a batch):
 // the batch and orchestrator.QuestionGroupKey (normalised question and
-// option set, without the sub-agent), so identical questions of a batch
-// share one message. Computed here rather than listed
-// (Service.QuestionGroups), so a question is grouped even before the
-// orchestrator's listing has caught up with it.
+// option set, without the sub-agent), as the API's question groups, so
+// identical questions of a batch share one message. Computed here rather
+// than listed (Service.QuestionGroups), so a question is grouped even
+// before the orchestrator's listing has caught up with it.
 func groupOf(batch string, q answer.Question) string {
 	if batch == "" {
 		return ""
 	}
-	return batch + "/" + answer.MemoryKey(answer.Question{Question: q.Question, Options: q.Options})
+	return batch + "/" + orchestrator.QuestionGroupKey(q.Question, q.Options)
 }
 
 // join adds mb to the open message id when it asks in the same step; it

@@ -15,7 +15,8 @@
 // per task thread, one per click received (written before the click is
 // acted on, so a click is never lost and never applied twice).
 //
-// It imports answer, wire and internal/bus from this module, and slack-go;
+// It imports orchestrator (QuestionGroupKey), answer, wire and
+// internal/bus from this module, and slack-go;
 // slackfake is the Slack Web API fake its tests run against.
 // docs/slack.md is the setup guide.
 package slackanswer
