@@ -712,3 +712,22 @@ func TestDirectMessage(t *testing.T) {
 	f.post(slackfake.Click("U9", "dana", "DU9", q.TS, button(t, q, "A")), secret, time.Now())
 	f.updated(q.TS, "answered by <@U9>")
 }
+
+// TestClosedElsewhere: a question that goes away unanswered (the task
+// cancelled) or is answered by the route's default loses its buttons and
+// says so.
+func TestClosedElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cancelled := f.ask("slack:#ops", nil, ab())
+	q1 := f.question(cancelled)
+	if _, err := f.orch.Cancel(t.Context(), cancelled); err != nil {
+		t.Fatal(err)
+	}
+	if up := f.updated(q1.TS, "no longer waiting: the task is cancelled"); len(up.Buttons()) != 0 {
+		t.Errorf("the message of a cancelled task still has buttons: %+v", up.Buttons())
+	}
+	defaulted := f.ask("slack:#ops=1s", nil, ab())
+	q2 := f.question(defaulted)
+	f.updated(q2.TS, "*A* — answered by nobody (the route ended) from default")
+}
