@@ -78,9 +78,11 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 			th.TS = map[string]ref{}
 		}
 		th.TS[channelKey(target.Channel)] = ref{Channel: m.ChannelID, TS: m.TS}
-		if err := b.save(ctx, threadKey(q.TaskID), th); err != nil {
-			b.log.Warn("keep the thread of a task", "task_id", q.TaskID, "error", err)
-		}
+	}
+	// A task continued after its outcome was posted gets the next one too.
+	th.Task, th.Outcome, b.threads[q.TaskID] = q.TaskID, false, true
+	if err := b.save(ctx, threadKey(q.TaskID), th); err != nil {
+		b.log.Warn("keep the thread of a task", "task_id", q.TaskID, "error", err)
 	}
 	if err := b.save(ctx, msgKey(m.ID), m); err != nil {
 		return fmt.Errorf("slack: keep message of task %s: %w", q.TaskID, err)
@@ -140,7 +142,10 @@ func (b *Bot) join(ctx context.Context, id, step string, mb member) (bool, error
 			th.TS = map[string]ref{}
 		}
 		th.TS[channelKey(m.Target.Channel)] = ref{Channel: m.ChannelID, TS: threadOf(&m)}
-		_ = b.save(ctx, threadKey(mb.TaskID), th)
+		th.Task, b.threads[mb.TaskID] = mb.TaskID, true
+		if err := b.save(ctx, threadKey(mb.TaskID), th); err != nil {
+			b.log.Warn("keep the thread of a task", "task_id", mb.TaskID, "error", err)
+		}
 	}
 	b.update(ctx, &m)
 	b.log.Info("question joined its group's message", "task_id", mb.TaskID, "group", m.GroupID, "ts", m.TS)

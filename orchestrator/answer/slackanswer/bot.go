@@ -103,7 +103,10 @@ type Bot struct {
 	mu     sync.Mutex
 	open   map[string]bool     // message id → still open
 	byTask map[string][]string // task id → its open messages
-	groups map[string]groupMembers
+	// threads are the tasks with a thread whose outcome is not posted
+	// yet: the watcher reads no record for the others.
+	threads map[string]bool
+	groups  map[string]groupMembers
 
 	changes chan wire.Change
 }
@@ -140,7 +143,7 @@ func New(cfg Config) (*Bot, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Bot{cfg: cfg, api: slack.New(cfg.Token, opts...), log: cfg.Logger.With("answerer", "slack"),
-		ctx: ctx, cancel: cancel, open: map[string]bool{}, byTask: map[string][]string{},
+		ctx: ctx, cancel: cancel, open: map[string]bool{}, byTask: map[string][]string{}, threads: map[string]bool{},
 		groups: map[string]groupMembers{}, changes: make(chan wire.Change, 4096)}, nil
 }
 
@@ -179,6 +182,11 @@ func (b *Bot) Start(ctx context.Context) error {
 			var m message
 			if decode(value, &m) == nil && !m.Done {
 				b.index(&m)
+			}
+		case strings.HasPrefix(key, "thread."):
+			var th thread
+			if decode(value, &th) == nil && !th.Outcome && th.Task != "" {
+				b.threads[th.Task] = true
 			}
 		case strings.HasPrefix(key, "click."):
 			var c click

@@ -100,6 +100,9 @@ func threadOf(m *message) string {
 func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.threads[t.ID] {
+		return
+	}
 	var th thread
 	if ok, err := b.load(ctx, threadKey(t.ID), &th); err != nil || !ok || th.Outcome || len(th.TS) == 0 {
 		return
@@ -115,6 +118,7 @@ func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 		b.reply(ctx, r.Channel, r.TS, text)
 	}
 	th.Outcome = true
+	delete(b.threads, t.ID)
 	if err := b.save(ctx, threadKey(t.ID), th); err != nil {
 		b.log.Warn("keep the thread of a task", "task_id", t.ID, "error", err)
 	}

@@ -72,6 +72,7 @@ func (m *member) settled() bool { return m.Answer != nil || m.Closed != "" }
 // thread is where a task's messages go in each channel, and whether its
 // outcome was posted.
 type thread struct {
+	Task string `json:"task"`
 	// TS maps the route step's channel ("#ops") to the thread's root.
 	TS      map[string]ref `json:"ts"`
 	Outcome bool           `json:"outcome,omitempty"`
