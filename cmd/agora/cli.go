@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute/docker"
-	"github.com/agoradev/agora/internal/stack"
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
 // The exit codes of every verb (the table is in the README and agora help).
@@ -129,6 +129,6 @@ func dockerHint(environ []string) string {
 	return "start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST"
 }
 
-// workerBinary is stack.WorkerBinary: the worker to build the image from,
+// workerBinary is roles.WorkerBinary: the worker to build the image from,
 // path when given, else agora-worker next to the running agora.
-func workerBinary(path, orFlag string) (string, error) { return stack.WorkerBinary(path, orFlag) }
+func workerBinary(path, orFlag string) (string, error) { return roles.WorkerBinary(path, orFlag) }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
-	"github.com/agoradev/agora/internal/stack"
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/runner"
@@ -72,9 +72,9 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
 	fs.Var(&f.workerEnv, "worker-env", "give every worker `KEY=VALUE` (repeatable), e.g. a proxy setting; never passed on to sub-agents (AWS credentials are not needed: the runner stages S3 and resolves aws-sm: refs itself)")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default $AGORA_DATA_DIR/secrets, else ~/.agora/secrets, where 'agora secret set' writes)")
-	fs.Float64Var(&f.cpus, "cpus", float64(stack.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
-	fs.Int64Var(&f.memoryMB, "memory-mb", stack.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
-	fs.Int64Var(&f.pids, "pids", stack.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
+	fs.Float64Var(&f.cpus, "cpus", float64(roles.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
+	fs.Int64Var(&f.memoryMB, "memory-mb", roles.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
+	fs.Int64Var(&f.pids, "pids", roles.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
 	f.max.register(fs, false, true)
 	if err := parseFlags(fs, runnerSynopsis, args, stdout); err != nil {
 		return f, err
@@ -159,7 +159,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		return err
 	}
 	defer eng.Close()
-	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, "", log)
+	image, err := roles.WorkerImage(ctx, eng, f.image, workerBin, "", log)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agoradev/agora/internal/stack"
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 )
@@ -22,7 +22,7 @@ const serveSynopsis = "[--data-dir DIR] [--nats URL | --nats-port N] [--storage 
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
-	cfg                  stack.Config
+	cfg                  roles.Config
 	rules, webhookSecret string
 }
 
@@ -50,7 +50,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.StringVar(&natsURL, "nats", "", "use the NATS server (with JetStream) at `URL` instead of the embedded one")
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
-	fs.StringVar(&listen, "listen", stack.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
+	fs.StringVar(&listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
 	fs.Var(&tokens, "token", "accept API and metrics bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
 	fs.IntVar(&slots, "slots", 4, "run at most `N` dispatches at once")
 	fs.BoolVar(&noRunner, "no-runner", false, "run no runner here: runners on other hosts take the dispatches")
@@ -129,7 +129,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	if u, err := url.Parse(storageURI); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
 		return f, usagef("--storage %q: want file:///abs/dir or s3://bucket/prefix", storageURI)
 	}
-	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: stack.Config{
+	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: roles.Config{
 		DataDir:           abs,
 		NATSURL:           natsURL,
 		NATSPort:          natsPort,
@@ -170,7 +170,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		if cfg.WorkerBinary != "" {
 			orFlag = "--worker"
 		}
-		if cfg.WorkerBinary, err = stack.WorkerBinary(cfg.WorkerBinary, orFlag); err != nil {
+		if cfg.WorkerBinary, err = roles.WorkerBinary(cfg.WorkerBinary, orFlag); err != nil {
 			return err
 		}
 	}
@@ -187,7 +187,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		defer eng.Close()
 		cfg.Engine = eng
 	}
-	s, err := stack.Start(ctx, cfg)
+	s, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -1,23 +1,23 @@
-// Package stack wires agora's roles into one process — the all-in-one
-// `agora serve`: an embedded NATS server with JetStream on disk (or a remote
-// NATS), object storage, the orchestrator with its HTTP API, a runner on the
-// local Docker engine, and Prometheus metrics on the API's listener. Each
-// role can be left out, so the same wiring runs the distributed roles.
-// `agora serve` and `agora demo` start it; tests start it with a
-// t.TempDir() data dir and port 0.
+// Package roles is agora's composition root: the top of the import graph,
+// imported by cmd/agora only (Go's internal rule enforces it). It wires
+// every role a process can run — the orchestrator with its HTTP API, a
+// runner on the local Docker engine, an embedded NATS server with
+// JetStream on disk (or a remote NATS), object storage and Prometheus
+// metrics — from one Config with one set of defaults, so `agora serve`,
+// `agora runner`, `agora orchestrator` and `agora demo` differ only in the
+// roles they select. Tests start it with a t.TempDir() data dir and port 0.
 //
-// Metrics, at GET /metrics behind the API's token rule (with tokens a
-// scraper sends Authorization: Bearer SECRET; without, loopback only):
-// agora_tasks{state}, agora_open_questions, agora_answer_wait_seconds,
-// agora_task_rounds, agora_dispatch_duration_seconds{outcome} — computed
-// from the stored tasks at each scrape — agora_runner_slots{runner},
+// Metrics, at GET /metrics behind the API's token rule (api.Auth: with
+// tokens a scraper sends Authorization: Bearer SECRET; without, loopback
+// only): agora_tasks{state}, agora_open_questions,
+// agora_answer_wait_seconds, agora_task_rounds,
+// agora_dispatch_duration_seconds{outcome} — computed from the stored tasks
+// at each scrape — agora_runner_slots{runner},
 // agora_runner_slots_in_use{runner}, and the Go and process collectors.
 //
-// It holds no logic of its own beyond the wiring, the data dir layout and
-// the metrics. It imports internal/natsserver, internal/bus,
-// internal/storage, internal/compute (and /docker), images, runner,
-// orchestrator (and /answer, /api) from the module.
-package stack
+// It holds no logic of its own beyond the wiring, the defaults, the data
+// dir layout and the metrics. Nothing in the module below cmd imports it.
+package roles
 
 import (
 	"context"
