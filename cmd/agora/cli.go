@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
+	"github.com/agoradev/agora/internal/compute/docker"
 )
 
 // The exit codes of every verb (the table is in the README and agora help).

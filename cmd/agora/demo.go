@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
+	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
-	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/runner"
