@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/compute/docker"
@@ -81,19 +79,16 @@ func getenv(environ []string, key string) string {
 	return v
 }
 
-// defaultDataDir is the data directory of agora serve, agora secret and
-// (under runner/) agora runner when no --data-dir is given:
-// $AGORA_DATA_DIR, else ~/.agora. Set AGORA_DATA_DIR once and every verb
-// on this machine agrees where the state and the secrets are.
+// defaultDataDir is every role's data directory (and agora secret's)
+// when no --data-dir is given: roles.DefaultDataDir, $AGORA_DATA_DIR, else
+// ~/.agora. Set AGORA_DATA_DIR once and every verb on this machine agrees
+// where the state and the secrets are.
 func defaultDataDir(environ []string) (string, error) {
-	if dir := getenv(environ, "AGORA_DATA_DIR"); dir != "" {
-		return dir, nil
-	}
-	home := getenv(environ, "HOME")
-	if home == "" {
+	dir := roles.DefaultDataDir(func(k string) string { return getenv(environ, k) })
+	if dir == "" {
 		return "", usagef("HOME is not set, so there is no default --data-dir; pass --data-dir DIR or set AGORA_DATA_DIR")
 	}
-	return filepath.Join(home, ".agora"), nil
+	return dir, nil
 }
 
 // newLogger is the text logger on stderr every long-running verb uses.
@@ -101,32 +96,9 @@ func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, nil))
 }
 
-// pingTimeout bounds the first contact with the Docker engine.
-const pingTimeout = 10 * time.Second
-
-// connectDocker returns an engine on the Docker daemon that the Docker
-// environment variables (DOCKER_HOST, …) or the default socket name, after
-// checking that it answers. The docker package reads those variables from
-// the process environment itself; environ only words the error.
+// connectDocker is roles.ConnectDocker with DOCKER_HOST from environ.
 func connectDocker(ctx context.Context, environ []string, log *slog.Logger) (*docker.Engine, error) {
-	eng, err := docker.New(docker.Config{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("%w; %s", err, dockerHint(environ))
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	if err := eng.Ping(pingCtx); err != nil {
-		eng.Close()
-		return nil, fmt.Errorf("docker engine not reachable: %w; %s", err, dockerHint(environ))
-	}
-	return eng, nil
-}
-
-func dockerHint(environ []string) string {
-	if h := getenv(environ, "DOCKER_HOST"); h != "" {
-		return "check that the engine at DOCKER_HOST=" + h + " is running and that you may use it"
-	}
-	return "start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST"
+	return roles.ConnectDocker(ctx, getenv(environ, "DOCKER_HOST"), log)
 }
 
 // workerBinary is roles.WorkerBinary: the worker to build the image from,

@@ -179,14 +179,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 	if cfg.Orchestrator {
 		cfg.Answerers = &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}
 	}
-	if cfg.Runner {
-		eng, err := connectDocker(ctx, environ, log)
-		if err != nil {
-			return err
-		}
-		defer eng.Close()
-		cfg.Engine = eng
-	}
+	cfg.DockerHost = getenv(environ, "DOCKER_HOST") // roles connects and pings once
 	s, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err
