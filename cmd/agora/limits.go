@@ -1,8 +1,9 @@
 package main
 
 import (
-	"flag"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
