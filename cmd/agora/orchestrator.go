@@ -9,7 +9,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/api"
 )
@@ -63,9 +62,6 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	dataDir, _ := defaultDataDir(environ)
 	log := newLogger(stderr)
 	max := f.max.maximums()
-	if max.CPUs <= 0 {
-		max.CPUs = orchestrator.DefaultMaximums().CPUs // no runner here: this host's cores say nothing
-	}
 	s, err := roles.Start(ctx, roles.Config{
 		DataDir:      dataDir,
 		NATSURL:      f.natsURL,

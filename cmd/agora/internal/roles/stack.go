@@ -397,7 +397,14 @@ func (s *Stack) startBus(ctx context.Context) error {
 		}
 		s.nats, s.natsURL = srv, srv.ClientURL()
 	}
-	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: "agora serve", Logger: s.log})
+	name := "agora serve" // the connection's name in NATS's monitoring
+	switch {
+	case !s.cfg.Runner:
+		name = "agora orchestrator"
+	case !s.cfg.Orchestrator:
+		name = "agora runner"
+	}
+	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: name, Logger: s.log})
 	if err != nil {
 		return err
 	}
