@@ -135,8 +135,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 // VERB and writes the completion scripts. Flag parsing is left to each
 // verb (DisableFlagParsing), which owns its pflag set.
 func commandTree(ctx context.Context, all []verb, code *int, g globalFlags, environ []string, stdout, stderr io.Writer) *cobra.Command {
-	root := &cobra.Command{Use: "agora", SilenceErrors: true, SilenceUsage: true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false}}
+	root := &cobra.Command{Use: "agora", SilenceErrors: true, SilenceUsage: true}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, v := range all {
@@ -313,7 +312,7 @@ func takeGlobalFlags(args []string) (globalFlags, []string, error) {
 		}
 	}
 	switch g.output {
-	case "", "json", "name", "table", "wide":
+	case "", "json", "name", "table":
 	default:
 		return g, nil, usagef("-o %q: want json, name or table", g.output)
 	}
@@ -339,10 +338,11 @@ func (g globalFlags) run(ctx context.Context, v verb, args, environ []string, st
 		}
 	}
 	args = insertBeforeDash(args, g.serverToken...)
-	if g.output == "" || g.output == "table" || g.output == "wide" {
+	if g.output == "" || g.output == "table" {
 		return v.run(ctx, args, environ, stdout, stderr)
 	}
-	if fs == nil || fs.Lookup("json") == nil {
+	hasJSON := fs != nil && fs.Lookup("json") != nil || strings.Contains(v.synopsis, "--json")
+	if !hasJSON {
 		return exitCode(stderr, label, usagef("-o %s: %s prints no JSON; drop -o", g.output, label))
 	}
 	args = insertBeforeDash(args, "--json")

@@ -1,7 +1,8 @@
-// Command agora is the one CLI. Thin: flags → packages. It has the verbs
-// integrators need from the contract (schema, validate), the worker image
-// build (image build) and the Docker runner (runner); serve, dispatch,
-// answer and the rest arrive with the orchestrator.
+// Command agora is the one CLI. Thin: flags → the packages. The verbs are
+// registered in a cobra tree (commands.go), each declaring and parsing its
+// own pflag set, so its help and completions come from the definitions it
+// parses with; the roles (serve, runner, orchestrator, demo) are wired by
+// the composition root in internal/roles.
 //
 // Only this package reads flags, the environment and signals: main turns the
 // first SIGINT or SIGTERM into a cancelled context for run, and a second one
