@@ -122,6 +122,16 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "agora: unknown command %q; run 'agora help' for the list\n", name)
 		return exitUsage
 	}
+	if name == "completion" {
+		shells := []string{"bash", "zsh", "fish", "powershell"}
+		switch {
+		case len(args) == 2 && (args[1] == "-h" || args[1] == "--help") || args[0] == "help":
+			fmt.Fprint(stdout, "usage: agora completion bash|zsh|fish|powershell\n\nprint the shell completion script, e.g. source <(agora completion bash)\n")
+			return exitOK
+		case len(args) != 2 || !slices.Contains(shells, args[1]):
+			return exitCode(stderr, "agora completion", usagef("want one shell: bash, zsh, fish or powershell, e.g. source <(agora completion bash)"))
+		}
+	}
 	code := exitOK
 	root := commandTree(ctx, all, &code, g, environ, stdout, stderr)
 	root.SetArgs(args)
@@ -424,6 +434,9 @@ func names(v any) []string {
 		}
 		if n, ok := v["seq"].(json.Number); ok {
 			return []string{n.String()}
+		}
+		if s, ok := v["version"].(string); ok && s != "" { // agora version
+			return []string{s}
 		}
 		for _, k := range []string{"tasks", "questions", "groups", "entries", "results", "task_ids", "items"} {
 			if l, ok := v[k].([]any); ok {

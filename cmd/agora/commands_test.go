@@ -83,6 +83,9 @@ func TestGlobalFlagsAnywhere(t *testing.T) {
 	agora(t, env, "--bogus", "status").want(t, "--bogus status", 2, nil, []string{"unknown flag --bogus before the command"})
 	agora(t, env, "status", "-o").want(t, "status -o", 2, nil, []string{"flag needs an argument: -o"})
 	agora(t, env, "schema", "-o", "json").want(t, "schema -o json", 2, nil, []string{"-o json: agora schema prints no JSON"})
+	agora(t, env, "completion", "tcsh").want(t, "completion tcsh", 2, nil, []string{"agora completion: want one shell: bash, zsh, fish or powershell"})
+	agora(t, env, "completion").want(t, "completion", 2, nil, []string{"agora completion: want one shell"})
+	agora(t, env, "-o", "name", "version").want(t, "-o name version", 0, []string{"dev\n"}, nil)
 	agora(t, env, "frobnicate").want(t, "unknown command", 2, nil, []string{`unknown command "frobnicate"`})
 	agora(t, env, "help").want(t, "help", 0, []string{"usage: agora <command>", "exit codes", "completion bash|zsh|fish"}, nil)
 }
@@ -191,5 +194,18 @@ func TestExitCodeTable(t *testing.T) {
 		if !strings.Contains(string(readme), fmt.Sprintf("| %d | %s", code, words)) {
 			t.Errorf("README's exit-code table does not explain exit %d (%q)", code, words)
 		}
+	}
+}
+
+// TestRunnerMetricsFlags: agora runner serves /metrics as serve does, so
+// off loopback it needs a token, found before anything is contacted.
+func TestRunnerMetricsFlags(t *testing.T) {
+	t.Parallel()
+	env := []string{"HOME=" + t.TempDir()}
+	agora(t, env, "runner", "--nats", "nats://127.0.0.1:4222", "--listen", "0.0.0.0:7071").want(t, "runner --listen off loopback", 2, nil,
+		[]string{"agora runner: refusing to listen on 0.0.0.0:7071 without --token"})
+	f, err := parseRunnerFlags([]string{"--nats", "x", "--listen", "0.0.0.0:7071", "--token", "prom:s3cret"}, env, io.Discard)
+	if err != nil || f.listen != "0.0.0.0:7071" || len(f.tokens) != 1 {
+		t.Errorf("parseRunnerFlags(--listen, --token) = %+v, %v", f, err)
 	}
 }
