@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -437,6 +438,9 @@ func names(v any) []string {
 		}
 		if s, ok := v["version"].(string); ok && s != "" { // agora version
 			return []string{s}
+		}
+		if m, ok := v["contexts"].(map[string]any); ok { // agora config get-contexts
+			return slices.Sorted(maps.Keys(m))
 		}
 		for _, k := range []string{"tasks", "questions", "groups", "entries", "results", "task_ids", "items"} {
 			if l, ok := v[k].([]any); ok {

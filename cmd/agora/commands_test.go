@@ -125,6 +125,7 @@ func TestConfigContexts(t *testing.T) {
 	agora(t, env, "config", "use-context", "here").want(t, "use-context here", 0, nil, nil)
 	agora(t, env, "config", "get-contexts").want(t, "get-contexts", 0, []string{"*        here", "away", "(set)"}, nil)
 	agora(t, env, "status").want(t, "status in context here", 0, nil, nil)
+	agora(t, env, "config", "get-contexts", "-o", "name").want(t, "get-contexts -o name", 0, []string{"away\nhere\n"}, nil)
 	// The environment wins over the current context, the flag over both.
 	agora(t, append(env, "AGORA_SERVER=http://127.0.0.1:2"), "status").want(t, "AGORA_SERVER over the context", 1, nil, []string{"127.0.0.1:2"})
 	agora(t, append(env, "AGORA_SERVER=http://127.0.0.1:2"), "status", "--server", "http://127.0.0.1:3").want(t, "--server over both", 1, nil, []string{"127.0.0.1:3"})
