@@ -102,9 +102,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		fmt.Fprint(stderr, overview(all))
 		return exitUsage
 	}
-	g, args, err := takeGlobalFlags(args)
-	if err != nil {
-		return exitCode(stderr, "agora", err)
+	var g globalFlags
+	if !strings.HasPrefix(args[0], "__complete") { // the shell's words, as typed
+		var err error
+		if g, args, err = takeGlobalFlags(args); err != nil {
+			return exitCode(stderr, "agora", err)
+		}
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		fmt.Fprint(stdout, overview(all))
@@ -149,6 +152,15 @@ func commandTree(ctx context.Context, all []verb, code *int, g globalFlags, envi
 	root := &cobra.Command{Use: "agora", SilenceErrors: true, SilenceUsage: true}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// Declared for the completion of the words before the command only:
+	// run has taken these flags out of the arguments already.
+	pf := root.PersistentFlags()
+	pf.String("server", "", "the agora server's URL")
+	pf.String("token", "", "the API bearer token")
+	pf.String("context", "", "the config file's context")
+	pf.String("config", "", "the config file")
+	pf.StringP("output", "o", "", "json, name or table")
+	pf.Bool("json", false, "print JSON")
 	for _, v := range all {
 		cmd := &cobra.Command{Use: v.name, Aliases: v.aliases, Short: v.short, DisableFlagParsing: true,
 			RunE: func(_ *cobra.Command, args []string) error {
@@ -187,7 +199,10 @@ func commandTree(ctx context.Context, all []verb, code *int, g globalFlags, envi
 // completeFlags completes a verb's flags from its own flag set; anything
 // else is left to the shell (file names).
 func completeFlags(ctx context.Context, v verb, sub, environ []string) cobra.CompletionFunc {
-	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 && (args[len(args)-1] == "-o" || args[len(args)-1] == "--output") {
+			return []cobra.Completion{"json", "name", "table"}, cobra.ShellCompDirectiveNoFileComp
+		}
 		if !strings.HasPrefix(toComplete, "-") {
 			return nil, cobra.ShellCompDirectiveDefault
 		}

@@ -172,6 +172,10 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completions of agora runner --worker- = %q; want %s", r.stdout, want)
 		}
 	}
+	r = agora(t, nil, "__complete", "status", "-o", "")
+	if !strings.Contains(r.stdout, "json\nname\ntable\n") {
+		t.Errorf("completions of agora status -o = %q; want json, name, table", r.stdout)
+	}
 	r = agora(t, nil, "__complete", "batch", "s")
 	if !strings.Contains(r.stdout, "submit") || !strings.Contains(r.stdout, "status") {
 		t.Errorf("completions of agora batch s = %q; want submit and status", r.stdout)

@@ -39,8 +39,8 @@ type apiFlags struct {
 
 func newAPIFlags(fs *flag.FlagSet) *apiFlags {
 	a := &apiFlags{}
-	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else "+defaultServer+")")
-	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN)")
+	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else the config file's context, else "+defaultServer+")")
+	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN, else the context's)")
 	fs.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	return a
 }
