@@ -307,7 +307,9 @@ func takeGlobalFlags(args []string) (globalFlags, []string, error) {
 				return value, nil
 			}
 			if i+1 >= len(args) {
-				return "", usagef("flag needs an argument: %s", a)
+				what := map[string]string{"o": "json, name or table", "output": "json, name or table", "context": "a context NAME from 'agora config get-contexts'",
+					"config": "the config FILE", "server": "the agora server's URL", "token": "the API TOKEN"}[name]
+				return "", usagef("flag needs an argument: %s takes %s", a, what)
 			}
 			i++
 			return args[i], nil
