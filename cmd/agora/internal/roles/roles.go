@@ -94,8 +94,10 @@ type Config struct {
 	// DataDir holds this stack's state on this host: nats/ (the embedded
 	// server's JetStream store), storage/ (the default file storage),
 	// runner/ (dispatch specs and workspaces), runner-id and a lock file
-	// that keeps a second stack off the same directory. Default ~/.agora.
-	// It is made absolute: containers mount paths under it.
+	// that keeps a second process off the same directory. Default
+	// DefaultDataDir: $AGORA_DATA_DIR, else ~/.agora. It is made absolute:
+	// containers mount paths under it. An orchestrator on a remote NATS
+	// keeps nothing on this host, so neither makes nor locks it.
 	DataDir string
 	// NATSURL is the NATS server (with JetStream) to use; empty starts an
 	// embedded one on loopback with its store in DataDir/nats.
