@@ -11,7 +11,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
@@ -38,8 +39,8 @@ type apiFlags struct {
 
 func newAPIFlags(fs *flag.FlagSet) *apiFlags {
 	a := &apiFlags{}
-	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else "+defaultServer+")")
-	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN)")
+	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else the config file's context, else "+defaultServer+")")
+	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN, else the context's)")
 	fs.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	return a
 }
@@ -154,32 +155,9 @@ func plainMessage(e *client.Error) string {
 	return msg
 }
 
-// parseVerb parses flags anywhere among args (a "--" ends them) and
-// returns the other arguments. -h prints the usage to stdout (errHelp).
+// parseVerb is parseArgs: flags anywhere, the other arguments returned.
 func parseVerb(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		err := fs.Parse(args)
-		switch {
-		case errors.Is(err, flag.ErrHelp):
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "usage: %s %s\n\nflags:\n", fs.Name(), synopsis)
-			fs.PrintDefaults()
-			return nil, errHelp
-		case err != nil:
-			return nil, usagef("%v; run '%s -h' for the flags", err, fs.Name())
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+	return parseArgs(fs, synopsis, args, stdout)
 }
 
 // writeJSON writes v as indented JSON.
