@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"slices"
@@ -28,6 +29,11 @@ import (
 var version = "dev"
 
 func main() {
+	// Every verb logs through the slog logger it is given. The standard
+	// logger is only net/http's, whose "Unsolicited response … INFO
+	// {server_id…}" would echo a NATS server's greeting past the one-line
+	// error that explains it.
+	log.SetOutput(io.Discard)
 	// Registered before NotifyContext's own channel, so no signal can slip
 	// between the two: both see every SIGINT and SIGTERM.
 	sigs := make(chan os.Signal, 2)

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	flag "github.com/spf13/pflag"
@@ -130,12 +131,34 @@ func (a *apiFlags) otherProtocol(err error) (string, bool) {
 	switch {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
 		return fmt.Sprintf("%s answered in plain HTTP, not HTTPS; use %s", a.server, plainURL), true
-	case !strings.Contains(msg, "malformed HTTP"):
-		return "", false
-	case strings.Contains(msg, "server_id"):
+	case strings.Contains(msg, "malformed HTTP") && strings.Contains(msg, "server_id"):
 		return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
+	case strings.Contains(msg, "malformed HTTP"):
+		return notAPI("it does not speak HTTP")
+	case strings.Contains(msg, "readLoopPeekFailLocked") || strings.Contains(msg, "server closed idle connection") ||
+		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		// A server that speaks first (NATS greets every client with INFO)
+		// can win the race with the request: Go's transport then reports
+		// the connection, not the bytes. Ask the server what it says.
+		if u, perr := url.Parse(a.server); perr == nil && greetsWithINFO(u.Host) {
+			return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
+		}
 	}
-	return notAPI("it does not speak HTTP")
+	return "", false
+}
+
+// greetsWithINFO reports whether the server at hostport speaks first with
+// NATS's "INFO " greeting, within a second and without being sent anything.
+func greetsWithINFO(hostport string) bool {
+	conn, err := net.DialTimeout("tcp", hostport, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 5)
+	_, err = io.ReadFull(conn, buf)
+	return err == nil && string(buf) == "INFO "
 }
 
 // plainMessage is the API's message without the sentinel's own words,
