@@ -5,7 +5,6 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	flag "github.com/spf13/pflag"
+
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/internal/stack"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
@@ -69,7 +70,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 		quiet = newLogger(stderr)
 	}
 	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", dir)
-	st, err := stack.Start(ctx, stack.Config{DataDir: dir, Listen: "127.0.0.1:0", Runner: true, Orchestrator: true, Slots: 2,
+	st, err := roles.Start(ctx, roles.Config{DataDir: dir, Listen: "127.0.0.1:0", Runner: true, Orchestrator: true, Slots: 2,
 		WorkerBinary: *worker, Busybox: *busybox, Logger: quiet})
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"flag"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
@@ -47,7 +48,7 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 		cpus = runner.DefaultMaxCPUs()
 	}
 	fs.Int64Var(&m.memoryMB, "max-memory-mb", def.MemoryMB, "refuse a task asking for more than `MB` of memory (resources.memory_mb)")
-	fs.Float64Var(&m.cpus, "max-cpus", cpus, "refuse a task asking for more than `CPUS` (resources.cpus; a runner caps instead; default: this host's cores with a runner here, else 16)")
+	fs.Float64Var(&m.cpus, "max-cpus", cpus, "refuse a task asking for more than `CPUS` (resources.cpus; a runner caps instead); the default is this host's cores with a runner here, else 16")
 	fs.Int64Var(&m.pids, "max-pids", def.Pids, "refuse a task asking for more than `N` processes (resources.pids)")
 	fs.BoolVar(&m.hostNetwork, "allow-host-network", false, "let tasks ask for network \"host\", which gives their sub-agents this host's loopback (NATS, the API); off by default")
 	fs.DurationVar(&m.timeout, "max-timeout", time.Duration(def.TimeoutSeconds)*time.Second, "refuse a task whose rounds may run longer than `DURATION` each (timeout_seconds)")

@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/orchestrator"
 )
@@ -29,8 +30,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	a := newAPIFlags(fs)
 	round := fs.Int("round", 0, "the round `N` (default: the current round; a respawned round: its latest attempt)")
 	var follow bool
-	fs.BoolVar(&follow, "f", false, "follow a round that has not ended until it ends")
-	fs.BoolVar(&follow, "follow", false, "the same as -f")
+	fs.BoolVarP(&follow, "follow", "f", false, "follow a round that has not ended until it ends")
 	worker := fs.Bool("worker", false, "also show the worker's own lines (its lifecycle events as JSON); by default only what the sub-agent printed")
 	pos, err := parseVerb(fs, logsSynopsis, args, stdout)
 	if err != nil {

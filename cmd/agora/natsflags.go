@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/internal/bus"
 )

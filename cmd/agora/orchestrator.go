@@ -3,19 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"time"
 
-	"github.com/agoradev/agora/internal/bus"
-	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/orchestrator"
+	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/api"
-	"github.com/agoradev/agora/orchestrator/registry"
 )
 
 const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
@@ -38,7 +33,7 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	fs.StringVar(&f.natsURL, "nats", "", "the `URL` of the NATS server (with JetStream); required")
 	f.natsAuth.register(fs)
 	fs.StringVar(&f.storageURI, "storage", "", "object storage `URI` the runners use (file:///dir or s3://bucket/prefix), for remove and agent answers")
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "serve the HTTP API on `ADDR`")
+	fs.StringVar(&f.listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
 	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
@@ -59,6 +54,8 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	return f, nil
 }
 
+// orchestratorMain runs the roles package with the orchestrator role only:
+// the same defaults as agora serve --no-runner, /metrics beside the API.
 func orchestratorMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	f, err := parseOrchestratorFlags(args, stdout)
 	if err != nil {
@@ -72,86 +69,35 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	if err != nil {
 		return err
 	}
+	// Only for the defaults: with a remote NATS and no runner, nothing
+	// is kept on this host.
+	dataDir, _ := defaultDataDir(environ)
 	log := newLogger(stderr)
-	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora orchestrator", Logger: log, Auth: auth})
+	max := f.max.maximums()
+	s, err := roles.Start(ctx, roles.Config{
+		DataDir:      dataDir,
+		NATSURL:      f.natsURL,
+		NATSAuth:     auth,
+		StorageURI:   f.storageURI,
+		NoStorage:    f.storageURI == "",
+		Listen:       f.listen,
+		Tokens:       f.tokens,
+		Orchestrator: true,
+		Answerers:    &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log},
+		Max:          max,
+		Metrics:      true,
+		Logger:       log,
+		Slack:        slackCfg,
+	})
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	if !b.Connected() {
-		return fmt.Errorf("NATS at %s is not reachable (or refused the credentials); start it, or pass the right --nats and its credentials (--nats-creds, …)", f.natsURL)
-	}
-	var store storage.Store
-	if f.storageURI != "" {
-		if store, err = storage.Open(ctx, f.storageURI, storage.Options{Logger: log}); err != nil {
-			return err
-		}
-	}
-	// The registry keeps its bundles in object storage: without --storage
-	// only inline sub-agents can be submitted.
-	var reg *registry.Registry
-	var apiReg api.Registry
-	if store != nil {
-		if reg, err = registry.Open(ctx, b, store); err != nil {
-			return fmt.Errorf("open the registry: %w", err)
-		}
-		apiReg = reg
-	}
-	res := &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}
-	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: log, Registry: reg, Max: f.max.maximums(),
-		Answerers: res})
-	if err != nil {
-		return err
-	}
-	bot, err := newSlackBot(ctx, slackCfg, b, o, res, log)
-	if err != nil {
-		return err
-	}
-	if err := o.Start(ctx); err != nil {
-		return err
-	}
-	var handler http.Handler
-	h, err := api.NewHandler(api.Config{Service: o, Registry: apiReg, Tokens: f.tokens, Logger: log})
-	if err != nil {
-		return err
-	}
-	handler = h
-	if bot != nil {
-		if err := bot.Start(ctx); err != nil {
-			return err
-		}
-		defer func() { _ = bot.Stop(context.WithoutCancel(ctx)) }()
-		if !slackCfg.SocketMode {
-			mux := http.NewServeMux()
-			mux.Handle("/", h)
-			mux.Handle("POST /slack/interactions", bot.Handler()) // signed by Slack, not an API token
-			handler = mux
-		}
-	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", f.listen, err)
-	}
-	// Event streams end when this context does, so Shutdown is not held up
-	// by a client following /v1/events.
-	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
-	defer endStreams()
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return streams }}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("orchestrator ready", "api", "http://"+ln.Addr().String(), "nats", f.natsURL, "auth", len(f.tokens) > 0)
-	fmt.Fprintf(stdout, "agora orchestrator: API on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "agora orchestrator: API on %s (metrics at /metrics)\n", s.URL())
 	select {
 	case <-ctx.Done():
-	case err := <-served:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve the API: %w", err)
-		}
+	case <-s.Done():
 	}
-	endStreams()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
-	return o.Stop(sctx)
+	return errors.Join(s.Err(), s.Stop(sctx))
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator/api"

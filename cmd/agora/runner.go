@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,12 +12,14 @@ import (
 	"strings"
 	"time"
 
+	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/natsauth"
-	"github.com/agoradev/agora/internal/stack"
-	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/units"
+	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/runner"
 )
 
@@ -48,6 +50,8 @@ type runnerFlags struct {
 	memoryMB   int64
 	pids       int64
 	max        maxFlags
+	listen     string
+	tokens     multiFlag
 }
 
 // multiFlag collects a repeatable string flag.
@@ -55,6 +59,7 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Type() string       { return "strings" }
 
 func runRunner(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return exitCode(stderr, "agora runner", runnerMain(ctx, args, environ, stdout, stderr))
@@ -70,7 +75,9 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep dispatch specs and workspaces on this host in `DIR` (default $AGORA_DATA_DIR/runner, else ~/.agora/runner)")
 	fs.IntVar(&f.slots, "slots", runner.DefaultSlots, "run at most `N` dispatches at once")
 	fs.StringVar(&f.image, "image", "", "run dispatches in the worker `IMAGE` (default: build or reuse it as 'agora image build' does)")
-	fs.StringVar(&f.id, "id", "", "name this runner `ID`; keep it across restarts so the next process adopts the containers (default: the host name)")
+	fs.StringVar(&f.id, "id", "", "name this runner `ID`; keep it across restarts so the next process adopts the containers (default: made once and kept in <data-dir>/runner-id, as agora serve does)")
+	fs.StringVar(&f.listen, "listen", "", "serve Prometheus /metrics on `ADDR`, e.g. 127.0.0.1:7071 (default: none)")
+	fs.Var(&f.tokens, "token", "accept metrics bearer token `NAME:SECRET` (repeatable); required when --listen is off loopback")
 	fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 	f.natsAuth.register(fs)
 	fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
@@ -78,9 +85,9 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
 	fs.Var(&f.workerEnv, "worker-env", "give every worker `KEY=VALUE` (repeatable), e.g. a proxy setting; never passed on to sub-agents (AWS credentials are not needed: the runner stages S3 and resolves aws-sm: refs itself)")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default $AGORA_DATA_DIR/secrets, else ~/.agora/secrets, where 'agora secret set' writes)")
-	fs.Float64Var(&f.cpus, "cpus", float64(stack.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
-	fs.Int64Var(&f.memoryMB, "memory-mb", stack.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
-	fs.Int64Var(&f.pids, "pids", stack.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
+	fs.Float64Var(&f.cpus, "cpus", float64(roles.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
+	fs.Int64Var(&f.memoryMB, "memory-mb", roles.DefaultResources.MemoryBytes>>20, "default memory limit of a dispatch container, in `MB` (0: none)")
+	fs.Int64Var(&f.pids, "pids", roles.DefaultResources.PidsLimit, "default process limit of a dispatch container, `N` (0: none)")
 	f.max.register(fs, false, true)
 	if err := parseFlags(fs, runnerSynopsis, args, stdout); err != nil {
 		return f, err
@@ -113,6 +120,11 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--memory-mb %d is over --max-memory-mb %d", f.memoryMB, f.max.memoryMB)
 	case f.pids > f.max.pids:
 		return f, usagef("--pids %d is over --max-pids %d", f.pids, f.max.pids)
+	}
+	if f.listen != "" {
+		if err := api.CheckBind(f.listen, f.tokens); err != nil {
+			return f, usagef("%v", err)
+		}
 	}
 	for _, kv := range f.workerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
@@ -151,15 +163,16 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 
 // runnerMain runs one runner until ctx is done, then stops it gracefully:
 // its containers keep running for the next runner process with the same id.
+// It is the roles package with the runner role only, so it gets the same
+// defaults (runner id, Docker check, metrics) as agora serve.
 func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	f, err := parseRunnerFlags(args, environ, stdout)
 	if err != nil {
 		return err
 	}
-	var workerBin string
 	if f.image == "" {
 		// Before connecting: a missing binary is the likeliest mistake.
-		if workerBin, err = workerBinary("", "--image IMAGE"); err != nil {
+		if _, err = workerBinary("", "--image IMAGE"); err != nil {
 			return err
 		}
 	}
@@ -167,43 +180,27 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	if u, err := url.Parse(f.workerNATS); err == nil && isLoopback(u.Hostname()) {
 		log.Warn("--worker-nats names a loopback address, which containers cannot reach: events then reach NATS only when the runner recovers them from stdout after each container ends", "worker_nats", f.workerNATS)
 	}
-
-	eng, err := connectDocker(ctx, environ, log)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	image, err := stack.WorkerImage(ctx, eng, f.image, workerBin, "", log)
-	if err != nil {
-		return err
-	}
-
-	store, err := storage.Open(ctx, f.storageURI, storage.Options{Logger: log})
-	if err != nil {
-		return err
-	}
 	var signer *natsauth.Signer
 	if f.signerFile != "" {
+		var err error
 		if signer, err = natsauth.LoadSigner(f.signerFile, f.natsAuth.creds); err != nil {
 			return err
 		}
 	}
-	b, err := bus.Connect(ctx, f.natsURL, bus.Options{Name: "agora-runner", Logger: log, Auth: f.auth})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if !b.Connected() {
-		return fmt.Errorf("cannot reach NATS at %s (or it refused the credentials); start a NATS server with JetStream there (nats-server -js), fix --nats or its credentials (--nats-creds, …)", f.natsURL)
-	}
-
-	r, err := runner.New(runner.Config{
-		ID:                f.id,
-		Slots:             f.slots,
-		Image:             image,
+	res := f.defaultResources()
+	max := f.max.maximums()
+	s, err := roles.Start(ctx, roles.Config{
+		// The runner's own directory holds its lock and runner-id too, so
+		// a serve on ~/.agora and a runner on ~/.agora/runner never clash.
 		DataDir:           f.dataDir,
+		RunnerDataDir:     f.dataDir,
+		NATSURL:           f.natsURL,
+		NATSAuth:          f.auth,
 		StorageURI:        f.storageURI,
-		Store:             store,
+		Runner:            true,
+		Slots:             f.slots,
+		Image:             f.image,
+		RunnerID:          f.id,
 		WorkerNATSURL:     f.workerNATS,
 		WorkerNATSSigner:  signer,
 		Grace:             f.grace,
@@ -211,33 +208,31 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		WorkerEnv:         f.workerEnv,
 		SecretsDir:        f.secretsDir,
 		AWSEnv:            awsVariables(environ),
-		Resources:         f.defaultResources(),
-		MaxMemoryMB:       f.max.memoryMB,
-		MaxCPUs:           f.max.cpus,
-		MaxPids:           f.max.pids,
-		MaxTimeout:        f.max.timeout,
+		Resources:         &res,
+		Max:               max,
 		MaxWorkspaceBytes: f.max.workspaceMB << 20,
-		AllowHostNetwork:  f.max.hostNetwork,
-		Bus:               b,
-		Engine:            eng,
+		Listen:            f.listen,
+		Tokens:            f.tokens,
+		Metrics:           f.listen != "",
+		DockerHost:        getenv(environ, "DOCKER_HOST"),
 		Logger:            log,
 	})
 	if err != nil {
 		return err
 	}
-	if err := r.Start(ctx); err != nil {
-		return err
+	fmt.Fprintf(stdout, "agora runner: runner %s with %d slots\n", s.RunnerID(), s.Config().Slots)
+	if f.listen != "" {
+		fmt.Fprintf(stdout, "agora runner: metrics on %s/metrics\n", s.URL())
 	}
-	<-ctx.Done()
-	log.Info("stopping: running containers keep running and the next runner with this id adopts them (signal again to exit at once)",
-		slog.String("cause", context.Cause(ctx).Error()))
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: running containers keep running and the next runner with this id adopts them (signal again to exit at once)",
+			slog.String("cause", context.Cause(ctx).Error()))
+	case <-s.Done():
+	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
-	if err := r.Stop(stopCtx); err != nil {
-		return err
-	}
-	log.Info("runner stopped")
-	return nil
+	return errors.Join(s.Err(), s.Stop(stopCtx))
 }
 
 // defaultResources are --cpus, --memory-mb and --pids, checked against

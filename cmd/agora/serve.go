@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agoradev/agora/internal/stack"
+	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 )
@@ -22,7 +23,7 @@ const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
-	cfg                  stack.Config
+	cfg                  roles.Config
 	rules, webhookSecret string
 }
 
@@ -53,7 +54,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	natsAuth.register(fs)
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
-	fs.StringVar(&listen, "listen", stack.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
+	fs.StringVar(&listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
 	fs.Var(&tokens, "token", "accept API and metrics bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
 	fs.IntVar(&slots, "slots", 4, "run at most `N` dispatches at once")
 	fs.BoolVar(&noRunner, "no-runner", false, "run no runner here: runners on other hosts take the dispatches")
@@ -147,7 +148,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	if u, err := url.Parse(storageURI); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
 		return f, usagef("--storage %q: want file:///abs/dir or s3://bucket/prefix", storageURI)
 	}
-	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: stack.Config{
+	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: roles.Config{
 		DataDir:           abs,
 		NATSURL:           natsURL,
 		NATSAuth:          auth,
@@ -190,7 +191,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		if cfg.WorkerBinary != "" {
 			orFlag = "--worker"
 		}
-		if cfg.WorkerBinary, err = stack.WorkerBinary(cfg.WorkerBinary, orFlag); err != nil {
+		if cfg.WorkerBinary, err = roles.WorkerBinary(cfg.WorkerBinary, orFlag); err != nil {
 			return err
 		}
 	}
@@ -199,15 +200,8 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 	if cfg.Orchestrator {
 		cfg.Answerers = &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log}
 	}
-	if cfg.Runner {
-		eng, err := connectDocker(ctx, environ, log)
-		if err != nil {
-			return err
-		}
-		defer eng.Close()
-		cfg.Engine = eng
-	}
-	s, err := stack.Start(ctx, cfg)
+	cfg.DockerHost = getenv(environ, "DOCKER_HOST") // roles connects and pings once
+	s, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -220,7 +214,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		if sc.SocketMode {
 			fmt.Fprintf(stdout, "agora serve: Slack interactions over Socket Mode\n")
 		} else {
-			fmt.Fprintf(stdout, "agora serve: Slack interactions at %s%s\n", s.URL(), stack.SlackPath)
+			fmt.Fprintf(stdout, "agora serve: Slack interactions at %s%s\n", s.URL(), roles.SlackPath)
 		}
 	}
 	if cfg.NATSURL == "" {

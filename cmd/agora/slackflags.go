@@ -1,13 +1,8 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
-	"log/slog"
+	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/internal/bus"
-	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
 )
 
@@ -20,7 +15,7 @@ type slackFlags struct {
 }
 
 func (f *slackFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.token, "slack-token", "", "answer questions in Slack (route steps slack:#channel, slack:@user) as the bot with token `xoxb-…` (default $AGORA_SLACK_TOKEN)")
+	fs.StringVar(&f.token, "slack-token", "", "answer questions in Slack (route steps slack:#channel, slack:@user) as the bot with `TOKEN` (xoxb-…; default $AGORA_SLACK_TOKEN)")
 	fs.StringVar(&f.signingSecret, "slack-signing-secret", "", "verify Slack's interactivity requests with the app's signing `SECRET` (default $AGORA_SLACK_SIGNING_SECRET)")
 	fs.BoolVar(&f.socketMode, "slack-socket-mode", false, "take Slack interactions over Socket Mode (no public ingress) instead of POST /slack/interactions")
 	fs.StringVar(&f.appToken, "slack-app-token", "", "the app-level `TOKEN` (xapp-…) Socket Mode connects with (default $AGORA_SLACK_APP_TOKEN)")
@@ -49,23 +44,4 @@ func (f *slackFlags) config(environ []string) (*slackanswer.Config, error) {
 		return nil, usagef("%v", err)
 	}
 	return &c, nil
-}
-
-// newSlackBot makes the Slack bot of agora orchestrator and plugs its
-// route step into res (agora serve has internal/stack do it).
-func newSlackBot(ctx context.Context, cfg *slackanswer.Config, b *bus.Bus, o slackanswer.Service, res *answer.Resolver, log *slog.Logger) (*slackanswer.Bot, error) {
-	if cfg == nil {
-		return nil, nil
-	}
-	kv, err := b.KeyValue(ctx, slackanswer.Bucket, "the Slack answerer's messages, threads and clicks")
-	if err != nil {
-		return nil, fmt.Errorf("slack: %w", err)
-	}
-	c := *cfg
-	c.Service, c.KV, c.Logger = o, kv, log
-	bot, err := slackanswer.New(c)
-	if err != nil {
-		return nil, err
-	}
-	return bot, bot.Register(res)
 }

@@ -32,8 +32,8 @@ func TestOrchestratorSlackFlagErrors(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	run(context.Background(), []string{"orchestrator", "-h"}, nil, &stdout, &stderr)
-	for _, flag := range []string{"-slack-token", "-slack-signing-secret", "-slack-socket-mode", "-slack-app-token", "-slack-api-url", "-public-url"} {
-		if !strings.Contains(stdout.String(), "  "+flag) {
+	for _, flag := range []string{"--slack-token", "--slack-signing-secret", "--slack-socket-mode", "--slack-app-token", "--slack-api-url", "--public-url"} {
+		if !strings.Contains(stdout.String(), flag+" ") {
 			t.Errorf("agora orchestrator -h does not list %s", flag)
 		}
 	}

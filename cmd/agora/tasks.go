@@ -11,7 +11,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +18,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
@@ -38,8 +40,8 @@ type apiFlags struct {
 
 func newAPIFlags(fs *flag.FlagSet) *apiFlags {
 	a := &apiFlags{}
-	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else "+defaultServer+")")
-	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN)")
+	fs.StringVar(&a.server, "server", "", "the agora server's `URL` (default $AGORA_SERVER, else the config file's context, else "+defaultServer+")")
+	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN, else the context's)")
 	fs.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	return a
 }
@@ -129,12 +131,34 @@ func (a *apiFlags) otherProtocol(err error) (string, bool) {
 	switch {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
 		return fmt.Sprintf("%s answered in plain HTTP, not HTTPS; use %s", a.server, plainURL), true
-	case !strings.Contains(msg, "malformed HTTP"):
-		return "", false
-	case strings.Contains(msg, "server_id"):
+	case strings.Contains(msg, "malformed HTTP") && strings.Contains(msg, "server_id"):
 		return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
+	case strings.Contains(msg, "malformed HTTP"):
+		return notAPI("it does not speak HTTP")
+	case strings.Contains(msg, "readLoopPeekFailLocked") || strings.Contains(msg, "server closed idle connection") ||
+		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		// A server that speaks first (NATS greets every client with INFO)
+		// can win the race with the request: Go's transport then reports
+		// the connection, not the bytes. Ask the server what it says.
+		if u, perr := url.Parse(a.server); perr == nil && greetsWithINFO(u.Host) {
+			return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
+		}
 	}
-	return notAPI("it does not speak HTTP")
+	return "", false
+}
+
+// greetsWithINFO reports whether the server at hostport speaks first with
+// NATS's "INFO " greeting, within a second and without being sent anything.
+func greetsWithINFO(hostport string) bool {
+	conn, err := net.DialTimeout("tcp", hostport, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 5)
+	_, err = io.ReadFull(conn, buf)
+	return err == nil && string(buf) == "INFO "
 }
 
 // plainMessage is the API's message without the sentinel's own words,
@@ -154,32 +178,9 @@ func plainMessage(e *client.Error) string {
 	return msg
 }
 
-// parseVerb parses flags anywhere among args (a "--" ends them) and
-// returns the other arguments. -h prints the usage to stdout (errHelp).
+// parseVerb is parseArgs: flags anywhere, the other arguments returned.
 func parseVerb(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		err := fs.Parse(args)
-		switch {
-		case errors.Is(err, flag.ErrHelp):
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "usage: %s %s\n\nflags:\n", fs.Name(), synopsis)
-			fs.PrintDefaults()
-			return nil, errHelp
-		case err != nil:
-			return nil, usagef("%v; run '%s -h' for the flags", err, fs.Name())
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+	return parseArgs(fs, synopsis, args, stdout)
 }
 
 // writeJSON writes v as indented JSON.

@@ -1,4 +1,4 @@
-package stack
+package roles
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer/slackfake"
 )
 
-// TestSlackMounted: with Slack configured, the stack takes slack route
+// TestSlackMounted: with Slack configured, the roles take slack route
 // steps and serves the interactivity endpoint on the API's listener,
 // checked by Slack's signature (not the API's tokens), while the API still
 // wants its token.

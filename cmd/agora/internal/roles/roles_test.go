@@ -1,4 +1,4 @@
-package stack
+package roles
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveChild(dir)) // the serve process of BenchmarkServeAt100k
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	image, cleanup, err := testenv.WorkerImage(ctx, "../..")
+	image, cleanup, err := testenv.WorkerImage(ctx, "../../../..")
 	cancel()
 	workerImage, dockerErr = image, err
 	code := m.Run()

@@ -1,4 +1,4 @@
-package stack
+package roles
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -180,65 +179,6 @@ func expose(t *testing.T, c prometheus.Collector, wantStatus int) string {
 		t.Errorf("scrape = %d, want %d: %s", rec.Code, wantStatus, rec.Body)
 	}
 	return rec.Body.String()
-}
-
-// questionsOnly is the API's one endpoint the auth comparison calls.
-type questionsOnly struct{ orchestrator.Service }
-
-func (questionsOnly) Questions(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
-	return orchestrator.QuestionPage{}, nil
-}
-
-// TestMetricsAuthMatchesAPI: /metrics lets through exactly the requests the
-// API lets through, with the same status, for an API with tokens and one
-// without.
-func TestMetricsAuthMatchesAPI(t *testing.T) {
-	t.Parallel()
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	requests := []struct {
-		name, remote, host, auth string
-	}{
-		{"loopback, no header", "127.0.0.1:5000", "127.0.0.1:7070", ""},
-		{"localhost name", "127.0.0.1:5000", "localhost:7070", ""},
-		{"ipv6 loopback", "[::1]:5000", "[::1]:7070", ""},
-		{"rebound name", "127.0.0.1:5000", "evil.example:7070", ""},
-		{"network peer", "10.0.0.8:5000", "agora.internal:7070", ""},
-		{"right token", "10.0.0.8:5000", "agora.internal:7070", "Bearer s3cret"},
-		{"right token, lower-case scheme", "10.0.0.8:5000", "agora.internal:7070", "bearer s3cret"},
-		{"second token", "10.0.0.8:5000", "agora.internal:7070", "Bearer other"},
-		{"wrong token", "127.0.0.1:5000", "127.0.0.1:7070", "Bearer nope"},
-		{"basic auth", "10.0.0.8:5000", "agora.internal:7070", "Basic czNjcmV0"},
-		{"empty bearer", "10.0.0.8:5000", "agora.internal:7070", "Bearer "},
-	}
-	for _, tokens := range [][]string{nil, {"alice:s3cret", "other"}} {
-		h, err := api.NewHandler(api.Config{Service: questionsOnly{}, Tokens: tokens})
-		if err != nil {
-			t.Fatal(err)
-		}
-		auth, err := api.NewAuth(tokens)
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics := auth.Wrap(ok, slog.New(slog.DiscardHandler))
-		for _, rq := range requests {
-			status := func(h http.Handler, path string) (int, http.Header) {
-				r := httptest.NewRequest(http.MethodGet, path, nil)
-				r.RemoteAddr, r.Host = rq.remote, rq.host
-				if rq.auth != "" {
-					r.Header.Set("Authorization", rq.auth)
-				}
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, r)
-				return rec.Code, rec.Header()
-			}
-			apiStatus, apiHeader := status(h, "/v1/questions")
-			mStatus, mHeader := status(metrics, "/metrics")
-			if apiStatus != mStatus || apiHeader.Get("WWW-Authenticate") != mHeader.Get("WWW-Authenticate") {
-				t.Errorf("tokens %v, %s: API %d %q, /metrics %d %q; want the same", tokens, rq.name,
-					apiStatus, apiHeader.Get("WWW-Authenticate"), mStatus, mHeader.Get("WWW-Authenticate"))
-			}
-		}
-	}
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -1,23 +1,23 @@
-// Package stack wires agora's roles into one process — the all-in-one
-// `agora serve`: an embedded NATS server with JetStream on disk (or a remote
-// NATS), object storage, the orchestrator with its HTTP API, a runner on the
-// local Docker engine, and Prometheus metrics on the API's listener. Each
-// role can be left out, so the same wiring runs the distributed roles.
-// `agora serve` and `agora demo` start it; tests start it with a
-// t.TempDir() data dir and port 0.
+// Package roles is agora's composition root: the top of the import graph,
+// imported by cmd/agora only (Go's internal rule enforces it). It wires
+// every role a process can run — the orchestrator with its HTTP API, a
+// runner on the local Docker engine, an embedded NATS server with
+// JetStream on disk (or a remote NATS), object storage and Prometheus
+// metrics — from one Config with one set of defaults, so `agora serve`,
+// `agora runner`, `agora orchestrator` and `agora demo` differ only in the
+// roles they select. Tests start it with a t.TempDir() data dir and port 0.
 //
-// Metrics, at GET /metrics behind the API's token rule (with tokens a
-// scraper sends Authorization: Bearer SECRET; without, loopback only):
-// agora_tasks{state}, agora_open_questions, agora_answer_wait_seconds,
-// agora_task_rounds, agora_dispatch_duration_seconds{outcome} — computed
-// from the stored tasks at each scrape — agora_runner_slots{runner},
+// Metrics, at GET /metrics behind the API's token rule (api.Auth: with
+// tokens a scraper sends Authorization: Bearer SECRET; without, loopback
+// only): agora_tasks{state}, agora_open_questions,
+// agora_answer_wait_seconds, agora_task_rounds,
+// agora_dispatch_duration_seconds{outcome} — computed from the stored tasks
+// at each scrape — agora_runner_slots{runner},
 // agora_runner_slots_in_use{runner}, and the Go and process collectors.
 //
-// It holds no logic of its own beyond the wiring, the data dir layout and
-// the metrics. It imports internal/natsserver, internal/natsauth, internal/bus,
-// internal/storage, internal/compute (and /docker), images, runner,
-// orchestrator (and /answer, /api) from the module.
-package stack
+// It holds no logic of its own beyond the wiring, the defaults, the data
+// dir layout and the metrics. Nothing in the module below cmd imports it.
+package roles
 
 import (
 	"context"
@@ -60,6 +60,27 @@ var DefaultResources = compute.Resources{NanoCPUs: 2e9, MemoryBytes: 2048 << 20,
 // pingTimeout bounds the first contact with the Docker engine.
 const pingTimeout = 10 * time.Second
 
+// ConnectDocker returns an engine on the Docker daemon that the Docker
+// environment variables (DOCKER_HOST, …) or the default socket name, after
+// checking once that it answers. dockerHost only words the error.
+func ConnectDocker(ctx context.Context, dockerHost string, log *slog.Logger) (*docker.Engine, error) {
+	hint := "start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST"
+	if dockerHost != "" {
+		hint = "check that the engine at DOCKER_HOST=" + dockerHost + " is running and that you may use it"
+	}
+	eng, err := docker.New(docker.Config{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, hint)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := eng.Ping(pingCtx); err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("docker engine not reachable: %w; %s", err, hint)
+	}
+	return eng, nil
+}
+
 // Engine is what the runner role needs of a container engine: running
 // containers and building (or finding) the worker image.
 type Engine interface {
@@ -76,8 +97,10 @@ type Config struct {
 	// server's JetStream store), nats-auth/ (its keys and the users'
 	// credentials, 0600), storage/ (the default file storage),
 	// runner/ (dispatch specs and workspaces), runner-id and a lock file
-	// that keeps a second stack off the same directory. Default ~/.agora.
-	// It is made absolute: containers mount paths under it.
+	// that keeps a second process off the same directory. Default
+	// DefaultDataDir: $AGORA_DATA_DIR, else ~/.agora. It is made absolute:
+	// containers mount paths under it. An orchestrator on a remote NATS
+	// keeps nothing on this host, so neither makes nor locks it.
 	DataDir string
 	// NATSURL is the NATS server (with JetStream) to use; empty starts an
 	// embedded one on loopback with its store in DataDir/nats.
@@ -87,12 +110,19 @@ type Config struct {
 	// DataDir/nats-auth (made on first start, natsauth): the orchestrator
 	// and the runner each connect as their own user.
 	NATSAuth bus.Auth
+	// WorkerNATSSigner mints each --worker-nats worker its own NATS user
+	// (runner.Config.WorkerNATSSigner); the embedded server's own signer
+	// when nil.
+	WorkerNATSSigner *natsauth.Signer
 	// NATSPort is the embedded server's client port; 0 picks a free one
 	// each start. Unused with NATSURL.
 	NATSPort int
 	// StorageURI is the object storage: file:///abs/dir or
 	// s3://bucket/prefix. Default file://DataDir/storage.
 	StorageURI string
+	// NoStorage leaves object storage out: an orchestrator without one takes
+	// inline sub-agents only (no registry). Not with a runner.
+	NoStorage bool
 	// Listen is the address of the HTTP API and /metrics; default
 	// DefaultListen. Off loopback it needs Tokens (api.CheckBind).
 	Listen string
@@ -125,10 +155,25 @@ type Config struct {
 	// (images.Options.Busybox).
 	Busybox string
 	// RunnerID names the runner in claims and container labels, so the next
-	// stack on this data dir adopts the containers this one leaves running.
-	// Default: the one kept in DataDir/runner-id, made once from the host
-	// name and a random suffix (two data dirs on a host never share one).
+	// process on this data dir adopts the containers this one leaves running.
+	// Default, for every role that runs a runner: the one kept in
+	// DataDir/runner-id, made once from the host name and a random suffix
+	// (two data dirs on a host never share one) — or the bare host name when
+	// RunnerDataDir already holds dispatches from before the file existed,
+	// so an upgraded `agora runner` still adopts its containers.
 	RunnerID string
+	// RunnerDataDir holds the runner's dispatch specs and workspaces;
+	// default DataDir/runner.
+	RunnerDataDir string
+	// WorkerNATSURL lets workers publish their own events to this NATS URL,
+	// which containers must reach; empty: the runner relays them.
+	WorkerNATSURL string
+	// Grace is the wait between SIGTERM and SIGKILL when a container is
+	// stopped; default runner.DefaultGrace.
+	Grace time.Duration
+	// LogCap bounds the output kept per dispatch; default
+	// runner.DefaultLogCap.
+	LogCap int64
 	// Resources are the default limits of a dispatch container; nil means
 	// DefaultResources. Each is at most its maximum (Max).
 	Resources *compute.Resources
@@ -154,18 +199,34 @@ type Config struct {
 	// Engine is the container engine; nil connects to the Docker engine
 	// that DOCKER_HOST (or the default socket) names, and closes it on Stop.
 	Engine Engine
+	// DockerHost is $DOCKER_HOST as the caller's environment has it, for
+	// the error when the engine does not answer (the Docker client reads
+	// the variable from the process environment itself).
+	DockerHost string
 	// Logger gets every component's log lines; nil discards them.
 	Logger *slog.Logger
 	// Metrics serves Prometheus metrics at /metrics on Listen.
 	Metrics bool
 }
 
+// DefaultDataDir is every role's data directory when none is given:
+// $AGORA_DATA_DIR, else ~/.agora ("" without either). getenv reads the
+// caller's environment, so every verb on a machine agrees where the state
+// and the secrets are.
+func DefaultDataDir(getenv func(string) string) string {
+	if dir := getenv("AGORA_DATA_DIR"); dir != "" {
+		return dir
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".agora")
+	}
+	return ""
+}
+
 // WithDefaults returns c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	if c.DataDir == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			c.DataDir = filepath.Join(home, ".agora")
-		}
+		c.DataDir = DefaultDataDir(os.Getenv)
 	}
 	if c.DataDir != "" {
 		if abs, err := filepath.Abs(c.DataDir); err == nil {
@@ -181,8 +242,17 @@ func (c Config) WithDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
+	if c.RunnerDataDir == "" && c.DataDir != "" {
+		c.RunnerDataDir = filepath.Join(c.DataDir, "runner")
+	}
 	if c.Slots <= 0 {
 		c.Slots = runner.DefaultSlots
+	}
+	if c.Grace <= 0 {
+		c.Grace = runner.DefaultGrace
+	}
+	if c.LogCap <= 0 {
+		c.LogCap = runner.DefaultLogCap
 	}
 	if c.Resources == nil {
 		r := DefaultResources
@@ -201,14 +271,22 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// local reports whether the roles keep state on this host (the embedded
+// NATS store, a runner's workspaces), so need the data dir and its lock; an
+// orchestrator on a remote NATS keeps none.
+func (c Config) local() bool { return c.NATSURL == "" || c.Runner }
+
 // Validate names every problem with the configuration (after WithDefaults).
 func (c Config) Validate() error {
 	var errs []error
 	if !c.Orchestrator && !c.Runner {
 		errs = append(errs, errors.New("no role: run the orchestrator, the runner or both"))
 	}
-	if c.DataDir == "" {
+	if c.DataDir == "" && c.local() {
 		errs = append(errs, errors.New("data dir is required (there is no home directory for the default)"))
+	}
+	if c.NoStorage && c.Runner {
+		errs = append(errs, errors.New("a runner needs object storage"))
 	}
 	if c.NATSURL != "" && c.NATSPort != 0 {
 		errs = append(errs, errors.New("a NATS port is for the embedded server: not with a NATS URL"))
@@ -285,11 +363,13 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 			return s, err
 		}
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return s, fmt.Errorf("data dir: %w", err)
-	}
-	if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
-		return s, err
+	if cfg.local() {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return s, fmt.Errorf("data dir: %w", err)
+		}
+		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
+			return s, err
+		}
 	}
 	if cfg.Orchestrator || cfg.Metrics {
 		// Bound first: a taken port fails before anything is built.
@@ -300,8 +380,10 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	if err := s.startBus(ctx); err != nil {
 		return s, err
 	}
-	if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log}); err != nil {
-		return s, err
+	if !cfg.NoStorage {
+		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log}); err != nil {
+			return s, err
+		}
 	}
 	if cfg.Orchestrator {
 		if err := s.startOrchestrator(ctx); err != nil {
@@ -352,9 +434,12 @@ func (s *Stack) startBus(ctx context.Context) error {
 		orchAuth = bus.Auth{CredsFile: ids.Path(natsauth.OrchestratorCredFile)}
 		runnerAuth = bus.Auth{CredsFile: ids.Path(natsauth.RunnerCredFile)}
 	}
-	name, auth := "agora serve", orchAuth
-	if !s.cfg.Orchestrator {
-		auth = runnerAuth
+	name, auth := "agora serve", orchAuth // the name in NATS's monitoring
+	switch {
+	case !s.cfg.Runner:
+		name = "agora orchestrator"
+	case !s.cfg.Orchestrator:
+		name, auth = "agora runner", runnerAuth
 	}
 	b, err := s.connect(ctx, name, auth)
 	if err != nil {
@@ -389,9 +474,14 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 	if res.Logger == nil {
 		res.Logger = s.log
 	}
-	reg, err := registry.Open(ctx, s.bus, s.store)
-	if err != nil {
-		return fmt.Errorf("open the registry: %w", err)
+	// The registry keeps its bundles in object storage: without it only
+	// inline sub-agents can be submitted.
+	var reg *registry.Registry
+	if s.store != nil {
+		var err error
+		if reg, err = registry.Open(ctx, s.bus, s.store); err != nil {
+			return fmt.Errorf("open the registry: %w", err)
+		}
 	}
 	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, Logger: s.log})
 	if err != nil {
@@ -416,16 +506,11 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 	s.engine = s.cfg.Engine
 	if s.engine == nil {
-		eng, err := docker.New(docker.Config{Logger: s.log})
+		eng, err := ConnectDocker(ctx, s.cfg.DockerHost, s.log)
 		if err != nil {
-			return fmt.Errorf("%w; start the Docker engine or set DOCKER_HOST", err)
+			return err
 		}
 		s.engine, s.closeEn = eng, eng.Close
-		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
-		defer cancel()
-		if err := eng.Ping(pingCtx); err != nil {
-			return fmt.Errorf("docker engine not reachable: %w; start the Docker engine (socket /var/run/docker.sock, which your user must be allowed to use) or set DOCKER_HOST", err)
-		}
 	}
 	image, err := WorkerImage(ctx, s.engine, s.cfg.Image, workerBin, s.cfg.Busybox, s.log)
 	if err != nil {
@@ -433,27 +518,30 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 	}
 	id := s.cfg.RunnerID
 	if id == "" {
-		if id, err = runnerID(s.cfg.DataDir); err != nil {
+		if id, err = runnerID(s.cfg.DataDir, s.cfg.RunnerDataDir); err != nil {
 			return err
 		}
 	}
-	var signer *natsauth.Signer
-	if s.natsIDs != nil {
+	signer := s.cfg.WorkerNATSSigner
+	if signer == nil && s.natsIDs != nil {
 		if signer, err = s.natsIDs.LoadSigner(); err != nil {
 			return err
 		}
 	}
 	r, err := runner.New(runner.Config{
-		ID:         id,
-		Slots:      s.cfg.Slots,
-		Image:      image,
-		DataDir:    filepath.Join(s.cfg.DataDir, "runner"),
-		StorageURI: s.cfg.StorageURI,
-		Store:      s.store,
-		WorkerEnv:  s.cfg.WorkerEnv,
-		SecretsDir: s.cfg.SecretsDir,
-		AWSEnv:     s.cfg.AWSEnv,
-		Resources:  *s.cfg.Resources,
+		ID:            id,
+		Slots:         s.cfg.Slots,
+		Image:         image,
+		DataDir:       s.cfg.RunnerDataDir,
+		StorageURI:    s.cfg.StorageURI,
+		Store:         s.store,
+		WorkerNATSURL: s.cfg.WorkerNATSURL,
+		Grace:         s.cfg.Grace,
+		LogCap:        s.cfg.LogCap,
+		WorkerEnv:     s.cfg.WorkerEnv,
+		SecretsDir:    s.cfg.SecretsDir,
+		AWSEnv:        s.cfg.AWSEnv,
+		Resources:     *s.cfg.Resources,
 		// The runner's maximums are the server's: what the orchestrator
 		// takes, this runner runs.
 		MaxMemoryMB:       s.cfg.Max.MemoryMB,
@@ -489,7 +577,11 @@ func (s *Stack) serve() error {
 		mux.Handle("GET /metrics", m)
 	}
 	if s.orch != nil {
-		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: s.reg, Tokens: s.cfg.Tokens, Logger: s.log})
+		var reg api.Registry
+		if s.reg != nil { // a nil *Registry in the interface would not be nil
+			reg = s.reg
+		}
+		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Tokens: s.cfg.Tokens, Logger: s.log})
 		if err != nil {
 			return err
 		}
@@ -676,8 +768,10 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 }
 
 // runnerID returns the runner id kept in dataDir/runner-id, making it on
-// first use: the host name and 8 random hex digits.
-func runnerID(dataDir string) (string, error) {
+// first use: the host name and 8 random hex digits — or the bare host name
+// (the id `agora runner` used before the file) when runnerDir already holds
+// dispatches, so their containers are adopted, not orphaned.
+func runnerID(dataDir, runnerDir string) (string, error) {
 	path := filepath.Join(dataDir, "runner-id")
 	if b, err := os.ReadFile(path); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" {
@@ -690,9 +784,12 @@ func runnerID(dataDir string) (string, error) {
 	if err != nil || host == "" {
 		host = "agora"
 	}
-	var suffix [4]byte
-	_, _ = rand.Read(suffix[:]) // never fails
-	id := host + "-" + hex.EncodeToString(suffix[:])
+	id := host
+	if entries, err := os.ReadDir(filepath.Join(runnerDir, "dispatches")); err != nil || len(entries) == 0 {
+		var suffix [4]byte
+		_, _ = rand.Read(suffix[:]) // never fails
+		id = host + "-" + hex.EncodeToString(suffix[:])
+	}
 	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("runner id: %w", err)
 	}

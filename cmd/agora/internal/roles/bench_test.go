@@ -1,4 +1,4 @@
-package stack
+package roles
 
 import (
 	"context"
@@ -33,7 +33,7 @@ import (
 // a 2-CPU machine 10,000 tasks took about 2 ms and 54 KB per scrape (it
 // was 0.45 s and 114 MB when every scrape listed and decoded every task).
 //
-//	go test -run '^$' -bench ScrapeTasks -benchtime 10x ./internal/stack
+//	go test -run '^$' -bench ScrapeTasks -benchtime 10x ./cmd/agora/internal/roles
 func BenchmarkScrapeTasks(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
@@ -163,7 +163,7 @@ const serveChildEnv = "AGORA_BENCH_SERVE_DIR"
 // start, after the listings, and 20 s later, once the Go runtime has
 // returned the memory the start left idle.
 //
-//	go test -run '^$' -bench ServeAt100k -benchtime 1x ./internal/stack
+//	go test -run '^$' -bench ServeAt100k -benchtime 1x ./cmd/agora/internal/roles
 func BenchmarkServeAt100k(b *testing.B) {
 	const total = 100_000
 	dir := b.TempDir()
