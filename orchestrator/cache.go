@@ -55,6 +55,7 @@ type cacheEntry struct {
 	rev    uint64
 	state  State
 	labels string // encodeLabels: one string costs a tenth of a map
+	owner  string
 	rounds []roundStat
 	// task is the list view of an open task; nil for a terminal one.
 	task *Task
@@ -170,6 +171,7 @@ func newTaskCache(log *slog.Logger) *taskCache {
 type taskHead struct {
 	State     State     `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
+	Owner     string    `json:"owner"`
 	Request   struct {
 		Labels map[string]string `json:"labels"`
 	} `json:"request"`
@@ -191,6 +193,7 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 	}
 	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
 	e.labels = encodeLabels(h.Request.Labels)
+	e.owner = h.Owner
 	e.rounds = make([]roundStat, len(h.Rounds))
 	for i, r := range h.Rounds {
 		var wait int64
@@ -436,6 +439,9 @@ type taskFilter struct {
 	state      State
 	key, value string
 	label      bool
+	// scoped: only the tasks of owner.
+	owner  string
+	scoped bool
 }
 
 func filterOf(opts ListOptions) taskFilter {
@@ -448,7 +454,7 @@ func filterOf(opts ListOptions) taskFilter {
 }
 
 func (f taskFilter) matchEntry(e *cacheEntry) bool {
-	if f.state != "" && e.state != f.state {
+	if f.state != "" && e.state != f.state || f.scoped && (f.owner == "" || e.owner != f.owner) {
 		return false
 	}
 	if !f.label {
@@ -458,7 +464,7 @@ func (f taskFilter) matchEntry(e *cacheEntry) bool {
 }
 
 func (f taskFilter) matchTask(t *Task) bool {
-	if f.state != "" && t.State != f.state {
+	if f.state != "" && t.State != f.state || f.scoped && (f.owner == "" || t.Owner != f.owner) {
 		return false
 	}
 	if !f.label {
