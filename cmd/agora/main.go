@@ -69,7 +69,7 @@ commands:
                     build the worker image through the Docker API (nothing is
                     pulled); a build with unchanged inputs is skipped
   serve [--data-dir DIR] [--nats URL | --nats-port N] [--storage URI] [--listen ADDR]
-        [--token NAME:SECRET]... [--slots N] [--no-runner | --runner-only] [--image IMAGE]
+        [--token NAME:SECRET[:ROLE]]... [--slots N] [--no-runner | --runner-only] [--image IMAGE]
                     everything in one process: orchestrator, HTTP API and /metrics,
                     runner, embedded NATS (JetStream in DIR, default
                     $AGORA_DATA_DIR, else ~/.agora);
@@ -78,7 +78,7 @@ commands:
          [--id ID] [--worker-nats URL] [--grace DURATION] [--log-cap BYTES]
                     run dispatch requests in containers on this Docker host
                     until SIGINT/SIGTERM (a second signal exits at once)
-  orchestrator --nats URL [--storage URI] [--listen ADDR] [--token NAME:SECRET]...
+  orchestrator --nats URL [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]...
          [--rules FILE] [--webhook-secret S]
                     keep tasks, route questions to answerers, re-dispatch with
                     the answer; serves the HTTP API (default 127.0.0.1:7070)

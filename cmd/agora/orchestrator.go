@@ -18,11 +18,11 @@ import (
 	"github.com/agoradev/agora/orchestrator/registry"
 )
 
-const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
+const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
-	tokens                                            multiFlag
+	tokens, localSecrets                              multiFlag
 	max                                               maxFlags
 	natsAuth                                          natsAuthFlags
 }
@@ -38,7 +38,8 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	f.natsAuth.register(fs)
 	fs.StringVar(&f.storageURI, "storage", "", "object storage `URI` the runners use (file:///dir or s3://bucket/prefix), for remove and agent answers")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "serve the HTTP API on `ADDR`")
-	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
+	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
+	fs.Var(&f.localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 	f.max.register(fs, true, false)
@@ -99,7 +100,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	if err := o.Start(ctx); err != nil {
 		return err
 	}
-	h, err := api.NewHandler(api.Config{Service: o, Registry: apiReg, Tokens: f.tokens, Logger: log})
+	h, err := api.NewHandler(api.Config{Service: o, Registry: apiReg, Tokens: f.tokens, LocalSecrets: f.localSecrets, Logger: log})
 	if err != nil {
 		return err
 	}

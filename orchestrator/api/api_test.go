@@ -576,9 +576,9 @@ func TestNewHandler_Config(t *testing.T) {
 		wantErr string
 	}{
 		{"no service", api.Config{}, "api: Config.Service is nil"},
-		{"empty token", api.Config{Service: svc, Tokens: []string{"ok", ""}}, "api: token 2: want SECRET, NAME:SECRET or NAME:SECRET:ROLE[,ROLE], each part non-empty"},
-		{"name without secret", api.Config{Service: svc, Tokens: []string{"alice:"}}, "api: token 1: want SECRET, NAME:SECRET"},
-		{"secret without name", api.Config{Service: svc, Tokens: []string{":s3cret"}}, "api: token 1: want SECRET, NAME:SECRET"},
+		{"empty token", api.Config{Service: svc, Tokens: []string{"ok", ""}}, "api: token 2: want SECRET or NAME:SECRET[:ROLE,…], each part non-empty"},
+		{"name without secret", api.Config{Service: svc, Tokens: []string{"alice:"}}, "api: token 1: want SECRET or NAME:SECRET"},
+		{"secret without name", api.Config{Service: svc, Tokens: []string{":s3cret"}}, "api: token 1: want SECRET or NAME:SECRET"},
 		{"one secret twice", api.Config{Service: svc, Tokens: []string{"alice:s3cret", "bob:s3cret"}}, "api: token 2: the same secret is given twice"},
 		{"no tokens", api.Config{Service: svc}, ""},
 		{"tokens", api.Config{Service: svc, Tokens: []string{"s3cret", "alice:al1ce"}}, ""},

@@ -124,7 +124,7 @@ func parseTokens(raw []string) ([]token, error) {
 			name, secret = "", s
 		}
 		if secret == "" || named && name == "" {
-			return nil, fmt.Errorf("api: token %d: want SECRET, NAME:SECRET or NAME:SECRET:ROLE[,ROLE], each part non-empty", i+1)
+			return nil, fmt.Errorf("api: token %d: want SECRET or NAME:SECRET[:ROLE,…], each part non-empty", i+1)
 		}
 		t := token{name: name}
 		// A last part of role names is the roles; anything else stays part
