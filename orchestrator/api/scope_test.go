@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // scopeServer is the API in front of a real orchestrator (embedded NATS,
@@ -85,6 +87,51 @@ func (s *scopeServer) call(t *testing.T, token, method, path, body string) (int,
 func items(body map[string]any, key string) []any {
 	l, _ := body[key].([]any)
 	return l
+}
+
+// stream opens GET /v1/events as the holder of token and sends the id
+// and state of every task change on the channel it returns.
+func (s *scopeServer) stream(t *testing.T, token string) <-chan [2]string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", s.srv.URL+"/v1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/events = %d", resp.StatusCode)
+	}
+	out := make(chan [2]string, 64)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var c wire.Change
+			if json.Unmarshal([]byte(data), &c) != nil {
+				continue
+			}
+			state := "removed"
+			if c.Task != nil {
+				state = string(c.Task.State)
+			}
+			select {
+			case out <- [2]string{c.TaskID, state}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // ask plays round 1 of task id: started, then a question.
@@ -181,6 +228,8 @@ func TestTokensScoped(t *testing.T) {
 		t.Errorf("alice answers as carol = %d %v; want 403", code, body)
 	}
 
+	bobsEvents := s.stream(t, bob)
+
 	// The answering service sees every question and answers for a person:
 	// both are recorded.
 	if _, qs := s.call(t, slack, "GET", "/v1/questions", ""); len(items(qs, "questions")) != 1 {
@@ -217,6 +266,23 @@ func TestTokensScoped(t *testing.T) {
 	}
 	if want := []string{"submit by alice", "answer by carol via slack", "cancel by alice"}; strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("history = %q; want %q", got, want)
+	}
+
+	// Bob's event stream carried none of that: his own cancel is the
+	// first change after alice's that he sees.
+	if code, body := s.call(t, bob, "POST", "/v1/tasks/tb/cancel", ""); code != 200 {
+		t.Fatalf("bob cancels his task = %d %v", code, body)
+	}
+	for done := false; !done; {
+		select {
+		case c := <-bobsEvents:
+			if c[0] != "tb" {
+				t.Errorf("bob's event stream carried a change of %s (%s)", c[0], c[1])
+			}
+			done = c == [2]string{"tb", "cancelled"}
+		case <-time.After(30 * time.Second):
+			t.Fatal("bob's event stream never carried his own cancel")
+		}
 	}
 
 	// The admin sees and removes anybody's task.
