@@ -121,7 +121,17 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 			return nil, fmt.Errorf("cancel task %s: %w", taskID, err)
 		}
 	}
+	cancel := wire.HistoryEntry{Action: wire.ActionCancel, By: caller(ctx).actor()}
 	t, err = o.store.update(ctx, taskID, func(t *Task) error {
+		if t.State == StateCancelled && (t.Outcome == nil || t.Outcome.Reason == "cancelled") {
+			// The dispatch's cancelled event, which this call caused, came
+			// first: the cancel is still this caller's.
+			if n := len(t.History); n > 0 && t.History[n-1].Action == wire.ActionCancel {
+				return errNoChange
+			}
+			o.record(t, cancel)
+			return nil
+		}
 		if t.State.Terminal() {
 			return errNoChange
 		}
@@ -138,7 +148,8 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 		}
 		t.State, t.UpdatedAt = StateCancelled, now
 		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
-		o.record(t, wire.HistoryEntry{Action: wire.ActionCancel, By: caller(ctx).actor(), Detail: "while " + stateLabel(was)})
+		cancel.Detail = "while " + stateLabel(was)
+		o.record(t, cancel)
 		return nil
 	})
 	if err != nil {
