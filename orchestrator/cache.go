@@ -485,7 +485,8 @@ type selected struct {
 // one after the cursor key on (every task when after is nil). Open tasks
 // come as copies of their list view (the caller may set the copy's own
 // fields, not what they point to). more says whether another match
-// follows; counts are every task's by state.
+// follows; counts are every task's by state (with f scoped to an owner,
+// that owner's).
 func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[State]int, more bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -509,7 +510,24 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 		}
 		sel = append(sel, s)
 	}
+	if f.scoped {
+		return sel, c.ownerCounts(f.owner), more
+	}
 	return sel, maps.Clone(c.counts), more
+}
+
+// ownerCounts counts the tasks of owner by state; c.mu is held.
+func (c *taskCache) ownerCounts(owner string) map[State]int {
+	counts := map[State]int{}
+	if owner == "" {
+		return counts
+	}
+	for _, e := range c.order {
+		if e.owner == owner {
+			counts[e.state]++
+		}
+	}
+	return counts
 }
 
 // eachOpen calls fn with a copy of the list view of every open task.

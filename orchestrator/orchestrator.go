@@ -523,8 +523,10 @@ func (o *Orchestrator) List(ctx context.Context, opts ListOptions) (TaskPage, er
 		return TaskPage{}, err
 	}
 	sum := summarize(counts)
-	sum.ParkedEvents = o.parkedCount()
-	sum.Alert = parkedAttention(sum.ParkedEvents)
+	if caller(ctx).Admin { // parked events are any task's: the operator's to see
+		sum.ParkedEvents = o.parkedCount()
+		sum.Alert = parkedAttention(sum.ParkedEvents)
+	}
 	page := TaskPage{Tasks: tasks, Summary: sum}
 	if more && len(sel) > 0 {
 		page.NextCursor = encodeCursor(cursorTasks, sel[len(sel)-1].key)

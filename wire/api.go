@@ -40,7 +40,8 @@ type TaskList struct {
 	// request input, no partial_state: GET the task for those); never
 	// null.
 	Tasks []*Task `json:"tasks"`
-	// Summary counts every task by state, whatever the filters and the page.
+	// Summary counts every task the token may see (a submitter: its own)
+	// by state, whatever the filters and the page.
 	Summary Summary `json:"summary"`
 	// NextCursor, passed as ?cursor=, gives the next page; absent on the
 	// last page.

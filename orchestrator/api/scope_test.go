@@ -209,6 +209,8 @@ func TestTokensScoped(t *testing.T) {
 	}
 	if _, list := s.call(t, bob, "GET", "/v1/tasks", ""); len(items(list, "tasks")) != 1 || items(list, "tasks")[0].(map[string]any)["id"] != "tb" {
 		t.Errorf("bob lists %v; want only tb", list["tasks"])
+	} else if sum, _ := list["summary"].(map[string]any); sum["text"] != "1 queued" {
+		t.Errorf("bob's summary = %v; want his own task counted only: 1 queued", sum)
 	}
 	if _, qs := s.call(t, bob, "GET", "/v1/questions", ""); len(items(qs, "questions")) != 0 {
 		t.Errorf("bob's questions = %v; want none (the only one is alice's)", qs["questions"])
