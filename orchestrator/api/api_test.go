@@ -462,7 +462,7 @@ func TestHandler_BadRequests(t *testing.T) {
 
 func TestHandler_Auth(t *testing.T) {
 	t.Parallel()
-	tokens := []string{"s3cret", "alice:al1ce-secret"}
+	tokens := []string{"s3cret", "alice:al1ce-secret", "slack:sl4ck:answerer"}
 	tests := []struct {
 		name       string
 		tokens     []string
@@ -484,7 +484,15 @@ func TestHandler_Auth(t *testing.T) {
 		{name: "unnamed token answers as api", tokens: tokens, header: "Bearer s3cret", wantStatus: 200, wantBy: "api"},
 		{name: "scheme is case-insensitive", tokens: tokens, header: "bearer s3cret", wantStatus: 200, wantBy: "api"},
 		{name: "named token answers as its name", tokens: tokens, header: "Bearer al1ce-secret", wantStatus: 200, wantBy: "alice"},
-		{name: "the body's by wins over the name", tokens: tokens, header: "Bearer al1ce-secret",
+		{name: "a named token may not answer for somebody else", tokens: tokens, header: "Bearer al1ce-secret",
+			body: `{"answer":"B","by":"bob"}`, wantStatus: 403},
+		{name: "a named token may give its own name", tokens: tokens, header: "Bearer al1ce-secret",
+			body: `{"answer":"B","by":"alice"}`, wantStatus: 200, wantBy: "alice"},
+		{name: "an answerer answers for the person it names", tokens: tokens, header: "Bearer sl4ck",
+			body: `{"answer":"B","by":"bob"}`, wantStatus: 200, wantBy: "bob"},
+		{name: "an answerer without by answers as itself", tokens: tokens, header: "Bearer sl4ck", wantStatus: 200, wantBy: "slack"},
+		{name: "the roles are not part of the secret", tokens: tokens, header: "Bearer sl4ck:answerer", wantStatus: 401},
+		{name: "the unnamed token (an admin) answers for somebody", tokens: tokens, header: "Bearer s3cret",
 			body: `{"answer":"B","by":"bob"}`, wantStatus: 200, wantBy: "bob"},
 		{name: "events need a token", tokens: tokens, target: "/v1/events", wantStatus: 401},
 		{name: "unknown paths need a token", tokens: tokens, target: "/v1/nothing", wantStatus: 401},
@@ -568,12 +576,19 @@ func TestNewHandler_Config(t *testing.T) {
 		wantErr string
 	}{
 		{"no service", api.Config{}, "api: Config.Service is nil"},
-		{"empty token", api.Config{Service: svc, Tokens: []string{"ok", ""}}, "api: token 2: want SECRET or NAME:SECRET, both non-empty"},
+		{"empty token", api.Config{Service: svc, Tokens: []string{"ok", ""}}, "api: token 2: want SECRET or NAME:SECRET[:ROLE,…], each part non-empty"},
 		{"name without secret", api.Config{Service: svc, Tokens: []string{"alice:"}}, "api: token 1: want SECRET or NAME:SECRET"},
 		{"secret without name", api.Config{Service: svc, Tokens: []string{":s3cret"}}, "api: token 1: want SECRET or NAME:SECRET"},
 		{"one secret twice", api.Config{Service: svc, Tokens: []string{"alice:s3cret", "bob:s3cret"}}, "api: token 2: the same secret is given twice"},
 		{"no tokens", api.Config{Service: svc}, ""},
 		{"tokens", api.Config{Service: svc, Tokens: []string{"s3cret", "alice:al1ce"}}, ""},
+		{"roles", api.Config{Service: svc, Tokens: []string{"root:r00t:admin", "slack:sl4ck:answerer,submitter", "carol:a:b"}}, ""},
+		{"same secret, roles aside", api.Config{Service: svc, Tokens: []string{"root:r00t:admin", "bob:r00t"}}, "api: token 2: the same secret is given twice"},
+		{"local secrets", api.Config{Service: svc, Tokens: []string{"alice:al1ce"}, LocalSecrets: []string{"alice=github,npm"}}, ""},
+		{"local secrets of nobody", api.Config{Service: svc, Tokens: []string{"alice:al1ce"}, LocalSecrets: []string{"bob=github"}},
+			`api: local secrets "bob=github": no token is named bob`},
+		{"local secrets without a list", api.Config{Service: svc, Tokens: []string{"alice:al1ce"}, LocalSecrets: []string{"alice"}},
+			"want NAME=SECRET[,SECRET] or NAME=*"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

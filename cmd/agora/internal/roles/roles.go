@@ -125,9 +125,13 @@ type Config struct {
 	// Listen is the address of the HTTP API and /metrics; default
 	// DefaultListen. Off loopback it needs Tokens (api.CheckBind).
 	Listen string
-	// Tokens are the API's bearer tokens, NAME:SECRET or SECRET; /metrics
-	// takes the same ones.
+	// Tokens are the API's bearer tokens, SECRET, NAME:SECRET or
+	// NAME:SECRET:ROLE[,ROLE] (api.Config.Tokens); /metrics takes the same
+	// ones.
 	Tokens []string
+	// LocalSecrets grant token names local: secrets, NAME=SECRET[,SECRET]
+	// or NAME=* (api.Config.LocalSecrets).
+	LocalSecrets []string
 	// Orchestrator runs the orchestrator and serves its HTTP API.
 	Orchestrator bool
 	// Answerers resolves route steps (lookup rules, webhook secret); nil
@@ -294,7 +298,7 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := api.NewAuth(c.Tokens); err != nil {
+	if _, err := api.NewAuthLocal(c.Tokens, c.LocalSecrets); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Max.Validate(); err != nil {
@@ -567,7 +571,7 @@ func (s *Stack) serve() error {
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
 		}
-		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Tokens: s.cfg.Tokens, Logger: s.log})
+		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Tokens: s.cfg.Tokens, LocalSecrets: s.cfg.LocalSecrets, Logger: s.log})
 		if err != nil {
 			return err
 		}
