@@ -34,28 +34,11 @@ type ContinueBody struct {
 	By string `json:"by,omitempty"`
 }
 
-// TaskList is the body of GET /v1/tasks: one page.
-type TaskList struct {
-	// Tasks match the filters, newest first, in their list view (no
-	// request input, no partial_state: GET the task for those); never
-	// null.
-	Tasks []*Task `json:"tasks"`
-	// Summary counts every task the token may see (a submitter: its own)
-	// by state, whatever the filters and the page.
-	Summary Summary `json:"summary"`
-	// NextCursor, passed as ?cursor=, gives the next page; absent on the
-	// last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// TaskList is the body of GET /v1/tasks: one page (the same shape as TaskPage).
+type TaskList = TaskPage
 
-// QuestionList is the body of GET /v1/questions: one page.
-type QuestionList struct {
-	// Questions are the open ones, oldest first; never null.
-	Questions []QuestionView `json:"questions"`
-	// NextCursor, passed as ?cursor=, gives the next page; absent on the
-	// last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// QuestionList is the body of GET /v1/questions: one page (the same shape as QuestionPage).
+type QuestionList = QuestionPage
 
 // ParkedEventList is the body of GET /v1/parked-events.
 type ParkedEventList struct {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestEventsParked: a parked event shows in status and in 'agora events
@@ -40,7 +40,7 @@ func TestEventsParked(t *testing.T) {
 	agora(t, s.env, "events", "parked").want(t, "the parked list", 0,
 		[]string{"77", "dispatch.finished", "pk-1-r1", "nats: timeout", "agora events retry SEQ"}, nil)
 	r := agora(t, s.env, "events", "parked", "--json")
-	var list api.ParkedEventList
+	var list wire.ParkedEventList
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.ParkedEvents) != 1 || list.ParkedEvents[0].Sequence != 77 {
 		t.Errorf("events parked --json = %v (%v)", r, err)
 	}

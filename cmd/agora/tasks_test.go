@@ -25,6 +25,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // taskServer is an agora API with the real orchestrator and no runner.
@@ -214,7 +215,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 		t.Errorf("status wrote colors to a buffer: %q", r.stdout)
 	}
 	r = agora(t, env, "status", "--json")
-	var list api.TaskList
+	var list wire.TaskList
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 4 || list.Summary.Counts[orchestrator.StateNeedsInput] != 1 {
 		t.Errorf("status --json = %v: %d tasks, %+v, %v", r, len(list.Tasks), list.Summary, err)
 	}
@@ -231,7 +232,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	r = agora(t, env, "questions")
 	r.want(t, "questions", 0, []string{"TASK", "ANSWER WITH", "paint", "Which colour?", "red / green / blue", "agora answer paint red"}, nil)
 	r = agora(t, env, "questions", "--json")
-	var qs api.QuestionList
+	var qs wire.QuestionList
 	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs.Questions) != 1 || qs.Questions[0].TaskID != "paint" {
 		t.Errorf("questions --json = %v, %v", r, err)
 	}

@@ -243,7 +243,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	if page.Tasks == nil {
 		page.Tasks = []*wire.Task{}
 	}
-	h.write(w, r, http.StatusOK, TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
+	h.write(w, r, http.StatusOK, page)
 }
 
 // listOptions reads ?state=…&label=key=value&limit=N&cursor=C.
@@ -317,7 +317,7 @@ func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
 	if page.Questions == nil {
 		page.Questions = []wire.QuestionView{}
 	}
-	h.write(w, r, http.StatusOK, QuestionList{Questions: page.Questions, NextCursor: page.NextCursor})
+	h.write(w, r, http.StatusOK, page)
 }
 
 func (h *handler) answer(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // DefaultListen is where the API (and /metrics) listens when Config.Listen
@@ -578,10 +579,10 @@ func (s *Stack) serve() error {
 		mux.Handle("/", h)
 	} else {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+			writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 		})
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusNotFound, api.ErrorBody{Code: api.CodeNoRoute,
+			writeJSON(w, http.StatusNotFound, wire.ErrorBody{Code: wire.CodeNoRoute,
 				Error: fmt.Sprintf("no endpoint %s %s: this agora runs the runner only, without the API (metrics are at /metrics)", r.Method, r.URL.Path)})
 		})
 	}
