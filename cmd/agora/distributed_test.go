@@ -20,6 +20,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 )
@@ -101,7 +102,7 @@ func TestDistributedRoles(t *testing.T) {
 	addr := freeAddr(t)
 	start("orchestrator", "--nats", srv.ClientURL(), "--storage", storageURI, "--listen", addr)
 	c := client.New("http://"+addr, "")
-	waitUntil(t, time.Minute, "the orchestrator's API", func() bool {
+	testutil.Eventually(t, time.Minute, "the orchestrator's API", func() bool {
 		_, err := c.List(ctx, orchestrator.ListOptions{})
 		return err == nil
 	})

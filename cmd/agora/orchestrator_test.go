@@ -20,6 +20,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -77,7 +78,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		waitUntil(t, 30*time.Second, "the API to answer", func() bool {
+		testutil.Eventually(t, 30*time.Second, "the API to answer", func() bool {
 			resp, err := http.Get("http://" + addr + "/healthz")
 			if err == nil {
 				resp.Body.Close()
@@ -168,7 +169,7 @@ func call(t *testing.T, method, url string, body, out any) {
 func waitTask(t *testing.T, addr, id string, want orchestrator.State) orchestrator.Task {
 	t.Helper()
 	var task orchestrator.Task
-	waitUntil(t, 3*time.Minute, fmt.Sprintf("task %s to be %s", id, want), func() bool {
+	testutil.Eventually(t, 3*time.Minute, fmt.Sprintf("task %s to be %s", id, want), func() bool {
 		resp, err := http.Get("http://" + addr + "/v1/tasks/" + id)
 		if err != nil {
 			return false
@@ -187,15 +188,4 @@ func waitTask(t *testing.T, addr, id string, want orchestrator.State) orchestrat
 		return task.State == want
 	})
 	return task
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
@@ -119,7 +120,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	}
 
 	var ev *schemas.Event
-	computetest.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
+	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
 		select {
 		case <-returned:
 			t.Fatalf("agora runner returned %d before the dispatch ended", code)
@@ -134,7 +135,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	if ev.Kind != schemas.KindFinished || ev.ExitCode == nil || *ev.ExitCode != 0 {
 		t.Fatalf("terminal event of %s = %s (exit %v, failure %+v); want dispatch.finished, exit 0", dispatchID, ev.Kind, ev.ExitCode, ev.Failure)
 	}
-	computetest.Eventually(t, time.Minute, "the runner to remove the container of "+dispatchID, func() bool {
+	testutil.Eventually(t, time.Minute, "the runner to remove the container of "+dispatchID, func() bool {
 		left, err := eng.List(context.Background(), map[string]string{runner.LabelRunner: id})
 		return err == nil && len(left) == 0
 	})

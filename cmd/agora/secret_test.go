@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // secretCLI runs `agora secret ARGS` with stdin and returns the exit code,
@@ -177,7 +178,7 @@ func TestSecretThroughServe(t *testing.T) {
 			t.Error("agora serve did not stop")
 		}
 	})
-	waitUntil(t, time.Minute, "agora serve to answer", func() bool {
+	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 )
@@ -93,7 +94,7 @@ func TestServeAndDemo(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", addr, "--slots", "1", "--worker", worker}, os.Environ(), &serveOut, logs)
 	}()
-	waitUntil(t, time.Minute, "agora serve to answer", func() bool {
+	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()

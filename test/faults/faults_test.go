@@ -40,6 +40,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -271,7 +272,7 @@ func (h *harness) stopAll() {
 
 func (h *harness) waitPort(port int) {
 	h.t.Helper()
-	waitFor(h.t, 30*time.Second, fmt.Sprintf("port %d", port), func() bool {
+	testutil.Eventually(h.t, 30*time.Second, fmt.Sprintf("port %d", port), func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err == nil {
 			c.Close()
@@ -282,7 +283,7 @@ func (h *harness) waitPort(port int) {
 
 func (h *harness) waitAPI(c *client.Client) {
 	h.t.Helper()
-	waitFor(h.t, 2*time.Minute, "the API of agora serve", func() bool {
+	testutil.Eventually(h.t, 2*time.Minute, "the API of agora serve", func() bool {
 		_, err := c.List(context.Background(), orchestrator.ListOptions{})
 		return err == nil
 	})
@@ -816,13 +817,6 @@ func waitUntil(d time.Duration, ok func() bool) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return true
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	if !waitUntil(d, ok) {
-		t.Fatalf("timed out after %s waiting for %s", d, what)
-	}
 }
 
 func retry(d time.Duration, fn func() error) error {
