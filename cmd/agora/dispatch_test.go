@@ -12,6 +12,7 @@ import (
 
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
@@ -145,7 +146,7 @@ func TestDispatchWaitEndToEnd(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := t.Context()
 	tag := fmt.Sprintf("agora-worker:cli-dispatch-test-%d", os.Getpid())
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: buildWorker(t), Tag: tag}); err != nil {
+	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
@@ -36,7 +36,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := context.Background()
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	tag := fmt.Sprintf("agora-worker:kill9-test-%d", os.Getpid())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
@@ -64,10 +64,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 
-	agora := filepath.Join(t.TempDir(), "agora")
-	if out, err := exec.Command("go", "build", "-o", agora, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build agora: %v\n%s", err, out)
-	}
+	agora := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 	addr := freeAddr(t)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)

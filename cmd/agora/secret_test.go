@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 )
 
@@ -155,7 +156,7 @@ func TestSecretThroughServe(t *testing.T) {
 	t.Parallel()
 	computetest.Docker(t)
 	computetest.Busybox(t)
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 	dataDir := t.TempDir()

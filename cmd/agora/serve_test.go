@@ -12,6 +12,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
@@ -72,7 +73,7 @@ func TestServeAndDemo(t *testing.T) {
 	t.Parallel()
 	computetest.Docker(t)
 	computetest.Busybox(t)
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 
