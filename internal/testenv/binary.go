@@ -47,10 +47,16 @@ func Binary(t testing.TB, pkg string, cgo bool) string {
 		}
 		binaries.dir = dir
 	}
-	out := filepath.Join(binaries.dir, fmt.Sprintf("%d-%s", len(binaries.built), command(pkg)))
+	// One directory per binary, which keeps its plain name: tests put the
+	// directory on PATH for scripts that call agora or agora-worker.
+	out := filepath.Join(binaries.dir, fmt.Sprint(len(binaries.built)), command(pkg))
 	binaries.mu.Unlock()
 	b.once.Do(func() {
 		b.path = out
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			b.err = err
+			return
+		}
 		args := []string{"build", "-trimpath", "-o", b.path}
 		env := os.Environ()
 		if !cgo {
