@@ -21,6 +21,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -48,11 +49,7 @@ func newTaskServer(t *testing.T) *taskServer {
 func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrator.Service) *taskServer {
 	t.Helper()
 	ctx := t.Context()
-	b, err := bus.Connect(ctx, natstest.Start(t).ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := testenv.Bus(t)
 	storeURI := "file://" + t.TempDir()
 	store, err := storage.Open(ctx, storeURI, storage.Options{})
 	if err != nil {
