@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -32,7 +33,7 @@ func TestEventsParked(t *testing.T) {
 	if _, err := kv.Put(t.Context(), "77", data); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the parked event in status", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the parked event in status", func() bool {
 		return agora(t, s.env, "status").code == 0 && s.parkedNow(t) == 1
 	})
 	agora(t, s.env, "status").want(t, "status names the parked event", 0,

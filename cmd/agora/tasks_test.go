@@ -21,6 +21,8 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
@@ -48,11 +50,7 @@ func newTaskServer(t *testing.T) *taskServer {
 func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrator.Service) *taskServer {
 	t.Helper()
 	ctx := t.Context()
-	b, err := bus.Connect(ctx, natstest.Start(t).ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := testenv.Bus(t)
 	storeURI := "file://" + t.TempDir()
 	store, err := storage.Open(ctx, storeURI, storage.Options{})
 	if err != nil {
@@ -172,7 +170,7 @@ func (s *taskServer) end(t *testing.T, id, dispatchID string, kind schemas.Event
 func (s *taskServer) waitState(t *testing.T, id string, state orchestrator.State) *orchestrator.Task {
 	t.Helper()
 	var task *orchestrator.Task
-	waitUntil(t, 30*time.Second, fmt.Sprintf("task %s to be %s", id, state), func() bool {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("task %s to be %s", id, state), func() bool {
 		var err error
 		task, err = s.orch.Get(context.Background(), id)
 		return err == nil && task.State == state
@@ -418,18 +416,18 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	plain := start(ctx, s.env, "watch")
 	jsonOut := start(ctx, s.env, "watch", "--json")
-	waitUntil(t, 30*time.Second, "watch to show the task there was", func() bool {
+	testutil.Eventually(t, 30*time.Second, "watch to show the task there was", func() bool {
 		return strings.Contains(plain.stdout.String(), "before  queued  round 1") && strings.Contains(jsonOut.stdout.String(), `"task_id":"before"`)
 	})
 	s.submit(t, "w")
 	s.ask(t, "w", "Left or right?", "left", "right")
-	waitUntil(t, 30*time.Second, "watch to show the question", func() bool {
+	testutil.Eventually(t, 30*time.Second, "watch to show the question", func() bool {
 		return strings.Contains(plain.stdout.String(), "w  needs input  round 1  needs input: Left or right? (left / right)  → agora answer w left")
 	})
 	if err := s.orch.Remove(t.Context(), "before"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "watch to show the removal", func() bool {
+	testutil.Eventually(t, 30*time.Second, "watch to show the removal", func() bool {
 		return strings.Contains(plain.stdout.String(), "before  removed") && strings.Contains(jsonOut.stdout.String(), `"removed":true`)
 	})
 	cancel()
