@@ -271,8 +271,8 @@ func TestQuestionAnsweredFromSlack(t *testing.T) {
 		return t.State == wire.StateQueued && len(t.Rounds) == 2
 	})
 	a := task.Rounds[0].Answer
-	if a == nil || a.Value != "B" || a.By != "slack:U1 (alice)" || a.Channel != "slack" {
-		t.Errorf("round 1 answer = %+v, want B by slack:U1 (alice) via slack", a)
+	if a == nil || a.Value != "B" || a.By != "slack:U1 (alice)" || a.Channel != "slack" || a.Via != Via {
+		t.Errorf("round 1 answer = %+v, want B by slack:U1 (alice) on channel slack, vouched for by %s", a, Via)
 	}
 	// What a runner takes off the queue for round 2 resumes the sub-agent
 	// with the answer.
