@@ -26,9 +26,10 @@ type KV struct {
 	bucket string
 }
 
-// KeyValue opens bucket, creating it (file storage) when absent.
+// KeyValue opens bucket, creating it (file storage, Options.Replicas) when
+// absent.
 func (b *Bus) KeyValue(ctx context.Context, bucket, description string) (*KV, error) {
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: bucket, Description: description, Storage: jetstream.FileStorage,
 	})
 	if err != nil {

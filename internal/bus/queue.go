@@ -56,8 +56,8 @@ func (b *Bus) EnsureQueue(ctx context.Context) error {
 		MaxAge:            7 * 24 * time.Hour,
 	}}
 	for _, cfg := range streams {
-		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		if err := b.ensureStream(ctx, cfg); err != nil {
+			return err
 		}
 	}
 	if _, err := b.js.CreateOrUpdateConsumer(ctx, QueueStream, jetstream.ConsumerConfig{
@@ -69,13 +69,13 @@ func (b *Bus) EnsureQueue(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("ensure consumer %s on %s: %w", QueueConsumer, QueueStream, err)
 	}
-	if _, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if _, err := b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      ClaimBucket,
 		Description: "which runner owns which dispatch",
 		Storage:     jetstream.FileStorage,
 		TTL:         30 * 24 * time.Hour,
 	}); err != nil {
-		return fmt.Errorf("ensure bucket %s: %w", ClaimBucket, err)
+		return err
 	}
 	return nil
 }
