@@ -46,7 +46,8 @@ func (k *KV) wrap(op, key string, err error) error {
 		err = ErrKeyExists
 	default:
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			err = fmt.Errorf("%w: %w", ErrRevision, err)
 		}
 	}

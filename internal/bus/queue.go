@@ -60,12 +60,15 @@ func (b *Bus) EnsureQueue(ctx context.Context) error {
 			return err
 		}
 	}
-	if _, err := b.js.CreateOrUpdateConsumer(ctx, QueueStream, jetstream.ConsumerConfig{
-		Durable:       QueueConsumer,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       QueueAckWait,
-		MaxAckPending: -1,
-		FilterSubject: QueueSubjects,
+	if err := b.retryEnsure(ctx, "consumer "+QueueConsumer, func() error {
+		_, err := b.js.CreateOrUpdateConsumer(ctx, QueueStream, jetstream.ConsumerConfig{
+			Durable:       QueueConsumer,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       QueueAckWait,
+			MaxAckPending: -1,
+			FilterSubject: QueueSubjects,
+		})
+		return err
 	}); err != nil {
 		return fmt.Errorf("ensure consumer %s on %s: %w", QueueConsumer, QueueStream, err)
 	}

@@ -34,6 +34,10 @@ func eventStreamConfig() jetstream.StreamConfig {
 // replicas, placement and other settings an operator chose are kept. It is idempotent, and processes
 // racing to create the stream all succeed.
 func (b *Bus) EnsureEventStream(ctx context.Context) error {
+	return b.retryEnsure(ctx, "stream "+EventStream, func() error { return b.ensureEventStream(ctx) })
+}
+
+func (b *Bus) ensureEventStream(ctx context.Context) error {
 	if err := b.ready(); errors.Is(err, ErrClosed) {
 		return fmt.Errorf("ensure stream %s: %w", EventStream, err)
 	}
