@@ -144,26 +144,7 @@ type harness struct {
 func newHarness(t *testing.T, eng *docker.Engine) *harness {
 	t.Helper()
 	h := &harness{t: t, eng: eng, dir: t.TempDir(), procs: map[string]*proc{}, killed: map[string]int{}, creates: map[string]int{}}
-	bin := filepath.Join(h.dir, "bin")
-	root := filepath.Join("..", "..")
-	build := func(out string, env []string, pkg string) string {
-		p := filepath.Join(bin, out)
-		cmd := exec.Command("go", "build", "-trimpath", "-o", p, pkg)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return p
-	}
-	worker := build("agora-worker", []string{"CGO_ENABLED=0"}, "./cmd/agora-worker")
-	h.agora = build("agora", nil, "./cmd/agora")
-	h.natsBin = build("nats-server", nil, "github.com/nats-io/nats-server/v2")
-	h.image = fmt.Sprintf("agora-worker:faults-%d", os.Getpid())
-	ctx := context.Background()
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: h.image}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), h.image) })
+	h.agora, h.natsBin, h.image = buildAll(t, eng, h.dir, "faults")
 	h.natsPort = freePort(t)
 	h.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", os.Getpid()), fmt.Sprintf("faults-runner-%d", os.Getpid())}
@@ -198,7 +179,7 @@ func newHarness(t *testing.T, eng *docker.Engine) *harness {
 // proc is one process the suite starts, kills and restarts.
 type proc struct {
 	name, bin, logPath string
-	args               []string
+	args, env          []string // env: added to the suite's own
 	mu                 sync.Mutex
 	cmd                *exec.Cmd
 	exited             chan struct{}
@@ -215,7 +196,7 @@ func (p *proc) start(t *testing.T) {
 	fmt.Fprintf(f, "==== start %s %s\n", p.name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "CI=true")
+	cmd.Env = append(append(os.Environ(), "CI=true"), p.env...)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", p.name, err)
@@ -829,4 +810,30 @@ func retry(d time.Duration, fn func() error) error {
 	var err error
 	waitUntil(d, func() bool { err = fn(); return err == nil })
 	return err
+}
+
+// buildAll builds agora, the worker and nats-server into dir/bin, and the
+// worker image tagged agora-worker:<name>-<pid> (removed in t.Cleanup).
+func buildAll(t *testing.T, eng *docker.Engine, dir, name string) (agora, natsBin, image string) {
+	t.Helper()
+	bin := filepath.Join(dir, "bin")
+	root := filepath.Join("..", "..")
+	build := func(out string, env []string, pkg string) string {
+		p := filepath.Join(bin, out)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", p, pkg)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return p
+	}
+	worker := build("agora-worker", []string{"CGO_ENABLED=0"}, "./cmd/agora-worker")
+	agora = build("agora", nil, "./cmd/agora")
+	natsBin = build("nats-server", nil, "github.com/nats-io/nats-server/v2")
+	image = fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	if _, err := images.Build(context.Background(), eng, images.Options{WorkerBinary: worker, Tag: image}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), image) })
+	return agora, natsBin, image
 }
