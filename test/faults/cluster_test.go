@@ -213,7 +213,10 @@ func (c *cluster) configure() {
 	}
 	gw, err := versityGW()
 	if err != nil {
-		t.Skip(err) // computetest fails instead of skipping in CI; so does this below
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err) // as computetest does: no vacuous skip in CI
+		}
+		t.Skip(err)
 	}
 	s3Root := filepath.Join(c.dir, "s3")
 	if err := os.MkdirAll(s3Root, 0o755); err != nil {
@@ -247,11 +250,7 @@ func versityGW() (string, error) {
 	}
 	p := filepath.Join(gopath, "bin", "versitygw")
 	if _, err := os.Stat(p); err != nil {
-		err := errors.New("versitygw not found on PATH or in GOPATH/bin; install it: make tools")
-		if os.Getenv("CI") == "true" {
-			return "", fmt.Errorf("%w (CI=true: not skipping)", err)
-		}
-		return "", err
+		return "", errors.New("versitygw not found on PATH or in GOPATH/bin; install it: make tools")
 	}
 	return p, nil
 }
