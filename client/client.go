@@ -110,7 +110,7 @@ func (c *Client) List(ctx context.Context, opts wire.ListOptions) (wire.TaskPage
 	if err := c.do(ctx, http.MethodGet, withQuery("/v1/tasks", q), nil, &list); err != nil {
 		return wire.TaskPage{}, err
 	}
-	return wire.TaskPage{Tasks: list.Tasks, Summary: list.Summary, NextCursor: list.NextCursor}, nil
+	return list, nil
 }
 
 // ListAll follows List's pages from opts.Cursor (empty: the first) to the
@@ -140,7 +140,7 @@ func (c *Client) Questions(ctx context.Context, opts wire.PageOptions) (wire.Que
 	if err := c.do(ctx, http.MethodGet, withQuery("/v1/questions", pageQuery(opts)), nil, &list); err != nil {
 		return wire.QuestionPage{}, err
 	}
-	return wire.QuestionPage{Questions: list.Questions, NextCursor: list.NextCursor}, nil
+	return list, nil
 }
 
 // QuestionsAll returns every open question, oldest first, following the

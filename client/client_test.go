@@ -34,11 +34,12 @@ func (w logWriter) Write(p []byte) (int, error) {
 }
 
 // newClient serves svc through the real API handler on a loopback httptest
-// server, with tokens s3cret and alice:al1ce, and returns a client holding
-// token.
+// server, with tokens s3cret and alice:al1ce:answerer (an answering
+// service, so it may answer for somebody else), and returns a client
+// holding token.
 func newClient(t *testing.T, svc *apitest.Service, token string, opts ...client.Option) *client.Client {
 	t.Helper()
-	h, err := api.NewHandler(api.Config{Service: svc, Tokens: []string{"s3cret", "alice:al1ce"},
+	h, err := api.NewHandler(api.Config{Service: svc, Tokens: []string{"s3cret", "alice:al1ce:answerer"},
 		Logger: slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
@@ -153,7 +154,7 @@ func TestClient_RoundTrips(t *testing.T) {
 		}, "Answer", orchestrator.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green", By: "alice", Channel: "api"}, want},
 		{"Answer by somebody through a channel", func() (any, error) {
 			return c.Answer(ctx, orchestrator.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Channel: "slack"})
-		}, "Answer", orchestrator.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Channel: "slack"}, want},
+		}, "Answer", orchestrator.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Via: "alice", Channel: "slack"}, want},
 		{"Cancel", func() (any, error) { return c.Cancel(ctx, "t-1") }, "Cancel", "t-1", want},
 		{"Respawn", func() (any, error) { return c.Respawn(ctx, "t-1") }, "Respawn", "t-1", want},
 		{"Continue", func() (any, error) { return c.Continue(ctx, "t-1", "now blue", "") }, "Continue", []string{"t-1", "now blue", "alice"}, want},

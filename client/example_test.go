@@ -19,7 +19,8 @@ import (
 
 // exampleAPI serves the real API on loopback, backed by a fake orchestrator
 // holding task t-42 of sub-agent "triage": running, then asking "Bug or
-// feature?". It accepts the token "ci-bot:s3cret".
+// feature?". It accepts the token "ci-bot:s3cret:answerer": an answering
+// service, which may answer any task, for itself or for a person it names.
 func exampleAPI() *httptest.Server {
 	asked := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	question := &schemas.NeedsInput{Question: "Bug or feature?", Options: []string{"bug", "feature"}}
@@ -68,7 +69,7 @@ func exampleAPI() *httptest.Server {
 				{N: 2, DispatchID: "t-42-r2", State: wire.StateQueued}}}, nil
 		},
 	}
-	h, err := api.NewHandler(api.Config{Service: svc, Tokens: []string{"ci-bot:s3cret"}})
+	h, err := api.NewHandler(api.Config{Service: svc, Tokens: []string{"ci-bot:s3cret:answerer"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,20 +14,8 @@ import (
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
 )
-
-// buildWorker compiles ./cmd/agora-worker, static, into a temp dir.
-func buildWorker(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "agora-worker")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/agora-worker")
-	cmd.Dir = ".." // the module root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/agora-worker: %v\n%s", err, b)
-	}
-	return out
-}
 
 // TestWorkerImage builds the worker image on the real engine from a freshly
 // compiled worker, checks that a second build is skipped, and runs a finished
@@ -37,7 +24,7 @@ func TestWorkerImage(t *testing.T) {
 	t.Parallel()
 	e := computetest.Docker(t)
 	computetest.Busybox(t) // the image must get /bin/sh for the dispatch below
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -15,10 +15,11 @@ import (
 
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.RemovingBinaries(m))
 }
 
 // fakeBuilder is a compute.ImageBuilder in memory: it records the build

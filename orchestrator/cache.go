@@ -55,6 +55,7 @@ type cacheEntry struct {
 	rev    uint64
 	state  State
 	labels string // encodeLabels: one string costs a tenth of a map
+	owner  string
 	rounds []roundStat
 	// task is the list view of an open task; nil for a terminal one.
 	task *Task
@@ -170,6 +171,7 @@ func newTaskCache(log *slog.Logger) *taskCache {
 type taskHead struct {
 	State     State     `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
+	Owner     string    `json:"owner"`
 	Request   struct {
 		Labels map[string]string `json:"labels"`
 	} `json:"request"`
@@ -191,6 +193,7 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 	}
 	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
 	e.labels = encodeLabels(h.Request.Labels)
+	e.owner = h.Owner
 	e.rounds = make([]roundStat, len(h.Rounds))
 	for i, r := range h.Rounds {
 		var wait int64
@@ -436,6 +439,9 @@ type taskFilter struct {
 	state      State
 	key, value string
 	label      bool
+	// scoped: only the tasks of owner.
+	owner  string
+	scoped bool
 }
 
 func filterOf(opts ListOptions) taskFilter {
@@ -448,7 +454,7 @@ func filterOf(opts ListOptions) taskFilter {
 }
 
 func (f taskFilter) matchEntry(e *cacheEntry) bool {
-	if f.state != "" && e.state != f.state {
+	if f.state != "" && e.state != f.state || f.scoped && (f.owner == "" || e.owner != f.owner) {
 		return false
 	}
 	if !f.label {
@@ -458,7 +464,7 @@ func (f taskFilter) matchEntry(e *cacheEntry) bool {
 }
 
 func (f taskFilter) matchTask(t *Task) bool {
-	if f.state != "" && t.State != f.state {
+	if f.state != "" && t.State != f.state || f.scoped && (f.owner == "" || t.Owner != f.owner) {
 		return false
 	}
 	if !f.label {
@@ -479,7 +485,8 @@ type selected struct {
 // one after the cursor key on (every task when after is nil). Open tasks
 // come as copies of their list view (the caller may set the copy's own
 // fields, not what they point to). more says whether another match
-// follows; counts are every task's by state.
+// follows; counts are every task's by state (with f scoped to an owner,
+// that owner's).
 func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[State]int, more bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -503,7 +510,24 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 		}
 		sel = append(sel, s)
 	}
+	if f.scoped {
+		return sel, c.ownerCounts(f.owner), more
+	}
 	return sel, maps.Clone(c.counts), more
+}
+
+// ownerCounts counts the tasks of owner by state; c.mu is held.
+func (c *taskCache) ownerCounts(owner string) map[State]int {
+	counts := map[State]int{}
+	if owner == "" {
+		return counts
+	}
+	for _, e := range c.order {
+		if e.owner == owner {
+			counts[e.state]++
+		}
+	}
+	return counts
 }
 
 // eachOpen calls fn with a copy of the list view of every open task.

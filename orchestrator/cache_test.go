@@ -12,6 +12,7 @@ import (
 
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -440,17 +441,7 @@ func TestTaskCacheAcrossReplicas(t *testing.T) {
 		}
 		return out
 	}
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	eventually("both caches current", func() bool {
+	testutil.Eventually(t, 10*time.Second, "both caches current", func() bool {
 		return one.store.cache.current() && two.store.cache.current()
 	})
 	sub := schemas.Subagent{Name: "s", Runtime: schemas.RuntimeExec, Command: []string{"true"}}
@@ -460,18 +451,18 @@ func TestTaskCacheAcrossReplicas(t *testing.T) {
 	if _, ok := ids(one)["c-1"]; !ok {
 		t.Error("the replica that submitted does not list the task right away")
 	}
-	eventually("the other replica lists the task", func() bool { _, ok := ids(two)["c-1"]; return ok })
+	testutil.Eventually(t, 10*time.Second, "the other replica lists the task", func() bool { _, ok := ids(two)["c-1"]; return ok })
 	if _, err := two.Cancel(t.Context(), "c-1"); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the first replica sees the cancel", func() bool { return ids(one)["c-1"] == StateCancelled })
+	testutil.Eventually(t, 10*time.Second, "the first replica sees the cancel", func() bool { return ids(one)["c-1"] == StateCancelled })
 	if err := one.Remove(t.Context(), "c-1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := ids(one)["c-1"]; ok {
 		t.Error("the replica that removed the task still lists it")
 	}
-	eventually("the other replica drops the task", func() bool { _, ok := ids(two)["c-1"]; return !ok })
+	testutil.Eventually(t, 10*time.Second, "the other replica drops the task", func() bool { _, ok := ids(two)["c-1"]; return !ok })
 }
 
 // TestCacheEntryPacking: labels and round stats survive their packing.

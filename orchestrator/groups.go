@@ -38,9 +38,10 @@ func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOption
 		r *Round
 	}
 	var qs []open
+	id := caller(ctx)
 	c.eachOpen(func(t *Task) {
 		r := currentRound(t)
-		if t.State != StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil {
+		if t.State != StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil || !id.sees(t) {
 			return
 		}
 		if opts.Batch != "" && t.Request.Labels[wire.BatchLabel] != opts.Batch {

@@ -62,7 +62,7 @@ func (o *Orchestrator) Logs(ctx context.Context, taskID string, n int, follow bo
 	if o.cfg.Store == nil {
 		return fmt.Errorf("output of task %s: this orchestrator has no storage (start it with --storage, the runners' storage)", taskID)
 	}
-	t, err := o.store.get(ctx, taskID)
+	t, err := o.visible(ctx, taskID)
 	if err != nil {
 		return err
 	}

@@ -9,18 +9,27 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
 )
 
 // Answer accepts an answer to the task's open question: the first valid
 // answer wins, later ones get ErrAlreadyAnswered naming who answered when.
 func (o *Orchestrator) Answer(ctx context.Context, req AnswerRequest) (*Task, error) {
 	by, channel := orDefault(req.By, "api"), orDefault(req.Channel, "api")
-	return o.accept(ctx, req.TaskID, req.Round, req.Answer, by, channel, false)
+	if _, err := o.visible(ctx, req.TaskID); err != nil {
+		return nil, err
+	}
+	return o.acceptVia(ctx, req.TaskID, req.Round, req.Answer, by, req.Via, channel, false)
 }
 
 // accept stores the answer (compare-and-swap: one wins) and queues the next
 // round.
 func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, value, by, channel string, assumed bool) (*Task, error) {
+	return o.acceptVia(ctx, taskID, round, value, by, "", channel, assumed)
+}
+
+// acceptVia is accept with the token that vouched for by.
+func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, value, by, via, channel string, assumed bool) (*Task, error) {
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
 		r := currentRound(t)
 		if r != nil && round > 0 && r.N != round {
@@ -49,7 +58,9 @@ func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, val
 		}
 		now := o.now()
 		wait := now.Sub(r.AskedAt)
-		r.Answer = &Answer{Value: canonical, By: by, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed}
+		r.Answer = &Answer{Value: canonical, By: by, Via: via, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed}
+		o.record(t, wire.HistoryEntry{Action: wire.ActionAnswer, By: by, Via: via,
+			Detail: fmt.Sprintf("round %d via %s: %q", r.N, channel, clip(canonical, 200))})
 		r.Decisions = append(r.Decisions, Decision{StepIndex: r.Step, Step: channel, Result: "answered", Detail: "by " + by, At: now})
 		r.StepDeadline = time.Time{}
 		t.WaitedMS += wait.Milliseconds()
@@ -65,7 +76,7 @@ func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, val
 			o.log.Warn("remember answer", "task_id", t.ID, "error", err)
 		}
 	}
-	o.log.Info("answer accepted", "task_id", t.ID, "by", by, "channel", channel, "assumed", assumed)
+	o.log.Info("answer accepted", "task_id", t.ID, "by", by, "via", via, "channel", channel, "assumed", assumed)
 	t, err = o.enqueue(ctx, t)
 	if err != nil {
 		return nil, err
@@ -97,7 +108,7 @@ func (o *Orchestrator) nextRound(t *Task, n int, followUp string) {
 // removed before it starts, a running one is stopped, a waiting question is
 // dropped.
 func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error) {
-	t, err := o.store.get(ctx, taskID)
+	t, err := o.owned(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +121,17 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 			return nil, fmt.Errorf("cancel task %s: %w", taskID, err)
 		}
 	}
+	cancel := wire.HistoryEntry{Action: wire.ActionCancel, By: caller(ctx).actor()}
 	t, err = o.store.update(ctx, taskID, func(t *Task) error {
+		if t.State == StateCancelled && (t.Outcome == nil || t.Outcome.Reason == "cancelled") {
+			// The dispatch's cancelled event, which this call caused, came
+			// first: the cancel is still this caller's.
+			if n := len(t.History); n > 0 && t.History[n-1].Action == wire.ActionCancel {
+				return errNoChange
+			}
+			o.record(t, cancel)
+			return nil
+		}
 		if t.State.Terminal() {
 			return errNoChange
 		}
@@ -127,6 +148,8 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 		}
 		t.State, t.UpdatedAt = StateCancelled, now
 		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
+		cancel.Detail = "while " + stateLabel(was)
+		o.record(t, cancel)
 		return nil
 	})
 	if err != nil {
@@ -139,6 +162,9 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 // Respawn runs the last round of a failed, cancelled or expired task again,
 // as a new dispatch with the same inputs.
 func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error) {
+	if _, err := o.owned(ctx, taskID); err != nil {
+		return nil, err
+	}
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
 		switch t.State {
 		case StateFailed, StateCancelled, StateExpired:
@@ -154,6 +180,8 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchIDOf(t, last.N, last.Attempt+1),
 			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
 		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
+		o.record(t, wire.HistoryEntry{Action: wire.ActionRespawn, By: caller(ctx).actor(),
+			Detail: fmt.Sprintf("round %d attempt %d", last.N, last.Attempt+1)})
 		return o.checkRecord(t, "another attempt")
 	})
 	if err != nil {
@@ -171,6 +199,9 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 	if strings.TrimSpace(message) == "" {
 		return nil, fmt.Errorf("%w: the follow-up message is empty", ErrInvalidRequest)
 	}
+	if _, err := o.owned(ctx, taskID); err != nil {
+		return nil, err
+	}
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
 		if t.State != StateFinished {
 			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, ErrWrongState)
@@ -181,6 +212,11 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 		last := currentRound(t)
 		now := o.now()
 		last.Answer = &Answer{Value: message, By: orDefault(by, "api"), Channel: "continue", At: now}
+		entry := wire.HistoryEntry{Action: wire.ActionContinue, By: orDefault(by, "api"), Detail: fmt.Sprintf("round %d: %q", last.N+1, clip(message, 200))}
+		if id := caller(ctx); id.Name != "" && id.Name != entry.By {
+			entry.Via, last.Answer.Via = id.Name, id.Name
+		}
+		o.record(t, entry)
 		o.nextRound(t, last.N+1, message)
 		return o.checkRecord(t, "the follow-up message")
 	})
@@ -195,8 +231,9 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 
 // Remove cancels a task that has not ended, then deletes it and its stored
 // data (outputs, workspace snapshot records).
+// The task's history goes with it: who removed it is logged.
 func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
-	t, err := o.store.get(ctx, taskID)
+	t, err := o.owned(ctx, taskID)
 	if err != nil {
 		return err
 	}
@@ -233,6 +270,7 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 	if o.store.cache != nil {
 		o.store.cache.remove(taskID, 0)
 	}
+	o.log.Info("task removed", "task_id", taskID, "by", caller(ctx).actor(), "owner", t.Owner)
 	o.schedule(taskID, time.Time{})
 	return nil
 }

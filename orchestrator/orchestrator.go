@@ -20,6 +20,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // Defaults for a task's limits and route.
@@ -265,6 +266,9 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	if err := o.checkRoute(ctx, routeOf(req)); err != nil {
 		return nil, err
 	}
+	if err := o.checkLocalSecrets(ctx, req.Env); err != nil {
+		return nil, err
+	}
 	o.fillDefaults(&req)
 	if req.TaskID == "" {
 		req.TaskID = newTaskID()
@@ -275,7 +279,8 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	}
 	now := o.now()
 	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
-		Generation: generation, State: StateQueued, CreatedAt: now, UpdatedAt: now}
+		Generation: generation, Owner: caller(ctx).Name, State: StateQueued, CreatedAt: now, UpdatedAt: now}
+	o.record(t, wire.HistoryEntry{Action: wire.ActionSubmit, By: caller(ctx).actor()})
 	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(t, 1, 1), State: StateQueued, QueuedAt: now}}
 	if err := o.checkRecord(t, "the request"); err != nil {
 		return nil, err
@@ -285,7 +290,7 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 		if gerr != nil {
 			return nil, gerr
 		}
-		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted {
+		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted || !caller(ctx).owns(existing) {
 			return nil, fmt.Errorf("task %s: %w (submit it under another id, or remove the task first)", req.TaskID, ErrConflict)
 		}
 		return o.view(existing), nil
@@ -480,7 +485,7 @@ func requestHash(req SubmitRequest) string {
 
 // Get returns one task.
 func (o *Orchestrator) Get(ctx context.Context, id string) (*Task, error) {
-	t, err := o.store.get(ctx, id)
+	t, err := o.visible(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -505,6 +510,9 @@ func (o *Orchestrator) List(ctx context.Context, opts ListOptions) (TaskPage, er
 		return TaskPage{}, err
 	}
 	f := filterOf(opts)
+	if id := caller(ctx); !id.Admin && !id.Answerer {
+		f.owner, f.scoped = id.Name, true
+	}
 	var from *sortKey
 	if hasAfter {
 		from = &after
@@ -515,8 +523,10 @@ func (o *Orchestrator) List(ctx context.Context, opts ListOptions) (TaskPage, er
 		return TaskPage{}, err
 	}
 	sum := summarize(counts)
-	sum.ParkedEvents = o.parkedCount()
-	sum.Alert = parkedAttention(sum.ParkedEvents)
+	if caller(ctx).Admin { // parked events are any task's: the operator's to see
+		sum.ParkedEvents = o.parkedCount()
+		sum.Alert = parkedAttention(sum.ParkedEvents)
+	}
 	page := TaskPage{Tasks: tasks, Summary: sum}
 	if more && len(sel) > 0 {
 		page.NextCursor = encodeCursor(cursorTasks, sel[len(sel)-1].key)
@@ -594,9 +604,10 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 	}
 	out := []QuestionView{}
 	now := o.now()
+	id := caller(ctx)
 	c.eachOpen(func(t *Task) {
 		r := currentRound(t)
-		if t.State != StateNeedsInput || r == nil || r.Question == nil {
+		if t.State != StateNeedsInput || r == nil || r.Question == nil || !id.sees(t) {
 			return
 		}
 		if hasAfter && keyOf(r.AskedAt, t.ID).compare(after) <= 0 {
@@ -620,15 +631,36 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 }
 
 // Watch calls fn with every task change until ctx ends.
+// A caller that may not see every task gets the changes of the tasks it
+// sees, and the removal of those it saw in this watch.
 func (o *Orchestrator) Watch(ctx context.Context, fn func(Change)) error {
+	id := caller(ctx)
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
 	err := o.store.tasks.Watch(ctx, func(key string, value []byte, rev uint64) {
 		if value == nil {
-			fn(Change{TaskID: key, Removed: true})
+			mu.Lock()
+			was := seen[key]
+			delete(seen, key)
+			mu.Unlock()
+			if was || id.Admin || id.Answerer {
+				fn(Change{TaskID: key, Removed: true})
+			}
 			return
 		}
 		var t Task
 		if err := json.Unmarshal(value, &t); err != nil {
 			return
+		}
+		if !id.sees(&t) {
+			return
+		}
+		if !id.Admin && !id.Answerer {
+			mu.Lock()
+			seen[key] = true
+			mu.Unlock()
 		}
 		t.Revision = rev
 		fn(Change{TaskID: key, Task: o.view(&t)})

@@ -10,20 +10,9 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
-
-// eventually polls cond every 20 ms until it holds or d has passed.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func publish(t *testing.T, b *bus.Bus, ev schemas.Event) {
 	t.Helper()
@@ -98,15 +87,15 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 		}
 		return task.State
 	}
-	eventually(t, 10*time.Second, "healthy tasks applied behind stray and unappliable events", func() bool {
+	testutil.Eventually(t, 10*time.Second, "healthy tasks applied behind stray and unappliable events", func() bool {
 		return state("p-a") == StateFinished && state("p-b") == StateFinished && state("p-c") == StateNeedsInput
 	})
-	eventually(t, 5*time.Second, "both events of unknown tasks counted as dropped", func() bool {
+	testutil.Eventually(t, 5*time.Second, "both events of unknown tasks counted as dropped", func() bool {
 		return o.PipelineStats().Dropped["unknown_task"] >= 2
 	})
 
 	var parked []ParkedEvent
-	eventually(t, 20*time.Second, "the unappliable event parked", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the unappliable event parked", func() bool {
 		parked, _, _ = o.ParkedEvents(ctx)
 		return len(parked) == 1
 	})
@@ -182,7 +171,7 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 	}
 	zero := 0
 	publish(t, b, schemas.Event{Kind: schemas.KindFinished, DispatchID: "q-bad-r1", TaskID: "q-bad", ExitCode: &zero})
-	eventually(t, 10*time.Second, "the event parked", func() bool { p, _, _ := o.ParkedEvents(ctx); return len(p) == 1 })
+	testutil.Eventually(t, 10*time.Second, "the event parked", func() bool { p, _, _ := o.ParkedEvents(ctx); return len(p) == 1 })
 	page, _ := o.List(ctx, ListOptions{})
 	sum := page.Summary
 	if sum.ParkedEvents != 1 || !strings.Contains(sum.Alert, "agora events parked") {
@@ -193,7 +182,7 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 	}
 	o2 := start()
 	var parked []ParkedEvent
-	eventually(t, 5*time.Second, "the restarted orchestrator lists the parked event", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the restarted orchestrator lists the parked event", func() bool {
 		parked, _, _ = o2.ParkedEvents(ctx)
 		return len(parked) == 1
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // terminalEvents counts the terminal events stored for a dispatch.
@@ -54,10 +55,10 @@ func TestRemoveRunningThenKeepGoing(t *testing.T) {
 	}
 	quick("after rm")
 	first := task.Rounds[0].DispatchID
-	eventually(t, time.Minute, "the removed dispatch's one terminal event", func() bool { return s.terminalEvents(first) == 1 })
+	testutil.Eventually(t, time.Minute, "the removed dispatch's one terminal event", func() bool { return s.terminalEvents(first) == 1 })
 	// The runner stores the cancelled round's output when it settles,
 	// after the removal; its terminal event clears it again.
-	eventually(t, 30*time.Second, "the removed dispatch's output gone", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the removed dispatch's output gone", func() bool {
 		rc, err := s.store.Get(ctx, "dispatches/"+first+"/output.log")
 		if err == nil {
 			rc.Close()

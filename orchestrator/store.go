@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
 )
@@ -92,33 +94,35 @@ func (s *store) create(ctx context.Context, t *Task) error {
 // update reads the task, applies fn and writes it back if the revision is
 // unchanged, retrying on a lost race. fn may return errNoChange.
 func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*Task, error) {
-	for attempt := 0; ; attempt++ {
+	// A lost race is retried at once (the next read sees the winner), up to
+	// 51 tries; every other error stands.
+	return backoff.Retry(ctx, func() (*Task, error) {
 		t, err := s.get(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, backoff.Permanent(err)
 		}
 		if err := fn(t); errors.Is(err, errNoChange) {
 			return t, nil
 		} else if err != nil {
-			return nil, err
+			return nil, backoff.Permanent(err)
 		}
 		data, err := json.Marshal(t)
 		if err != nil {
-			return nil, err
+			return nil, backoff.Permanent(err)
 		}
 		rev, err := s.tasks.Update(ctx, id, data, t.Revision)
-		if errors.Is(err, bus.ErrRevision) && attempt < 50 {
-			continue
+		if errors.Is(err, bus.ErrRevision) {
+			return nil, err
 		}
 		if err != nil {
-			return nil, err
+			return nil, backoff.Permanent(err)
 		}
 		t.Revision = rev
 		if s.cache != nil {
 			s.cache.put(id, data, rev)
 		}
 		return t, nil
-	}
+	}, backoff.WithBackOff(&backoff.ZeroBackOff{}), backoff.WithMaxTries(51), backoff.WithMaxElapsedTime(0))
 }
 
 // kvMemory keeps answers for the memory answerer in JetStream KV.

@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/schemas"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Exit code reported when the engine could not run the container at all
@@ -806,19 +807,45 @@ func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event
 // few seconds, holding the slot) until it is stored or the runner stops:
 // an outcome is never given up on while the runner runs.
 func (r *Runner) publishTerminal(ctx context.Context, log *slog.Logger, ev schemas.Event) error {
-	for attempt := 1; ; attempt++ {
-		err := r.publish(ctx, log, ev)
-		if err == nil {
-			return nil
-		}
-		pause := min(time.Duration(attempt)*time.Second, 10*time.Second)
-		log.Warn("the terminal event is not stored yet; trying again", "kind", ev.Kind, "attempt", attempt, "retry_in", pause)
+	// Only the runner's stop ends the tries, not ctx: each publish is
+	// bounded by its own window.
+	tries, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
 		select {
 		case <-r.stopping:
-			return err
-		case <-time.After(pause):
+			stop()
+		case <-tries.Done():
 		}
+	}()
+	var last error
+	attempt := 0
+	_, err := backoff.Retry(tries, func() (struct{}, error) {
+		attempt++
+		last = r.publish(ctx, log, ev)
+		return struct{}{}, last
+	}, backoff.WithBackOff(&linearBackOff{step: time.Second, max: 10 * time.Second}),
+		backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, pause time.Duration) {
+			log.Warn("the terminal event is not stored yet; trying again", "kind", ev.Kind, "attempt", attempt, "retry_in", pause)
+		}))
+	if err != nil {
+		return last // the runner stopped: the publish's error, not the stop's
 	}
+	return nil
+}
+
+// linearBackOff waits step, 2×step, … up to max: a terminal event is
+// retried soon at first, then at a steady pace.
+type linearBackOff struct {
+	step, max, next time.Duration
+}
+
+func (b *linearBackOff) Reset() { b.next = 0 }
+
+func (b *linearBackOff) NextBackOff() time.Duration {
+	b.next = min(b.next+b.step, b.max)
+	return b.next
 }
 
 // conclude stores the dispatch's terminal event and then finishes the

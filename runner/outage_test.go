@@ -7,6 +7,7 @@ import (
 
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -25,7 +26,7 @@ func TestOutcomeKeptThroughNATSOutage(t *testing.T) {
 	h.awaitReady(id)
 	h.srv.Shutdown()
 	// The container ends and the publish window passes twice over.
-	waitFor(t, time.Minute, "the container to exit", func() bool {
+	testutil.Eventually(t, time.Minute, "the container to exit", func() bool {
 		cs, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: id, LabelRunner: h.cfg.ID})
 		return err == nil && len(cs) == 1 && cs[0].State == "exited"
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -158,7 +159,7 @@ func TestStartFailureRemovesContainer(t *testing.T) {
 	if ev.Kind != schemas.KindFailed || ev.Failure.Reason != schemas.ReasonWorkerLost || !strings.Contains(ev.Failure.Detail, "injected start failure") {
 		t.Fatalf("terminal = %s %+v, want failed/worker-lost naming the start failure", ev.Kind, ev.Failure)
 	}
-	waitFor(t, time.Minute, "the runner to let go of "+id, func() bool { return h.runner.lookup(id) == nil })
+	testutil.Eventually(t, time.Minute, "the runner to let go of "+id, func() bool { return h.runner.lookup(id) == nil })
 	left, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: id})
 	if err != nil || len(left) != 0 {
 		t.Fatalf("after a failed start, containers of %s = %+v, %v; want none", id, left, err)

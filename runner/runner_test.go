@@ -21,6 +21,7 @@ import (
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -133,7 +134,7 @@ func (h *harness) enqueue(req schemas.DispatchRequest) {
 func (h *harness) terminal(id string, timeout time.Duration) schemas.Event {
 	h.t.Helper()
 	var ev *schemas.Event
-	waitFor(h.t, timeout, "terminal event of "+id, func() bool {
+	testutil.Eventually(h.t, timeout, "terminal event of "+id, func() bool {
 		e, err := h.bus.TerminalEvent(context.Background(), id)
 		if err != nil {
 			h.t.Fatal(err)
@@ -174,7 +175,7 @@ func (h *harness) assertOnce(id string) {
 // acknowledged its request.
 func (h *harness) settled(id string) {
 	h.t.Helper()
-	waitFor(h.t, time.Minute, "dispatch "+id+" to be settled", func() bool {
+	testutil.Eventually(h.t, time.Minute, "dispatch "+id+" to be settled", func() bool {
 		left, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: id, LabelRunner: h.cfg.ID})
 		return err == nil && len(left) == 0 && h.runner.lookup(id) == nil
 	})
@@ -186,19 +187,8 @@ func (h *harness) settled(id string) {
 func (h *harness) awaitReady(id string) string {
 	h.t.Helper()
 	ws := h.runner.workspace(id)
-	waitFor(h.t, time.Minute, "dispatch "+id+" to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
+	testutil.Eventually(h.t, time.Minute, "dispatch "+id+" to run", func() bool { _, err := os.Stat(filepath.Join(ws, "ready")); return err == nil })
 	return ws
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func (h *harness) output(id string) string {
@@ -434,7 +424,7 @@ func TestSlots(t *testing.T) {
 	ctx := context.Background()
 	for i, req := range reqs {
 		ws := h.runner.workspace(req.Spec.DispatchID)
-		waitFor(t, time.Minute, "dispatch to start", func() bool { _, err := os.Stat(ws); return err == nil })
+		testutil.Eventually(t, time.Minute, "dispatch to start", func() bool { _, err := os.Stat(ws); return err == nil })
 		if n, err := h.bus.QueuedCount(ctx); err != nil || int(n) != len(reqs)-1-i {
 			t.Errorf("with dispatch %d running: queued = %d, %v; want %d", i, n, err, len(reqs)-1-i)
 		}
@@ -507,7 +497,7 @@ func TestRestartAdopts(t *testing.T) {
 	}
 
 	second := h.start()
-	waitFor(t, time.Minute, "the second runner to adopt", func() bool { return second.lookup(req.Spec.DispatchID) != nil })
+	testutil.Eventually(t, time.Minute, "the second runner to adopt", func() bool { return second.lookup(req.Spec.DispatchID) != nil })
 	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

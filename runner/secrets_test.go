@@ -18,6 +18,7 @@ import (
 	"github.com/agoradev/agora/internal/secrets"
 	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -223,7 +224,7 @@ func TestSecretsRemovedAfterAdoption(t *testing.T) {
 		t.Fatalf("secrets of the running container after its runner stopped: %v", err)
 	}
 	second := h.start()
-	waitFor(t, time.Minute, "the second runner to adopt", func() bool { return second.lookup(id) != nil })
+	testutil.Eventually(t, time.Minute, "the second runner to adopt", func() bool { return second.lookup(id) != nil })
 	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,10 @@ type AnswerBody struct {
 	// Round, when set, must be the round whose question is open: an answer
 	// meant for round 2 cannot land on round 3.
 	Round int `json:"round,omitempty"`
-	// By is who answers; empty means the token's name, else "api".
+	// By is the person an answering service (a token with the answerer
+	// role) or an admin answers for; it is recorded with the token's name
+	// as Answer.Via. Any other token may leave it empty or give its own
+	// name. Empty means the token's name, else "api".
 	By string `json:"by,omitempty"`
 	// Channel is how the answer came (cli, slack, web, …); empty means "api".
 	Channel string `json:"channel,omitempty"`
@@ -27,31 +30,15 @@ type AnswerBody struct {
 type ContinueBody struct {
 	// Message is the follow-up: the next round's answer.
 	Message string `json:"message"`
-	// By is who continues; empty means the token's name, else "api".
+	// By is who continues, under the same rule as AnswerBody.By.
 	By string `json:"by,omitempty"`
 }
 
-// TaskList is the body of GET /v1/tasks: one page.
-type TaskList struct {
-	// Tasks match the filters, newest first, in their list view (no
-	// request input, no partial_state: GET the task for those); never
-	// null.
-	Tasks []*Task `json:"tasks"`
-	// Summary counts every task by state, whatever the filters and the page.
-	Summary Summary `json:"summary"`
-	// NextCursor, passed as ?cursor=, gives the next page; absent on the
-	// last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// TaskList is the body of GET /v1/tasks: one page (the same shape as TaskPage).
+type TaskList = TaskPage
 
-// QuestionList is the body of GET /v1/questions: one page.
-type QuestionList struct {
-	// Questions are the open ones, oldest first; never null.
-	Questions []QuestionView `json:"questions"`
-	// NextCursor, passed as ?cursor=, gives the next page; absent on the
-	// last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// QuestionList is the body of GET /v1/questions: one page (the same shape as QuestionPage).
+type QuestionList = QuestionPage
 
 // ParkedEventList is the body of GET /v1/parked-events.
 type ParkedEventList struct {

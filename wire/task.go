@@ -105,18 +105,54 @@ type Task struct {
 	// earlier task of the same id was removed. Its dispatch ids carry it,
 	// so they never collide with the removed task's (queue, claims and
 	// events are keyed by dispatch id).
-	Generation int       `json:"generation,omitempty"`
-	State      State     `json:"state"`
-	Rounds     []Round   `json:"rounds"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Generation int `json:"generation,omitempty"`
+	// Owner is the name of the token that submitted the task, set by the
+	// API from the authenticated identity (never from the request body);
+	// empty for the operator (no token, or an unnamed one) and for tasks
+	// submitted before owners were recorded. A token without the admin or
+	// answerer role sees and acts on its own tasks only.
+	Owner     string    `json:"owner,omitempty"`
+	State     State     `json:"state"`
+	Rounds    []Round   `json:"rounds"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Outcome explains a terminal state.
 	Outcome *Outcome `json:"outcome,omitempty"`
 	// WaitedMS is the total time spent waiting for answers.
 	WaitedMS  int64     `json:"waited_ms"`
 	Attention Attention `json:"attention"`
+	// History is who did what to the task and when: submit, answer,
+	// cancel, respawn, continue (the most recent MaxHistory entries, the
+	// submit always kept).
+	History []HistoryEntry `json:"history,omitempty"`
 	// Revision is the KV revision this copy was read at.
 	Revision uint64 `json:"revision"`
+}
+
+// MaxHistory bounds Task.History.
+const MaxHistory = 100
+
+// Actions recorded in Task.History.
+const (
+	ActionSubmit   = "submit"
+	ActionAnswer   = "answer"
+	ActionCancel   = "cancel"
+	ActionRespawn  = "respawn"
+	ActionContinue = "continue"
+)
+
+// HistoryEntry is one action on a task.
+type HistoryEntry struct {
+	// Action is one of the Action constants.
+	Action string `json:"action"`
+	// By is who acted: the authenticated token's name, or the person an
+	// answering service or the operator vouched for; "operator" for the
+	// operator without a name.
+	By string `json:"by"`
+	// Via is the token that vouched for By, when it is not By itself.
+	Via    string    `json:"via,omitempty"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail,omitempty"`
 }
 
 // Outcome explains how a task ended.
@@ -160,7 +196,10 @@ type Answer struct {
 	Value string `json:"value"`
 	// By is who answered; Channel is through what (api, cli, memory,
 	// lookup, agent:…, webhook:…, default).
-	By      string    `json:"by"`
+	By string `json:"by"`
+	// Via is the authenticated token that answered on behalf of By (an
+	// answering service, or an admin), when it is not By itself.
+	Via     string    `json:"via,omitempty"`
 	Channel string    `json:"channel"`
 	At      time.Time `json:"at"`
 	WaitMS  int64     `json:"wait_ms"`
@@ -196,6 +235,8 @@ type AnswerRequest struct {
 	Round  int    `json:"round,omitempty"`
 	Answer string `json:"answer"`
 	By     string `json:"by"`
+	// Via is the token that vouches for By, when it is not By itself.
+	Via string `json:"via,omitempty"`
 	// Channel is how the answer came (api, cli, slack, web).
 	Channel string `json:"channel"`
 }

@@ -17,6 +17,7 @@ import (
 	execadapter "github.com/agoradev/agora/adapters/exec"
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 	if err := events.EnsureEventStream(ctx); err != nil {
 		b.Fatalf("create the event stream: %v", err)
 	}
-	workerBin := buildWorker(b)
+	workerBin := testenv.Binary(b, "github.com/agoradev/agora/cmd/agora-worker", false)
 	dir := b.TempDir()
 
 	var s overheadSamples
@@ -148,24 +149,6 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		}
 	}
 	s.report(b)
-}
-
-// buildWorker builds cmd/agora-worker as the image does (static, stripped)
-// into b.TempDir(). `go test` puts its own GOROOT/bin first on PATH, so
-// "go" is the toolchain running this benchmark.
-func buildWorker(b *testing.B) string {
-	b.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.Fatalf("find the go tool: %v", err)
-	}
-	bin := filepath.Join(b.TempDir(), "agora-worker")
-	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/agoradev/agora/cmd/agora-worker")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build agora-worker: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // overheadSamples are the measured spans, one per iteration each.

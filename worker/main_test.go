@@ -10,11 +10,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/schemas"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.RemovingBinaries(m))
 }
 
 // tarEntry is one entry of a test archive. A zero typ is a regular file; a

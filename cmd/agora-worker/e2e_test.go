@@ -31,6 +31,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -409,7 +410,7 @@ func TestCancel(t *testing.T) {
 			spec := e.spec(script)
 			began := time.Now()
 			cmd, stdout, stderr := e.start(spec)
-			waitFor(t, 20*time.Second, "the runtime to start", func() bool {
+			testutil.Eventually(t, 20*time.Second, "the runtime to start", func() bool {
 				_, err := os.Stat(filepath.Join(e.workspace, "ready"))
 				return err == nil
 			})
@@ -433,7 +434,7 @@ func assertGone(t *testing.T, pidFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool {
+	testutil.Eventually(t, 5*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return true
 		}
@@ -441,17 +442,6 @@ func assertGone(t *testing.T, pidFile string) {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		return err == nil && strings.Contains(string(stat), ") Z ")
 	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestNATSUnreachable: the worker still prints its terminal event, exits
@@ -780,7 +770,7 @@ func TestClaudeCode(t *testing.T) {
 		record := filepath.Join(t.TempDir(), "record.json")
 		began := time.Now()
 		cmd, stdout, stderr := e.start(spec, append(claudeEnv(fakeclaude.ModeHang), withEnv(fakeclaude.RecordEnv+"="+record))...)
-		waitFor(t, 20*time.Second, "claude to start", func() bool { _, err := os.Stat(record); return err == nil })
+		testutil.Eventually(t, 20*time.Second, "claude to start", func() bool { _, err := os.Stat(record); return err == nil })
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -37,7 +38,7 @@ func TestCancelMarker(t *testing.T) {
 		spec := e.spec(`sleep 300 & echo $! > bg.pid; touch ready; wait`)
 		began := time.Now()
 		cmd, stdout, stderr := e.start(spec, withEnv("AGORA_CANCEL_FILE="+marker))
-		waitFor(t, 20*time.Second, "the runtime to start", func() bool {
+		testutil.Eventually(t, 20*time.Second, "the runtime to start", func() bool {
 			_, err := os.Stat(filepath.Join(e.workspace, "ready"))
 			return err == nil
 		})

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agoradev/agora/internal/testenv"
 )
 
 // TestCIExampleWorkerInJob runs examples/ci/worker-in-job.sh as a CI job
 // would: the real agora-worker on PATH, no server, no Docker.
 func TestCIExampleWorkerInJob(t *testing.T) {
 	t.Parallel()
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	script, err := filepath.Abs("../../examples/ci/worker-in-job.sh")
 	if err != nil {
 		t.Fatal(err)

@@ -9,11 +9,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agoradev/agora/internal/testenv"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.RemovingBinaries(m))
 }
 
 // TestFlagErrors: every mistake on the command line is one line on stderr

@@ -12,6 +12,8 @@ import (
 
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -144,7 +146,7 @@ func TestDispatchWaitEndToEnd(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := t.Context()
 	tag := fmt.Sprintf("agora-worker:cli-dispatch-test-%d", os.Getpid())
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: buildWorker(t), Tag: tag}); err != nil {
+	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
@@ -170,12 +172,12 @@ func TestDispatchWaitEndToEnd(t *testing.T) {
 echo "kept $AGORA_ANSWER"`
 		d := start(ctx, s.env, "dispatch", "--command", script, "--task-id", "e2e-ask", "--wait")
 		var q []orchestrator.QuestionView
-		waitUntil(t, waitFor, "the question", func() bool {
+		testutil.Eventually(t, waitFor, "the question", func() bool {
 			page, _ := s.orch.Questions(ctx, orchestrator.PageOptions{})
 			q = page.Questions
 			return len(q) == 1
 		})
-		waitUntil(t, 30*time.Second, "--wait to show the question", func() bool {
+		testutil.Eventually(t, 30*time.Second, "--wait to show the question", func() bool {
 			return strings.Contains(d.stderr.String(), "answer with: agora answer e2e-ask a.conf")
 		})
 		agora(t, s.env, "answer", "e2e-ask", "2", "--by", "carol").want(t, "answer", 0, []string{"e2e-ask round 1 answered: b.conf (by carol)"}, nil)
@@ -217,9 +219,9 @@ echo "kept $AGORA_ANSWER"`
 	t.Run("cancelled, followed", func(t *testing.T) {
 		t.Parallel()
 		d := start(ctx, s.env, "dispatch", "--command", "for i in 1 2 3; do echo tick $i; sleep 1; done; sleep 60", "--task-id", "e2e-cancel", "--wait")
-		waitUntil(t, 30*time.Second, "the task", func() bool { _, err := s.orch.Get(ctx, "e2e-cancel"); return err == nil })
+		testutil.Eventually(t, 30*time.Second, "the task", func() bool { _, err := s.orch.Get(ctx, "e2e-cancel"); return err == nil })
 		follow := start(ctx, s.env, "logs", "e2e-cancel", "-f")
-		waitUntil(t, waitFor, "the followed output", func() bool { return strings.Contains(follow.stdout.String(), "tick 3") })
+		testutil.Eventually(t, waitFor, "the followed output", func() bool { return strings.Contains(follow.stdout.String(), "tick 3") })
 		agora(t, s.env, "cancel", "e2e-cancel").want(t, "cancel", 0, []string{"e2e-cancel cancelled (cancelled while running)"}, nil)
 		if code := d.wait(t, waitFor); code != 3 {
 			t.Fatalf("dispatch --wait of a cancelled task exited %d, want 3; stderr %q", code, d.stderr.String())
@@ -247,7 +249,7 @@ func TestDispatchWaitExpired(t *testing.T) {
 	t.Parallel()
 	s := newTaskServer(t)
 	d := start(t.Context(), s.env, "dispatch", "--command", "true", "--task-id", "exp", "--route", "human=1s", "--wait")
-	waitUntil(t, 30*time.Second, "the task", func() bool { _, err := s.orch.Get(t.Context(), "exp"); return err == nil })
+	testutil.Eventually(t, 30*time.Second, "the task", func() bool { _, err := s.orch.Get(t.Context(), "exp"); return err == nil })
 	s.event(t, schemas.KindStarted, "exp-r1", nil)
 	s.event(t, schemas.KindNeedsInput, "exp-r1", func(ev *schemas.Event) { ev.NeedsInput = &schemas.NeedsInput{Question: "Anyone?"} })
 	if code := d.wait(t, time.Minute); code != 3 {

@@ -20,6 +20,8 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 )
@@ -34,7 +36,7 @@ func TestDistributedRoles(t *testing.T) {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := context.Background()
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	tag := fmt.Sprintf("agora-worker:distributed-test-%d", os.Getpid())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
@@ -51,10 +53,7 @@ func TestDistributedRoles(t *testing.T) {
 	storageURI := "s3://agora/shared?endpoint=" + s3.URL + "&path_style=true&region=us-east-1"
 	env := append(os.Environ(), "AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1")
 
-	agora := filepath.Join(t.TempDir(), "agora")
-	if out, err := exec.Command("go", "build", "-o", agora, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build agora: %v\n%s", err, out)
-	}
+	agora := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 	start := func(args ...string) {
@@ -101,7 +100,7 @@ func TestDistributedRoles(t *testing.T) {
 	addr := freeAddr(t)
 	start("orchestrator", "--nats", srv.ClientURL(), "--storage", storageURI, "--listen", addr)
 	c := client.New("http://"+addr, "")
-	waitUntil(t, time.Minute, "the orchestrator's API", func() bool {
+	testutil.Eventually(t, time.Minute, "the orchestrator's API", func() bool {
 		_, err := c.List(ctx, orchestrator.ListOptions{})
 		return err == nil
 	})

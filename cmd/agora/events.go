@@ -14,7 +14,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 const eventsSynopsis = "parked | retry SEQ | discard SEQ [--json] [--server URL] [--token TOKEN]"
@@ -80,7 +80,7 @@ func listParked(ctx context.Context, c *client.Client, a *apiFlags, environ []st
 		parked = []orchestrator.ParkedEvent{}
 	}
 	if a.json {
-		return writeJSON(stdout, api.ParkedEventList{ParkedEvents: parked, Stats: stats})
+		return writeJSON(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats})
 	}
 	u := newUI(stdout, environ)
 	fmt.Fprintf(stdout, "events applied %d · retried %d · parked %d · dropped: %d for unknown tasks, %d invalid, %d of unknown kinds\n",

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestEventsParked: a parked event shows in status and in 'agora events
@@ -32,7 +33,7 @@ func TestEventsParked(t *testing.T) {
 	if _, err := kv.Put(t.Context(), "77", data); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the parked event in status", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the parked event in status", func() bool {
 		return agora(t, s.env, "status").code == 0 && s.parkedNow(t) == 1
 	})
 	agora(t, s.env, "status").want(t, "status names the parked event", 0,
@@ -40,7 +41,7 @@ func TestEventsParked(t *testing.T) {
 	agora(t, s.env, "events", "parked").want(t, "the parked list", 0,
 		[]string{"77", "dispatch.finished", "pk-1-r1", "nats: timeout", "agora events retry SEQ"}, nil)
 	r := agora(t, s.env, "events", "parked", "--json")
-	var list api.ParkedEventList
+	var list wire.ParkedEventList
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.ParkedEvents) != 1 || list.ParkedEvents[0].Sequence != 77 {
 		t.Errorf("events parked --json = %v (%v)", r, err)
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 )
 
-const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
+const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
-	tokens                                            multiFlag
+	tokens, localSecrets                              multiFlag
 	max                                               maxFlags
 	natsAuth                                          natsAuthFlags
 }
@@ -33,7 +33,8 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	f.natsAuth.register(fs)
 	fs.StringVar(&f.storageURI, "storage", "", "object storage `URI` the runners use (file:///dir or s3://bucket/prefix), for remove and agent answers")
 	fs.StringVar(&f.listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
-	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
+	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
+	fs.Var(&f.localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 	f.max.register(fs, true, false)
@@ -77,6 +78,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		NoStorage:    f.storageURI == "",
 		Listen:       f.listen,
 		Tokens:       f.tokens,
+		LocalSecrets: f.localSecrets,
 		Orchestrator: true,
 		Answerers:    &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log},
 		Max:          max,

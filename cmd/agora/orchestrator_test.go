@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,8 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -35,7 +36,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := context.Background()
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	tag := fmt.Sprintf("agora-worker:kill9-test-%d", os.Getpid())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
@@ -63,10 +64,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 
-	agora := filepath.Join(t.TempDir(), "agora")
-	if out, err := exec.Command("go", "build", "-o", agora, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build agora: %v\n%s", err, out)
-	}
+	agora := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 	addr := freeAddr(t)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
@@ -77,7 +75,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		waitUntil(t, 30*time.Second, "the API to answer", func() bool {
+		testutil.Eventually(t, 30*time.Second, "the API to answer", func() bool {
 			resp, err := http.Get("http://" + addr + "/healthz")
 			if err == nil {
 				resp.Body.Close()
@@ -168,7 +166,7 @@ func call(t *testing.T, method, url string, body, out any) {
 func waitTask(t *testing.T, addr, id string, want orchestrator.State) orchestrator.Task {
 	t.Helper()
 	var task orchestrator.Task
-	waitUntil(t, 3*time.Minute, fmt.Sprintf("task %s to be %s", id, want), func() bool {
+	testutil.Eventually(t, 3*time.Minute, fmt.Sprintf("task %s to be %s", id, want), func() bool {
 		resp, err := http.Get("http://" + addr + "/v1/tasks/" + id)
 		if err != nil {
 			return false
@@ -187,15 +185,4 @@ func waitTask(t *testing.T, addr, id string, want orchestrator.State) orchestrat
 		return task.State == want
 	})
 	return task
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

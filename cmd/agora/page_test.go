@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestListVerbsPage: status and questions show one page by default and
@@ -50,13 +50,13 @@ func TestListVerbsPage(t *testing.T) {
 		t.Errorf("status with 8 tasks and the default page of 100:\n%s", def.stdout)
 	}
 
-	var page api.TaskList
+	var page wire.TaskList
 	r = agora(t, env, "status", "--json", "--limit", "2", "--state", "queued")
 	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 2 || page.NextCursor == "" || page.Summary.Counts["queued"] != 5 {
 		t.Errorf("status --json --limit 2 --state queued = %v (%v); want 2 tasks, a next_cursor and the counts", r, err)
 	}
 	r = agora(t, env, "status", "--json", "--all", "--state", "queued")
-	page = api.TaskList{}
+	page = wire.TaskList{}
 	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 5 || page.NextCursor != "" {
 		t.Errorf("status --json --all --state queued = %v (%v); want 5 tasks, no next_cursor", r, err)
 	}
@@ -67,7 +67,7 @@ func TestListVerbsPage(t *testing.T) {
 		t.Errorf("questions --limit 2 shows a third:\n%s", r.stdout)
 	}
 	agora(t, env, "questions", "--all").want(t, "questions --all", 0, []string{"ask-0", "ask-1", "ask-2"}, nil)
-	var qs api.QuestionList
+	var qs wire.QuestionList
 	r = agora(t, env, "questions", "--json", "--limit", "1")
 	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs.Questions) != 1 || qs.Questions[0].TaskID != "ask-0" || qs.NextCursor == "" {
 		t.Errorf("questions --json --limit 1 = %v (%v)", r, err)

@@ -13,8 +13,8 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // registryVerb is one of subagent, capability and env.
@@ -162,7 +162,7 @@ func (v registryVerb) list(ctx context.Context, name string, args, environ []str
 	if err != nil {
 		return err
 	}
-	var page api.EntryList
+	var page wire.EntryList
 	if pf.all {
 		page.Entries, err = c.EntriesAll(ctx, v.kind)
 	} else {
@@ -224,7 +224,7 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 		return err
 	}
 	if *versions {
-		var page api.EntryList
+		var page wire.EntryList
 		if pf.all {
 			page.Entries, err = c.VersionsAll(ctx, v.kind, refName)
 		} else {
@@ -349,7 +349,7 @@ func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
 
 // explainRegistry is explain, with the registry's not-found in its words.
 func (a *apiFlags) explainRegistry(err error) error {
-	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(api.CodeNotFound) {
+	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(wire.CodeNotFound) {
 		return errors.New(e.Message)
 	}
 	return a.explain(err, "")

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // ui is how one stream is written for people.
@@ -278,6 +279,9 @@ func (u ui) writeTimeline(w io.Writer, t *orchestrator.Task, now time.Time) {
 	}
 	line := fmt.Sprintf("created %s · %d round%s · %s in all", t.CreatedAt.Local().Format("2006-01-02 15:04:05 MST"),
 		rounds, pluralS(rounds), humanDuration(end.Sub(t.CreatedAt)))
+	if t.Owner != "" {
+		line += " · owner " + t.Owner
+	}
 	if t.WaitedMS > 0 {
 		line += " · " + humanDuration(time.Duration(t.WaitedMS)*time.Millisecond) + " waiting for answers"
 	}
@@ -290,6 +294,25 @@ func (u ui) writeTimeline(w io.Writer, t *orchestrator.Task, now time.Time) {
 		waiting := i == len(t.Rounds)-1 && t.State == orchestrator.StateNeedsInput
 		u.writeRound(w, &t.Rounds[i], now, waiting)
 	}
+	// The actions the rounds do not show: cancel and respawn.
+	for _, e := range t.History {
+		if e.Action != wire.ActionCancel && e.Action != wire.ActionRespawn {
+			continue
+		}
+		fmt.Fprintf(w, "%s %s by %s", e.At.Local().Format("15:04:05"), e.Action, whoText(e.By, e.Via))
+		if e.Detail != "" {
+			fmt.Fprintf(w, " (%s)", e.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// whoText is by, and the token that vouched for it.
+func whoText(by, via string) string {
+	if via != "" {
+		return by + " (through " + via + ")"
+	}
+	return by
 }
 
 func pluralS(n int) string {
@@ -356,11 +379,11 @@ func (u ui) writeRound(w io.Writer, r *orchestrator.Round, now time.Time, waitin
 	if a := r.Answer; a != nil {
 		switch {
 		case a.Channel == "continue":
-			field("continued", fmt.Sprintf("%q — by %s", a.Value, a.By))
+			field("continued", fmt.Sprintf("%q — by %s", a.Value, whoText(a.By, a.Via)))
 		case a.Assumed:
 			field("answer", fmt.Sprintf("%s — nobody answered; the default was taken after %s", a.Value, humanDuration(time.Duration(a.WaitMS)*time.Millisecond)))
 		default:
-			field("answer", fmt.Sprintf("%s — by %s via %s, %s after the question", a.Value, a.By, a.Channel, humanDuration(time.Duration(a.WaitMS)*time.Millisecond)))
+			field("answer", fmt.Sprintf("%s — by %s via %s, %s after the question", a.Value, whoText(a.By, a.Via), a.Channel, humanDuration(time.Duration(a.WaitMS)*time.Millisecond)))
 		}
 	} else if waiting && !r.AskedAt.IsZero() {
 		field("waiting", "for an answer for "+humanDuration(now.Sub(r.AskedAt)))

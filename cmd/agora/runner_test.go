@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,8 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
@@ -29,7 +29,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	t.Parallel()
 	eng := computetest.Docker(t) // skips without Docker, fails under CI=true
 	computetest.Busybox(t)       // the dispatch below needs /bin/sh in the image
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 
@@ -119,7 +119,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	}
 
 	var ev *schemas.Event
-	computetest.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
+	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
 		select {
 		case <-returned:
 			t.Fatalf("agora runner returned %d before the dispatch ended", code)
@@ -134,7 +134,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	if ev.Kind != schemas.KindFinished || ev.ExitCode == nil || *ev.ExitCode != 0 {
 		t.Fatalf("terminal event of %s = %s (exit %v, failure %+v); want dispatch.finished, exit 0", dispatchID, ev.Kind, ev.ExitCode, ev.Failure)
 	}
-	computetest.Eventually(t, time.Minute, "the runner to remove the container of "+dispatchID, func() bool {
+	testutil.Eventually(t, time.Minute, "the runner to remove the container of "+dispatchID, func() bool {
 		left, err := eng.List(context.Background(), map[string]string{runner.LabelRunner: id})
 		return err == nil && len(left) == 0
 	})
@@ -148,20 +148,6 @@ func TestRunnerEndToEnd(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("agora runner did not stop within 1m of its context being cancelled")
 	}
-}
-
-// buildWorker compiles ./cmd/agora-worker, static, into a temp dir with the
-// go on PATH.
-func buildWorker(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "agora-worker")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/agora-worker")
-	cmd.Dir = filepath.Join("..", "..") // the module root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build ./cmd/agora-worker: %v\n%s", err, b)
-	}
-	return out
 }
 
 // testWriter turns what run writes to stdout and stderr into t.Log lines,

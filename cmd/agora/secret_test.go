@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // secretCLI runs `agora secret ARGS` with stdin and returns the exit code,
@@ -154,7 +156,7 @@ func TestSecretThroughServe(t *testing.T) {
 	t.Parallel()
 	computetest.Docker(t)
 	computetest.Busybox(t)
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 	dataDir := t.TempDir()
@@ -177,7 +179,7 @@ func TestSecretThroughServe(t *testing.T) {
 			t.Error("agora serve did not stop")
 		}
 	})
-	waitUntil(t, time.Minute, "agora serve to answer", func() bool {
+	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()

@@ -18,7 +18,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer"
 )
 
-const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET]... " +
+const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... " +
 	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
@@ -38,6 +38,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		f                      serveFlags
 		noRunner, runnerOnly   bool
 		tokens, workerEnv      multiFlag
+		localSecrets           multiFlag
 		dataDir, storageURI    string
 		natsURL, listen        string
 		image, id              string
@@ -54,7 +55,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
 	fs.StringVar(&listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
-	fs.Var(&tokens, "token", "accept API and metrics bearer token `NAME:SECRET` (repeatable; NAME is recorded as who answered); required off loopback")
+	fs.Var(&tokens, "token", "accept API and metrics bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
+	fs.Var(&localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.IntVar(&slots, "slots", 4, "run at most `N` dispatches at once")
 	fs.BoolVar(&noRunner, "no-runner", false, "run no runner here: runners on other hosts take the dispatches")
 	fs.BoolVar(&runnerOnly, "runner-only", false, "run the runner only (and /metrics), for the orchestrator at --nats")
@@ -149,6 +151,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		StorageURI:        storageURI,
 		Listen:            listen,
 		Tokens:            tokens,
+		LocalSecrets:      localSecrets,
 		Orchestrator:      !runnerOnly,
 		Runner:            !noRunner,
 		Slots:             slots,

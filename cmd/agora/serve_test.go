@@ -12,6 +12,8 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 )
@@ -71,7 +73,7 @@ func TestServeAndDemo(t *testing.T) {
 	t.Parallel()
 	computetest.Docker(t)
 	computetest.Busybox(t)
-	worker := buildWorker(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 
@@ -93,7 +95,7 @@ func TestServeAndDemo(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", addr, "--slots", "1", "--worker", worker}, os.Environ(), &serveOut, logs)
 	}()
-	waitUntil(t, time.Minute, "agora serve to answer", func() bool {
+	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()

@@ -25,7 +25,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 // defaultServer is where the CLI looks for the API without --server or
@@ -82,17 +82,17 @@ func (a *apiFlags) explain(err error, taskID string) error {
 	}
 	if e, ok := errors.AsType[*client.Error](err); ok {
 		switch {
-		case e.Code == string(api.CodeNotFound) && taskID != "":
+		case e.Code == string(wire.CodeNotFound) && taskID != "":
 			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
-		case e.Code == string(api.CodeUnauthorized) && strings.Contains(a.token, ":"):
+		case e.Code == string(wire.CodeUnauthorized) && strings.Contains(a.token, ":"):
 			// The server is given NAME:SECRET; a client sends the SECRET.
 			name, _, _ := strings.Cut(a.token, ":")
 			return fmt.Errorf("the agora server at %s refused the token (%s): a client sends only the SECRET of the server's --token NAME:SECRET, so if %q is the token's name, drop it", a.server, e.Message, name+":")
-		case e.Code == string(api.CodeUnauthorized):
+		case e.Code == string(wire.CodeUnauthorized):
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
-		case e.Code == string(api.CodeNoRoute) || e.Code == "":
+		case e.Code == string(wire.CodeNoRoute) || e.Code == "":
 			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
-		case e.Code == string(api.CodeInvalid) || e.Code == string(api.CodeInvalidAnswer):
+		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
 			// The server refused the input and changed nothing: the same
 			// exit code as a mistake the CLI finds itself.
 			return usageError{msg: plainMessage(e)}
@@ -166,7 +166,7 @@ func greetsWithINFO(hostport string) bool {
 // possible in the task's state" reads "task t-1 is finished already".
 func plainMessage(e *client.Error) string {
 	msg := e.Message
-	if s := api.Code(e.Code).Sentinel(); s != nil {
+	if s := wire.Code(e.Code).Sentinel(); s != nil {
 		switch {
 		case errors.Is(s, orchestrator.ErrInvalidAnswer), errors.Is(s, orchestrator.ErrInvalidRequest):
 			msg = strings.Replace(msg, s.Error()+": ", "", 1)
@@ -330,7 +330,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		if page.Tasks == nil {
 			page.Tasks = []*orchestrator.Task{}
 		}
-		return writeJSON(stdout, api.TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
+		return writeJSON(stdout, page)
 	}
 	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary, filterText(*state, *label, page))
 	words := []string{"agora status"}
@@ -423,7 +423,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 		if page.Questions == nil {
 			page.Questions = []orchestrator.QuestionView{}
 		}
-		return writeJSON(stdout, api.QuestionList{Questions: page.Questions, NextCursor: page.NextCursor})
+		return writeJSON(stdout, page)
 	}
 	newUI(stdout, environ).writeQuestions(stdout, page.Questions)
 	words := []string{"agora questions"}

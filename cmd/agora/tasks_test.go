@@ -21,10 +21,13 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // taskServer is an agora API with the real orchestrator and no runner.
@@ -47,11 +50,7 @@ func newTaskServer(t *testing.T) *taskServer {
 func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrator.Service) *taskServer {
 	t.Helper()
 	ctx := t.Context()
-	b, err := bus.Connect(ctx, natstest.Start(t).ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := testenv.Bus(t)
 	storeURI := "file://" + t.TempDir()
 	store, err := storage.Open(ctx, storeURI, storage.Options{})
 	if err != nil {
@@ -171,7 +170,7 @@ func (s *taskServer) end(t *testing.T, id, dispatchID string, kind schemas.Event
 func (s *taskServer) waitState(t *testing.T, id string, state orchestrator.State) *orchestrator.Task {
 	t.Helper()
 	var task *orchestrator.Task
-	waitUntil(t, 30*time.Second, fmt.Sprintf("task %s to be %s", id, state), func() bool {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("task %s to be %s", id, state), func() bool {
 		var err error
 		task, err = s.orch.Get(context.Background(), id)
 		return err == nil && task.State == state
@@ -214,7 +213,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 		t.Errorf("status wrote colors to a buffer: %q", r.stdout)
 	}
 	r = agora(t, env, "status", "--json")
-	var list api.TaskList
+	var list wire.TaskList
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 4 || list.Summary.Counts[orchestrator.StateNeedsInput] != 1 {
 		t.Errorf("status --json = %v: %d tasks, %+v, %v", r, len(list.Tasks), list.Summary, err)
 	}
@@ -231,7 +230,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	r = agora(t, env, "questions")
 	r.want(t, "questions", 0, []string{"TASK", "ANSWER WITH", "paint", "Which colour?", "red / green / blue", "agora answer paint red"}, nil)
 	r = agora(t, env, "questions", "--json")
-	var qs api.QuestionList
+	var qs wire.QuestionList
 	if err := json.Unmarshal([]byte(r.stdout), &qs); err != nil || len(qs.Questions) != 1 || qs.Questions[0].TaskID != "paint" {
 		t.Errorf("questions --json = %v, %v", r, err)
 	}
@@ -417,18 +416,18 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	plain := start(ctx, s.env, "watch")
 	jsonOut := start(ctx, s.env, "watch", "--json")
-	waitUntil(t, 30*time.Second, "watch to show the task there was", func() bool {
+	testutil.Eventually(t, 30*time.Second, "watch to show the task there was", func() bool {
 		return strings.Contains(plain.stdout.String(), "before  queued  round 1") && strings.Contains(jsonOut.stdout.String(), `"task_id":"before"`)
 	})
 	s.submit(t, "w")
 	s.ask(t, "w", "Left or right?", "left", "right")
-	waitUntil(t, 30*time.Second, "watch to show the question", func() bool {
+	testutil.Eventually(t, 30*time.Second, "watch to show the question", func() bool {
 		return strings.Contains(plain.stdout.String(), "w  needs input  round 1  needs input: Left or right? (left / right)  → agora answer w left")
 	})
 	if err := s.orch.Remove(t.Context(), "before"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, "watch to show the removal", func() bool {
+	testutil.Eventually(t, 30*time.Second, "watch to show the removal", func() bool {
 		return strings.Contains(plain.stdout.String(), "before  removed") && strings.Contains(jsonOut.stdout.String(), `"removed":true`)
 	})
 	cancel()

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -82,41 +83,61 @@ func (b *Bus) PublishEventRetry(ctx context.Context, ev schemas.Event, window ti
 	if window <= 0 {
 		return PublishAck{}, fmt.Errorf("publish %s to %s: retry window %s is not positive", ev.Kind, EventSubject(ev.DispatchID), window)
 	}
-	backoff := retryBaseDelay
-	for attempt := 1; ; attempt++ {
+	attempt := 0
+	var last error
+	ack, err := backoff.Retry(ctx, func() (PublishAck, error) {
+		attempt++
 		actx, cancel := context.WithDeadline(ctx, deadline)
 		ack, err := b.publish(actx, ev, data)
 		cancel()
+		last = err
 		if err == nil {
-			ack.Attempts = attempt
-			if attempt > 1 {
-				b.log.Info("published event after retries", "dispatch_id", ev.DispatchID, "kind", ev.Kind,
-					"attempts", attempt, "elapsed", time.Since(start))
-			}
 			return ack, nil
 		}
 		if permanent(err) || ctx.Err() != nil || time.Until(deadline) <= minAttemptTime {
-			return giveUp(attempt, err)
+			return ack, backoff.Permanent(err)
 		}
 		b.log.Debug("publish event failed; retrying", "dispatch_id", ev.DispatchID, "kind", ev.Kind,
 			"attempt", attempt, "err", err)
 		if b.opts.OnRetry != nil {
 			b.opts.OnRetry(attempt, err)
 		}
-		remaining := time.Until(deadline)
-		if remaining <= minAttemptTime {
-			return giveUp(attempt, err)
+		return ack, err
+	}, backoff.WithBackOff(&windowBackOff{deadline: deadline}), backoff.WithMaxElapsedTime(0))
+	switch {
+	case err == nil:
+		ack.Attempts = attempt
+		if attempt > 1 {
+			b.log.Info("published event after retries", "dispatch_id", ev.DispatchID, "kind", ev.Kind,
+				"attempts", attempt, "elapsed", time.Since(start))
 		}
-		pause := min(backoff/2+rand.N(backoff/2+1), remaining-minAttemptTime)
-		timer := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return giveUp(attempt, fmt.Errorf("%w (last error: %w)", context.Cause(ctx), err))
-		case <-timer.C:
-		}
-		backoff = min(2*backoff, retryMaxDelay)
+		return ack, nil
+	case !errors.Is(err, last):
+		// ctx ended during a pause: Retry returns its cause alone.
+		return giveUp(attempt, fmt.Errorf("%w (last error: %w)", err, last))
+	default:
+		return giveUp(attempt, err)
 	}
+}
+
+// windowBackOff is PublishEventRetry's pause: retryBaseDelay doubling up to
+// retryMaxDelay, jittered down by up to half, cut short so the last attempt
+// keeps minAttemptTime of the window, and Stop once less is left.
+type windowBackOff struct {
+	delay    time.Duration
+	deadline time.Time
+}
+
+func (w *windowBackOff) Reset() { w.delay = retryBaseDelay }
+
+func (w *windowBackOff) NextBackOff() time.Duration {
+	remaining := time.Until(w.deadline)
+	if remaining <= minAttemptTime {
+		return backoff.Stop
+	}
+	pause := min(w.delay/2+rand.N(w.delay/2+1), remaining-minAttemptTime)
+	w.delay = min(2*w.delay, retryMaxDelay)
+	return pause
 }
 
 func permanent(err error) bool {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/proc"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // waitLimit bounds every wait in these tests; generous because -race and
@@ -151,7 +153,7 @@ func TestRunKillsTheGroup(t *testing.T) {
 				t.Errorf("Run(grandchild %s) = %+v, want Successful() = %v", tt.arg, res.ExitResult, tt.wantOK)
 			}
 			pid := grandchildPID(t, stdout.String())
-			eventually(t, func() bool { return gone(pid) }, "grandchild %d to be gone after Run returned", pid)
+			testutil.Eventually(t, waitLimit, fmt.Sprintf("grandchild %d to be gone after Run returned", pid), func() bool { return gone(pid) })
 		})
 	}
 }
@@ -333,21 +335,6 @@ func gone(pid int) bool {
 	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
 	fields := strings.Fields(string(rest))
 	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
-}
-
-// eventually polls cond until it holds or waitLimit passes.
-func eventually(t *testing.T, cond func() bool, format string, args ...any) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(waitLimit)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out after %v waiting for "+format, append([]any{waitLimit}, args...)...)
-		}
-	}
 }
 
 // output collects what a process writes and lets a test wait for a string.

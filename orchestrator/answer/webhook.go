@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/units"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Webhook request headers. The signature covers timestamp + "." + body.
@@ -137,30 +138,48 @@ func (w *Webhook) Ask(ctx context.Context, q Question) (Reply, error) {
 	}
 	delivery := rand.Text()
 	log := w.log.With("task_id", q.TaskID, "round", q.Round, "delivery", delivery, "url", w.display)
-	var last error
-	for attempt := 1; ; attempt++ {
+	var (
+		last    error
+		attempt int
+		final   bool // the operation decided; otherwise ctx ended in a pause
+		pause   = &chosenBackOff{}
+	)
+	reply, err := backoff.Retry(ctx, func() (Reply, error) {
+		attempt++
 		reply, wait, err := w.attempt(ctx, q, body, delivery)
 		if wait < 0 || err == nil {
-			return reply, err
+			final = true
+			return reply, backoff.Permanent(err)
 		}
 		last = err
 		if ctx.Err() != nil {
-			return Reply{}, fmt.Errorf("webhook %s: %w (after %s, last: %v)", w.display, ctx.Err(), attempts(attempt), last)
+			final = true
+			return Reply{}, backoff.Permanent(fmt.Errorf("webhook %s: %w (after %s, last: %v)", w.display, ctx.Err(), attempts(attempt), last))
 		}
 		if attempt > w.opts.Retries {
-			return Reply{}, fmt.Errorf("webhook %s: giving up after %s: %w", w.display, attempts(attempt), last)
+			final = true
+			return Reply{}, backoff.Permanent(fmt.Errorf("webhook %s: giving up after %s: %w", w.display, attempts(attempt), last))
 		}
-		d := max(w.backoff(attempt), wait)
-		log.Warn("webhook attempt failed; retrying", "attempt", attempt, "retry_in", d, "error", err)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Reply{}, fmt.Errorf("webhook %s: %w (after %s, last: %v)", w.display, ctx.Err(), attempts(attempt), last)
-		case <-t.C:
-		}
+		// The receiver's Retry-After, when longer, wins over our backoff.
+		pause.d = max(w.backoff(attempt), wait)
+		return Reply{}, err
+	}, backoff.WithBackOff(pause), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, d time.Duration) {
+			log.Warn("webhook attempt failed; retrying", "attempt", attempt, "retry_in", d, "error", err)
+		}))
+	if err != nil && !final {
+		return Reply{}, fmt.Errorf("webhook %s: %w (after %s, last: %v)", w.display, ctx.Err(), attempts(attempt), last)
 	}
+	return reply, err
 }
+
+// chosenBackOff is the pause Ask chose after the failed attempt: its own
+// jittered backoff or the receiver's Retry-After.
+type chosenBackOff struct{ d time.Duration }
+
+func (c *chosenBackOff) Reset() {}
+
+func (c *chosenBackOff) NextBackOff() time.Duration { return c.d }
 
 func attempts(n int) string {
 	if n == 1 {

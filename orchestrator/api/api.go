@@ -14,7 +14,7 @@
 package api
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,11 +41,19 @@ const DefaultHeartbeat = 15 * time.Second
 type Config struct {
 	// Service is the orchestrator the API fronts. Required.
 	Service orchestrator.Service
-	// Tokens are the accepted bearer tokens, each SECRET or NAME:SECRET (the
-	// name is recorded as who answered or continued; a bare secret must not
-	// contain ':'). Empty means no authentication, which the handler allows
-	// for loopback clients only: run CheckBind before listening.
+	// Tokens are the accepted bearer tokens, each SECRET, NAME:SECRET or
+	// NAME:SECRET:ROLE[,ROLE] (roles admin, answerer, submitter; a bare
+	// secret must not contain ':'). A named token without a role sees and
+	// acts on the tasks it submitted; its name is recorded as the task's
+	// owner and as who answered or continued. An unnamed token is an admin.
+	// Empty means no authentication, which the handler allows for loopback
+	// clients only (as the operator, an admin): run CheckBind before
+	// listening.
 	Tokens []string
+	// LocalSecrets grant token names the local: secrets their env bundles
+	// may name, each NAME=SECRET[,SECRET] or NAME=*. An admin may use every
+	// one; any other token none unless granted here.
+	LocalSecrets []string
 	// Logger gets a debug line per request and an error line per internal
 	// error; nil discards.
 	Logger *slog.Logger
@@ -78,7 +86,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("api: Config.Service is nil")
 	}
-	auth, err := NewAuth(cfg.Tokens)
+	auth, err := NewAuthLocal(cfg.Tokens, cfg.LocalSecrets)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +177,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != "/healthz" {
-		name, err := h.auth.authenticate(r)
+		id, err := h.auth.authenticate(r)
 		if err != nil {
 			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
@@ -178,7 +186,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.fail(sw, r, err)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), nameKey{}, name))
+		r = r.WithContext(orchestrator.WithIdentity(r.Context(), id))
 	}
 	if err := checkDotSegments(r.URL.Path); err != nil {
 		h.fail(sw, r, invalid(err.Error()))
@@ -235,7 +243,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	if page.Tasks == nil {
 		page.Tasks = []*wire.Task{}
 	}
-	h.write(w, r, http.StatusOK, TaskList{Tasks: page.Tasks, Summary: page.Summary, NextCursor: page.NextCursor})
+	h.write(w, r, http.StatusOK, page)
 }
 
 // listOptions reads ?state=…&label=key=value&limit=N&cursor=C.
@@ -309,7 +317,7 @@ func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
 	if page.Questions == nil {
 		page.Questions = []wire.QuestionView{}
 	}
-	h.write(w, r, http.StatusOK, QuestionList{Questions: page.Questions, NextCursor: page.NextCursor})
+	h.write(w, r, http.StatusOK, page)
 }
 
 func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
@@ -322,8 +330,13 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
 	if channel == "" {
 		channel = DefaultChannel
 	}
+	who, via, err := by(r, body.By)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	t, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
-		Answer: body.Answer, By: by(r, body.By), Channel: channel})
+		Answer: body.Answer, By: who, Via: via, Channel: channel})
 	h.reply(w, r, t, err)
 }
 
@@ -343,7 +356,12 @@ func (h *handler) continueTask(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	t, err := h.svc.Continue(r.Context(), r.PathValue("id"), body.Message, by(r, body.By))
+	who, _, err := by(r, body.By)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t, err := h.svc.Continue(r.Context(), r.PathValue("id"), body.Message, who)
 	h.reply(w, r, t, err)
 }
 
@@ -355,15 +373,30 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// by is who acts: the body's by, else the token's name, else "api".
-func by(r *http.Request, given string) string {
-	if given != "" {
-		return given
+// by is who acts and the token that vouches for them (via, when it is
+// not the same). The body's by is taken only from an answerer or an
+// admin, as the person it acts for; any other token acts as itself, and a
+// by naming somebody else is refused. Without either: the token's name,
+// else "api".
+func by(r *http.Request, given string) (who, via string, err error) {
+	id, _ := orchestrator.IdentityFrom(r.Context())
+	if given == "" || given == id.Name {
+		return cmp.Or(id.Name, DefaultBy), "", nil
 	}
-	if name, _ := r.Context().Value(nameKey{}).(string); name != "" {
-		return name
+	if !id.Admin && !id.Answerer {
+		return "", "", &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+			"body: by %q: token %s acts as itself; only a token with the answerer or admin role answers for somebody else (leave by out)",
+			given, id.Name)}
 	}
-	return DefaultBy
+	return given, id.Name, nil
+}
+
+// forbidden refuses what only an admin may do.
+func forbidden(r *http.Request, what string) error {
+	if id, _ := orchestrator.IdentityFrom(r.Context()); id.Admin {
+		return nil
+	}
+	return &requestError{http.StatusForbidden, CodeUnauthorized, what + " takes a token with the admin role"}
 }
 
 // reply writes t, or err.

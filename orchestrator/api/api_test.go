@@ -19,6 +19,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -336,26 +337,26 @@ func TestHandler_ServiceErrors(t *testing.T) {
 		body           string
 		err            error
 		wantStatus     int
-		wantCode       api.Code
+		wantCode       wire.Code
 	}{
-		{"not found", "GET", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", orchestrator.ErrNotFound), 404, api.CodeNotFound},
+		{"not found", "GET", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", orchestrator.ErrNotFound), 404, wire.CodeNotFound},
 		{"conflict", "POST", "/v1/tasks", `{"subagent":{"name":"echo"}}`,
-			fmt.Errorf("task t-1: %w (submit it under another id, or remove the task first)", orchestrator.ErrConflict), 409, api.CodeConflict},
+			fmt.Errorf("task t-1: %w (submit it under another id, or remove the task first)", orchestrator.ErrConflict), 409, wire.CodeConflict},
 		{"invalid request", "POST", "/v1/tasks", `{"subagent":{"name":"echo"}}`,
-			fmt.Errorf("%w: workspace %q: want persist or fresh", orchestrator.ErrInvalidRequest, "tmp"), 422, api.CodeInvalid},
-		{"already answered", "POST", "/v1/tasks/t-1/answer", `{"answer":"A"}`, answered, 409, api.CodeAlreadyAnswered},
+			fmt.Errorf("%w: workspace %q: want persist or fresh", orchestrator.ErrInvalidRequest, "tmp"), 422, wire.CodeInvalid},
+		{"already answered", "POST", "/v1/tasks/t-1/answer", `{"answer":"A"}`, answered, 409, wire.CodeAlreadyAnswered},
 		{"invalid answer", "POST", "/v1/tasks/t-1/answer", `{"answer":"purple"}`,
-			fmt.Errorf("task t-1 round 1: %w: %v", orchestrator.ErrInvalidAnswer, `"purple" is not one of red, green`), 422, api.CodeInvalidAnswer},
+			fmt.Errorf("task t-1 round 1: %w: %v", orchestrator.ErrInvalidAnswer, `"purple" is not one of red, green`), 422, wire.CodeInvalidAnswer},
 		{"no question", "POST", "/v1/tasks/t-1/answer", `{"answer":"A"}`,
-			fmt.Errorf("task t-1 is running: %w", orchestrator.ErrNoQuestion), 409, api.CodeNoQuestion},
-		{"wrong state", "POST", "/v1/tasks/t-1/cancel", "", fmt.Errorf("task t-1 is finished already: %w", orchestrator.ErrWrongState), 409, api.CodeWrongState},
+			fmt.Errorf("task t-1 is running: %w", orchestrator.ErrNoQuestion), 409, wire.CodeNoQuestion},
+		{"wrong state", "POST", "/v1/tasks/t-1/cancel", "", fmt.Errorf("task t-1 is finished already: %w", orchestrator.ErrWrongState), 409, wire.CodeWrongState},
 		{"wrong state on respawn", "POST", "/v1/tasks/t-1/respawn", "",
-			fmt.Errorf("task t-1 is running; respawn takes a failed, cancelled or expired task: %w", orchestrator.ErrWrongState), 409, api.CodeWrongState},
+			fmt.Errorf("task t-1 is running; respawn takes a failed, cancelled or expired task: %w", orchestrator.ErrWrongState), 409, wire.CodeWrongState},
 		{"empty follow-up", "POST", "/v1/tasks/t-1/continue", `{"message":""}`,
-			fmt.Errorf("%w: the follow-up message is empty", orchestrator.ErrInvalidRequest), 422, api.CodeInvalid},
-		{"remove a missing task", "DELETE", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", orchestrator.ErrNotFound), 404, api.CodeNotFound},
-		{"anything else", "GET", "/v1/tasks", "", errors.New("list tasks: nats: connection closed"), 500, api.CodeInternal},
-		{"a deadline", "GET", "/v1/questions", "", fmt.Errorf("list questions: %w", context.DeadlineExceeded), 504, api.CodeInternal},
+			fmt.Errorf("%w: the follow-up message is empty", orchestrator.ErrInvalidRequest), 422, wire.CodeInvalid},
+		{"remove a missing task", "DELETE", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", orchestrator.ErrNotFound), 404, wire.CodeNotFound},
+		{"anything else", "GET", "/v1/tasks", "", errors.New("list tasks: nats: connection closed"), 500, wire.CodeInternal},
+		{"a deadline", "GET", "/v1/questions", "", fmt.Errorf("list questions: %w", context.DeadlineExceeded), 504, wire.CodeInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,7 +387,7 @@ func TestHandler_ServiceErrors(t *testing.T) {
 			if rec.Code != tt.wantStatus {
 				t.Errorf("%s %s = %d, want %d", tt.method, tt.target, rec.Code, tt.wantStatus)
 			}
-			want := api.ErrorBody{Error: tt.err.Error(), Code: tt.wantCode}
+			want := wire.ErrorBody{Error: tt.err.Error(), Code: tt.wantCode}
 			if got := decodeError(t, rec); got != want {
 				t.Errorf("%s %s body = %+v, want %+v", tt.method, tt.target, got, want)
 			}
@@ -397,12 +398,12 @@ func TestHandler_ServiceErrors(t *testing.T) {
 	}
 }
 
-func decodeError(t *testing.T, rec *httptest.ResponseRecorder) api.ErrorBody {
+func decodeError(t *testing.T, rec *httptest.ResponseRecorder) wire.ErrorBody {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("error Content-Type = %q, want application/json", ct)
 	}
-	var body api.ErrorBody
+	var body wire.ErrorBody
 	dec := json.NewDecoder(rec.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
@@ -419,27 +420,27 @@ func TestHandler_BadRequests(t *testing.T) {
 		method, target string
 		body           string
 		wantStatus     int
-		wantCode       api.Code
+		wantCode       wire.Code
 		wantError      string // substring
 		wantAllow      string
 	}{
-		{"empty body", "POST", "/v1/tasks", "", 400, api.CodeInvalid, "request body is empty; want a JSON object", ""},
-		{"cut short", "POST", "/v1/tasks", `{"task_id":`, 400, api.CodeInvalid, "request body: the JSON ends early", ""},
-		{"not JSON", "POST", "/v1/tasks/t-1/answer", `{answer: B}`, 400, api.CodeInvalid, "request body is not valid JSON: invalid character 'a'", ""},
-		{"unknown field", "POST", "/v1/tasks/t-1/answer", `{"answer":"B","colour":"red"}`, 400, api.CodeInvalid, `request body: unknown field "colour"`, ""},
-		{"unknown nested field", "POST", "/v1/tasks", `{"subagent":{"name":"echo","flavour":"x"}}`, 400, api.CodeInvalid, `unknown field "flavour"`, ""},
-		{"wrong type", "POST", "/v1/tasks/t-1/answer", `{"answer":"B","round":"two"}`, 400, api.CodeInvalid, `request body: field "round": want int, got string`, ""},
-		{"not an object", "POST", "/v1/tasks/t-1/continue", `["again"]`, 400, api.CodeInvalid, "want a JSON object, got array", ""},
-		{"two objects", "POST", "/v1/tasks/t-1/answer", `{"answer":"B"} {"answer":"C"}`, 400, api.CodeInvalid, "more data after the JSON object", ""},
-		{"over 1 MiB", "POST", "/v1/tasks/t-1/answer", huge, 413, api.CodeInvalid, "request body is larger than 1048576 bytes (1 MiB)", ""},
-		{"unknown state", "GET", "/v1/tasks?state=done", "", 400, api.CodeInvalid,
+		{"empty body", "POST", "/v1/tasks", "", 400, wire.CodeInvalid, "request body is empty; want a JSON object", ""},
+		{"cut short", "POST", "/v1/tasks", `{"task_id":`, 400, wire.CodeInvalid, "request body: the JSON ends early", ""},
+		{"not JSON", "POST", "/v1/tasks/t-1/answer", `{answer: B}`, 400, wire.CodeInvalid, "request body is not valid JSON: invalid character 'a'", ""},
+		{"unknown field", "POST", "/v1/tasks/t-1/answer", `{"answer":"B","colour":"red"}`, 400, wire.CodeInvalid, `request body: unknown field "colour"`, ""},
+		{"unknown nested field", "POST", "/v1/tasks", `{"subagent":{"name":"echo","flavour":"x"}}`, 400, wire.CodeInvalid, `unknown field "flavour"`, ""},
+		{"wrong type", "POST", "/v1/tasks/t-1/answer", `{"answer":"B","round":"two"}`, 400, wire.CodeInvalid, `request body: field "round": want int, got string`, ""},
+		{"not an object", "POST", "/v1/tasks/t-1/continue", `["again"]`, 400, wire.CodeInvalid, "want a JSON object, got array", ""},
+		{"two objects", "POST", "/v1/tasks/t-1/answer", `{"answer":"B"} {"answer":"C"}`, 400, wire.CodeInvalid, "more data after the JSON object", ""},
+		{"over 1 MiB", "POST", "/v1/tasks/t-1/answer", huge, 413, wire.CodeInvalid, "request body is larger than 1048576 bytes (1 MiB)", ""},
+		{"unknown state", "GET", "/v1/tasks?state=done", "", 400, wire.CodeInvalid,
 			`query: unknown state "done"; want one of running, queued, needs_input, finished, failed, cancelled, expired`, ""},
-		{"label without value", "GET", "/v1/tasks?label=batch", "", 400, api.CodeInvalid, `query: label "batch"; want key=value`, ""},
-		{"two states", "GET", "/v1/tasks?state=queued&state=running", "", 400, api.CodeInvalid, "query: state given 2 times; give it once", ""},
-		{"unknown path", "GET", "/v1/nothing", "", 404, api.CodeNoRoute, "no endpoint GET /v1/nothing", ""},
-		{"no task id", "GET", "/v1/tasks/", "", 404, api.CodeNoRoute, "no endpoint GET /v1/tasks/", ""},
-		{"wrong method", "PUT", "/v1/tasks/t-1", "", 405, api.CodeNoRoute, "method PUT not allowed on /v1/tasks/{id} (allowed: GET, HEAD, DELETE)", "GET, HEAD, DELETE"},
-		{"answer is a POST", "GET", "/v1/tasks/t-1/answer", "", 405, api.CodeNoRoute, "method GET not allowed", "POST"},
+		{"label without value", "GET", "/v1/tasks?label=batch", "", 400, wire.CodeInvalid, `query: label "batch"; want key=value`, ""},
+		{"two states", "GET", "/v1/tasks?state=queued&state=running", "", 400, wire.CodeInvalid, "query: state given 2 times; give it once", ""},
+		{"unknown path", "GET", "/v1/nothing", "", 404, wire.CodeNoRoute, "no endpoint GET /v1/nothing", ""},
+		{"no task id", "GET", "/v1/tasks/", "", 404, wire.CodeNoRoute, "no endpoint GET /v1/tasks/", ""},
+		{"wrong method", "PUT", "/v1/tasks/t-1", "", 405, wire.CodeNoRoute, "method PUT not allowed on /v1/tasks/{id} (allowed: GET, HEAD, DELETE)", "GET, HEAD, DELETE"},
+		{"answer is a POST", "GET", "/v1/tasks/t-1/answer", "", 405, wire.CodeNoRoute, "method GET not allowed", "POST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -462,7 +463,7 @@ func TestHandler_BadRequests(t *testing.T) {
 
 func TestHandler_Auth(t *testing.T) {
 	t.Parallel()
-	tokens := []string{"s3cret", "alice:al1ce-secret"}
+	tokens := []string{"s3cret", "alice:al1ce-secret", "slack:sl4ck:answerer"}
 	tests := []struct {
 		name       string
 		tokens     []string
@@ -484,7 +485,15 @@ func TestHandler_Auth(t *testing.T) {
 		{name: "unnamed token answers as api", tokens: tokens, header: "Bearer s3cret", wantStatus: 200, wantBy: "api"},
 		{name: "scheme is case-insensitive", tokens: tokens, header: "bearer s3cret", wantStatus: 200, wantBy: "api"},
 		{name: "named token answers as its name", tokens: tokens, header: "Bearer al1ce-secret", wantStatus: 200, wantBy: "alice"},
-		{name: "the body's by wins over the name", tokens: tokens, header: "Bearer al1ce-secret",
+		{name: "a named token may not answer for somebody else", tokens: tokens, header: "Bearer al1ce-secret",
+			body: `{"answer":"B","by":"bob"}`, wantStatus: 403},
+		{name: "a named token may give its own name", tokens: tokens, header: "Bearer al1ce-secret",
+			body: `{"answer":"B","by":"alice"}`, wantStatus: 200, wantBy: "alice"},
+		{name: "an answerer answers for the person it names", tokens: tokens, header: "Bearer sl4ck",
+			body: `{"answer":"B","by":"bob"}`, wantStatus: 200, wantBy: "bob"},
+		{name: "an answerer without by answers as itself", tokens: tokens, header: "Bearer sl4ck", wantStatus: 200, wantBy: "slack"},
+		{name: "the roles are not part of the secret", tokens: tokens, header: "Bearer sl4ck:answerer", wantStatus: 401},
+		{name: "the unnamed token (an admin) answers for somebody", tokens: tokens, header: "Bearer s3cret",
 			body: `{"answer":"B","by":"bob"}`, wantStatus: 200, wantBy: "bob"},
 		{name: "events need a token", tokens: tokens, target: "/v1/events", wantStatus: 401},
 		{name: "unknown paths need a token", tokens: tokens, target: "/v1/nothing", wantStatus: 401},
@@ -544,14 +553,14 @@ func TestHandler_Auth(t *testing.T) {
 			}
 			switch tt.wantStatus {
 			case 401:
-				if got := decodeError(t, rec); got.Code != api.CodeUnauthorized {
+				if got := decodeError(t, rec); got.Code != wire.CodeUnauthorized {
 					t.Errorf("code = %s, want unauthorized", got.Code)
 				}
 				if got := rec.Header().Get("WWW-Authenticate"); got != `Bearer realm="agora"` {
 					t.Errorf("WWW-Authenticate = %q", got)
 				}
 			case 403:
-				if got := decodeError(t, rec); got.Code != api.CodeUnauthorized {
+				if got := decodeError(t, rec); got.Code != wire.CodeUnauthorized {
 					t.Errorf("body = %+v, want code unauthorized", got)
 				}
 			}
@@ -568,12 +577,19 @@ func TestNewHandler_Config(t *testing.T) {
 		wantErr string
 	}{
 		{"no service", api.Config{}, "api: Config.Service is nil"},
-		{"empty token", api.Config{Service: svc, Tokens: []string{"ok", ""}}, "api: token 2: want SECRET or NAME:SECRET, both non-empty"},
+		{"empty token", api.Config{Service: svc, Tokens: []string{"ok", ""}}, "api: token 2: want SECRET or NAME:SECRET[:ROLE,…], each part non-empty"},
 		{"name without secret", api.Config{Service: svc, Tokens: []string{"alice:"}}, "api: token 1: want SECRET or NAME:SECRET"},
 		{"secret without name", api.Config{Service: svc, Tokens: []string{":s3cret"}}, "api: token 1: want SECRET or NAME:SECRET"},
 		{"one secret twice", api.Config{Service: svc, Tokens: []string{"alice:s3cret", "bob:s3cret"}}, "api: token 2: the same secret is given twice"},
 		{"no tokens", api.Config{Service: svc}, ""},
 		{"tokens", api.Config{Service: svc, Tokens: []string{"s3cret", "alice:al1ce"}}, ""},
+		{"roles", api.Config{Service: svc, Tokens: []string{"root:r00t:admin", "slack:sl4ck:answerer,submitter", "carol:a:b"}}, ""},
+		{"same secret, roles aside", api.Config{Service: svc, Tokens: []string{"root:r00t:admin", "bob:r00t"}}, "api: token 2: the same secret is given twice"},
+		{"local secrets", api.Config{Service: svc, Tokens: []string{"alice:al1ce"}, LocalSecrets: []string{"alice=github,npm"}}, ""},
+		{"local secrets of nobody", api.Config{Service: svc, Tokens: []string{"alice:al1ce"}, LocalSecrets: []string{"bob=github"}},
+			`api: local secrets "bob=github": no token is named bob`},
+		{"local secrets without a list", api.Config{Service: svc, Tokens: []string{"alice:al1ce"}, LocalSecrets: []string{"alice"}},
+			"want NAME=SECRET[,SECRET] or NAME=*"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -627,24 +643,24 @@ func TestCheckBind(t *testing.T) {
 
 func TestCodes_Sentinels(t *testing.T) {
 	t.Parallel()
-	want := map[api.Code]error{
-		api.CodeNotFound: orchestrator.ErrNotFound, api.CodeConflict: orchestrator.ErrConflict,
-		api.CodeInvalid: orchestrator.ErrInvalidRequest, api.CodeInvalidAnswer: orchestrator.ErrInvalidAnswer,
-		api.CodeAlreadyAnswered: orchestrator.ErrAlreadyAnswered, api.CodeNoQuestion: orchestrator.ErrNoQuestion,
-		api.CodeWrongState: orchestrator.ErrWrongState,
+	want := map[wire.Code]error{
+		wire.CodeNotFound: orchestrator.ErrNotFound, wire.CodeConflict: orchestrator.ErrConflict,
+		wire.CodeInvalid: orchestrator.ErrInvalidRequest, wire.CodeInvalidAnswer: orchestrator.ErrInvalidAnswer,
+		wire.CodeAlreadyAnswered: orchestrator.ErrAlreadyAnswered, wire.CodeNoQuestion: orchestrator.ErrNoQuestion,
+		wire.CodeWrongState: orchestrator.ErrWrongState,
 	}
-	for _, c := range api.Codes {
+	for _, c := range wire.Codes {
 		if got := c.Sentinel(); got != want[c] {
 			t.Errorf("Code(%s).Sentinel() = %v, want %v", c, got, want[c])
 		}
 	}
-	if got := api.Code("teapot").Sentinel(); got != nil {
+	if got := wire.Code("teapot").Sentinel(); got != nil {
 		t.Errorf("unknown code's Sentinel() = %v, want nil", got)
 	}
 	// Every sentinel the orchestrator declares has its code.
 	for _, s := range []error{orchestrator.ErrNotFound, orchestrator.ErrConflict, orchestrator.ErrAlreadyAnswered,
 		orchestrator.ErrNoQuestion, orchestrator.ErrInvalidAnswer, orchestrator.ErrInvalidRequest, orchestrator.ErrWrongState} {
-		if !slices.ContainsFunc(api.Codes, func(c api.Code) bool { return c.Sentinel() == s }) {
+		if !slices.ContainsFunc(wire.Codes, func(c wire.Code) bool { return c.Sentinel() == s }) {
 			t.Errorf("no code for %v", s)
 		}
 	}

@@ -10,18 +10,35 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
+
+	"github.com/agoradev/agora/orchestrator"
 )
 
 // token is one accepted bearer token: the secret's hash (so every compare
-// takes the same time whatever the lengths) and the name it records.
+// takes the same time whatever the lengths), the name it records and its
+// roles.
 type token struct {
-	name string
-	sum  [sha256.Size]byte
+	name     string
+	sum      [sha256.Size]byte
+	admin    bool
+	answerer bool
 }
 
-// nameKey carries the authenticated token's name in the request context.
-type nameKey struct{}
+// Roles a token may have (NAME:SECRET:ROLE[,ROLE]). Without one a named
+// token is a submitter: it sees and acts on its own tasks only.
+const (
+	// RoleAdmin sees and acts on every task, may use every local secret and
+	// may answer or continue on behalf of someone (recorded as Via).
+	RoleAdmin = "admin"
+	// RoleAnswerer sees every task and answers any, on behalf of the person
+	// it names in by (recorded as By, the token's name as Via): a Slack app
+	// or a web inbox.
+	RoleAnswerer = "answerer"
+	// RoleSubmitter is the default, named for clarity.
+	RoleSubmitter = "submitter"
+)
 
 // Auth is the API's one rule for who may call it, exported so every other
 // endpoint a process serves beside the API (/metrics) applies the very same
@@ -29,16 +46,55 @@ type nameKey struct{}
 // them; without, a loopback peer that names a loopback host.
 type Auth struct {
 	tokens []token
+	// local are the local secrets each token name may use.
+	local map[string][]string
 }
 
-// NewAuth reads tokens as Config.Tokens takes them: SECRET or NAME:SECRET,
-// both non-empty, no secret twice.
+// NewAuth reads tokens as Config.Tokens takes them: SECRET,
+// NAME:SECRET or NAME:SECRET:ROLE[,ROLE], each part non-empty, no secret
+// twice.
 func NewAuth(tokens []string) (*Auth, error) {
 	parsed, err := parseTokens(tokens)
 	if err != nil {
 		return nil, err
 	}
 	return &Auth{tokens: parsed}, nil
+}
+
+// NewAuthLocal is NewAuth with the operator's grants of local secrets:
+// each NAME=SECRET[,SECRET] (or NAME=* for all) lets the token NAME name
+// those local: secrets in its env bundles.
+func NewAuthLocal(tokens, localSecrets []string) (*Auth, error) {
+	a, err := NewAuth(tokens)
+	if err != nil {
+		return nil, err
+	}
+	a.local, err = parseLocalSecrets(localSecrets, a.tokens)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// parseLocalSecrets reads NAME=SECRET[,SECRET] grants; NAME must be a
+// configured token's name.
+func parseLocalSecrets(raw []string, tokens []token) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, g := range raw {
+		name, list, ok := strings.Cut(g, "=")
+		if !ok || name == "" || list == "" {
+			return nil, fmt.Errorf("api: local secrets %q: want NAME=SECRET[,SECRET] or NAME=*", g)
+		}
+		if !slices.ContainsFunc(tokens, func(t token) bool { return t.name == name }) {
+			return nil, fmt.Errorf("api: local secrets %q: no token is named %s", g, name)
+		}
+		for s := range strings.SplitSeq(list, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out[name] = append(out[name], s)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Wrap serves h to the requests Auth lets through and refuses the others
@@ -68,9 +124,19 @@ func parseTokens(raw []string) ([]token, error) {
 			name, secret = "", s
 		}
 		if secret == "" || named && name == "" {
-			return nil, fmt.Errorf("api: token %d: want SECRET or NAME:SECRET, both non-empty", i+1)
+			return nil, fmt.Errorf("api: token %d: want SECRET or NAME:SECRET[:ROLE,…], each part non-empty", i+1)
 		}
-		t := token{name: name, sum: sha256.Sum256([]byte(secret))}
+		t := token{name: name}
+		// A last part of role names is the roles; anything else stays part
+		// of the secret, as before roles existed.
+		if rest, roles, ok := cutLast(secret, ":"); ok && rest != "" && isRoles(roles) {
+			secret = rest
+			for r := range strings.SplitSeq(roles, ",") {
+				t.admin = t.admin || r == RoleAdmin
+				t.answerer = t.answerer || r == RoleAnswerer
+			}
+		}
+		t.sum = sha256.Sum256([]byte(secret))
 		if seen[t.sum] {
 			return nil, fmt.Errorf("api: token %d: the same secret is given twice", i+1)
 		}
@@ -80,26 +146,58 @@ func parseTokens(raw []string) ([]token, error) {
 	return out, nil
 }
 
-// authenticate returns the name of r's token ("" for an unnamed one). An
-// API without tokens takes any request from a loopback peer that names a
-// loopback host (so a web page whose name an attacker rebinds to 127.0.0.1
-// gets nothing).
-func (a *Auth) authenticate(r *http.Request) (string, error) {
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+// isRoles reports whether s is a comma-separated list of known roles.
+func isRoles(s string) bool {
+	for r := range strings.SplitSeq(s, ",") {
+		if r != RoleAdmin && r != RoleAnswerer && r != RoleSubmitter {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// authenticate returns the identity of r's token. An unnamed token, and
+// the operator on loopback of an API without tokens, is an admin: it acts
+// on every task, as before tokens had roles. An API without tokens takes
+// any request from a loopback peer that names a loopback host (so a web
+// page whose name an attacker rebinds to 127.0.0.1 gets nothing).
+func (a *Auth) authenticate(r *http.Request) (orchestrator.Identity, error) {
+	i, err := a.match(r)
+	if err != nil {
+		return orchestrator.Identity{}, err
+	}
+	if i < 0 {
+		return orchestrator.Identity{Admin: true}, nil
+	}
+	t := a.tokens[i]
+	return orchestrator.Identity{Name: t.name, Admin: t.admin || t.name == "", Answerer: t.answerer,
+		LocalSecrets: a.local[t.name]}, nil
+}
+
+// match returns the index of r's token, -1 when the API has none.
+func (a *Auth) match(r *http.Request) (int, error) {
 	if len(a.tokens) == 0 {
 		if !loopbackPeer(r.RemoteAddr) {
-			return "", &requestError{http.StatusForbidden, CodeUnauthorized,
+			return -1, &requestError{http.StatusForbidden, CodeUnauthorized,
 				"this API has no tokens and serves loopback clients only; start it with --token to serve the network"}
 		}
 		if !loopbackHost(r.Host) {
-			return "", &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+			return -1, &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
 				"this API has no tokens and answers requests for localhost, 127.0.0.1 or [::1] only, not %q", r.Host)}
 		}
-		return "", nil
+		return -1, nil
 	}
 	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	secret = strings.TrimSpace(secret)
 	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return "", &requestError{http.StatusUnauthorized, CodeUnauthorized,
+		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized,
 			"missing bearer token: send the header Authorization: Bearer <token>"}
 	}
 	sum := sha256.Sum256([]byte(secret))
@@ -110,9 +208,9 @@ func (a *Auth) authenticate(r *http.Request) (string, error) {
 		}
 	}
 	if match < 0 {
-		return "", &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
+		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
 	}
-	return a.tokens[match].name, nil
+	return match, nil
 }
 
 // loopbackPeer reports whether a request's RemoteAddr is a loopback

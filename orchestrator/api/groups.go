@@ -51,6 +51,11 @@ func (h *handler) answerGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	who, via, err := by(r, body.By)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	id := r.PathValue("group")
 	groups, err := h.svc.QuestionGroups(r.Context(), wire.GroupOptions{})
 	if err != nil {
@@ -62,7 +67,7 @@ func (h *handler) answerGroup(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fmt.Errorf("question group %s has no open question (all answered, or never asked): %w", id, orchestrator.ErrNoQuestion))
 		return
 	}
-	res, err := h.answerAll(r.Context(), groups[i], "", body, by(r, body.By))
+	res, err := h.answerAll(r.Context(), groups[i], "", body, who, via)
 	h.replyGroup(w, r, res, err)
 }
 
@@ -72,6 +77,11 @@ func (h *handler) answerGroup(w http.ResponseWriter, r *http.Request) {
 func (h *handler) answerAllLike(w http.ResponseWriter, r *http.Request) {
 	body, ok := h.groupBody(w, r)
 	if !ok {
+		return
+	}
+	who, via, err := by(r, body.By)
+	if err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	taskID := r.PathValue("id")
@@ -99,7 +109,7 @@ func (h *handler) answerAllLike(w http.ResponseWriter, r *http.Request) {
 	// is the option at that place in its list.
 	g := groups[i]
 	g.Options = cur.Question.Options
-	res, err := h.answerAll(r.Context(), g, taskID, body, by(r, body.By))
+	res, err := h.answerAll(r.Context(), g, taskID, body, who, via)
 	h.replyGroup(w, r, res, err)
 }
 
@@ -123,7 +133,7 @@ func (h *handler) groupBody(w http.ResponseWriter, r *http.Request) (AnswerBody,
 // answer, validated once against the group's question: an option's number
 // means the same option for every task, whatever the order of its options.
 // A question answered or a task ended meanwhile is reported, not fatal.
-func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like string, body AnswerBody, who string) (wire.GroupAnswerResult, error) {
+func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like string, body AnswerBody, who, via string) (wire.GroupAnswerResult, error) {
 	value, err := answer.ValidateAnswer(answer.Question{Question: g.Question, Options: g.Options}, body.Answer)
 	if err != nil {
 		if like != "" {
@@ -147,7 +157,7 @@ func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like stri
 		Results: make([]wire.GroupAnswerItem, 0, len(members))}
 	for _, m := range members {
 		item := wire.GroupAnswerItem{TaskID: m.TaskID, Round: m.Round}
-		t, err := h.svc.Answer(ctx, wire.AnswerRequest{TaskID: m.TaskID, Round: m.Round, Answer: value, By: who, Channel: body.Channel})
+		t, err := h.svc.Answer(ctx, wire.AnswerRequest{TaskID: m.TaskID, Round: m.Round, Answer: value, By: who, Via: via, Channel: body.Channel})
 		switch {
 		case err == nil:
 			item.Result, item.State = wire.GroupAnswered, t.State

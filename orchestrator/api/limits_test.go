@@ -13,6 +13,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // newRealHandler is the API in front of the real orchestrator and
@@ -132,12 +133,12 @@ func TestInvalidIDs_NeverReachTheService(t *testing.T) {
 
 func checkInvalidID(t *testing.T, call string, status int, body, id, rule string) {
 	t.Helper()
-	var e api.ErrorBody
+	var e wire.ErrorBody
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
 		t.Errorf("%s = %d %q; want a JSON error", call, status, body)
 		return
 	}
-	if status != http.StatusBadRequest || e.Code != api.CodeInvalid {
+	if status != http.StatusBadRequest || e.Code != wire.CodeInvalid {
 		t.Errorf("%s = %d %s %q; want 400 invalid", call, status, e.Code, e.Error)
 		return
 	}
@@ -191,8 +192,8 @@ func TestSubmitMaximums_HTTP(t *testing.T) {
 		if tt.want == "" {
 			continue
 		}
-		var e api.ErrorBody
-		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != api.CodeInvalid || !strings.Contains(e.Error, tt.want) {
+		var e wire.ErrorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != wire.CodeInvalid || !strings.Contains(e.Error, tt.want) {
 			t.Errorf("%s: POST /v1/tasks = %d %s; want code invalid and a message saying %q", tt.name, rec.Code, truncate(rec.Body.String()), tt.want)
 		}
 	}

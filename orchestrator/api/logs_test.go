@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestHandler_Logs(t *testing.T) {
@@ -136,10 +136,10 @@ func TestHandler_LogsStream(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	var trailer api.ErrorBody
-	if err := json.Unmarshal([]byte(resp.Trailer.Get(api.TrailerError)), &trailer); err != nil || trailer.Code != api.CodeInternal ||
+	var trailer wire.ErrorBody
+	if err := json.Unmarshal([]byte(resp.Trailer.Get(wire.TrailerError)), &trailer); err != nil || trailer.Code != wire.CodeInternal ||
 		!strings.Contains(trailer.Error, "read output") || string(body) != "partial" {
 		t.Errorf("a stream failing after its output = body %q, trailer %q; want %q and an internal error in %s",
-			body, resp.Trailer.Get(api.TrailerError), "partial", api.TrailerError)
+			body, resp.Trailer.Get(wire.TrailerError), "partial", wire.TrailerError)
 	}
 }

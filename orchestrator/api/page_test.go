@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestHandler_PageQuery: limit and cursor reach the service as given, the
@@ -74,7 +74,7 @@ func TestHandler_PageQuery(t *testing.T) {
 func TestRegistryPages(t *testing.T) {
 	t.Parallel()
 	srv := registryServer(t)
-	get := func(path string) (int, api.EntryList, string) {
+	get := func(path string) (int, wire.EntryList, string) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -83,7 +83,7 @@ func TestRegistryPages(t *testing.T) {
 		defer resp.Body.Close()
 		var raw json.RawMessage
 		_ = json.NewDecoder(resp.Body).Decode(&raw)
-		var list api.EntryList
+		var list wire.EntryList
 		_ = json.Unmarshal(raw, &list)
 		return resp.StatusCode, list, string(raw)
 	}
@@ -157,7 +157,7 @@ func TestRegistryPages(t *testing.T) {
 }
 
 // firstCursor is the next_cursor of the first page of path.
-func firstCursor(t *testing.T, get func(string) (int, api.EntryList, string), path string) string {
+func firstCursor(t *testing.T, get func(string) (int, wire.EntryList, string), path string) string {
 	t.Helper()
 	_, list, raw := get(path)
 	if list.NextCursor == "" {

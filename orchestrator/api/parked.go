@@ -9,6 +9,10 @@ import (
 )
 
 func (h *handler) parkedEvents(w http.ResponseWriter, r *http.Request) {
+	if err := forbidden(r, "the parked events (every task's)"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	parked, stats, err := h.svc.ParkedEvents(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
@@ -21,7 +25,11 @@ func (h *handler) parkedEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) retryParked(w http.ResponseWriter, r *http.Request) {
-	seq, err := parkedSeq(r)
+	err := forbidden(r, "a parked event")
+	var seq uint64
+	if err == nil {
+		seq, err = parkedSeq(r)
+	}
 	if err == nil {
 		err = h.svc.RetryParked(r.Context(), seq)
 	}
@@ -33,7 +41,11 @@ func (h *handler) retryParked(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) discardParked(w http.ResponseWriter, r *http.Request) {
-	seq, err := parkedSeq(r)
+	err := forbidden(r, "a parked event")
+	var seq uint64
+	if err == nil {
+		seq, err = parkedSeq(r)
+	}
 	if err == nil {
 		err = h.svc.DiscardParked(r.Context(), seq)
 	}

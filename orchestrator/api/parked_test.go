@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestHandler_ParkedEvents(t *testing.T) {
@@ -31,7 +31,7 @@ func TestHandler_ParkedEvents(t *testing.T) {
 	}
 	h := newHandler(t, svc)
 	rec := serve(h, http.MethodGet, "/v1/parked-events", "")
-	var list api.ParkedEventList
+	var list wire.ParkedEventList
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); rec.Code != 200 || err != nil || len(list.ParkedEvents) != 1 ||
 		list.ParkedEvents[0].Error != "boom" || list.Stats.Dropped["unknown_task"] != 2 {
 		t.Errorf("GET /v1/parked-events = %d %s", rec.Code, rec.Body)

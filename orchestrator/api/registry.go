@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/wire"
 )
@@ -92,6 +93,10 @@ func (h *handler) registerEnv(w http.ResponseWriter, r *http.Request) {
 	}
 	var e wire.Env
 	if err := decode(w, r, &e); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := orchestrator.CheckLocalSecrets(r.Context(), e.Secrets); err != nil {
 		h.fail(w, r, err)
 		return
 	}

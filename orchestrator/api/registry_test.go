@@ -14,6 +14,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // registryServer is the API with a real registry on an embedded NATS and
@@ -95,7 +96,7 @@ func TestRegistryEndpoints(t *testing.T) {
 			t.Errorf("%s: %s %s = %d %s; want %d with %q", tc.name, tc.method, tc.path, status, body, tc.status, tc.want)
 		}
 	}
-	var list api.EntryList
+	var list wire.EntryList
 	_, body := call("GET", "/v1/subagents", "", nil)
 	if err := json.Unmarshal([]byte(body), &list); err != nil || len(list.Entries) != 1 || list.Entries[0].Subagent == nil {
 		t.Errorf("GET /v1/subagents = %s, %v", body, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/schemas"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Bucket is the KV bucket of the registry.
@@ -177,11 +178,13 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 		e.Bundle.Name = e.Ref()
 	}
 	vkey, hkey := versionKey(e.Kind, e.Name, e.Version), headKey(e.Kind, e.Name)
-	for attempt := 0; ; attempt++ {
+	// A lost race on the head is retried at once (the next read sees the
+	// winner), up to 22 tries; every other error stands.
+	reg, err := backoff.Retry(ctx, func() (Registered, error) {
 		if existing, err := r.entry(ctx, vkey); err == nil {
 			return Registered{Entry: existing}, nil
 		} else if !errors.Is(err, ErrNotFound) {
-			return Registered{}, err
+			return Registered{}, backoff.Permanent(err)
 		}
 		var h head
 		data, rev, err := r.kv.Get(ctx, hkey)
@@ -189,10 +192,10 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 		case errors.Is(err, bus.ErrKeyNotFound):
 			rev = 0
 		case err != nil:
-			return Registered{}, err
+			return Registered{}, backoff.Permanent(err)
 		default:
 			if err := json.Unmarshal(data, &h); err != nil {
-				return Registered{}, fmt.Errorf("decode %s: %w", hkey, err)
+				return Registered{}, backoff.Permanent(fmt.Errorf("decode %s: %w", hkey, err))
 			}
 		}
 		if rev != 0 && h.Latest == e.Version {
@@ -202,7 +205,7 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 				return Registered{Entry: existing}, nil
 			}
 			e.Seq, e.CreatedAt = h.Seq, r.now().UTC()
-			return r.putVersion(ctx, vkey, e)
+			return permanent(r.putVersion(ctx, vkey, e))
 		}
 		e.Seq = h.Seq + 1
 		e.CreatedAt = r.now().UTC()
@@ -215,16 +218,25 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 			_, err = r.kv.Update(ctx, hkey, hdata, rev)
 		}
 		if errors.Is(err, bus.ErrKeyExists) || errors.Is(err, bus.ErrRevision) {
-			if attempt > 20 {
-				return Registered{}, fmt.Errorf("register %s %s: the name keeps changing under us", e.Kind, e.Name)
-			}
-			continue
+			return Registered{}, errHeadMoved
 		}
 		if err != nil {
-			return Registered{}, fmt.Errorf("register %s %s: %w", e.Kind, e.Name, err)
+			return Registered{}, backoff.Permanent(fmt.Errorf("register %s %s: %w", e.Kind, e.Name, err))
 		}
-		return r.putVersion(ctx, vkey, e)
+		return permanent(r.putVersion(ctx, vkey, e))
+	}, backoff.WithBackOff(&backoff.ZeroBackOff{}), backoff.WithMaxTries(22), backoff.WithMaxElapsedTime(0))
+	if errors.Is(err, errHeadMoved) {
+		return Registered{}, fmt.Errorf("register %s %s: the name keeps changing under us", e.Kind, e.Name)
 	}
+	return reg, err
+}
+
+// errHeadMoved is a lost race on a name's head: register tries again.
+var errHeadMoved = errors.New("head moved")
+
+// permanent marks err, if any, as not worth another try.
+func permanent(reg Registered, err error) (Registered, error) {
+	return reg, backoff.Permanent(err)
 }
 
 // putVersion writes a version whose seq the head holds.

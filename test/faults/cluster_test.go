@@ -28,6 +28,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -70,7 +71,7 @@ func TestClusterFaults(t *testing.T) {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	c := newCluster(t)
-	c.agora, c.natsBin, c.image = buildAll(t, eng, c.dir, "cluster")
+	c.agora, c.natsBin, c.image = buildAll(t, eng, "cluster")
 	c.configure()
 	t.Cleanup(func() {
 		for _, id := range c.runnerIDs {
@@ -85,7 +86,7 @@ func TestClusterFaults(t *testing.T) {
 	c.startAll()
 	clients := []*client.Client{client.New("http://"+c.apiAddrs[0], ""), client.New("http://"+c.apiAddrs[1], "")}
 	for i, cl := range clients {
-		waitFor(t, 2*time.Minute, "the API of orchestrator "+strconv.Itoa(i), func() bool {
+		testutil.Eventually(t, 2*time.Minute, "the API of orchestrator "+strconv.Itoa(i), func() bool {
 			_, err := cl.List(context.Background(), orchestrator.ListOptions{})
 			return err == nil
 		})
@@ -379,7 +380,7 @@ func (c *cluster) dumpLogs() {
 
 func waitPort(t *testing.T, port int) {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("port %d", port), func() bool {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("port %d", port), func() bool {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err == nil {
 			conn.Close()

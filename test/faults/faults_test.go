@@ -40,10 +40,17 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
+
+// TestMain removes the binaries the harness built.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RemovingBinaries(m).Run())
+}
 
 // The workload and the faults. Sized to end within a few minutes on two
 // cores while other test packages run beside it.
@@ -144,7 +151,7 @@ type harness struct {
 func newHarness(t *testing.T, eng *docker.Engine) *harness {
 	t.Helper()
 	h := &harness{t: t, eng: eng, dir: t.TempDir(), procs: map[string]*proc{}, killed: map[string]int{}, creates: map[string]int{}}
-	h.agora, h.natsBin, h.image = buildAll(t, eng, h.dir, "faults")
+	h.agora, h.natsBin, h.image = buildAll(t, eng, "faults")
 	h.natsPort = freePort(t)
 	h.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", os.Getpid()), fmt.Sprintf("faults-runner-%d", os.Getpid())}
@@ -252,7 +259,7 @@ func (h *harness) stopAll() {
 
 func (h *harness) waitPort(port int) {
 	h.t.Helper()
-	waitFor(h.t, 30*time.Second, fmt.Sprintf("port %d", port), func() bool {
+	testutil.Eventually(h.t, 30*time.Second, fmt.Sprintf("port %d", port), func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err == nil {
 			c.Close()
@@ -263,7 +270,7 @@ func (h *harness) waitPort(port int) {
 
 func (h *harness) waitAPI(c *client.Client) {
 	h.t.Helper()
-	waitFor(h.t, 2*time.Minute, "the API of agora serve", func() bool {
+	testutil.Eventually(h.t, 2*time.Minute, "the API of agora serve", func() bool {
 		_, err := c.List(context.Background(), orchestrator.ListOptions{})
 		return err == nil
 	})
@@ -799,37 +806,20 @@ func waitUntil(d time.Duration, ok func() bool) bool {
 	return true
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	if !waitUntil(d, ok) {
-		t.Fatalf("timed out after %s waiting for %s", d, what)
-	}
-}
-
 func retry(d time.Duration, fn func() error) error {
 	var err error
 	waitUntil(d, func() bool { err = fn(); return err == nil })
 	return err
 }
 
-// buildAll builds agora, the worker and nats-server into dir/bin, and the
-// worker image tagged agora-worker:<name>-<pid> (removed in t.Cleanup).
-func buildAll(t *testing.T, eng *docker.Engine, dir, name string) (agora, natsBin, image string) {
+// buildAll gives the built agora and nats-server (testenv.Binary: built
+// once per test binary) and builds the worker image tagged
+// agora-worker:<name>-<pid> (removed in t.Cleanup).
+func buildAll(t *testing.T, eng *docker.Engine, name string) (agora, natsBin, image string) {
 	t.Helper()
-	bin := filepath.Join(dir, "bin")
-	root := filepath.Join("..", "..")
-	build := func(out string, env []string, pkg string) string {
-		p := filepath.Join(bin, out)
-		cmd := exec.Command("go", "build", "-trimpath", "-o", p, pkg)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		return p
-	}
-	worker := build("agora-worker", []string{"CGO_ENABLED=0"}, "./cmd/agora-worker")
-	agora = build("agora", nil, "./cmd/agora")
-	natsBin = build("nats-server", nil, "github.com/nats-io/nats-server/v2")
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
+	agora = testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
+	natsBin = testenv.Binary(t, "github.com/nats-io/nats-server/v2", true)
 	image = fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
 	if _, err := images.Build(context.Background(), eng, images.Options{WorkerBinary: worker, Tag: image}); err != nil {
 		t.Fatal(err)

@@ -110,21 +110,6 @@ func RandomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Eventually calls cond until it returns true or the deadline passes, then
-// fails the test with what. It never sleeps longer than the poll interval.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // Busybox returns the host's static busybox binary, skipping the test when it
 // is missing (failing under CI=true: .ci/run installs busybox-static).
 func Busybox(t testing.TB) []byte {

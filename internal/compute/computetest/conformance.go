@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // RunConformance checks the behaviour every compute.Engine promises, through
@@ -93,7 +94,7 @@ func (c conformance) run(t *testing.T, ctx context.Context, spec compute.Contain
 // waitForOutput polls the container's stdout until it contains want.
 func (c conformance) waitForOutput(t *testing.T, ctx context.Context, id, want string) {
 	t.Helper()
-	Eventually(t, 30*time.Second, "output "+want, func() bool {
+	testutil.Eventually(t, 30*time.Second, "output "+want, func() bool {
 		var out bytes.Buffer
 		if err := c.e.Logs(ctx, id, false, &out, nil); err != nil {
 			t.Fatalf("Logs(%s): %v", id, err)

@@ -45,6 +45,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // DefaultListen is where the API (and /metrics) listens when Config.Listen
@@ -129,9 +130,13 @@ type Config struct {
 	// Listen is the address of the HTTP API and /metrics; default
 	// DefaultListen. Off loopback it needs Tokens (api.CheckBind).
 	Listen string
-	// Tokens are the API's bearer tokens, NAME:SECRET or SECRET; /metrics
-	// takes the same ones.
+	// Tokens are the API's bearer tokens, SECRET, NAME:SECRET or
+	// NAME:SECRET:ROLE[,ROLE] (api.Config.Tokens); /metrics takes the same
+	// ones.
 	Tokens []string
+	// LocalSecrets grant token names local: secrets, NAME=SECRET[,SECRET]
+	// or NAME=* (api.Config.LocalSecrets).
+	LocalSecrets []string
 	// Orchestrator runs the orchestrator and serves its HTTP API.
 	Orchestrator bool
 	// Answerers resolves route steps (lookup rules, webhook secret); nil
@@ -304,7 +309,7 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := api.NewAuth(c.Tokens); err != nil {
+	if _, err := api.NewAuthLocal(c.Tokens, c.LocalSecrets); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Max.Validate(); err != nil {
@@ -577,17 +582,17 @@ func (s *Stack) serve() error {
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
 		}
-		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Tokens: s.cfg.Tokens, Logger: s.log})
+		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Tokens: s.cfg.Tokens, LocalSecrets: s.cfg.LocalSecrets, Logger: s.log})
 		if err != nil {
 			return err
 		}
 		mux.Handle("/", h)
 	} else {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+			writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 		})
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusNotFound, api.ErrorBody{Code: api.CodeNoRoute,
+			writeJSON(w, http.StatusNotFound, wire.ErrorBody{Code: wire.CodeNoRoute,
 				Error: fmt.Sprintf("no endpoint %s %s: this agora runs the runner only, without the API (metrics are at /metrics)", r.Method, r.URL.Path)})
 		})
 	}

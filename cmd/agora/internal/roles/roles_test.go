@@ -17,6 +17,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -134,7 +135,7 @@ func TestServeStopRestart(t *testing.T) {
 	// The runner lets go of the slot after the terminal event, once the
 	// container is removed.
 	idle := fmt.Sprintf(`agora_runner_slots_in_use{runner=%q} 0`, id)
-	computetest.Eventually(t, time.Minute, idle, func() bool {
+	testutil.Eventually(t, time.Minute, idle, func() bool {
 		return strings.Contains(scrape(t, s.URL(), "s3cret", http.StatusOK), "\n"+idle+"\n")
 	})
 	scrape(t, s.URL(), "", http.StatusUnauthorized)
@@ -145,7 +146,7 @@ func TestServeStopRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	computetest.Eventually(t, 2*time.Minute, "the sleeper to run", func() bool {
+	testutil.Eventually(t, 2*time.Minute, "the sleeper to run", func() bool {
 		got, err := c.Get(ctx, sleeper.ID)
 		return err == nil && got.State == orchestrator.StateRunning
 	})
@@ -188,7 +189,7 @@ func TestServeStopRestart(t *testing.T) {
 	if got.Rounds[0].Attempt > 1 {
 		t.Errorf("the sleeper ran %d times; want the adopted dispatch only", got.Rounds[0].Attempt)
 	}
-	computetest.Eventually(t, time.Minute, "the runner to remove the sleeper's container", func() bool {
+	testutil.Eventually(t, time.Minute, "the runner to remove the sleeper's container", func() bool {
 		left, err := eng.List(ctx, map[string]string{runner.LabelRunner: id})
 		return err == nil && len(left) == 0
 	})
