@@ -97,9 +97,17 @@ func (b *Bus) Enqueue(ctx context.Context, req schemas.DispatchRequest) (duplica
 	if err := schemas.Validate(schemas.SchemaRequest, data); err != nil {
 		return false, fmt.Errorf("enqueue %s: %w", id, err)
 	}
-	ack, err := b.js.PublishMsg(ctx, &nats.Msg{
-		Subject: QueueSubject(id), Data: data,
-		Header: nats.Header{jetstream.MsgIDHeader: []string{id}},
+	// A request's msg-id is its dispatch id, so sending it again is
+	// harmless: while the queue's leader is being elected (a cluster node
+	// died) the publish is retried within EnsureWindow and ctx.
+	var ack *jetstream.PubAck
+	err = b.retryEnsure(ctx, "enqueue "+id, func() error {
+		var err error
+		ack, err = b.js.PublishMsg(ctx, &nats.Msg{
+			Subject: QueueSubject(id), Data: data,
+			Header: nats.Header{jetstream.MsgIDHeader: []string{id}},
+		})
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("enqueue %s: %w", id, err)
