@@ -12,6 +12,9 @@ type natsAuthFlags struct {
 	creds, nkey, user, password string
 	tlsCA, tlsCert, tlsKey      string
 	given                       bool
+	// replicas is --nats-replicas: not a credential, but every role
+	// that takes --nats takes it too.
+	replicas int
 }
 
 func (n *natsAuthFlags) register(fs *flag.FlagSet) {
@@ -22,6 +25,7 @@ func (n *natsAuthFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.tlsCA, "nats-tls-ca", "", "check the NATS server's certificate against the CAs in `FILE` (PEM), and use TLS")
 	fs.StringVar(&n.tlsCert, "nats-tls-cert", "", "present the client certificate in `FILE` (PEM) to NATS; with --nats-tls-key")
 	fs.StringVar(&n.tlsKey, "nats-tls-key", "", "the key `FILE` (PEM) of --nats-tls-cert")
+	fs.IntVar(&n.replicas, "nats-replicas", bus.DefaultReplicas, "create agora's streams and buckets with `N` replicas (3 on a three-node NATS cluster); existing ones keep theirs")
 }
 
 // auth checks the flags (after parsing) and turns them into bus.Auth; the
@@ -35,6 +39,9 @@ func (n *natsAuthFlags) auth(environ []string) (bus.Auth, error) {
 	n.given = n.creds != "" || n.nkey != "" || n.user != "" || n.password != "" || n.tlsCA != "" || n.tlsCert != "" || n.tlsKey != ""
 	if err := a.Validate(); err != nil {
 		return a, usagef("%v", err)
+	}
+	if n.replicas < 1 || n.replicas > bus.MaxReplicas {
+		return a, usagef("--nats-replicas %d: want 1-%d", n.replicas, bus.MaxReplicas)
 	}
 	return a, nil
 }

@@ -22,6 +22,10 @@ func TestNATSAuthFlags(t *testing.T) {
 	if err != nil || f.auth.CredsFile != "r.creds" || f.auth.TLSCA != "ca.pem" || f.signerFile != "w.nk" {
 		t.Fatalf("parseRunnerFlags(--nats-creds, --nats-tls-ca, --worker-nats-signer) = %+v, %v", f, err)
 	}
+	f, err = parseRunnerFlags(append(nats, "--nats-replicas", "3"), home, &bytes.Buffer{})
+	if err != nil || f.natsAuth.replicas != 3 {
+		t.Fatalf("parseRunnerFlags(--nats-replicas 3) = %d, %v; want 3", f.natsAuth.replicas, err)
+	}
 	for _, tc := range []struct {
 		role    string
 		args    []string
@@ -33,6 +37,9 @@ func TestNATSAuthFlags(t *testing.T) {
 		{"runner", append(nats, "--nats-creds", "a.creds", "--worker-nats-signer", "w.nk"), "--worker-nats-signer mints credentials for --worker-nats"},
 		{"runner", append(nats, "--worker-nats", "nats://10.0.0.1:4222", "--worker-nats-signer", "w.nk"), "needs --nats-creds"},
 		{"serve", []string{"--nats-creds", "a.creds"}, "are for the server at --nats"},
+		{"runner", append(nats, "--nats-replicas", "0"), "--nats-replicas 0: want 1-5"},
+		{"runner", append(nats, "--nats-replicas", "7"), "--nats-replicas 7: want 1-5"},
+		{"serve", []string{"--nats-replicas", "3"}, "needs --nats: the embedded server is one node"},
 	} {
 		var err error
 		if tc.role == "runner" {

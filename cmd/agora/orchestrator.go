@@ -79,6 +79,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		DataDir:      dataDir,
 		NATSURL:      f.natsURL,
 		NATSAuth:     auth,
+		NATSReplicas: f.natsAuth.replicas,
 		StorageURI:   f.storageURI,
 		NoStorage:    f.storageURI == "",
 		Listen:       f.listen,

@@ -196,6 +196,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		RunnerDataDir:     f.dataDir,
 		NATSURL:           f.natsURL,
 		NATSAuth:          f.auth,
+		NATSReplicas:      f.natsAuth.replicas,
 		StorageURI:        f.storageURI,
 		Runner:            true,
 		Slots:             f.slots,

@@ -112,6 +112,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		return f, usagef("--nats-port is the embedded server's port: not with --nats")
 	case natsURL == "" && natsAuth.given:
 		return f, usagef("--nats-creds, --nats-nkey, --nats-user and --nats-tls-… are for the server at --nats; the embedded one uses the identities in <data-dir>/nats-auth")
+	case natsURL == "" && natsAuth.replicas > 1:
+		return f, usagef("--nats-replicas %d needs --nats: the embedded server is one node", natsAuth.replicas)
 	case natsPort < 0 || natsPort > 65535:
 		return f, usagef("--nats-port %d: want a port, 1-65535 (0: a free one)", natsPort)
 	case slots < 1:
@@ -154,6 +156,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		DataDir:           abs,
 		NATSURL:           natsURL,
 		NATSAuth:          auth,
+		NATSReplicas:      natsAuth.replicas,
 		NATSPort:          natsPort,
 		StorageURI:        storageURI,
 		Listen:            listen,

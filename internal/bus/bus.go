@@ -27,6 +27,16 @@
 // EnsureEventStream owns the subjects, max age and duplicate window; it
 // leaves replicas and placement as an operator set them.
 //
+// # Replicas
+//
+// Every stream and bucket this package creates gets Options.Replicas
+// copies (default 1, what a single server holds; 3 on a three-node
+// cluster). Replicas are chosen at creation: an existing stream or bucket
+// keeps the count it has and a warning names it when it differs, so
+// buckets made R1 before a cluster keep working, and processes started
+// with different settings never fight over it. Consumers inherit their
+// stream's replicas.
+//
 // # Connecting to a server that is down
 //
 // Connect makes one bounded attempt (Options.ConnectTimeout, and ctx) and
@@ -100,6 +110,11 @@ type Options struct {
 	// requests (JetStream acknowledgements among them): a worker's user may
 	// subscribe only below its own prefix.
 	InboxPrefix string
+	// Replicas is how many copies a NATS cluster keeps of each stream and
+	// bucket this bus creates (1 to MaxReplicas); default DefaultReplicas.
+	// An existing stream or bucket keeps the replicas it has (see
+	// replicasFor).
+	Replicas int
 	// OnRetry, when set, is called by PublishEventRetry after each failed
 	// attempt that will be retried, on the caller's goroutine, before the
 	// backoff pause. attempt counts from 1.
@@ -122,6 +137,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.PublishTimeout <= 0 {
 		o.PublishTimeout = DefaultPublishTimeout
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = DefaultReplicas
 	}
 	return o
 }
@@ -228,6 +246,9 @@ type Bus struct {
 // a ctx that is already done.
 func Connect(ctx context.Context, url string, opts Options) (*Bus, error) {
 	opts = opts.WithDefaults()
+	if opts.Replicas > MaxReplicas {
+		return nil, fmt.Errorf("connect to %s: %d replicas: JetStream keeps at most %d", url, opts.Replicas, MaxReplicas)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", url, context.Cause(ctx))
 	}

@@ -134,15 +134,20 @@ func (b *Bus) ConsumeEvents(ctx context.Context, c *EventConsumer) error {
 	if err := b.EnsureEventStream(ctx); err != nil {
 		return err
 	}
-	cons, err := b.js.CreateOrUpdateConsumer(ctx, EventStream, jetstream.ConsumerConfig{
-		Durable:       c.Durable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       eventAckWait,
-		MaxAckPending: c.MaxPending,
-		// No MaxDeliver: the consumer parks an event itself after
-		// MaxDeliveries, so nothing is dropped without a trace.
-		MaxDeliver:    -1,
-		FilterSubject: EventSubjects,
+	var cons jetstream.Consumer
+	err := b.retryEnsure(ctx, "consumer "+c.Durable, func() error {
+		var err error
+		cons, err = b.js.CreateOrUpdateConsumer(ctx, EventStream, jetstream.ConsumerConfig{
+			Durable:       c.Durable,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       eventAckWait,
+			MaxAckPending: c.MaxPending,
+			// No MaxDeliver: the consumer parks an event itself after
+			// MaxDeliveries, so nothing is dropped without a trace.
+			MaxDeliver:    -1,
+			FilterSubject: EventSubjects,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", c.Durable, EventStream, err)

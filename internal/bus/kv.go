@@ -26,9 +26,10 @@ type KV struct {
 	bucket string
 }
 
-// KeyValue opens bucket, creating it (file storage) when absent.
+// KeyValue opens bucket, creating it (file storage, Options.Replicas) when
+// absent.
 func (b *Bus) KeyValue(ctx context.Context, bucket, description string) (*KV, error) {
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: bucket, Description: description, Storage: jetstream.FileStorage,
 	})
 	if err != nil {
@@ -45,7 +46,8 @@ func (k *KV) wrap(op, key string, err error) error {
 		err = ErrKeyExists
 	default:
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			err = fmt.Errorf("%w: %w", ErrRevision, err)
 		}
 	}

@@ -56,26 +56,29 @@ func (b *Bus) EnsureQueue(ctx context.Context) error {
 		MaxAge:            7 * 24 * time.Hour,
 	}}
 	for _, cfg := range streams {
-		if _, err := b.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		if err := b.ensureStream(ctx, cfg); err != nil {
+			return err
 		}
 	}
-	if _, err := b.js.CreateOrUpdateConsumer(ctx, QueueStream, jetstream.ConsumerConfig{
-		Durable:       QueueConsumer,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       QueueAckWait,
-		MaxAckPending: -1,
-		FilterSubject: QueueSubjects,
+	if err := b.retryEnsure(ctx, "consumer "+QueueConsumer, func() error {
+		_, err := b.js.CreateOrUpdateConsumer(ctx, QueueStream, jetstream.ConsumerConfig{
+			Durable:       QueueConsumer,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       QueueAckWait,
+			MaxAckPending: -1,
+			FilterSubject: QueueSubjects,
+		})
+		return err
 	}); err != nil {
 		return fmt.Errorf("ensure consumer %s on %s: %w", QueueConsumer, QueueStream, err)
 	}
-	if _, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if _, err := b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      ClaimBucket,
 		Description: "which runner owns which dispatch",
 		Storage:     jetstream.FileStorage,
 		TTL:         30 * 24 * time.Hour,
 	}); err != nil {
-		return fmt.Errorf("ensure bucket %s: %w", ClaimBucket, err)
+		return err
 	}
 	return nil
 }
@@ -94,9 +97,17 @@ func (b *Bus) Enqueue(ctx context.Context, req schemas.DispatchRequest) (duplica
 	if err := schemas.Validate(schemas.SchemaRequest, data); err != nil {
 		return false, fmt.Errorf("enqueue %s: %w", id, err)
 	}
-	ack, err := b.js.PublishMsg(ctx, &nats.Msg{
-		Subject: QueueSubject(id), Data: data,
-		Header: nats.Header{jetstream.MsgIDHeader: []string{id}},
+	// A request's msg-id is its dispatch id, so sending it again is
+	// harmless: while the queue's leader is being elected (a cluster node
+	// died) the publish is retried within EnsureWindow and ctx.
+	var ack *jetstream.PubAck
+	err = b.retryEnsure(ctx, "enqueue "+id, func() error {
+		var err error
+		ack, err = b.js.PublishMsg(ctx, &nats.Msg{
+			Subject: QueueSubject(id), Data: data,
+			Header: nats.Header{jetstream.MsgIDHeader: []string{id}},
+		})
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("enqueue %s: %w", id, err)

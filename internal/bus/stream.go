@@ -29,15 +29,20 @@ func eventStreamConfig() jetstream.StreamConfig {
 	}
 }
 
-// EnsureEventStream creates AGORA_EVENTS, or updates its subjects, max age
-// and duplicate window when they differ; replicas, placement and other
-// settings an operator chose are kept. It is idempotent, and processes
+// EnsureEventStream creates AGORA_EVENTS (with Options.Replicas), or
+// updates its subjects, max age and duplicate window when they differ;
+// replicas, placement and other settings an operator chose are kept. It is idempotent, and processes
 // racing to create the stream all succeed.
 func (b *Bus) EnsureEventStream(ctx context.Context) error {
+	return b.retryEnsure(ctx, "stream "+EventStream, func() error { return b.ensureEventStream(ctx) })
+}
+
+func (b *Bus) ensureEventStream(ctx context.Context) error {
 	if err := b.ready(); errors.Is(err, ErrClosed) {
 		return fmt.Errorf("ensure stream %s: %w", EventStream, err)
 	}
 	want := eventStreamConfig()
+	want.Replicas = b.opts.Replicas
 	st, err := b.js.Stream(ctx, EventStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// JetStream accepts a create with the identical config of an
@@ -57,6 +62,10 @@ func (b *Bus) EnsureEventStream(ctx context.Context) error {
 		return fmt.Errorf("look up stream %s: %w", EventStream, err)
 	}
 	have := st.CachedInfo().Config
+	if have.Replicas != want.Replicas {
+		b.log.Warn("stream keeps its replicas", "stream", EventStream, "replicas", have.Replicas, "nats_replicas", want.Replicas,
+			"hint", fmt.Sprintf("change them with: nats stream edit %s --replicas %d", EventStream, want.Replicas))
+	}
 	if slices.Equal(have.Subjects, want.Subjects) && have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates {
 		return nil
 	}

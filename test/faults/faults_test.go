@@ -151,15 +151,7 @@ type harness struct {
 func newHarness(t *testing.T, eng *docker.Engine) *harness {
 	t.Helper()
 	h := &harness{t: t, eng: eng, dir: t.TempDir(), procs: map[string]*proc{}, killed: map[string]int{}, creates: map[string]int{}}
-	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
-	h.agora = testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
-	h.natsBin = testenv.Binary(t, "github.com/nats-io/nats-server/v2", true)
-	h.image = fmt.Sprintf("agora-worker:faults-%d", os.Getpid())
-	ctx := context.Background()
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: h.image}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), h.image) })
+	h.agora, h.natsBin, h.image = buildAll(t, eng, "faults")
 	h.natsPort = freePort(t)
 	h.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", os.Getpid()), fmt.Sprintf("faults-runner-%d", os.Getpid())}
@@ -194,7 +186,7 @@ func newHarness(t *testing.T, eng *docker.Engine) *harness {
 // proc is one process the suite starts, kills and restarts.
 type proc struct {
 	name, bin, logPath string
-	args               []string
+	args, env          []string // env: added to the suite's own
 	mu                 sync.Mutex
 	cmd                *exec.Cmd
 	exited             chan struct{}
@@ -211,7 +203,7 @@ func (p *proc) start(t *testing.T) {
 	fmt.Fprintf(f, "==== start %s %s\n", p.name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "CI=true")
+	cmd.Env = append(append(os.Environ(), "CI=true"), p.env...)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", p.name, err)
@@ -818,4 +810,20 @@ func retry(d time.Duration, fn func() error) error {
 	var err error
 	waitUntil(d, func() bool { err = fn(); return err == nil })
 	return err
+}
+
+// buildAll gives the built agora and nats-server (testenv.Binary: built
+// once per test binary) and builds the worker image tagged
+// agora-worker:<name>-<pid> (removed in t.Cleanup).
+func buildAll(t *testing.T, eng *docker.Engine, name string) (agora, natsBin, image string) {
+	t.Helper()
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
+	agora = testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
+	natsBin = testenv.Binary(t, "github.com/nats-io/nats-server/v2", true)
+	image = fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	if _, err := images.Build(context.Background(), eng, images.Options{WorkerBinary: worker, Tag: image}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), image) })
+	return agora, natsBin, image
 }

@@ -111,6 +111,10 @@ type Config struct {
 	// DataDir/nats-auth (made on first start, natsauth): the orchestrator
 	// and the runner each connect as their own user.
 	NATSAuth bus.Auth
+	// NATSReplicas is how many replicas the streams and buckets this
+	// stack creates get (bus.Options.Replicas): 3 on a three-node
+	// cluster; default 1, all the embedded server can hold.
+	NATSReplicas int
 	// WorkerNATSSigner mints each --worker-nats worker its own NATS user
 	// (runner.Config.WorkerNATSSigner); the embedded server's own signer
 	// when nil.
@@ -296,6 +300,12 @@ func (c Config) Validate() error {
 	if c.NATSURL != "" && c.NATSPort != 0 {
 		errs = append(errs, errors.New("a NATS port is for the embedded server: not with a NATS URL"))
 	}
+	if c.NATSReplicas < 0 || c.NATSReplicas > bus.MaxReplicas {
+		errs = append(errs, fmt.Errorf("NATS replicas %d out of range 1-%d", c.NATSReplicas, bus.MaxReplicas))
+	}
+	if c.NATSURL == "" && c.NATSReplicas > 1 {
+		errs = append(errs, fmt.Errorf("%d NATS replicas need a NATS cluster: the embedded server is one node", c.NATSReplicas))
+	}
 	if c.NATSPort < 0 || c.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("NATS port %d out of range 0-65535", c.NATSPort))
 	}
@@ -460,7 +470,7 @@ func (s *Stack) startBus(ctx context.Context) error {
 }
 
 func (s *Stack) connect(ctx context.Context, name string, auth bus.Auth) (*bus.Bus, error) {
-	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: name, Logger: s.log, Auth: auth})
+	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: name, Logger: s.log, Auth: auth, Replicas: s.cfg.NATSReplicas})
 	if err != nil {
 		return nil, err
 	}
