@@ -57,7 +57,15 @@ type Config struct {
 	EventWorkers       int
 	EventMaxPending    int
 	EventMaxDeliveries int
+	// OutboxSweep is how often a running orchestrator looks for rounds
+	// that are queued in their task but were never put on the queue (an
+	// enqueue that failed after the task was written: a NATS leader
+	// election, a lost connection); 0 means DefaultOutboxSweep.
+	OutboxSweep time.Duration
 }
+
+// DefaultOutboxSweep is Config.OutboxSweep's default.
+const DefaultOutboxSweep = 10 * time.Second
 
 // Orchestrator implements Service on JetStream.
 type Orchestrator struct {
@@ -157,8 +165,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	o.wg.Add(1)
+	o.wg.Add(2)
 	go o.route(runCtx)
+	go o.sweepLoop(runCtx)
 	return nil
 }
 
@@ -182,7 +191,6 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 // enqueued are enqueued (msg-id and claims make a repeat harmless), and
 // open questions get their timers back.
 func (o *Orchestrator) recover(ctx context.Context) error {
-	var pending []string
 	// Only open tasks matter: the task cache holds them once its watch has
 	// caught up (Start waits for that), so the bucket is read once at
 	// start, not twice.
@@ -194,26 +202,70 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 		}
 	}
 	c.eachOpen(func(t *Task) {
-		if r := currentRound(t); r != nil {
-			switch {
-			case t.State == StateQueued && !r.Enqueued:
-				pending = append(pending, t.ID)
-			case t.State == StateNeedsInput:
-				o.schedule(t.ID, wakeAt(t, r))
-			}
+		if r := currentRound(t); r != nil && t.State == StateNeedsInput {
+			o.schedule(t.ID, wakeAt(t, r))
+		}
+	})
+	return o.sweepOutbox(ctx, c, 0)
+}
+
+// sweepOutbox enqueues the current round of every open task that is
+// queued but not enqueued and was queued at least minAge ago (a younger
+// one may be on its way to the queue right now; a repeat would be
+// harmless, only wasted). The outbox flag is set after the queue has the
+// request, so a round is never lost between the two: at worst it is
+// enqueued twice, and the queue's msg-id drops the second.
+func (o *Orchestrator) sweepOutbox(ctx context.Context, c *taskCache, minAge time.Duration) error {
+	var pending []string
+	now := o.now()
+	c.eachOpen(func(t *Task) {
+		if r := currentRound(t); r != nil && t.State == StateQueued && !r.Enqueued && now.Sub(r.QueuedAt) >= minAge {
+			pending = append(pending, t.ID)
 		}
 	})
 	for _, id := range pending {
 		t, err := o.store.get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed meanwhile
+		}
 		if err != nil {
 			return err
 		}
-		o.log.Info("enqueueing a round a restart interrupted", "task_id", id)
+		if r := currentRound(t); t.State != StateQueued || r == nil || r.Enqueued {
+			continue // enqueued or moved on meanwhile
+		}
+		o.log.Info("enqueueing a round whose enqueue did not complete", "task_id", id, "dispatch_id", currentRound(t).DispatchID)
 		if _, err := o.enqueue(ctx, t); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sweepLoop runs sweepOutbox every OutboxSweep until ctx ends; a failed
+// sweep is logged and the next one tries again.
+func (o *Orchestrator) sweepLoop(ctx context.Context) {
+	defer o.wg.Done()
+	every := o.cfg.OutboxSweep
+	if every <= 0 {
+		every = DefaultOutboxSweep
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c, err := o.listing(ctx)
+		if err == nil {
+			err = o.sweepOutbox(ctx, c, every)
+		}
+		if err != nil && ctx.Err() == nil {
+			o.log.Warn("outbox sweep", "error", err)
+		}
+	}
 }
 
 var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
