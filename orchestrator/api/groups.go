@@ -47,13 +47,8 @@ func (h *handler) questionGroups(w http.ResponseWriter, r *http.Request) {
 // answerGroup serves POST /v1/question-groups/{group}/answer: the answer
 // goes to every task of the group whose question is still open.
 func (h *handler) answerGroup(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.groupBody(w, r)
+	body, who, via, ok := h.groupBody(w, r)
 	if !ok {
-		return
-	}
-	who, via, err := by(r, body.By)
-	if err != nil {
-		h.fail(w, r, err)
 		return
 	}
 	id := r.PathValue("group")
@@ -75,13 +70,8 @@ func (h *handler) answerGroup(w http.ResponseWriter, r *http.Request) {
 // question and every one like it (its group) get the answer, the task's
 // first.
 func (h *handler) answerAllLike(w http.ResponseWriter, r *http.Request) {
-	body, ok := h.groupBody(w, r)
+	body, who, via, ok := h.groupBody(w, r)
 	if !ok {
-		return
-	}
-	who, via, err := by(r, body.By)
-	if err != nil {
-		h.fail(w, r, err)
 		return
 	}
 	taskID := r.PathValue("id")
@@ -113,20 +103,26 @@ func (h *handler) answerAllLike(w http.ResponseWriter, r *http.Request) {
 	h.replyGroup(w, r, res, err)
 }
 
-func (h *handler) groupBody(w http.ResponseWriter, r *http.Request) (AnswerBody, bool) {
-	var body AnswerBody
+// groupBody reads a group answer's body and who gives it (by); on a
+// mistake it has answered the request and ok is false.
+func (h *handler) groupBody(w http.ResponseWriter, r *http.Request) (body wire.AnswerBody, who, via string, ok bool) {
 	if err := decode(w, r, &body); err != nil {
 		h.fail(w, r, err)
-		return body, false
+		return body, "", "", false
 	}
 	if body.Round != 0 {
 		h.fail(w, r, invalid("body: round: a group's questions are of different rounds; drop round"))
-		return body, false
+		return body, "", "", false
 	}
 	if body.Channel == "" {
-		body.Channel = DefaultChannel
+		body.Channel = wire.DefaultChannel
 	}
-	return body, true
+	who, via, err := by(r, body.By)
+	if err != nil {
+		h.fail(w, r, err)
+		return body, "", "", false
+	}
+	return body, who, via, true
 }
 
 // answerAll answers every question of g (like's first) with body's

@@ -79,16 +79,7 @@ func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault suite runs real processes and containers for minutes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("AGORA_FAULT_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("AGORA_FAULT_SEED=%q: want a whole number", s)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay the schedule with AGORA_FAULT_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	seed, rng := faultSeed(t)
 
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
@@ -826,4 +817,20 @@ func buildAll(t *testing.T, eng *docker.Engine, name string) (agora, natsBin, im
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), image) })
 	return agora, natsBin, image
+}
+
+// faultSeed is the run's seed — $AGORA_FAULT_SEED, else the clock — logged
+// so a run can be replayed, and the schedule's random source.
+func faultSeed(t *testing.T) (uint64, *rand.Rand) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("AGORA_FAULT_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("AGORA_FAULT_SEED=%q: want a whole number", s)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (replay the schedule with AGORA_FAULT_SEED=%d)", seed, seed)
+	return seed, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
