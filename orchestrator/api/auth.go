@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agoradev/agora/orchestrator"
 )
@@ -48,6 +49,9 @@ type Auth struct {
 	tokens []token
 	// local are the local secrets each token name may use.
 	local map[string][]string
+	// open signs browser sessions' CSRF tokens when there are no tokens.
+	openOnce sync.Once
+	open     []byte
 }
 
 // NewAuth reads tokens as Config.Tokens takes them: SECRET,
@@ -176,9 +180,7 @@ func (a *Auth) authenticate(r *http.Request) (orchestrator.Identity, error) {
 	if i < 0 {
 		return orchestrator.Identity{Admin: true}, nil
 	}
-	t := a.tokens[i]
-	return orchestrator.Identity{Name: t.name, Admin: t.admin || t.name == "", Answerer: t.answerer,
-		LocalSecrets: a.local[t.name]}, nil
+	return a.identity(i), nil
 }
 
 // match returns the index of r's token, -1 when the API has none.

@@ -125,12 +125,18 @@ func (h *handler) groupBody(w http.ResponseWriter, r *http.Request) (body wire.A
 	return body, who, via, true
 }
 
-// answerAll answers every question of g (like's first) with body's
-// answer, validated once against the group's question: an option's number
-// means the same option for every task, whatever the order of its options.
-// A question answered or a task ended meanwhile is reported, not fatal.
 func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like string, body AnswerBody, who, via string) (wire.GroupAnswerResult, error) {
-	value, err := answer.ValidateAnswer(answer.Question{Question: g.Question, Options: g.Options}, body.Answer)
+	return AnswerGroup(ctx, h.svc, g, like, wire.AnswerRequest{Answer: body.Answer, By: who, Via: via, Channel: body.Channel})
+}
+
+// AnswerGroup answers every question of g (like's first, when like names
+// one of its tasks) with req's answer, by and channel, validated once
+// against the group's question: an option's number means the same option
+// for every task, whatever the order of its options. A question answered
+// or a task ended meanwhile is reported, not fatal. The API's group
+// endpoints and the web inbox answer groups through it.
+func AnswerGroup(ctx context.Context, svc orchestrator.Service, g wire.QuestionGroup, like string, req wire.AnswerRequest) (wire.GroupAnswerResult, error) {
+	value, err := answer.ValidateAnswer(answer.Question{Question: g.Question, Options: g.Options}, req.Answer)
 	if err != nil {
 		if like != "" {
 			return wire.GroupAnswerResult{}, fmt.Errorf("task %s round %d: %v: %w", like, roundOf(g, like), err, orchestrator.ErrInvalidAnswer)
@@ -153,7 +159,7 @@ func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like stri
 		Results: make([]wire.GroupAnswerItem, 0, len(members))}
 	for _, m := range members {
 		item := wire.GroupAnswerItem{TaskID: m.TaskID, Round: m.Round}
-		t, err := h.svc.Answer(ctx, wire.AnswerRequest{TaskID: m.TaskID, Round: m.Round, Answer: value, By: who, Via: via, Channel: body.Channel})
+		t, err := svc.Answer(ctx, wire.AnswerRequest{TaskID: m.TaskID, Round: m.Round, Answer: value, By: req.By, Via: req.Via, Channel: req.Channel})
 		switch {
 		case err == nil:
 			item.Result, item.State = wire.GroupAnswered, t.State

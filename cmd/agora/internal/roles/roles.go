@@ -43,6 +43,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
+	"github.com/agoradev/agora/orchestrator/web"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/runner"
@@ -601,6 +602,17 @@ func (s *Stack) serve() error {
 			return err
 		}
 		mux.Handle("/", h)
+		auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
+		if err != nil {
+			return err
+		}
+		inbox, err := web.New(web.Config{Service: s.orch, Auth: auth, Logger: s.log})
+		if err != nil {
+			return err
+		}
+		for _, p := range web.Patterns {
+			mux.Handle(p, inbox)
+		}
 		if s.slack != nil && !s.cfg.Slack.SocketMode {
 			mux.Handle("POST "+SlackPath, s.slack.Handler())
 		}

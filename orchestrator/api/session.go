@@ -1,0 +1,157 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/orchestrator"
+)
+
+// Browser sessions: the web inbox logs a person in with the same token the
+// API takes, once, and then carries a cookie instead of the secret. The
+// cookie is "v1.<expiry>.<mac>", the MAC keyed with the token's secret
+// hash: no server state, so every orchestrator behind a load balancer
+// accepts it, and removing a token from the configuration ends its
+// sessions at once.
+
+// ErrLogin is a login with a secret that is no configured token.
+var ErrLogin = errors.New("that is not a token this agora accepts")
+
+// sessionVersion prefixes every session value, so its format can change.
+const sessionVersion = "v1"
+
+// Session is a signed-in browser: who it is, the cookie value that proves
+// it and when it ends.
+type Session struct {
+	Identity orchestrator.Identity
+	Value    string
+	Expires  time.Time
+	// key signs the session's CSRF tokens.
+	key []byte
+}
+
+// CSRF is the token a form of this session carries: a MAC of the session
+// value, so a page of another origin, which cannot read the cookie, cannot
+// make one.
+func (s Session) CSRF() string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("agora-csrf|" + s.Value))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CheckCSRF reports whether token is this session's CSRF token.
+func (s Session) CheckCSRF(token string) bool {
+	return subtle.ConstantTimeCompare([]byte(token), []byte(s.CSRF())) == 1
+}
+
+// Open reports whether the API takes requests without a token (loopback
+// only): the web inbox then needs no login either.
+func (a *Auth) Open() bool { return len(a.tokens) == 0 }
+
+// Login checks secret against the tokens and returns a session that lasts
+// ttl from now. It fails with ErrLogin for a secret that is no token.
+func (a *Auth) Login(secret string, now time.Time, ttl time.Duration) (Session, error) {
+	if a.Open() {
+		return Session{}, errors.New("this agora has no tokens: no login is needed (loopback only)")
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	match := -1
+	for i := range a.tokens { // every token, always: no early exit to time
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return Session{}, ErrLogin
+	}
+	exp := now.Add(ttl).Truncate(time.Second)
+	stamp := strconv.FormatInt(exp.Unix(), 10)
+	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].sum[:], stamp)
+	return Session{Identity: a.identity(match), Value: value, Expires: exp, key: a.tokens[match].sum[:]}, nil
+}
+
+// SessionOf authenticates a browser request: the session cookie (or, as
+// for the API, a bearer token; or nothing, on loopback, when there are no
+// tokens). It fails with a 401 requestError when the request carries no
+// valid session.
+func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session, error) {
+	if a.Open() || r.Header.Get("Authorization") != "" {
+		i, err := a.match(r)
+		if err != nil {
+			return Session{}, err
+		}
+		if i < 0 {
+			return Session{Identity: orchestrator.Identity{Admin: true}, Value: "loopback", key: a.openKey()}, nil
+		}
+		return Session{Identity: a.identity(i), Value: "bearer", key: a.tokens[i].sum[:]}, nil
+	}
+	c, err := r.Cookie(cookie)
+	if err != nil {
+		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "not signed in: sign in with your agora token"}
+	}
+	version, rest, _ := strings.Cut(c.Value, ".")
+	stamp, mac, _ := strings.Cut(rest, ".")
+	unix, err := strconv.ParseInt(stamp, 10, 64)
+	if version != sessionVersion || err != nil {
+		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
+	}
+	exp := time.Unix(unix, 0)
+	match := -1
+	for i := range a.tokens {
+		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].sum[:], stamp))) == 1 {
+			match = i
+		}
+	}
+	switch {
+	case match < 0:
+		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session is not valid (its token was removed?): sign in again"}
+	case !now.Before(exp):
+		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session has expired: sign in again"}
+	}
+	return Session{Identity: a.identity(match), Value: c.Value, Expires: exp, key: a.tokens[match].sum[:]}, nil
+}
+
+// identity is the identity of token i, as authenticate gives it.
+func (a *Auth) identity(i int) orchestrator.Identity {
+	t := a.tokens[i]
+	return orchestrator.Identity{Name: t.name, Admin: t.admin || t.name == "", Answerer: t.answerer,
+		LocalSecrets: a.local[t.name]}
+}
+
+// openKey signs the CSRF tokens of an API without tokens: random per
+// process, which is all there is (loopback, one process).
+func (a *Auth) openKey() []byte {
+	a.openOnce.Do(func() {
+		a.open = make([]byte, 32)
+		_, _ = rand.Read(a.open) // crypto/rand.Read never fails
+	})
+	return a.open
+}
+
+func sessionMAC(key []byte, stamp string) string {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "agora-session|%s|%s", sessionVersion, stamp)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// RequestErrorStatus returns the HTTP status and message of an error from
+// SessionOf or Login, for a caller outside this package that writes its own
+// pages.
+func RequestErrorStatus(err error) (int, string) {
+	if re, ok := errors.AsType[*requestError](err); ok {
+		return re.status, re.msg
+	}
+	if errors.Is(err, ErrLogin) {
+		return http.StatusUnauthorized, err.Error()
+	}
+	return http.StatusInternalServerError, err.Error()
+}

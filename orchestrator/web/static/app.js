@@ -1,0 +1,67 @@
+// agora's inbox: keeps the page current from its event stream. Answering
+// needs none of this: the forms post without it.
+"use strict";
+(function () {
+  const stream = document.body.dataset.stream;
+  if (!stream || !window.EventSource) return;
+  const live = document.getElementById("live");
+  const logs = new Map(); // round log id -> text followed so far
+  let timer = null, pending = false;
+
+  // typing: do not swap the form out from under someone's free text.
+  function typing() {
+    const a = document.activeElement;
+    return a && a.tagName === "INPUT" && a.type === "text" && a.value !== "";
+  }
+
+  function refresh() {
+    clearTimeout(timer);
+    timer = setTimeout(load, 150);
+  }
+
+  async function load() {
+    if (typing()) { pending = true; return; }
+    pending = false;
+    const res = await fetch(location.pathname + location.search, { headers: { "X-Agora-Fragment": "1" }, credentials: "same-origin" });
+    if (res.status === 401 || res.redirected) { location.reload(); return; }
+    if (!res.ok) return;
+    const html = await res.text();
+    const content = document.getElementById("content");
+    const open = new Set([...content.querySelectorAll("details[open] pre")].map(p => p.id));
+    content.innerHTML = html;
+    content.querySelectorAll("details pre").forEach(p => { if (open.has(p.id)) p.parentElement.open = true; });
+    follow();
+    document.dispatchEvent(new CustomEvent("agora:refreshed"));
+  }
+
+  // follow streams each running round's output into its <pre>, found by
+  // id on every chunk, so a refresh that replaces the element loses nothing.
+  function follow() {
+    document.querySelectorAll("pre[data-follow]").forEach(pre => {
+      if (logs.has(pre.id)) { pre.textContent = logs.get(pre.id); return; }
+      logs.set(pre.id, "");
+      const id = pre.id, url = pre.dataset.follow;
+      fetch(url, { credentials: "same-origin" }).then(async res => {
+        if (!res.ok || !res.body) return;
+        const reader = res.body.getReader(), dec = new TextDecoder();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          const text = logs.get(id) + dec.decode(value, { stream: true });
+          logs.set(id, text);
+          const el = document.getElementById(id);
+          if (el) { el.textContent = text; el.scrollTop = el.scrollHeight; }
+        }
+      }).catch(() => {}).finally(() => { setTimeout(() => logs.delete(id), 5000); });
+    });
+  }
+
+  document.addEventListener("focusout", () => { if (pending) refresh(); });
+  const es = new EventSource(stream, { withCredentials: true });
+  es.addEventListener("open", () => { live.hidden = false; live.classList.remove("down"); live.textContent = "live"; });
+  es.addEventListener("error", () => { live.hidden = false; live.classList.add("down"); live.textContent = "reconnecting"; });
+  // sync: the stream (re)started; whatever changed meanwhile, read it now.
+  es.addEventListener("sync", refresh);
+  es.addEventListener("change", refresh);
+  follow();
+})();
