@@ -43,9 +43,9 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
-	"github.com/agoradev/agora/orchestrator/web"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/orchestrator/web"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/wire"
 )
