@@ -13,7 +13,8 @@ build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora ./cmd/agora
 
-tools: ## test tools: versitygw (strict S3 suite) and staticcheck
+tools: ## test tools: versitygw (strict S3 suite), staticcheck, and Chromium for the browser tests (apt-get as root)
+	@sh .ci/chromium
 	@test -x $(GOBIN)/versitygw || $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 

@@ -31,7 +31,7 @@ import (
 //go:embed demo_agent.sh
 var demoAgent string
 
-const demoSynopsis = "[--answer ANSWER] [--data-dir DIR] [--keep] [--worker PATH] [--busybox PATH]"
+const demoSynopsis = "[--answer ANSWER | --web] [--data-dir DIR] [--keep] [--worker PATH] [--busybox PATH]"
 
 // runDemo shows the whole loop on the embedded stack: a sub-agent pauses
 // with a question, it is answered, the same sub-agent resumes and finishes.
@@ -44,10 +44,14 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	answerFlag := fs.String("answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
 	dataDir := fs.String("data-dir", "", "keep the demo's state in `DIR` (default: a temporary directory, removed afterwards)")
 	keep := fs.Bool("keep", false, "keep the temporary data directory")
+	webOnly := fs.Bool("web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")
 	worker := fs.String("worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
 	busybox := fs.String("busybox", "", "the static busybox at `PATH` becomes /bin/sh in the worker image (default "+images.DefaultBusybox+")")
 	if err := parseFlags(fs, demoSynopsis, args, stdout); err != nil {
 		return err
+	}
+	if *webOnly && *answerFlag != "" {
+		return usagef("--answer and --web both say how to answer; give one")
 	}
 	// The demo's sub-agent is a shell script: without a static busybox the
 	// image has no /bin/sh and round 1 would fail minutes from now.
@@ -114,17 +118,12 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	for i, o := range q.Options {
 		fmt.Fprintf(stdout, "  %d) %s\n", i+1, o)
 	}
-	fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n\n", q.PartialState, task.Attention.Action)
+	fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n", q.PartialState, task.Attention.Action)
+	fmt.Fprintf(stdout, "  or answer on the web inbox: %s/tasks/%s\n\n", st.URL(), task.ID)
 
-	answer, by, err := demoAnswer(q, *answerFlag, environ, stdin, stdout)
-	if err != nil {
+	if task, err = demoAnswerAnywhere(ctx, c, task, *answerFlag, *webOnly, environ, stdin, stdout); err != nil {
 		return err
 	}
-	task, err = c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Answer: answer, By: by, Channel: "cli"})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "answered %q; %s\n", answer, task.Attention.Summary)
 	task, err = c.Wait(ctx, task.ID)
 	if err != nil {
 		return err
@@ -163,6 +162,66 @@ func checkDemoBusybox(path string) error {
 		return usagef("--busybox: %s", msg)
 	}
 	return errors.New(msg)
+}
+
+// demoAnswerAnywhere takes the answer from --answer, or the terminal, or
+// the question's default (demoAnswer), or the web inbox: whichever comes
+// first while the terminal is asked; with --web, the inbox alone. It
+// returns the task once its question is answered.
+func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *orchestrator.Task, flagAnswer string, webOnly bool,
+	environ []string, stdin io.Reader, stdout io.Writer) (*orchestrator.Task, error) {
+	round := task.Rounds[len(task.Rounds)-1]
+	q := round.Question
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type typed struct {
+		answer, by string
+		err        error
+	}
+	fromTerminal := make(chan typed, 1)
+	if webOnly {
+		fmt.Fprintln(stdout, "waiting for the answer on the web inbox …")
+	} else {
+		// The terminal is read aside: a read cannot be stopped when the
+		// answer comes from the web (the process ends soon after anyway).
+		go func() {
+			a, by, err := demoAnswer(q, flagAnswer, environ, stdin, stdout)
+			fromTerminal <- typed{a, by, err}
+		}()
+	}
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case got := <-fromTerminal:
+			if got.err != nil {
+				return nil, got.err
+			}
+			t, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Round: round.N, Answer: got.answer, By: got.by, Channel: "cli"})
+			if errors.Is(err, orchestrator.ErrAlreadyAnswered) {
+				continue // the web was first: the next tick reads its answer
+			}
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(stdout, "answered %q; %s\n", got.answer, t.Attention.Summary)
+			return t, nil
+		case <-tick.C:
+			t, err := c.Get(ctx, task.ID)
+			if err != nil {
+				return nil, err
+			}
+			if len(t.Rounds) < round.N {
+				continue
+			}
+			if a := t.Rounds[round.N-1].Answer; a != nil {
+				fmt.Fprintf(stdout, "\nanswered %q by %s from the %s; %s\n", a.Value, a.By, a.Channel, t.Attention.Summary)
+				return t, nil
+			}
+		}
+	}
 }
 
 // demoAnswer takes --answer, else the terminal, else (CI=true, or stdin

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -61,5 +67,81 @@ func TestDemoAnswerWithoutTerminal(t *testing.T) {
 	noDefault := &schemas.NeedsInput{Question: "A or B?", Options: []string{"A", "B"}}
 	if _, _, err := demoAnswer(noDefault, "", nil, devNull, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--answer") {
 		t.Errorf("demoAnswer without a terminal or a default = %v; want an error naming --answer", err)
+	}
+}
+
+// TestDemoAnsweredOnTheWeb: `agora demo --web` prints the task's page on
+// the inbox and waits; the answer given on that page (a plain form post,
+// as without JavaScript; the embedded stack has no tokens and serves
+// loopback, so no sign-in) resumes the sub-agent, which finishes.
+func TestDemoAnsweredOnTheWeb(t *testing.T) {
+	t.Parallel()
+	computetest.Docker(t)
+	computetest.Busybox(t)
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
+	logs := &testWriter{t: t}
+	t.Cleanup(logs.stop)
+
+	pr, pw := io.Pipe()
+	var out bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := run(context.Background(), []string{"demo", "--web", "--worker", worker}, os.Environ(), pw, logs)
+		pw.Close()
+		done <- code
+	}()
+	var page string
+	lines := bufio.NewScanner(pr)
+	for page == "" && lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+		if _, u, ok := strings.Cut(lines.Text(), "or answer on the web inbox: "); ok {
+			page = u
+		}
+	}
+	if page == "" {
+		t.Fatalf("the demo printed no inbox address:\n%s", out.String())
+	}
+	var rest bytes.Buffer
+	readAll := make(chan struct{})
+	go func() { // the rest of the output, until the demo ends
+		defer close(readAll)
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+	}()
+	resp, err := http.Get(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Two config files") {
+		t.Fatalf("GET %s: %d\n%s", page, resp.StatusCode, body)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+	task := page[strings.LastIndex(page, "/")+1:]
+	base := strings.TrimSuffix(page, "/tasks/"+task)
+	form := url.Values{"csrf": {csrf[1]}, "task": {task}, "round": {"1"}, "option": {"config.json"}, "back": {"/tasks/" + task}}
+	req, _ := http.NewRequest(http.MethodPost, base+"/ui/answer", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("answer on the page: %d", resp.StatusCode)
+	}
+	code := <-done
+	<-readAll
+	out.Write(rest.Bytes())
+	if code != 0 {
+		t.Fatalf("agora demo --web = %d\n%s", code, out.String())
+	}
+	for _, want := range []string{`answered "config.json" by operator from the web`, `answer  "config.json" by operator via web`, "finished"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
