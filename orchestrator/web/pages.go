@@ -175,7 +175,13 @@ type roundView struct {
 	Output    string
 	Truncated bool
 	Live      bool
+	// Linked: the output is not shown, a link to it is.
+	Linked bool
 }
+
+// shownOutputs is how many of the latest rounds a task page shows the
+// output of; older rounds link to theirs.
+const shownOutputs = 3
 
 type taskData struct {
 	page
@@ -206,7 +212,10 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		switch {
 		case rv.State == wire.StateRunning:
 			rv.Live = true
-		case !rv.StartedAt.IsZero():
+		case rv.StartedAt.IsZero():
+		case len(t.Rounds)-i > shownOutputs:
+			rv.Linked = true // older rounds' output is a link: each is a storage read
+		default:
 			rv.Output, rv.Truncated = h.output(r, t.ID, rv.N)
 		}
 		d.Rounds = append(d.Rounds, rv)

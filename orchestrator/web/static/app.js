@@ -6,7 +6,7 @@
   if (!stream || !window.EventSource) return;
   const live = document.getElementById("live");
   const logs = new Map(); // round log id -> text followed so far
-  let timer = null, pending = false;
+  let timer = null, pending = false, last = 0;
 
   // typing: do not swap the form out from under someone's free text.
   function typing() {
@@ -14,9 +14,12 @@
     return a && a.tagName === "INPUT" && a.type === "text" && a.value !== "";
   }
 
+  // refresh reads the page again at most once a second, however many
+  // tasks change: a batch of a thousand must not flood the server.
   function refresh() {
-    clearTimeout(timer);
-    timer = setTimeout(load, 150);
+    if (timer) return;
+    const wait = Math.max(150, 1000 - (Date.now() - last));
+    timer = setTimeout(() => { timer = null; last = Date.now(); load(); }, wait);
   }
 
   async function load() {
