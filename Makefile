@@ -34,7 +34,7 @@ fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./worker/sentinel
 
 faults: ## the fault suite: SIGKILLs of serve, a runner and NATS during a batch; and of a NATS cluster node, an orchestrator and a runner (docs/reliability.md)
-	AGORA_CLUSTER_FAULTS=1 $(GO) test -count=1 -v -run 'TestFaults|TestClusterFaults' -timeout 15m ./test/faults
+	$(GO) test -count=1 -v -run 'TestFaults|TestClusterFaults' -timeout 15m ./test/faults
 
 busybox: ## Debian's static busybox, /bin/sh in the worker image: installed as root with apt-get, else the command to run
 	@sh .ci/busybox "make $(if $(filter demo,$(MAKECMDGOALS)),demo,busybox)"
