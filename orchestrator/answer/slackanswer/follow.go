@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/agoradev/agora/wire"
 )
@@ -23,6 +22,29 @@ func (b *Bot) follow() {
 				continue
 			}
 			b.taskChanged(b.ctx, c.Task)
+		}
+	}
+}
+
+// catchUp brings the messages that were open at start up to date with
+// their tasks.
+func (b *Bot) catchUp(ctx context.Context, open []*message) {
+	seen := map[string]bool{}
+	for _, m := range open {
+		for _, mb := range m.Members {
+			if seen[mb.TaskID] {
+				continue
+			}
+			seen[mb.TaskID] = true
+			t, err := b.cfg.Service.Get(ctx, mb.TaskID)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				b.log.Warn("read task at start", "task_id", mb.TaskID, "error", err)
+				continue
+			}
+			b.taskChanged(ctx, t)
 		}
 	}
 }
@@ -51,6 +73,7 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 		return
 	}
 	changed := false
+	var escalated *wire.Decision
 	for i := range m.Members {
 		mb := &m.Members[i]
 		if mb.TaskID != t.ID || mb.settled() {
@@ -60,14 +83,23 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 		changed = changed || mb.settled()
 		if !m.Escalated {
 			if d, ok := timedOut(t, mb.Round, m.Step); ok {
-				m.Escalated, changed = true, true
-				next := "the route ended"
-				if m.Next != "" {
-					next = "passed on to `" + m.Next + "`"
-				}
-				b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":arrow_heading_down: No answer here by %s; %s. An answer given here is still taken while the question is open.", stamp(d.At), next))
+				escalated = &d
 			}
 		}
+	}
+	if escalated != nil {
+		// Recorded before it is posted: a restart in between loses the
+		// notice rather than posting it twice.
+		m.Escalated, changed = true, true
+		if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
+			b.log.Warn("keep message", "message", m.ID, "error", err)
+			return
+		}
+		next := "the route ended"
+		if m.Next != "" {
+			next = "passed on to `" + m.Next + "`"
+		}
+		b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":arrow_heading_down: No answer here by %s; %s. An answer given here is still taken while the question is open.", stamp(escalated.At), next))
 	}
 	if changed {
 		b.close(ctx, &m)
@@ -121,44 +153,5 @@ func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 	delete(b.threads, t.ID)
 	if err := b.save(ctx, threadKey(t.ID), th); err != nil {
 		b.log.Warn("keep the thread of a task", "task_id", t.ID, "error", err)
-	}
-}
-
-// remind posts a reminder in the thread of each open message whose
-// reminder time has come, once, before its step times out.
-func (b *Bot) remind() {
-	defer b.wg.Done()
-	tick := time.NewTicker(b.cfg.Tick)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-tick.C:
-			b.remindDue(b.ctx)
-		}
-	}
-}
-
-func (b *Bot) remindDue(ctx context.Context) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.now()
-	for id := range b.open {
-		var m message
-		if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Reminded || m.RemindAt.IsZero() ||
-			now.Before(m.RemindAt) || !now.Before(m.Deadline) {
-			continue
-		}
-		next := "the route ends"
-		if m.Next != "" {
-			next = "it goes to `" + m.Next + "`"
-		}
-		b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":alarm_clock: Reminder: still waiting for an answer to *%s*. At %s %s.",
-			escape(m.Question), stamp(m.Deadline), next))
-		m.Reminded = true
-		if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
-			b.log.Warn("keep message", "message", m.ID, "error", err)
-		}
 	}
 }

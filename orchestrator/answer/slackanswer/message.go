@@ -99,11 +99,18 @@ func (b *Bot) blocks(m *message) []slack.Block {
 	return bl
 }
 
-// who renders an answering person: a Slack user as a mention.
+// who renders an answering person: a Slack user recorded as
+// "slack:U1 (Alice)" as "Alice (<@U1>)" — the name looked up with
+// users.info when they answered, and the mention — or "<@U1>" without a
+// name.
 func who(by string) string {
 	if rest, ok := strings.CutPrefix(by, "slack:"); ok {
-		id, _, _ := strings.Cut(rest, " ")
-		return "<@" + id + ">"
+		id, name, _ := strings.Cut(rest, " ")
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "("), ")")
+		if name == "" {
+			return "<@" + id + ">"
+		}
+		return "*" + escape(name) + "* (<@" + id + ">)"
 	}
 	return escape(by)
 }

@@ -280,7 +280,7 @@ func TestQuestionAnsweredFromSlack(t *testing.T) {
 	if r := req.Spec.Resume; r == nil || r.Answer != "B" || r.Question != "Rewrite A or B?" {
 		t.Errorf("round 2 resume = %+v, want answer B to Rewrite A or B?", r)
 	}
-	up := f.updated(msgTS, "answered by <@U1> from slack")
+	up := f.updated(msgTS, "answered by *alice* (<@U1>) from slack")
 	if len(up.Buttons()) != 0 {
 		t.Errorf("the answered message still has buttons: %+v", up.Buttons())
 	}
@@ -437,7 +437,7 @@ func TestRestartRedrivesClick(t *testing.T) {
 		t.Errorf("answer = %+v, want B by slack:U1 (alice)", a)
 	}
 	waitFor(t, "the click marked done", func() bool { _, done := f.clicks(); return done == 1 })
-	f.updated(q.TS, "answered by <@U1>")
+	f.updated(q.TS, "answered by *alice* (<@U1>)")
 }
 
 // TestAllowList: a user neither listed nor in a listed group is told why
@@ -485,7 +485,7 @@ func TestBatchQuestionsOneMessage(t *testing.T) {
 			t.Errorf("task %s answer = %+v, want B via slack", id, a)
 		}
 	}
-	f.updated(ts, "answered by <@U1>")
+	f.updated(ts, "answered by *alice* (<@U1>)")
 }
 
 // TestOtherOpensForm: a question without options offers "Other…", which
@@ -604,7 +604,7 @@ func TestSocketMode(t *testing.T) {
 	if a := task.Rounds[0].Answer; a.Value != "B" || a.By != "slack:U1 (alice)" || a.Channel != "slack" {
 		t.Errorf("answer = %+v, want B by slack:U1 (alice) via slack", a)
 	}
-	f.updated(q.TS, "answered by <@U1>")
+	f.updated(q.TS, "answered by *alice* (<@U1>)")
 }
 
 // TestAskedTwicePostsOnce: the step asked again for the same round (an
@@ -710,7 +710,7 @@ func TestDirectMessage(t *testing.T) {
 		t.Errorf("chat.postMessage channel = %q, want U9", got)
 	}
 	f.post(slackfake.Click("U9", "dana", "DU9", q.TS, button(t, q, "A")), secret, time.Now())
-	f.updated(q.TS, "answered by <@U9>")
+	f.updated(q.TS, "answered by *dana* (<@U9>)")
 }
 
 // TestClosedElsewhere: a question that goes away unanswered (the task

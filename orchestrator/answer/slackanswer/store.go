@@ -29,11 +29,22 @@ type message struct {
 	Context   string   `json:"context,omitempty"`
 	Default   *string  `json:"default,omitempty"`
 	Members   []member `json:"members"`
-	// Deadline is the step's timeout; RemindAt when to remind.
-	Deadline  time.Time `json:"deadline,omitzero"`
+	// Deadline is the step's timeout.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Posted is when the message was posted; RemindEvery the interval of
+	// its reminders, counted back from Deadline (reminderDue);
+	// RemindedAt the slot of the last reminder posted (recorded before it
+	// is posted, so a restart never posts a slot twice); Reminders how
+	// many were posted.
+	Posted      time.Time     `json:"posted,omitzero"`
+	RemindEvery time.Duration `json:"remind_every,omitempty"`
+	RemindedAt  time.Time     `json:"reminded_at,omitzero"`
+	Reminders   int           `json:"reminders,omitempty"`
+	// RemindAt and Reminded are the single reminder of records written
+	// before reminders repeated (no RemindEvery); still honoured.
 	RemindAt  time.Time `json:"remind_at,omitzero"`
-	Next      string    `json:"next"`
 	Reminded  bool      `json:"reminded,omitempty"`
+	Next      string    `json:"next"`
 	Escalated bool      `json:"escalated,omitempty"`
 	// Done: every member is answered or closed; the buttons are gone.
 	Done bool `json:"done,omitempty"`
@@ -84,8 +95,12 @@ type ref struct {
 	TS      string `json:"ts"`
 }
 
-// click is an interaction as received, recorded before it is acted on.
+// click is an interaction or an Events API event as received, recorded
+// before it is acted on.
 type click struct {
+	// Kind is "" for an interaction payload, kindEvent for an Events API
+	// event_callback (a reply in a thread).
+	Kind    string          `json:"kind,omitempty"`
 	Payload json.RawMessage `json:"payload"`
 	At      time.Time       `json:"at"`
 	Done    bool            `json:"done,omitempty"`
@@ -102,6 +117,10 @@ func msgKey(id string) string      { return "msg." + id }
 func threadKey(task string) string { return hashed("thread", task) }
 func groupKey(gid string) string   { return hashed("group", gid) }
 func clickKey(p []byte) string     { return hashed("click", string(p)) }
+
+// eventKey is the record of an Events API event: Slack delivers an event
+// again (X-Slack-Retry-Num) with the same event_id.
+func eventKey(eventID string) string { return hashed("click", "event:"+eventID) }
 
 func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
 

@@ -603,6 +603,7 @@ func (s *Stack) serve() error {
 		mux.Handle("/", h)
 		if s.slack != nil && !s.cfg.Slack.SocketMode {
 			mux.Handle("POST "+SlackPath, s.slack.Handler())
+			mux.Handle("POST "+SlackEventsPath, s.slack.EventsHandler())
 		}
 	} else {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
