@@ -72,6 +72,10 @@ func newFixture(t *testing.T, tweak ...func(*Config)) *fixture {
 		t.Fatal(err)
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slack/events" {
+			f.bot.EventsHandler().ServeHTTP(w, r)
+			return
+		}
 		f.bot.Handler().ServeHTTP(w, r) // the current bot, across restarts
 	}))
 	t.Cleanup(f.srv.Close)
