@@ -181,7 +181,9 @@ func (f *fixture) question(id string) slackfake.Call {
 	var call slackfake.Call
 	waitFor(f.t, "the question of "+id+" posted", func() bool {
 		for _, c := range f.fake.Calls("chat.postMessage") {
-			if strings.Contains(c.Params.Get("blocks"), id) {
+			// The task's link, not a prefix of another id; a call that got
+			// a 429 posted nothing.
+			if c.TS != "" && strings.Contains(c.Params.Get("blocks"), "/tasks/"+id+"|") {
 				call = c
 				return true
 			}
@@ -216,7 +218,7 @@ func (f *fixture) updated(ts, want string) slackfake.Call {
 	})
 	waitFor(f.t, fmt.Sprintf("chat.update of %s saying %q", ts, want), func() bool {
 		for _, c := range f.fake.Calls("chat.update") {
-			if c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
+			if c.Status == http.StatusOK && c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
 				call = c
 				return true
 			}
@@ -231,7 +233,7 @@ func (f *fixture) ephemeral(user, want string) {
 	f.t.Helper()
 	waitFor(f.t, fmt.Sprintf("an ephemeral reply to %s saying %q", user, want), func() bool {
 		for _, c := range f.fake.Calls("chat.postEphemeral") {
-			if c.Params.Get("user") == user && strings.Contains(c.Params.Get("text"), want) {
+			if c.Status == http.StatusOK && c.Params.Get("user") == user && strings.Contains(c.Params.Get("text"), want) {
 				return true
 			}
 		}
