@@ -74,6 +74,9 @@ func (b *Bot) blocks(m *message) []slack.Block {
 				next = "it goes to `" + m.Next + "`"
 			}
 			notes = append(notes, fmt.Sprintf("Waits here until %s, then %s.", stamp(m.Deadline), next))
+			if m.RemindEvery > 0 && m.RemindEvery < m.Deadline.Sub(m.Posted) {
+				notes = append(notes, "Reminders in the thread every "+short(m.RemindEvery)+" until answered.")
+			}
 		}
 		if len(notes) > 0 {
 			bl = append(bl, slack.NewContextBlock("", mrkdwn(strings.Join(notes, " "))))
@@ -113,6 +116,18 @@ func who(by string) string {
 		return "*" + escape(name) + "* (<@" + id + ">)"
 	}
 	return escape(by)
+}
+
+// short renders a duration without its zero tail: 30m, 1h, 1h30m, 1.5s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func stamp(t time.Time) string {

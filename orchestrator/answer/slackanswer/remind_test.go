@@ -65,6 +65,9 @@ func TestRemindersRepeatAndSurviveRestart(t *testing.T) {
 	qa := f.question(answered)
 	waiting := f.ask(route, nil, schemas.NeedsInput{Question: "Which database?"})
 	qw := f.question(waiting)
+	if b := qa.Params.Get("blocks"); !strings.Contains(b, "Reminders in the thread every 10m until answered.") {
+		t.Errorf("the question does not say how often it reminds: %s", b)
+	}
 	reminders := func(root string) []string {
 		var out []string
 		for _, c := range f.fake.Calls("chat.postMessage") {
@@ -225,6 +228,15 @@ func TestDefaultReminders(t *testing.T) {
 		near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Millisecond }
 		if len(slots) != 3 || !near(slots[0], want[0]) || !near(slots[1], want[1]) || !near(slots[2], want[2]) {
 			t.Errorf("timeout %s: reminders at %v, want %v", timeout, slots, want)
+		}
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{30 * time.Minute: "30m", time.Hour: "1h", 90 * time.Minute: "1h30m", 1500 * time.Millisecond: "1.5s", 6*time.Hour + 5*time.Second: "6h0m5s"} {
+		if got := short(d); got != want {
+			t.Errorf("short(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

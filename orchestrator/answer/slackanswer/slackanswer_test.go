@@ -571,6 +571,15 @@ func TestReminderAndEscalation(t *testing.T) {
 	}
 	waitFor(t, "a reminder in the thread", inThread("Reminder: still waiting"))
 	waitFor(t, "the escalation in the thread", inThread("passed on to `human`"))
+	// The reminders stop at the hand-over: none after it.
+	escalated := false
+	for _, c := range f.fake.Calls("chat.postMessage") {
+		text := c.Params.Get("text")
+		escalated = escalated || strings.Contains(text, "passed on to `human`")
+		if escalated && strings.Contains(text, "Reminder:") {
+			t.Errorf("a reminder after the escalation: %q", text)
+		}
+	}
 	task, err := f.orch.Get(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
