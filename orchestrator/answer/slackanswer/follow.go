@@ -146,12 +146,15 @@ func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 	if u := b.taskURL(t.ID); u != "" {
 		text += " · <" + u + "|open>"
 	}
-	for _, r := range th.TS {
-		b.reply(ctx, r.Channel, r.TS, text)
-	}
+	// Recorded before it is posted, as reminders are: a restart in
+	// between loses the outcome's post rather than repeating it.
 	th.Outcome = true
-	delete(b.threads, t.ID)
 	if err := b.save(ctx, threadKey(t.ID), th); err != nil {
 		b.log.Warn("keep the thread of a task", "task_id", t.ID, "error", err)
+		return
+	}
+	delete(b.threads, t.ID)
+	for _, r := range th.TS {
+		b.reply(ctx, r.Channel, r.TS, text)
 	}
 }
