@@ -181,6 +181,8 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 			}})
 		case a.ActionID == actionOther:
 			return b.openForm(ctx, a.Value, cb, at)
+		case a.ActionID == actionAck:
+			return b.acknowledge(ctx, a.Value, cb.User)
 		}
 		return "ignored action " + a.ActionID, nil
 	case slack.InteractionTypeViewSubmission:
@@ -309,6 +311,44 @@ func (b *Bot) answer(ctx context.Context, id string, a attempt) (string, error) 
 	}
 	b.log.Info("answered from slack", "message", m.ID, "by", me, "answer", mine.Value, "how", a.what)
 	return "answered by " + me, nil
+}
+
+// acknowledge records that u is on the question of message id ("On it"):
+// the reminders stop and the message says who. The first one counts; the
+// step's timeout and the hand-over to the next step are unchanged.
+func (b *Bot) acknowledge(ctx context.Context, id string, u slack.User) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var m message
+	if ok, err := b.load(ctx, msgKey(id), &m); err != nil {
+		return "", err
+	} else if !ok {
+		return "unknown message " + id, nil
+	}
+	if ok, err := m.Target.allowed(u.ID, b.members(ctx)); err != nil {
+		return "", fmt.Errorf("check who may answer: %w", err)
+	} else if !ok {
+		b.ephemeral(ctx, &m, u.ID, ":no_entry: You may not take this question: only "+
+			strings.Join(mentions(m.Target.Allow), ", ")+" may. Nothing was changed.")
+		return "refused " + u.ID, nil
+	}
+	switch {
+	case m.Done:
+		b.ephemeral(ctx, &m, u.ID, ":hourglass: This question is no longer open.")
+		return "late " + u.ID, nil
+	case m.Acked != nil && sameUser(m.Acked.By, u.ID):
+		return "acknowledged again by " + u.ID, nil // a re-driven click
+	case m.Acked != nil:
+		b.ephemeral(ctx, &m, u.ID, fmt.Sprintf(":eyes: %s is on it already (since %s).", who(m.Acked.By), stamp(m.Acked.At)))
+		return "acknowledged before " + u.ID, nil
+	}
+	m.Acked = &acked{By: by(b.slackUser(ctx, u)), At: b.now()}
+	if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
+		return "", fmt.Errorf("keep the acknowledgement of message %s: %w", m.ID, err)
+	}
+	b.update(ctx, &m)
+	b.log.Info("question acknowledged in slack", "message", m.ID, "by", m.Acked.By)
+	return "acknowledged by " + m.Acked.By, nil
 }
 
 // close saves the message and rewrites it; once every member is settled

@@ -62,8 +62,8 @@ func (b *Bot) remind() {
 }
 
 // remindDue posts a reminder in the thread of each open message whose
-// next reminder slot has come, until it is answered, closed or its step
-// timed out. Each slot is recorded before its reminder is posted: a
+// next reminder slot has come, until it is answered, closed, acknowledged
+// ("On it") or its step timed out. Each slot is recorded before its reminder is posted: a
 // restart never posts it twice (a crash in between loses that one).
 func (b *Bot) remindDue(ctx context.Context) {
 	b.mu.Lock()
@@ -71,7 +71,7 @@ func (b *Bot) remindDue(ctx context.Context) {
 	now := b.now()
 	for id := range b.open {
 		var m message
-		if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Escalated {
+		if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Escalated || m.Acked != nil {
 			continue
 		}
 		left := 0

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/orchestrator/answer/slackanswer/slackfake"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -65,7 +66,7 @@ func TestRemindersRepeatAndSurviveRestart(t *testing.T) {
 	qa := f.question(answered)
 	waiting := f.ask(route, nil, schemas.NeedsInput{Question: "Which database?"})
 	qw := f.question(waiting)
-	if b := qa.Params.Get("blocks"); !strings.Contains(b, "Reminders in the thread every 10m until answered.") {
+	if b := qa.Params.Get("blocks"); !strings.Contains(b, "Reminders in the thread every 10m until answered or someone is on it.") {
 		t.Errorf("the question does not say how often it reminds: %s", b)
 	}
 	reminders := func(root string) []string {
@@ -238,5 +239,57 @@ func TestShortDuration(t *testing.T) {
 		if got := short(d); got != want {
 			t.Errorf("short(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestAcknowledgeStopsReminders: "On it" by someone allowed to answer
+// stops the reminders and says who is on it; by someone else it is
+// refused; the question stays open and is answered as before.
+func TestAcknowledgeStopsReminders(t *testing.T) {
+	t.Parallel()
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	f := newFixture(t, func(c *Config) { c.Now, c.Tick = clock, time.Hour })
+	f.fake.SetUser(slackfake.User{ID: "U2", Name: "bob", DisplayName: "Bob"})
+	id := f.ask("slack:#ops?allow=U2&remind=10m=1h,human", nil, ab())
+	q := f.question(id)
+	reminders := func() int {
+		n := 0
+		for _, c := range f.fake.Calls("chat.postMessage") {
+			if strings.Contains(c.Params.Get("text"), "Reminder: still waiting") && c.Params.Get("thread_ts") == q.TS {
+				n++
+			}
+		}
+		return n
+	}
+	offset.Store(int64(12 * time.Minute))
+	f.bot.remindDue(t.Context())
+	if n := reminders(); n != 1 {
+		t.Fatalf("%d reminders after 12m, want 1", n)
+	}
+	onIt := button(t, q, "On it")
+	f.post(slackfake.Click("U1", "mallory", channel, q.TS, onIt), secret, time.Now())
+	f.ephemeral("U1", "You may not take this question: only <@U2> may")
+	f.post(slackfake.Click("U2", "bob", channel, q.TS, onIt), secret, time.Now())
+	up := f.updated(q.TS, "*Bob* (<@U2>) is on it")
+	for _, b := range up.Buttons() {
+		if b.Text == "On it" {
+			t.Errorf("the acknowledged message still offers %q", b.Text)
+		}
+	}
+	if len(up.Buttons()) != 2 {
+		t.Errorf("the acknowledged message has buttons %+v, want A and B", up.Buttons())
+	}
+	offset.Store(int64(25 * time.Minute))
+	f.bot.remindDue(t.Context())
+	offset.Store(int64(55 * time.Minute))
+	f.bot.remindDue(t.Context())
+	if n := reminders(); n != 1 {
+		t.Errorf("%d reminders after the acknowledgement, want still 1", n)
+	}
+	f.post(slackfake.Click("U2", "bob", channel, q.TS, button(t, q, "B")), secret, time.Now())
+	task := f.waitTask(id, "answered", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
+	if a := task.Rounds[0].Answer; a.Value != "B" || a.By != "slack:U2 (Bob)" {
+		t.Errorf("answer = %+v, want B by slack:U2 (Bob)", a)
 	}
 }

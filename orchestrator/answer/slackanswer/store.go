@@ -46,6 +46,8 @@ type message struct {
 	Reminded  bool      `json:"reminded,omitempty"`
 	Next      string    `json:"next"`
 	Escalated bool      `json:"escalated,omitempty"`
+	// Acked is who clicked "On it" first, and when: the reminders stop.
+	Acked *acked `json:"acked,omitempty"`
 	// Done: every member is answered or closed; the buttons are gone.
 	Done bool `json:"done,omitempty"`
 }
@@ -66,6 +68,12 @@ type answered struct {
 	By      string    `json:"by"`
 	Channel string    `json:"channel"`
 	At      time.Time `json:"at"`
+}
+
+// acked is an acknowledgement: someone is on the question.
+type acked struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
 }
 
 // has reports whether the message asks task's round.
