@@ -35,6 +35,10 @@ type KV interface {
 	Get(ctx context.Context, key string) ([]byte, uint64, error)
 	Create(ctx context.Context, key string, value []byte) (uint64, error)
 	Put(ctx context.Context, key string, value []byte) (uint64, error)
+	// Update is a compare-and-swap on the revision (bus.ErrRevision):
+	// what is posted once (a reminder, a hand-over notice) is claimed
+	// with it, so two bots on one bucket never both post it.
+	Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error)
 	Delete(ctx context.Context, key string) error
 	Each(ctx context.Context, fn func(key string, value []byte, rev uint64) error) error
 }

@@ -2,9 +2,11 @@ package slackanswer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -66,7 +68,8 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var m message
-	if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done {
+	rev, ok, err := b.loadRev(ctx, msgKey(id), &m)
+	if err != nil || !ok || m.Done {
 		if err != nil {
 			b.log.Warn("read message", "message", id, "error", err)
 		}
@@ -91,7 +94,11 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 		// Recorded before it is posted: a restart in between loses the
 		// notice rather than posting it twice.
 		m.Escalated, changed = true, true
-		if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
+		if err := b.claim(ctx, msgKey(m.ID), &m, rev); errors.Is(err, bus.ErrRevision) {
+			// Another bot announced it, or the record changed: the next
+			// change reads it again.
+			return
+		} else if err != nil {
 			b.log.Warn("keep message", "message", m.ID, "error", err)
 			return
 		}

@@ -2,8 +2,11 @@ package slackanswer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agoradev/agora/internal/bus"
 )
 
 // maxReminders bounds the reminders of one message: with a short interval
@@ -63,15 +66,18 @@ func (b *Bot) remind() {
 
 // remindDue posts a reminder in the thread of each open message whose
 // next reminder slot has come, until it is answered, closed, acknowledged
-// ("On it") or its step timed out. Each slot is recorded before its reminder is posted: a
-// restart never posts it twice (a crash in between loses that one).
+// ("On it") or its step timed out. Each slot is claimed (a
+// compare-and-swap on the message's record) before its reminder is
+// posted: neither a restart nor a second bot on the same bucket posts it
+// twice (a crash in between loses that one).
 func (b *Bot) remindDue(ctx context.Context) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	for id := range b.open {
 		var m message
-		if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Escalated || m.Acked != nil {
+		rev, ok, err := b.loadRev(ctx, msgKey(id), &m)
+		if err != nil || !ok || m.Done || m.Escalated || m.Acked != nil {
 			continue
 		}
 		left := 0
@@ -91,7 +97,10 @@ func (b *Bot) remindDue(ctx context.Context) {
 			continue
 		}
 		m.Reminders++
-		if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
+		if err := b.claim(ctx, msgKey(m.ID), &m, rev); errors.Is(err, bus.ErrRevision) {
+			b.log.Debug("reminder taken by another bot, or the message changed", "message", m.ID)
+			continue
+		} else if err != nil {
 			b.log.Warn("keep message", "message", m.ID, "error", err)
 			continue
 		}

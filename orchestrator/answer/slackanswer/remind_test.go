@@ -293,3 +293,32 @@ func TestAcknowledgeStopsReminders(t *testing.T) {
 		t.Errorf("answer = %+v, want B by slack:U2 (Bob)", a)
 	}
 }
+
+// TestTwoBotsRemindOnce: two bots on one bucket (two orchestrators behind
+// a load balancer) post each reminder once: the slot is claimed with a
+// compare-and-swap before it is posted.
+func TestTwoBotsRemindOnce(t *testing.T) {
+	t.Parallel()
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	f := newFixture(t, func(c *Config) { c.Now, c.Tick = clock, time.Hour })
+	id := f.ask("slack:#ops?remind=10m=1h,human", nil, ab())
+	q := f.question(id)
+	other := f.startBot() // indexes the open message at its start
+	for _, at := range []time.Duration{12 * time.Minute, 13 * time.Minute, 22 * time.Minute} {
+		offset.Store(int64(at))
+		done := make(chan struct{})
+		go func() { defer close(done); other.remindDue(t.Context()) }()
+		f.bot.remindDue(t.Context())
+		<-done
+	}
+	n := 0
+	for _, c := range f.fake.Calls("chat.postMessage") {
+		if strings.Contains(c.Params.Get("text"), "Reminder: still waiting") && c.Params.Get("thread_ts") == q.TS {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d reminders from two bots by 22m, want 2 (10m and 20m)", n)
+	}
+}

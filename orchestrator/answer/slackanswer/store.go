@@ -134,17 +134,35 @@ func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // load reads key into v; found is false when it is absent.
 func (b *Bot) load(ctx context.Context, key string, v any) (found bool, err error) {
-	raw, _, err := b.cfg.KV.Get(ctx, key)
+	_, found, err = b.loadRev(ctx, key, v)
+	return found, err
+}
+
+// loadRev is load with the record's revision, for claim.
+func (b *Bot) loadRev(ctx context.Context, key string, v any) (rev uint64, found bool, err error) {
+	raw, rev, err := b.cfg.KV.Get(ctx, key)
 	if errors.Is(err, bus.ErrKeyNotFound) {
-		return false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if err := decode(raw, v); err != nil {
-		return false, fmt.Errorf("decode %s: %w", key, err)
+		return 0, false, fmt.Errorf("decode %s: %w", key, err)
 	}
-	return true, nil
+	return rev, true, nil
+}
+
+// claim saves v at key only if the record is still at rev: the bot that
+// claims a reminder or a notice posts it; an error wrapping
+// bus.ErrRevision means another bot (or change) came first.
+func (b *Bot) claim(ctx context.Context, key string, v any, rev uint64) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	_, err = b.cfg.KV.Update(ctx, key, raw, rev)
+	return err
 }
 
 func (b *Bot) save(ctx context.Context, key string, v any) error {

@@ -145,7 +145,8 @@ type Config struct {
 	Answerers *answer.Resolver
 	// Slack, when set, runs the Slack answerer (route steps "slack:…")
 	// with the orchestrator, its Service and KV filled in here, and serves
-	// its interactivity endpoint at SlackPath (docs/slack.md).
+	// its interactivity and events endpoints at SlackPath and
+	// SlackEventsPath (docs/slack.md).
 	Slack *slackanswer.Config
 	// Runner runs a runner on the Docker engine.
 	Runner bool
