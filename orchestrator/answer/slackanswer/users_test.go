@@ -52,7 +52,8 @@ func TestAnsweredByName(t *testing.T) {
 // TestRateLimitOnEveryCall: a 429 is waited out for its Retry-After, then
 // retried, on every Slack call the bot makes: chat.postMessage (the
 // question), usergroups.users.list and chat.postEphemeral (an unauthorised
-// click), views.open ("Other…"), users.info and chat.update (the answer).
+// click), views.open ("Other…"), users.info and chat.update (the answer),
+// auth.test (a bot's start).
 func TestRateLimitOnEveryCall(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -87,5 +88,12 @@ func TestRateLimitOnEveryCall(t *testing.T) {
 		if gap, want := calls[1].At.Sub(calls[0].At), time.Duration(after)*time.Second; gap < want {
 			t.Errorf("%s retried %s after a 429 with Retry-After: %d, want at least %s", method, gap, after, want)
 		}
+	}
+	// auth.test, at a bot's start.
+	f.fake.RateLimitFor("auth.test", 1, 1)
+	start := time.Now()
+	f.startBot()
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("a bot started %s after auth.test got a 429 with Retry-After: 1, want at least 1s", d)
 	}
 }
