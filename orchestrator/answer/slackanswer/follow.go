@@ -67,13 +67,27 @@ func (b *Bot) taskChanged(ctx context.Context, t *wire.Task) {
 func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// A lost claim of the hand-over notice (another bot's write came
+	// first) is read again: that bot may have posted it, or changed
+	// something else.
+	for range 3 {
+		if !b.syncOnce(ctx, id, t) {
+			return
+		}
+	}
+	b.log.Warn("message keeps changing under the bot; the next task change syncs it", "message", id)
+}
+
+// syncOnce is sync on one read of the record; again is true when its
+// claim was lost.
+func (b *Bot) syncOnce(ctx context.Context, id string, t *wire.Task) (again bool) {
 	var m message
 	rev, ok, err := b.loadRev(ctx, msgKey(id), &m)
 	if err != nil || !ok || m.Done {
 		if err != nil {
 			b.log.Warn("read message", "message", id, "error", err)
 		}
-		return
+		return false
 	}
 	changed := false
 	var escalated *wire.Decision
@@ -95,12 +109,10 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 		// notice rather than posting it twice.
 		m.Escalated, changed = true, true
 		if err := b.claim(ctx, msgKey(m.ID), &m, rev); errors.Is(err, bus.ErrRevision) {
-			// Another bot announced it, or the record changed: the next
-			// change reads it again.
-			return
+			return true
 		} else if err != nil {
 			b.log.Warn("keep message", "message", m.ID, "error", err)
-			return
+			return false
 		}
 		next := "the route ended"
 		if m.Next != "" {
@@ -111,6 +123,7 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 	if changed {
 		b.close(ctx, &m)
 	}
+	return false
 }
 
 // timedOut finds the decision that step timed out on round n.
