@@ -90,7 +90,7 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 		}
 	}
 	b.index(m)
-	b.indexThread(m)
+	b.keepThread(ctx, m)
 	b.log.Info("question posted", "task_id", q.TaskID, "round", q.Round, "channel", m.ChannelID, "ts", m.TS)
 	return answer.ErrPending
 }

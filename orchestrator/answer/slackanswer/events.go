@@ -91,7 +91,7 @@ func (b *Bot) EventsHandler() http.Handler {
 // anything is done with it (key "" when the event is not one); fresh is
 // false for an event_id seen before.
 func (b *Bot) recordEvent(ctx context.Context, body []byte, ev outerEvent) (key string, fresh bool, err error) {
-	if !ev.Event.isReply() || ev.EventID == "" || ev.Event.User == b.botUser || !b.knownThread(ev.Event.Channel, ev.Event.ThreadTS) {
+	if !ev.Event.isReply() || ev.EventID == "" || ev.Event.User == b.botUser || !b.knownThread(ctx, ev.Event.Channel, ev.Event.ThreadTS) {
 		return "", false, nil
 	}
 	key = eventKey(ev.EventID)
@@ -111,30 +111,63 @@ func (b *Bot) recordEvent(ctx context.Context, body []byte, ev outerEvent) (key 
 // threadKeyOf is how the thread index names a thread.
 func threadKeyOf(channelID, ts string) string { return channelID + "/" + ts }
 
-// indexThread remembers that message m is in the thread it is in.
+// indexThread remembers, in memory, that message m is in the thread it
+// is in.
 func (b *Bot) indexThread(m *message) {
 	b.threadsMu.Lock()
 	defer b.threadsMu.Unlock()
 	k := threadKeyOf(m.ChannelID, threadOf(m))
-	for _, id := range b.inThread[k] {
-		if id == m.ID {
-			return
-		}
+	if !slices.Contains(b.inThread[k], m.ID) {
+		b.inThread[k] = append(b.inThread[k], m.ID)
 	}
-	b.inThread[k] = append(b.inThread[k], m.ID)
+}
+
+// keepThread indexes m and keeps the thread's list of messages in the
+// bucket too (inThreadKey), so that a reply reaching another
+// orchestrator's bot (behind a load balancer) finds its question. Callers
+// hold mu.
+func (b *Bot) keepThread(ctx context.Context, m *message) {
+	b.indexThread(m)
+	key := inThreadKey(m.ChannelID, threadOf(m))
+	var ids []string
+	if _, err := b.load(ctx, key, &ids); err != nil {
+		b.log.Warn("read the messages of a thread", "thread", threadOf(m), "error", err)
+	}
+	if slices.Contains(ids, m.ID) {
+		return
+	}
+	if err := b.save(ctx, key, append(ids, m.ID)); err != nil {
+		b.log.Warn("keep the messages of a thread", "thread", threadOf(m), "error", err)
+	}
 }
 
 // knownThread reports whether a message of the bot's is in the thread;
 // it takes no lock held across Slack calls, so the endpoint answers
 // within Slack's 3 seconds.
-func (b *Bot) knownThread(channelID, ts string) bool {
-	return len(b.threadMessages(channelID, ts)) > 0
+func (b *Bot) knownThread(ctx context.Context, channelID, ts string) bool {
+	return len(b.threadMessages(ctx, channelID, ts)) > 0
 }
 
-func (b *Bot) threadMessages(channelID, ts string) []string {
+// threadMessages lists the bot's messages in a thread: from memory, else
+// from the bucket (a thread another bot started since this one's start).
+func (b *Bot) threadMessages(ctx context.Context, channelID, ts string) []string {
+	k := threadKeyOf(channelID, ts)
 	b.threadsMu.Lock()
-	defer b.threadsMu.Unlock()
-	return slices.Clone(b.inThread[threadKeyOf(channelID, ts)])
+	ids := slices.Clone(b.inThread[k])
+	b.threadsMu.Unlock()
+	if len(ids) > 0 {
+		return ids
+	}
+	if _, err := b.load(ctx, inThreadKey(channelID, ts), &ids); err != nil {
+		b.log.Warn("read the messages of a thread", "thread", ts, "error", err)
+		return nil
+	}
+	if len(ids) > 0 {
+		b.threadsMu.Lock()
+		b.inThread[k] = ids
+		b.threadsMu.Unlock()
+	}
+	return ids
 }
 
 // answerReply answers the question a reply in its thread is about: the most
@@ -149,7 +182,7 @@ func (b *Bot) answerReply(ctx context.Context, payload []byte) (string, error) {
 	e := ev.Event
 	b.mu.Lock()
 	var open, latest *message
-	for _, id := range b.threadMessages(e.Channel, e.ThreadTS) {
+	for _, id := range b.threadMessages(ctx, e.Channel, e.ThreadTS) {
 		var m message
 		if ok, err := b.load(ctx, msgKey(id), &m); err != nil {
 			b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func (f *fixture) event(payload any, key string, ts time.Time) (int, string) {
 func (f *fixture) threadQuestion(id string) slackfake.Call {
 	f.t.Helper()
 	q := f.question(id)
-	waitFor(f.t, "the thread of "+id+" known", func() bool { return f.bot.knownThread(channelIDOf(q), q.TS) })
+	waitFor(f.t, "the thread of "+id+" known", func() bool { return f.bot.knownThread(f.t.Context(), channelIDOf(q), q.TS) })
 	return q
 }
 
@@ -209,5 +210,32 @@ func TestSocketModeThreadReply(t *testing.T) {
 	task := f.waitTask(id, "answered", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
 	if a := task.Rounds[0].Answer; a.Value != "sqlite" || a.By != "slack:U1" || a.Channel != "slack" {
 		t.Errorf("answer = %+v, want sqlite by slack:U1 via slack", a)
+	}
+}
+
+// TestThreadReplyToAnotherBot: a reply that reaches a bot other than the
+// one that posted the question (two orchestrators behind a load
+// balancer, one bucket) finds the question through the bucket.
+func TestThreadReplyToAnotherBot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	other := f.startBot() // started before the question: nothing in its memory
+	srv := httptest.NewServer(other.EventsHandler())
+	t.Cleanup(srv.Close)
+	id := f.ask("slack:#ops", nil, schemas.NeedsInput{Question: "Which database?"})
+	q := f.threadQuestion(id)
+	r := slackfake.Event(srv.URL+"/slack/events", secret, time.Now(), slackfake.ThreadReply("Ev1", "U1", channel, q.TS, "postgres"))
+	r.RequestURI = ""
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reply to the other bot: status %d, want 200", resp.StatusCode)
+	}
+	task := f.waitTask(id, "answered through the other bot", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
+	if a := task.Rounds[0].Answer; a.Value != "postgres" || a.By != "slack:U1" {
+		t.Errorf("answer = %+v, want postgres by slack:U1", a)
 	}
 }

@@ -124,7 +124,10 @@ func hashed(prefix, s string) string {
 func msgKey(id string) string      { return "msg." + id }
 func threadKey(task string) string { return hashed("thread", task) }
 func groupKey(gid string) string   { return hashed("group", gid) }
-func clickKey(p []byte) string     { return hashed("click", string(p)) }
+
+// inThreadKey lists the bot's messages in a thread (channel id, root ts).
+func inThreadKey(channelID, ts string) string { return hashed("inthread", channelID+"/"+ts) }
+func clickKey(p []byte) string                { return hashed("click", string(p)) }
 
 // eventKey is the record of an Events API event: Slack delivers an event
 // again (X-Slack-Retry-Num) with the same event_id.
