@@ -145,29 +145,33 @@ func (b *Bot) keepThread(ctx context.Context, m *message) {
 // it takes no lock held across Slack calls, so the endpoint answers
 // within Slack's 3 seconds.
 func (b *Bot) knownThread(ctx context.Context, channelID, ts string) bool {
-	return len(b.threadMessages(ctx, channelID, ts)) > 0
+	return len(b.threadMessages(ctx, channelID, ts, false)) > 0
 }
 
-// threadMessages lists the bot's messages in a thread: from memory, else
-// from the bucket (a thread another bot started since this one's start).
-func (b *Bot) threadMessages(ctx context.Context, channelID, ts string) []string {
+// threadMessages lists the bot's messages in a thread: from memory, and
+// from the bucket when memory has none or fresh is set (messages another
+// bot posted since this one started).
+func (b *Bot) threadMessages(ctx context.Context, channelID, ts string, fresh bool) []string {
 	k := threadKeyOf(channelID, ts)
 	b.threadsMu.Lock()
 	ids := slices.Clone(b.inThread[k])
 	b.threadsMu.Unlock()
-	if len(ids) > 0 {
+	if len(ids) > 0 && !fresh {
 		return ids
 	}
-	if _, err := b.load(ctx, inThreadKey(channelID, ts), &ids); err != nil {
+	var kept []string
+	if _, err := b.load(ctx, inThreadKey(channelID, ts), &kept); err != nil {
 		b.log.Warn("read the messages of a thread", "thread", ts, "error", err)
-		return nil
+		return ids
 	}
-	if len(ids) > 0 {
-		b.threadsMu.Lock()
-		b.inThread[k] = ids
-		b.threadsMu.Unlock()
+	b.threadsMu.Lock()
+	defer b.threadsMu.Unlock()
+	for _, id := range kept {
+		if !slices.Contains(b.inThread[k], id) {
+			b.inThread[k] = append(b.inThread[k], id)
+		}
 	}
-	return ids
+	return slices.Clone(b.inThread[k])
 }
 
 // answerReply answers the question a reply in its thread is about: the most
@@ -182,7 +186,7 @@ func (b *Bot) answerReply(ctx context.Context, payload []byte) (string, error) {
 	e := ev.Event
 	b.mu.Lock()
 	var open, latest *message
-	for _, id := range b.threadMessages(ctx, e.Channel, e.ThreadTS) {
+	for _, id := range b.threadMessages(ctx, e.Channel, e.ThreadTS, true) {
 		var m message
 		if ok, err := b.load(ctx, msgKey(id), &m); err != nil {
 			b.mu.Unlock()
