@@ -16,8 +16,8 @@ type slackFlags struct {
 
 func (f *slackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.token, "slack-token", "", "answer questions in Slack (route steps slack:#channel, slack:@user) as the bot with `TOKEN` (xoxb-…; default $AGORA_SLACK_TOKEN)")
-	fs.StringVar(&f.signingSecret, "slack-signing-secret", "", "verify Slack's interactivity requests with the app's signing `SECRET` (default $AGORA_SLACK_SIGNING_SECRET)")
-	fs.BoolVar(&f.socketMode, "slack-socket-mode", false, "take Slack interactions over Socket Mode (no public ingress) instead of POST /slack/interactions")
+	fs.StringVar(&f.signingSecret, "slack-signing-secret", "", "verify Slack's interactivity and events requests with the app's signing `SECRET` (default $AGORA_SLACK_SIGNING_SECRET)")
+	fs.BoolVar(&f.socketMode, "slack-socket-mode", false, "take Slack interactions and events over Socket Mode (no public ingress) instead of POST /slack/interactions and /slack/events")
 	fs.StringVar(&f.appToken, "slack-app-token", "", "the app-level `TOKEN` (xapp-…) Socket Mode connects with (default $AGORA_SLACK_APP_TOKEN)")
 	fs.StringVar(&f.apiURL, "slack-api-url", "", "the Slack Web API at `URL` instead of https://slack.com/api/ (a fake, in tests)")
 	fs.StringVar(&f.publicURL, "public-url", "", "where people reach this server, `URL`; Slack messages link to URL/tasks/ID (default $AGORA_PUBLIC_URL)")

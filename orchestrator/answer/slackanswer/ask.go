@@ -46,13 +46,10 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 	m := &message{ID: newID(), Step: step, Target: target, Batch: batch, GroupID: gid,
 		Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default,
 		Members: []member{mb}, Next: nextStep(t, step)}
+	m.Posted = b.now()
 	if dl, ok := ctx.Deadline(); ok {
 		m.Deadline = dl
-		remind := target.Remind
-		if remind <= 0 {
-			remind = dl.Sub(b.now()) / 4
-		}
-		m.RemindAt = dl.Add(-remind)
+		m.RemindEvery = remindEvery(target, m.Posted, dl)
 	}
 	var th thread
 	if _, err := b.load(ctx, threadKey(q.TaskID), &th); err != nil {
@@ -93,6 +90,7 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 		}
 	}
 	b.index(m)
+	b.keepThread(ctx, m)
 	b.log.Info("question posted", "task_id", q.TaskID, "round", q.Round, "channel", m.ChannelID, "ts", m.TS)
 	return answer.ErrPending
 }

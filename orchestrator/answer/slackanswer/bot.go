@@ -35,6 +35,10 @@ type KV interface {
 	Get(ctx context.Context, key string) ([]byte, uint64, error)
 	Create(ctx context.Context, key string, value []byte) (uint64, error)
 	Put(ctx context.Context, key string, value []byte) (uint64, error)
+	// Update is a compare-and-swap on the revision (bus.ErrRevision):
+	// what is posted once (a reminder, a hand-over notice) is claimed
+	// with it, so two bots on one bucket never both post it.
+	Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error)
 	Delete(ctx context.Context, key string) error
 	Each(ctx context.Context, fn func(key string, value []byte, rev uint64) error) error
 }
@@ -107,6 +111,18 @@ type Bot struct {
 	// yet: the watcher reads no record for the others.
 	threads map[string]bool
 	groups  map[string]groupMembers
+	// inThread lists the messages of each thread (channel id/thread ts),
+	// open or done, so that a reply in a thread finds its question;
+	// threadsMu guards it.
+	threadsMu sync.Mutex
+	inThread  map[string][]string
+
+	// usersMu guards users, the users.info cache.
+	usersMu sync.Mutex
+	users   map[string]userName
+	// botUser is the bot's own user id (auth.test): its posts are no
+	// answers.
+	botUser string
 
 	changes chan wire.Change
 }
@@ -144,7 +160,8 @@ func New(cfg Config) (*Bot, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Bot{cfg: cfg, api: slack.New(cfg.Token, opts...), log: cfg.Logger.With("answerer", "slack"),
 		ctx: ctx, cancel: cancel, open: map[string]bool{}, byTask: map[string][]string{}, threads: map[string]bool{},
-		groups: map[string]groupMembers{}, changes: make(chan wire.Change, 4096)}, nil
+		groups: map[string]groupMembers{}, inThread: map[string][]string{}, users: map[string]userName{},
+		changes: make(chan wire.Change, 4096)}, nil
 }
 
 // Register plugs "slack:<target>" into r; a target that cannot be read is
@@ -175,13 +192,19 @@ func (b *Bot) Start(ctx context.Context) error {
 		return fmt.Errorf("start slack bot: %w", err)
 	}
 	b.log.Info("slack bot connected", "team", who.Team, "user", who.User)
+	b.botUser = who.UserID
 	var pending, old []string
+	var open []*message
 	err = b.cfg.KV.Each(ctx, func(key string, value []byte, _ uint64) error {
 		switch {
 		case strings.HasPrefix(key, "msg."):
 			var m message
-			if decode(value, &m) == nil && !m.Done {
-				b.index(&m)
+			if decode(value, &m) == nil {
+				b.indexThread(&m)
+				if !m.Done {
+					b.index(&m)
+					open = append(open, &m)
+				}
 			}
 		case strings.HasPrefix(key, "thread."):
 			var th thread
@@ -212,6 +235,14 @@ func (b *Bot) Start(ctx context.Context) error {
 		b.log.Info("re-driving a click received before a restart", "click", key)
 		b.goAct(key)
 	}
+	// What happened to the open questions while no bot followed the tasks
+	// (answered elsewhere, timed out and passed on): the watch below sees
+	// only changes from now on.
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.catchUp(b.ctx, open)
+	}()
 	b.wg.Add(2)
 	go b.follow()
 	go b.remind()

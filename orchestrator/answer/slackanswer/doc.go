@@ -1,19 +1,23 @@
 // Package slackanswer is the Slack answerer: a route step
 // "slack:#channel" or "slack:@user" posts a sub-agent's question to Slack
 // as a Block Kit message with a button per option, and the clicks that
-// come back through the interactivity endpoint (HTTP or Socket Mode)
-// answer it through the orchestrator's Answer, recorded as the Slack user
-// on the channel "slack".
+// come back through the interactivity endpoint (HTTP or Socket Mode), or
+// the replies in its thread that come through the Events API endpoint (or
+// Socket Mode), answer it through the orchestrator's Answer, recorded as
+// the Slack user (named as users.info shows them) on the channel "slack".
 //
 // One Bot serves an orchestrator: Register plugs the step into the
-// answer.Resolver, Handler is the interactivity endpoint agora serve
-// mounts, Start follows the tasks (Service.Watch) so that a question
-// answered elsewhere, a reminder, an escalation to the next step and the
-// task's outcome show in Slack, and re-drives clicks a restart cut off.
+// answer.Resolver, Handler and EventsHandler are the interactivity and
+// events endpoints agora serve mounts, Start follows the tasks
+// (Service.Watch, after catching up with the open questions' tasks) so
+// that a question answered elsewhere, the repeated reminders, an
+// escalation to the next step and the task's outcome show in Slack, and
+// re-drives clicks and replies a restart cut off.
 //
-// State lives in a KV bucket (Bucket): one record per posted message, one
-// per task thread, one per click received (written before the click is
-// acted on, so a click is never lost and never applied twice).
+// State lives in a KV bucket (Bucket): one record per posted message
+// (with its reminders, recorded before each is posted), one per task
+// thread, one per click or reply received (written before it is acted
+// on, so it is never lost and never applied twice).
 //
 // It imports orchestrator (QuestionGroupKey), answer, wire and
 // internal/bus from this module, and slack-go;

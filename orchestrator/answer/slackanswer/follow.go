@@ -2,10 +2,11 @@ package slackanswer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -27,6 +28,29 @@ func (b *Bot) follow() {
 	}
 }
 
+// catchUp brings the messages that were open at start up to date with
+// their tasks.
+func (b *Bot) catchUp(ctx context.Context, open []*message) {
+	seen := map[string]bool{}
+	for _, m := range open {
+		for _, mb := range m.Members {
+			if seen[mb.TaskID] {
+				continue
+			}
+			seen[mb.TaskID] = true
+			t, err := b.cfg.Service.Get(ctx, mb.TaskID)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				b.log.Warn("read task at start", "task_id", mb.TaskID, "error", err)
+				continue
+			}
+			b.taskChanged(ctx, t)
+		}
+	}
+}
+
 func (b *Bot) taskChanged(ctx context.Context, t *wire.Task) {
 	b.mu.Lock()
 	ids := slices.Clone(b.byTask[t.ID])
@@ -43,14 +67,30 @@ func (b *Bot) taskChanged(ctx context.Context, t *wire.Task) {
 func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// A lost claim of the hand-over notice (another bot's write came
+	// first) is read again: that bot may have posted it, or changed
+	// something else.
+	for range 3 {
+		if !b.syncOnce(ctx, id, t) {
+			return
+		}
+	}
+	b.log.Warn("message keeps changing under the bot; the next task change syncs it", "message", id)
+}
+
+// syncOnce is sync on one read of the record; again is true when its
+// claim was lost.
+func (b *Bot) syncOnce(ctx context.Context, id string, t *wire.Task) (again bool) {
 	var m message
-	if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done {
+	rev, ok, err := b.loadRev(ctx, msgKey(id), &m)
+	if err != nil || !ok || m.Done {
 		if err != nil {
 			b.log.Warn("read message", "message", id, "error", err)
 		}
-		return
+		return false
 	}
 	changed := false
+	var escalated *wire.Decision
 	for i := range m.Members {
 		mb := &m.Members[i]
 		if mb.TaskID != t.ID || mb.settled() {
@@ -60,18 +100,30 @@ func (b *Bot) sync(ctx context.Context, id string, t *wire.Task) {
 		changed = changed || mb.settled()
 		if !m.Escalated {
 			if d, ok := timedOut(t, mb.Round, m.Step); ok {
-				m.Escalated, changed = true, true
-				next := "the route ended"
-				if m.Next != "" {
-					next = "passed on to `" + m.Next + "`"
-				}
-				b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":arrow_heading_down: No answer here by %s; %s. An answer given here is still taken while the question is open.", stamp(d.At), next))
+				escalated = &d
 			}
 		}
+	}
+	if escalated != nil {
+		// Recorded before it is posted: a restart in between loses the
+		// notice rather than posting it twice.
+		m.Escalated, changed = true, true
+		if err := b.claim(ctx, msgKey(m.ID), &m, rev); errors.Is(err, bus.ErrRevision) {
+			return true
+		} else if err != nil {
+			b.log.Warn("keep message", "message", m.ID, "error", err)
+			return false
+		}
+		next := "the route ended"
+		if m.Next != "" {
+			next = "passed on to `" + m.Next + "`"
+		}
+		b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":arrow_heading_down: No answer here by %s; %s. An answer given here is still taken while the question is open.", stamp(escalated.At), next))
 	}
 	if changed {
 		b.close(ctx, &m)
 	}
+	return false
 }
 
 // timedOut finds the decision that step timed out on round n.
@@ -114,51 +166,15 @@ func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 	if u := b.taskURL(t.ID); u != "" {
 		text += " · <" + u + "|open>"
 	}
-	for _, r := range th.TS {
-		b.reply(ctx, r.Channel, r.TS, text)
-	}
+	// Recorded before it is posted, as reminders are: a restart in
+	// between loses the outcome's post rather than repeating it.
 	th.Outcome = true
-	delete(b.threads, t.ID)
 	if err := b.save(ctx, threadKey(t.ID), th); err != nil {
 		b.log.Warn("keep the thread of a task", "task_id", t.ID, "error", err)
+		return
 	}
-}
-
-// remind posts a reminder in the thread of each open message whose
-// reminder time has come, once, before its step times out.
-func (b *Bot) remind() {
-	defer b.wg.Done()
-	tick := time.NewTicker(b.cfg.Tick)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-tick.C:
-			b.remindDue(b.ctx)
-		}
-	}
-}
-
-func (b *Bot) remindDue(ctx context.Context) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.now()
-	for id := range b.open {
-		var m message
-		if ok, err := b.load(ctx, msgKey(id), &m); err != nil || !ok || m.Done || m.Reminded || m.RemindAt.IsZero() ||
-			now.Before(m.RemindAt) || !now.Before(m.Deadline) {
-			continue
-		}
-		next := "the route ends"
-		if m.Next != "" {
-			next = "it goes to `" + m.Next + "`"
-		}
-		b.reply(ctx, m.ChannelID, threadOf(&m), fmt.Sprintf(":alarm_clock: Reminder: still waiting for an answer to *%s*. At %s %s.",
-			escape(m.Question), stamp(m.Deadline), next))
-		m.Reminded = true
-		if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
-			b.log.Warn("keep message", "message", m.ID, "error", err)
-		}
+	delete(b.threads, t.ID)
+	for _, r := range th.TS {
+		b.reply(ctx, r.Channel, r.TS, text)
 	}
 }

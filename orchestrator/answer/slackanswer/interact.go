@@ -27,24 +27,8 @@ const maxBody = 1 << 20
 // (Slack gives up after 3 seconds) and acts on it afterwards.
 func (b *Bot) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-		if err != nil || len(body) > maxBody {
-			http.Error(w, "unreadable or too large body", http.StatusBadRequest)
-			return
-		}
-		sv, err := slack.NewSecretsVerifier(r.Header, b.cfg.SigningSecret)
-		if err == nil {
-			_, _ = sv.Write(body)
-			err = sv.Ensure()
-		}
-		if err != nil {
-			b.log.Warn("slack interaction refused", "remote", r.RemoteAddr, "error", err)
-			http.Error(w, "bad signature or timestamp", http.StatusUnauthorized)
+		body, ok := b.verified(w, r)
+		if !ok {
 			return
 		}
 		form, err := parseForm(body)
@@ -65,6 +49,33 @@ func (b *Bot) Handler() http.Handler {
 			b.goAct(key)
 		}
 	})
+}
+
+// verified reads a request Slack signed: POST, a bounded body, the v0
+// signature of the signing secret over it and a timestamp within 5
+// minutes. Anything else is answered (405, 400, 401) and ok is false.
+func (b *Bot) verified(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil || len(body) > maxBody {
+		http.Error(w, "unreadable or too large body", http.StatusBadRequest)
+		return nil, false
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, b.cfg.SigningSecret)
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	if err != nil {
+		b.log.Warn("slack request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "error", err)
+		http.Error(w, "bad signature or timestamp", http.StatusUnauthorized)
+		return nil, false
+	}
+	return body, true
 }
 
 func parseForm(body []byte) (string, error) {
@@ -118,13 +129,23 @@ func (b *Bot) act(ctx context.Context, key string) error {
 	if ok, err := b.load(ctx, key, &c); err != nil || !ok || c.Done {
 		return err
 	}
-	var cb slack.InteractionCallback
-	if err := json.Unmarshal(c.Payload, &cb); err != nil {
-		return b.finish(ctx, key, c, "undecodable: "+err.Error())
-	}
-	result, err := b.interaction(ctx, &cb, c.At)
-	if err != nil {
-		return err
+	var result string
+	if c.Kind == kindEvent {
+		r, err := b.answerReply(ctx, c.Payload)
+		if err != nil {
+			return err
+		}
+		result = r
+	} else {
+		var cb slack.InteractionCallback
+		if err := json.Unmarshal(c.Payload, &cb); err != nil {
+			return b.finish(ctx, key, c, "undecodable: "+err.Error())
+		}
+		r, err := b.interaction(ctx, &cb, c.At)
+		if err != nil {
+			return err
+		}
+		result = r
 	}
 	return b.finish(ctx, key, c, result)
 }
@@ -152,14 +173,16 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 			if err != nil {
 				return "bad button value " + a.Value, nil
 			}
-			return b.answer(ctx, id, cb.User, func(m *message) (string, bool) {
+			return b.answer(ctx, id, attempt{user: cb.User, value: func(m *message) (string, bool) {
 				if i < 0 || i >= len(m.Options) {
 					return "", false
 				}
 				return m.Options[i], true
-			})
+			}})
 		case a.ActionID == actionOther:
 			return b.openForm(ctx, a.Value, cb, at)
+		case a.ActionID == actionAck:
+			return b.acknowledge(ctx, a.Value, cb.User)
 		}
 		return "ignored action " + a.ActionID, nil
 	case slack.InteractionTypeViewSubmission:
@@ -167,7 +190,8 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 			return "ignored view " + cb.View.CallbackID, nil
 		}
 		text := strings.TrimSpace(cb.View.State.Values["answer"]["text"].Value)
-		return b.answer(ctx, cb.View.PrivateMetadata, cb.User, func(*message) (string, bool) { return text, text != "" })
+		return b.answer(ctx, cb.View.PrivateMetadata, attempt{user: cb.User, what: "answer",
+			value: func(*message) (string, bool) { return text, text != "" }})
 	}
 	return "ignored " + string(cb.Type), nil
 }
@@ -176,7 +200,8 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 // Slack user named in By.
 const Via = "slack-app"
 
-// by is how a Slack user is recorded as the answering person.
+// by is how a Slack user is recorded as the answering person:
+// "slack:U1 (name)", the name as slackUser found it.
 func by(u slack.User) string {
 	name := u.Name
 	if name == "" {
@@ -188,9 +213,110 @@ func by(u slack.User) string {
 	return "slack:" + u.ID + " (" + name + ")"
 }
 
-// answer gives the value a click chose to every open question of the
+// attempt is one person's try at answering a message: a click, a form or
+// a reply in the thread.
+type attempt struct {
+	user slack.User
+	// value reads the answer off the message; false: no answer to it.
+	value func(*message) (string, bool)
+	// notAnswer is the ephemeral reply when value finds none ("" for the
+	// default); what names the attempt in replies ("click" by default);
+	// thread is where ephemeral replies go ("" for the message's thread).
+	notAnswer, what, thread string
+}
+
+// sameUser reports whether by (as recorded) is the Slack user id,
+// whatever name was recorded beside it.
+func sameUser(by, id string) bool {
+	return by == "slack:"+id || strings.HasPrefix(by, "slack:"+id+" ")
+}
+
+// answer gives the value an attempt chose to every open question of the
 // message: the first answer wins; a late or unauthorised one is told why.
-func (b *Bot) answer(ctx context.Context, id string, u slack.User, value func(*message) (string, bool)) (string, error) {
+func (b *Bot) answer(ctx context.Context, id string, a attempt) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := a.user
+	if a.what == "" {
+		a.what = "click"
+	}
+	var m message
+	if ok, err := b.load(ctx, msgKey(id), &m); err != nil {
+		return "", err
+	} else if !ok {
+		return "unknown message " + id, nil
+	}
+	tell := func(text string) { b.ephemeralIn(ctx, &m, a.thread, u.ID, text) }
+	if ok, err := m.Target.allowed(u.ID, b.members(ctx)); err != nil {
+		return "", fmt.Errorf("check who may answer: %w", err)
+	} else if !ok {
+		tell(":no_entry: You may not answer this question: only " +
+			strings.Join(mentions(m.Target.Allow), ", ") + " may. Nothing was changed.")
+		return "refused " + u.ID, nil
+	}
+	v, ok := a.value(&m)
+	if !ok && !m.Done {
+		if a.notAnswer == "" {
+			a.notAnswer = ":warning: That is not an answer to this question."
+		}
+		tell(a.notAnswer)
+		return "no answer", nil
+	}
+	var mine, theirs *answered
+	me := ""
+	for i := range m.Members {
+		mb := &m.Members[i]
+		if mb.settled() {
+			if theirs == nil && mb.Answer != nil {
+				theirs = mb.Answer
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if me == "" {
+			me = by(b.slackUser(ctx, u))
+		}
+		// In process, not through the API: the Slack app, whose signature
+		// was checked, vouches for the user (Via).
+		t, err := b.cfg.Service.Answer(ctx, wire.AnswerRequest{TaskID: mb.TaskID, Round: mb.Round, Answer: v, By: me, Via: Via, Channel: "slack"})
+		switch {
+		case err == nil:
+			mb.Answer = answerOf(t, mb.Round)
+			mine = mb.Answer
+		case errors.Is(err, wire.ErrAlreadyAnswered), errors.Is(err, wire.ErrNoQuestion):
+			b.settle(ctx, mb)
+			if mb.Answer != nil && sameUser(mb.Answer.By, u.ID) && mb.Answer.Channel == "slack" && mb.Answer.Value == v {
+				mine = mb.Answer // a re-driven attempt that was applied before the restart
+			} else if theirs == nil && mb.Answer != nil {
+				theirs = mb.Answer
+			}
+		case errors.Is(err, wire.ErrInvalidAnswer):
+			tell(":warning: " + escape(err.Error()))
+			return "invalid answer", nil
+		default:
+			return "", fmt.Errorf("answer task %s round %d: %w", mb.TaskID, mb.Round, err)
+		}
+	}
+	b.close(ctx, &m)
+	if mine == nil {
+		msg := fmt.Sprintf(":hourglass: This question is no longer open. Your %s changed nothing.", a.what)
+		if theirs != nil {
+			msg = fmt.Sprintf(":hourglass: Already answered by %s from %s at %s (answer *%s*). Your %s changed nothing.",
+				who(theirs.By), theirs.Channel, stamp(theirs.At), escape(theirs.Value), a.what)
+		}
+		tell(msg)
+		return "late " + u.ID, nil
+	}
+	b.log.Info("answered from slack", "message", m.ID, "by", me, "answer", mine.Value, "how", a.what)
+	return "answered by " + me, nil
+}
+
+// acknowledge records that u is on the question of message id ("On it"):
+// the reminders stop and the message says who. The first one counts; the
+// step's timeout and the hand-over to the next step are unchanged.
+func (b *Bot) acknowledge(ctx context.Context, id string, u slack.User) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var m message
@@ -202,58 +328,27 @@ func (b *Bot) answer(ctx context.Context, id string, u slack.User, value func(*m
 	if ok, err := m.Target.allowed(u.ID, b.members(ctx)); err != nil {
 		return "", fmt.Errorf("check who may answer: %w", err)
 	} else if !ok {
-		b.ephemeral(ctx, &m, u.ID, ":no_entry: You may not answer this question: only "+
+		b.ephemeral(ctx, &m, u.ID, ":no_entry: You may not take this question: only "+
 			strings.Join(mentions(m.Target.Allow), ", ")+" may. Nothing was changed.")
 		return "refused " + u.ID, nil
 	}
-	v, ok := value(&m)
-	if !ok {
-		b.ephemeral(ctx, &m, u.ID, ":warning: That is not an answer to this question.")
-		return "no answer", nil
-	}
-	me := by(u)
-	var mine, theirs *answered
-	for i := range m.Members {
-		mb := &m.Members[i]
-		if mb.settled() {
-			if theirs == nil && mb.Answer != nil {
-				theirs = mb.Answer
-			}
-			continue
-		}
-		// In process, not through the API: the Slack app, whose signature
-		// was checked, vouches for the user (Via).
-		t, err := b.cfg.Service.Answer(ctx, wire.AnswerRequest{TaskID: mb.TaskID, Round: mb.Round, Answer: v, By: me, Via: Via, Channel: "slack"})
-		switch {
-		case err == nil:
-			mb.Answer = answerOf(t, mb.Round)
-			mine = mb.Answer
-		case errors.Is(err, wire.ErrAlreadyAnswered), errors.Is(err, wire.ErrNoQuestion):
-			b.settle(ctx, mb)
-			if mb.Answer != nil && mb.Answer.By == me && mb.Answer.Value != "" {
-				mine = mb.Answer // a re-driven click that was applied before the restart
-			} else if theirs == nil && mb.Answer != nil {
-				theirs = mb.Answer
-			}
-		case errors.Is(err, wire.ErrInvalidAnswer):
-			b.ephemeral(ctx, &m, u.ID, ":warning: "+escape(err.Error()))
-			return "invalid answer", nil
-		default:
-			return "", fmt.Errorf("answer task %s round %d: %w", mb.TaskID, mb.Round, err)
-		}
-	}
-	b.close(ctx, &m)
-	if mine == nil {
-		msg := ":hourglass: This question is no longer open."
-		if theirs != nil {
-			msg = fmt.Sprintf(":hourglass: Already answered by %s from %s at %s (answer *%s*). Your click changed nothing.",
-				who(theirs.By), theirs.Channel, stamp(theirs.At), escape(theirs.Value))
-		}
-		b.ephemeral(ctx, &m, u.ID, msg)
+	switch {
+	case m.Done:
+		b.ephemeral(ctx, &m, u.ID, ":hourglass: This question is no longer open.")
 		return "late " + u.ID, nil
+	case m.Acked != nil && sameUser(m.Acked.By, u.ID):
+		return "acknowledged again by " + u.ID, nil // a re-driven click
+	case m.Acked != nil:
+		b.ephemeral(ctx, &m, u.ID, fmt.Sprintf(":eyes: %s is on it already (since %s).", who(m.Acked.By), stamp(m.Acked.At)))
+		return "acknowledged before " + u.ID, nil
 	}
-	b.log.Info("answered from slack", "message", m.ID, "by", me, "answer", mine.Value)
-	return "answered by " + me, nil
+	m.Acked = &acked{By: by(b.slackUser(ctx, u)), At: b.now()}
+	if err := b.save(ctx, msgKey(m.ID), &m); err != nil {
+		return "", fmt.Errorf("keep the acknowledgement of message %s: %w", m.ID, err)
+	}
+	b.update(ctx, &m)
+	b.log.Info("question acknowledged in slack", "message", m.ID, "by", m.Acked.By)
+	return "acknowledged by " + m.Acked.By, nil
 }
 
 // close saves the message and rewrites it; once every member is settled
@@ -334,10 +429,18 @@ func mentions(ids []string) []string {
 
 // ephemeral tells one user something only they see, next to the message.
 func (b *Bot) ephemeral(ctx context.Context, m *message, user, text string) {
+	b.ephemeralIn(ctx, m, "", user, text)
+}
+
+// ephemeralIn is ephemeral in thread ("" for the message's own).
+func (b *Bot) ephemeralIn(ctx context.Context, m *message, thread, user, text string) {
+	if thread == "" {
+		thread = m.ThreadTS
+	}
 	err := b.call(ctx, "chat.postEphemeral", func() error {
 		opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
-		if m.ThreadTS != "" {
-			opts = append(opts, slack.MsgOptionTS(m.ThreadTS))
+		if thread != "" {
+			opts = append(opts, slack.MsgOptionTS(thread))
 		}
 		_, err := b.api.PostEphemeralContext(ctx, m.ChannelID, user, opts...)
 		return err
@@ -386,7 +489,7 @@ func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCall
 	}
 	if !allowed || m.Done {
 		// answer tells why, with nothing to answer.
-		return b.answer(ctx, id, cb.User, func(*message) (string, bool) { return "", false })
+		return b.answer(ctx, id, attempt{user: cb.User, value: func(*message) (string, bool) { return "", false }})
 	}
 	if b.now().Sub(at) > 3*time.Second {
 		b.ephemeral(ctx, &m, cb.User.ID, ":warning: The form could not be opened in time; click *Other…* again.")
@@ -402,8 +505,9 @@ func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCall
 	return "form opened", nil
 }
 
-// socketMode takes interactions over a Socket Mode connection: each is
-// acknowledged at once, recorded, then acted on, as over HTTP.
+// socketMode takes interactions and Events API events (thread replies)
+// over a Socket Mode connection: each is recorded, acknowledged, then
+// acted on, as over HTTP.
 func (b *Bot) socketMode() {
 	defer b.wg.Done()
 	client := socketmode.New(b.api)
@@ -428,10 +532,25 @@ func (b *Bot) socketMode() {
 			if evt.Type == socketmode.EventTypeConnectionError || evt.Type == socketmode.EventTypeInvalidAuth {
 				b.log.Warn("slack socket mode connection", "event", evt.Type, "detail", fmt.Sprint(evt.Data))
 			}
-			if evt.Type != socketmode.EventTypeInteractive || evt.Request == nil {
+			if evt.Request == nil {
 				continue
 			}
-			key, fresh, err := b.record(b.ctx, evt.Request.Payload)
+			var (
+				key   string
+				fresh bool
+				err   error
+			)
+			switch evt.Type {
+			case socketmode.EventTypeInteractive:
+				key, fresh, err = b.record(b.ctx, evt.Request.Payload)
+			case socketmode.EventTypeEventsAPI:
+				var ev outerEvent
+				if json.Unmarshal(evt.Request.Payload, &ev) == nil && ev.Type == "event_callback" {
+					key, fresh, err = b.recordEvent(b.ctx, evt.Request.Payload, ev)
+				}
+			default:
+				continue
+			}
 			if err != nil {
 				b.log.Error("record slack interaction", "error", err)
 				continue // unacknowledged: Slack delivers it again

@@ -13,9 +13,11 @@ import (
 const (
 	actionAnswer = "agora_answer_" // + option index; value "<message id>:<index>"
 	actionOther  = "agora_other"   // value: message id
+	actionAck    = "agora_ack"     // "On it": value: message id
 	callbackForm = "agora_other"   // the modal's callback id; private_metadata: message id
 	blockAnswers = "answers"
-	// Slack allows 25 elements in an actions block; one is "Other…".
+	// Slack allows 25 elements in an actions block; one is "On it" (and
+	// "Other…" comes only without options).
 	maxButtons = 24
 	// Slack's limit on a section's text, kept under.
 	maxText = 2900
@@ -74,6 +76,12 @@ func (b *Bot) blocks(m *message) []slack.Block {
 				next = "it goes to `" + m.Next + "`"
 			}
 			notes = append(notes, fmt.Sprintf("Waits here until %s, then %s.", stamp(m.Deadline), next))
+			if m.RemindEvery > 0 && m.RemindEvery < m.Deadline.Sub(m.Posted) && m.Acked == nil {
+				notes = append(notes, "Reminders in the thread every "+short(m.RemindEvery)+" until answered or someone is on it.")
+			}
+		}
+		if m.Acked != nil {
+			notes = append(notes, fmt.Sprintf(":eyes: %s is on it (since %s).", who(m.Acked.By), stamp(m.Acked.At)))
 		}
 		if len(notes) > 0 {
 			bl = append(bl, slack.NewContextBlock("", mrkdwn(strings.Join(notes, " "))))
@@ -99,13 +107,32 @@ func (b *Bot) blocks(m *message) []slack.Block {
 	return bl
 }
 
-// who renders an answering person: a Slack user as a mention.
+// who renders an answering person: a Slack user recorded as
+// "slack:U1 (Alice)" as "Alice (<@U1>)" — the name looked up with
+// users.info when they answered, and the mention — or "<@U1>" without a
+// name.
 func who(by string) string {
 	if rest, ok := strings.CutPrefix(by, "slack:"); ok {
-		id, _, _ := strings.Cut(rest, " ")
-		return "<@" + id + ">"
+		id, name, _ := strings.Cut(rest, " ")
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "("), ")")
+		if name == "" {
+			return "<@" + id + ">"
+		}
+		return "*" + escape(name) + "* (<@" + id + ">)"
 	}
 	return escape(by)
+}
+
+// short renders a duration without its zero tail: 30m, 1h, 1h30m, 1.5s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func stamp(t time.Time) string {
@@ -150,6 +177,11 @@ func (b *Bot) buttons(m *message) []slack.BlockElement {
 	// answer must be one of them.
 	if len(m.Options) == 0 {
 		els = append(els, slack.NewButtonBlockElement(actionOther, m.ID, plain("Other…")))
+	}
+	// Acknowledging stops the reminders; once someone has, the button
+	// goes.
+	if m.Acked == nil {
+		els = append(els, slack.NewButtonBlockElement(actionAck, m.ID, plain("On it")))
 	}
 	return els
 }

@@ -72,6 +72,10 @@ func newFixture(t *testing.T, tweak ...func(*Config)) *fixture {
 		t.Fatal(err)
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slack/events" {
+			f.bot.EventsHandler().ServeHTTP(w, r)
+			return
+		}
 		f.bot.Handler().ServeHTTP(w, r) // the current bot, across restarts
 	}))
 	t.Cleanup(f.srv.Close)
@@ -177,7 +181,9 @@ func (f *fixture) question(id string) slackfake.Call {
 	var call slackfake.Call
 	waitFor(f.t, "the question of "+id+" posted", func() bool {
 		for _, c := range f.fake.Calls("chat.postMessage") {
-			if strings.Contains(c.Params.Get("blocks"), id) {
+			// The task's link, not a prefix of another id; a call that got
+			// a 429 posted nothing.
+			if c.TS != "" && strings.Contains(c.Params.Get("blocks"), "/tasks/"+id+"|") {
 				call = c
 				return true
 			}
@@ -212,7 +218,7 @@ func (f *fixture) updated(ts, want string) slackfake.Call {
 	})
 	waitFor(f.t, fmt.Sprintf("chat.update of %s saying %q", ts, want), func() bool {
 		for _, c := range f.fake.Calls("chat.update") {
-			if c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
+			if c.Status == http.StatusOK && c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
 				call = c
 				return true
 			}
@@ -227,7 +233,7 @@ func (f *fixture) ephemeral(user, want string) {
 	f.t.Helper()
 	waitFor(f.t, fmt.Sprintf("an ephemeral reply to %s saying %q", user, want), func() bool {
 		for _, c := range f.fake.Calls("chat.postEphemeral") {
-			if c.Params.Get("user") == user && strings.Contains(c.Params.Get("text"), want) {
+			if c.Status == http.StatusOK && c.Params.Get("user") == user && strings.Contains(c.Params.Get("text"), want) {
 				return true
 			}
 		}
@@ -280,7 +286,7 @@ func TestQuestionAnsweredFromSlack(t *testing.T) {
 	if r := req.Spec.Resume; r == nil || r.Answer != "B" || r.Question != "Rewrite A or B?" {
 		t.Errorf("round 2 resume = %+v, want answer B to Rewrite A or B?", r)
 	}
-	up := f.updated(msgTS, "answered by <@U1> from slack")
+	up := f.updated(msgTS, "answered by *alice* (<@U1>) from slack")
 	if len(up.Buttons()) != 0 {
 		t.Errorf("the answered message still has buttons: %+v", up.Buttons())
 	}
@@ -437,7 +443,7 @@ func TestRestartRedrivesClick(t *testing.T) {
 		t.Errorf("answer = %+v, want B by slack:U1 (alice)", a)
 	}
 	waitFor(t, "the click marked done", func() bool { _, done := f.clicks(); return done == 1 })
-	f.updated(q.TS, "answered by <@U1>")
+	f.updated(q.TS, "answered by *alice* (<@U1>)")
 }
 
 // TestAllowList: a user neither listed nor in a listed group is told why
@@ -485,7 +491,7 @@ func TestBatchQuestionsOneMessage(t *testing.T) {
 			t.Errorf("task %s answer = %+v, want B via slack", id, a)
 		}
 	}
-	f.updated(ts, "answered by <@U1>")
+	f.updated(ts, "answered by *alice* (<@U1>)")
 }
 
 // TestOtherOpensForm: a question without options offers "Other…", which
@@ -565,6 +571,15 @@ func TestReminderAndEscalation(t *testing.T) {
 	}
 	waitFor(t, "a reminder in the thread", inThread("Reminder: still waiting"))
 	waitFor(t, "the escalation in the thread", inThread("passed on to `human`"))
+	// The reminders stop at the hand-over: none after it.
+	escalated := false
+	for _, c := range f.fake.Calls("chat.postMessage") {
+		text := c.Params.Get("text")
+		escalated = escalated || strings.Contains(text, "passed on to `human`")
+		if escalated && strings.Contains(text, "Reminder:") {
+			t.Errorf("a reminder after the escalation: %q", text)
+		}
+	}
 	task, err := f.orch.Get(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -604,7 +619,7 @@ func TestSocketMode(t *testing.T) {
 	if a := task.Rounds[0].Answer; a.Value != "B" || a.By != "slack:U1 (alice)" || a.Channel != "slack" {
 		t.Errorf("answer = %+v, want B by slack:U1 (alice) via slack", a)
 	}
-	f.updated(q.TS, "answered by <@U1>")
+	f.updated(q.TS, "answered by *alice* (<@U1>)")
 }
 
 // TestAskedTwicePostsOnce: the step asked again for the same round (an
@@ -710,7 +725,7 @@ func TestDirectMessage(t *testing.T) {
 		t.Errorf("chat.postMessage channel = %q, want U9", got)
 	}
 	f.post(slackfake.Click("U9", "dana", "DU9", q.TS, button(t, q, "A")), secret, time.Now())
-	f.updated(q.TS, "answered by <@U9>")
+	f.updated(q.TS, "answered by *dana* (<@U9>)")
 }
 
 // TestClosedElsewhere: a question that goes away unanswered (the task

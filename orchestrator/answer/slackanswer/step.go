@@ -15,8 +15,10 @@ type Target struct {
 	// Allow lists who may answer: user ids (U…, W…) and user group ids
 	// (S…). Empty: anyone who can see the message.
 	Allow []string
-	// Remind is how long before the step's timeout a reminder is posted
-	// in the thread; zero takes a quarter of the step's timeout.
+	// Remind is the interval of the reminders posted in the thread until
+	// the question is answered, counted back from the step's timeout (the
+	// last one comes Remind before it, as the single reminder did before
+	// reminders repeated); zero takes a quarter of the step's timeout.
 	Remind time.Duration
 }
 

@@ -29,12 +29,25 @@ type message struct {
 	Context   string   `json:"context,omitempty"`
 	Default   *string  `json:"default,omitempty"`
 	Members   []member `json:"members"`
-	// Deadline is the step's timeout; RemindAt when to remind.
-	Deadline  time.Time `json:"deadline,omitzero"`
+	// Deadline is the step's timeout.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Posted is when the message was posted; RemindEvery the interval of
+	// its reminders, counted back from Deadline (reminderDue);
+	// RemindedAt the slot of the last reminder posted (recorded before it
+	// is posted, so a restart never posts a slot twice); Reminders how
+	// many were posted.
+	Posted      time.Time     `json:"posted,omitzero"`
+	RemindEvery time.Duration `json:"remind_every,omitempty"`
+	RemindedAt  time.Time     `json:"reminded_at,omitzero"`
+	Reminders   int           `json:"reminders,omitempty"`
+	// RemindAt and Reminded are the single reminder of records written
+	// before reminders repeated (no RemindEvery); still honoured.
 	RemindAt  time.Time `json:"remind_at,omitzero"`
-	Next      string    `json:"next"`
 	Reminded  bool      `json:"reminded,omitempty"`
+	Next      string    `json:"next"`
 	Escalated bool      `json:"escalated,omitempty"`
+	// Acked is who clicked "On it" first, and when: the reminders stop.
+	Acked *acked `json:"acked,omitempty"`
 	// Done: every member is answered or closed; the buttons are gone.
 	Done bool `json:"done,omitempty"`
 }
@@ -55,6 +68,12 @@ type answered struct {
 	By      string    `json:"by"`
 	Channel string    `json:"channel"`
 	At      time.Time `json:"at"`
+}
+
+// acked is an acknowledgement: someone is on the question.
+type acked struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
 }
 
 // has reports whether the message asks task's round.
@@ -84,8 +103,12 @@ type ref struct {
 	TS      string `json:"ts"`
 }
 
-// click is an interaction as received, recorded before it is acted on.
+// click is an interaction or an Events API event as received, recorded
+// before it is acted on.
 type click struct {
+	// Kind is "" for an interaction payload, kindEvent for an Events API
+	// event_callback (a reply in a thread).
+	Kind    string          `json:"kind,omitempty"`
 	Payload json.RawMessage `json:"payload"`
 	At      time.Time       `json:"at"`
 	Done    bool            `json:"done,omitempty"`
@@ -101,23 +124,48 @@ func hashed(prefix, s string) string {
 func msgKey(id string) string      { return "msg." + id }
 func threadKey(task string) string { return hashed("thread", task) }
 func groupKey(gid string) string   { return hashed("group", gid) }
-func clickKey(p []byte) string     { return hashed("click", string(p)) }
+
+// inThreadKey lists the bot's messages in a thread (channel id, root ts).
+func inThreadKey(channelID, ts string) string { return hashed("inthread", channelID+"/"+ts) }
+func clickKey(p []byte) string                { return hashed("click", string(p)) }
+
+// eventKey is the record of an Events API event: Slack delivers an event
+// again (X-Slack-Retry-Num) with the same event_id.
+func eventKey(eventID string) string { return hashed("click", "event:"+eventID) }
 
 func decode(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // load reads key into v; found is false when it is absent.
 func (b *Bot) load(ctx context.Context, key string, v any) (found bool, err error) {
-	raw, _, err := b.cfg.KV.Get(ctx, key)
+	_, found, err = b.loadRev(ctx, key, v)
+	return found, err
+}
+
+// loadRev is load with the record's revision, for claim.
+func (b *Bot) loadRev(ctx context.Context, key string, v any) (rev uint64, found bool, err error) {
+	raw, rev, err := b.cfg.KV.Get(ctx, key)
 	if errors.Is(err, bus.ErrKeyNotFound) {
-		return false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if err := decode(raw, v); err != nil {
-		return false, fmt.Errorf("decode %s: %w", key, err)
+		return 0, false, fmt.Errorf("decode %s: %w", key, err)
 	}
-	return true, nil
+	return rev, true, nil
+}
+
+// claim saves v at key only if the record is still at rev: the bot that
+// claims a reminder or a notice posts it; an error wrapping
+// bus.ErrRevision means another bot (or change) came first.
+func (b *Bot) claim(ctx context.Context, key string, v any, rev uint64) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	_, err = b.cfg.KV.Update(ctx, key, raw, rev)
+	return err
 }
 
 func (b *Bot) save(ctx context.Context, key string, v any) error {

@@ -146,7 +146,8 @@ type Config struct {
 	Answerers *answer.Resolver
 	// Slack, when set, runs the Slack answerer (route steps "slack:…")
 	// with the orchestrator, its Service and KV filled in here, and serves
-	// its interactivity endpoint at SlackPath (docs/slack.md).
+	// its interactivity and events endpoints at SlackPath and
+	// SlackEventsPath (docs/slack.md).
 	Slack *slackanswer.Config
 	// Runner runs a runner on the Docker engine.
 	Runner bool
@@ -615,6 +616,7 @@ func (s *Stack) serve() error {
 		}
 		if s.slack != nil && !s.cfg.Slack.SocketMode {
 			mux.Handle("POST "+SlackPath, s.slack.Handler())
+			mux.Handle("POST "+SlackEventsPath, s.slack.EventsHandler())
 		}
 	} else {
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,10 @@ import (
 // the API's tokens.
 const SlackPath = "/slack/interactions"
 
+// SlackEventsPath is where the Slack app's Events API requests (replies in
+// a question's thread) come in, beside SlackPath and checked the same way.
+const SlackEventsPath = "/slack/events"
+
 // newSlack makes the Slack bot for o and plugs its route step into res;
 // it is started once o is (startSlack).
 func (s *Stack) newSlack(ctx context.Context, o *orchestrator.Orchestrator, res *answer.Resolver) error {

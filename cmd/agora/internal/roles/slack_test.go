@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -42,6 +43,26 @@ func TestSlackMounted(t *testing.T) {
 		if got := post(tt.req); got != tt.want {
 			t.Errorf("%s POST %s: %d, want %d", tt.name, SlackPath, got, tt.want)
 		}
+	}
+	// The Events API endpoint: Slack's challenge answered when signed,
+	// refused when not.
+	challenge := func(key string) (int, string) {
+		t.Helper()
+		r := slackfake.Event(s.URL()+SlackEventsPath, key, time.Now(), slackfake.URLVerification("ch4llenge"))
+		r.RequestURI = ""
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := challenge("sign"); code != http.StatusOK || !strings.Contains(body, `"challenge":"ch4llenge"`) {
+		t.Errorf("signed url_verification at %s: %d %s, want 200 with the challenge", SlackEventsPath, code, body)
+	}
+	if code, _ := challenge("forged"); code != http.StatusUnauthorized {
+		t.Errorf("forged url_verification at %s: %d, want 401", SlackEventsPath, code)
 	}
 	body := `{"task_id": "slack-1", "route": "slack:#ops?allow=U1", "subagent": {"name": "s", "runtime": "exec", "command": ["true"]}}`
 	submit := func(token string) int {

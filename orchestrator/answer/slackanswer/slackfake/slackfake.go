@@ -1,9 +1,10 @@
 // Package slackfake is a Slack Web API on loopback for tests: it answers
 // the methods the Slack answerer calls (auth.test, chat.postMessage,
 // chat.update, chat.postEphemeral, views.open, users.info,
-// usergroups.users.list), records every call, can answer 429 with
-// Retry-After, and builds the signed interaction payloads Slack would POST
-// to the interactivity endpoint. Slack itself cannot be reached from the
+// usergroups.users.list), records every call with its time, can answer
+// 429 with a Retry-After of any length on any method, and builds the
+// signed interaction payloads and Events API events Slack would POST to
+// the interactivity and events endpoints (or send over Socket Mode). Slack itself cannot be reached from the
 // machines agora is tested on; slack-go's slacktest lacks chat.update,
 // views.open and interactions. It imports nothing from this module.
 package slackfake
@@ -35,6 +36,10 @@ type Call struct {
 	Params url.Values
 	// TS is the ts a chat.postMessage was answered with.
 	TS string
+	// At is when the call came in; Status the HTTP status it got (429
+	// when rate limited, else 200).
+	At     time.Time
+	Status int
 }
 
 // Button is one button of a message's blocks.
@@ -83,8 +88,8 @@ type Server struct {
 	mu        sync.Mutex
 	calls     []Call
 	seq       int
-	limited   map[string]int
-	users     map[string]string
+	limited   map[string]limit
+	users     map[string]User
 	groups    map[string][]string
 	sock      *websocket.Conn // the Socket Mode connection, once dialled
 	acks      []string        // envelope ids acknowledged over it
@@ -93,7 +98,7 @@ type Server struct {
 
 // New starts a fake on loopback, closed at the end of the test.
 func New(t testing.TB) *Server {
-	s := &Server{limited: map[string]int{}, users: map[string]string{}, groups: map[string][]string{}}
+	s := &Server{limited: map[string]limit{}, users: map[string]User{}, groups: map[string][]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	t.Cleanup(func() { // before Close: it does not wait for hijacked connections
@@ -109,11 +114,23 @@ func New(t testing.TB) *Server {
 // URL is the API root, for slack.OptionAPIURL.
 func (s *Server) URL() string { return s.srv.URL + "/api/" }
 
-// AddUser makes users.info know id as name.
+// User is what users.info tells of a user.
+type User struct {
+	// ID is the user id (U…); Name the handle; RealName and DisplayName
+	// the profile's names.
+	ID, Name, RealName, DisplayName string
+}
+
+// AddUser makes users.info know id as name (handle and real name).
 func (s *Server) AddUser(id, name string) {
+	s.SetUser(User{ID: id, Name: name, RealName: name})
+}
+
+// SetUser makes users.info answer u for u.ID.
+func (s *Server) SetUser(u User) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.users[id] = name
+	s.users[u.ID] = u
 }
 
 // AddGroup makes usergroups.users.list list members for the group id.
@@ -123,11 +140,20 @@ func (s *Server) AddGroup(id string, members ...string) {
 	s.groups[id] = members
 }
 
+type limit struct {
+	n          int
+	retryAfter int
+}
+
 // RateLimit makes the next n calls of method answer 429 Retry-After: 1.
-func (s *Server) RateLimit(method string, n int) {
+func (s *Server) RateLimit(method string, n int) { s.RateLimitFor(method, n, 1) }
+
+// RateLimitFor makes the next n calls of method answer 429 with
+// Retry-After: retryAfter (seconds, as Slack sends it).
+func (s *Server) RateLimitFor(method string, n, retryAfter int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.limited[method] = n
+	s.limited[method] = limit{n: n, retryAfter: retryAfter}
 }
 
 // Calls returns the recorded calls of method ("" for all), oldest first.
@@ -210,12 +236,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		params.Set("blocks", readable(b))
 	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, Params: params})
-	if n := s.limited[method]; n > 0 {
-		s.limited[method] = n - 1
+	s.calls = append(s.calls, Call{Method: method, Params: params, At: time.Now(), Status: http.StatusOK})
+	if l := s.limited[method]; l.n > 0 {
+		s.limited[method] = limit{n: l.n - 1, retryAfter: l.retryAfter}
+		s.calls[len(s.calls)-1].Status = http.StatusTooManyRequests
 		s.mu.Unlock()
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", strconv.Itoa(l.retryAfter))
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"ok":false,"error":"ratelimited"}`)
 		return
 	}
 	s.seq++
@@ -238,12 +267,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		resp = map[string]any{"view": map[string]any{"id": "V" + strconv.Itoa(s.seq)}}
 	case "users.info":
 		id := params.Get("user")
-		name, ok := users[id]
+		u, ok := users[id]
 		if !ok {
 			resp = map[string]any{"ok": false, "error": "user_not_found"}
 			break
 		}
-		resp = map[string]any{"user": map[string]any{"id": id, "name": name, "real_name": name}}
+		resp = map[string]any{"user": map[string]any{"id": id, "name": u.Name, "real_name": u.RealName,
+			"profile": map[string]any{"real_name": u.RealName, "display_name": u.DisplayName}}}
 	case "usergroups.users.list":
 		m, ok := groups[params.Get("usergroup")]
 		if !ok {
@@ -301,13 +331,20 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 // returns its envelope id.
 func (s *Server) SocketSend(t testing.TB, payload any) string {
 	t.Helper()
+	return s.SocketSendType(t, "interactive", payload)
+}
+
+// SocketSendType sends payload in an envelope of type typ ("interactive",
+// "events_api") over the Socket Mode connection, as SocketSend.
+func (s *Server) SocketSendType(t testing.TB, typ string, payload any) string {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		s.mu.Lock()
 		if s.sock != nil {
 			s.envelopes++
 			id := fmt.Sprintf("env-%d", s.envelopes)
-			err := s.sock.WriteJSON(map[string]any{"envelope_id": id, "type": "interactive", "payload": payload, "accepts_response_payload": false})
+			err := s.sock.WriteJSON(map[string]any{"envelope_id": id, "type": typ, "payload": payload, "accepts_response_payload": false})
 			s.mu.Unlock()
 			if err != nil {
 				t.Fatalf("slack fake: send over the socket: %v", err)
@@ -394,5 +431,37 @@ func Submission(userID, userName, meta, text string) map[string]any {
 		"user": map[string]any{"id": userID, "username": userName, "name": userName},
 		"view": map[string]any{"id": "V1", "callback_id": "agora_other", "private_metadata": meta,
 			"state": map[string]any{"values": map[string]any{"answer": map[string]any{"text": map[string]any{"type": "plain_text_input", "value": text}}}}},
+	}
+}
+
+// Event is a request as Slack POSTs an Events API payload to the events
+// endpoint: the JSON body signed with secret at ts.
+func Event(target, secret string, ts time.Time, payload any) *http.Request {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		panic(err) // a test's payload is a literal
+	}
+	r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(body)))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts.Unix(), 10))
+	r.Header.Set("X-Slack-Signature", Sign(secret, ts, body))
+	return r
+}
+
+// URLVerification is the challenge Slack sends when the events endpoint's
+// address is entered in the app's settings.
+func URLVerification(challenge string) map[string]any {
+	return map[string]any{"token": "legacy", "type": "url_verification", "challenge": challenge}
+}
+
+// ThreadReply is the event_callback of a message event: userID writing
+// text in the thread threadTS of channel. eventID identifies the event
+// (Slack retries a delivery with the same one).
+func ThreadReply(eventID, userID, channel, threadTS, text string) map[string]any {
+	return map[string]any{
+		"token": "legacy", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+		"event_id": eventID, "event_time": 1700000100,
+		"event": map[string]any{"type": "message", "user": userID, "text": text, "channel": channel, "channel_type": "channel",
+			"ts": "1700000100." + eventID, "thread_ts": threadTS, "event_ts": "1700000100." + eventID},
 	}
 }
