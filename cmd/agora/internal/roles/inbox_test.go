@@ -173,7 +173,7 @@ func TestSlackAndWebEndToEnd(t *testing.T) {
 	if a := task.Rounds[0].Answer; a == nil || a.Value != "green" || a.Channel != "slack" || !strings.Contains(a.By, "U1") {
 		t.Errorf("answer = %+v, want green from slack by U1", a)
 	}
-	ss.updated(msg, "answered by <@U1>")
+	ss.updated(msg, "answered by *carol* (<@U1>)")
 
 	ss.submit("sw-web", "slack:#ops")
 	msg = ss.message("sw-web")
