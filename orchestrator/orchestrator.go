@@ -686,6 +686,13 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 // A caller that may not see every task gets the changes of the tasks it
 // sees, and the removal of those it saw in this watch.
 func (o *Orchestrator) Watch(ctx context.Context, fn func(Change)) error {
+	return o.WatchReady(ctx, fn, nil)
+}
+
+// WatchReady is Watch that calls ready (when not nil) once the watch is
+// in place: every change after that reaches fn. A page that reads the
+// state on ready misses nothing in between.
+func (o *Orchestrator) WatchReady(ctx context.Context, fn func(Change), ready func()) error {
 	id := caller(ctx)
 	var (
 		mu   sync.Mutex
@@ -719,6 +726,9 @@ func (o *Orchestrator) Watch(ctx context.Context, fn func(Change)) error {
 	})
 	if err != nil {
 		return err
+	}
+	if ready != nil {
+		ready()
 	}
 	<-ctx.Done()
 	return nil

@@ -36,8 +36,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	changes := make(chan wire.Change, 64)
 	watched := make(chan error, 1)
+	ready := make(chan struct{})
 	go func() {
-		watched <- h.svc.Watch(ctx, func(c wire.Change) {
+		fn := func(c wire.Change) {
 			if taskID != "" && c.TaskID != taskID {
 				return
 			}
@@ -47,7 +48,15 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			case changes <- c:
 			case <-ctx.Done():
 			}
-		})
+		}
+		if rw, ok := h.svc.(interface {
+			WatchReady(context.Context, func(wire.Change), func()) error
+		}); ok {
+			watched <- rw.WatchReady(ctx, fn, func() { close(ready) })
+			return
+		}
+		close(ready)
+		watched <- h.svc.Watch(ctx, fn)
 	}()
 	watchEnded := false
 	defer func() {
@@ -77,6 +86,21 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
 		}
 		return send("event: %s\ndata: %s\n\n", EventTask, data)
+	}
+	// "stream open" once the watch is in place: a client that reads the
+	// state after it misses no change.
+	select {
+	case <-ready:
+	case werr := <-watched:
+		watchEnded = true
+		if werr != nil && ctx.Err() == nil {
+			h.log.Error("watch task changes", "error", werr)
+			data, _ := json.Marshal(ErrorBody{Error: werr.Error(), Code: CodeInternal})
+			_ = send("event: %s\ndata: %s\n\n", EventError, data)
+		}
+		return
+	case <-ctx.Done():
+		return
 	}
 	if err := send(": stream open\n\n"); err != nil {
 		return

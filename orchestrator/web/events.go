@@ -13,6 +13,12 @@ import (
 	"github.com/agoradev/agora/wire"
 )
 
+// readyWatcher is a Service that says when its watch is in place
+// (orchestrator.Orchestrator does).
+type readyWatcher interface {
+	WatchReady(ctx context.Context, fn func(wire.Change), ready func()) error
+}
+
 // writeTimeout bounds one write to a page's event stream: a page that
 // stops reading is dropped, not waited for.
 const writeTimeout = 10 * time.Second
@@ -43,8 +49,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 	defer cancel()
 	changes := make(chan wire.Change, 256)
 	watched := make(chan error, 1)
+	ready := make(chan struct{})
 	go func() {
-		watched <- h.svc.Watch(ctx, func(c wire.Change) {
+		fn := func(c wire.Change) {
 			if taskID != "" && c.TaskID != taskID {
 				return
 			}
@@ -52,7 +59,13 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 			case changes <- c:
 			case <-ctx.Done():
 			}
-		})
+		}
+		if rw, ok := h.svc.(readyWatcher); ok {
+			watched <- rw.WatchReady(ctx, fn, func() { close(ready) })
+			return
+		}
+		close(ready) // a Service that cannot say: as soon as asked
+		watched <- h.svc.Watch(ctx, fn)
 	}()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -67,6 +80,15 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 			return err
 		}
 		return rc.Flush()
+	}
+	select {
+	case <-ready:
+	case err := <-watched:
+		h.log.Warn("web: the event stream could not watch", "error", err)
+		return
+	case <-ctx.Done():
+		<-watched
+		return
 	}
 	// Retry after 2 s when the stream drops; sync: whatever changed before
 	// this stream watched, the page reads now.
