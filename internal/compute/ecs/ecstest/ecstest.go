@@ -7,6 +7,7 @@
 package ecstest
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"testing"
@@ -38,6 +39,10 @@ type Options struct {
 	EC2 bool
 	// CapacityProvider, when set, replaces the launch type (FARGATE_SPOT).
 	CapacityProvider string
+	// Secret replaces the client's secret key (to test refused signatures).
+	Secret string
+	// Cluster names the cluster; default a random one per call of Start.
+	Cluster string
 	// Fake and Engine adjust the two configurations before use.
 	Fake   func(*ecsfake.Config)
 	Engine func(*ecs.Config)
@@ -46,6 +51,13 @@ type Options struct {
 // Start returns an ECS engine on a new fake that runs its containers on
 // docker, each test with its own cluster name.
 func Start(t testing.TB, docker compute.Engine, o Options) (*ecs.Engine, *ecsfake.Server) {
+	t.Helper()
+	fake := StartFake(t, docker, o)
+	return Engine(t, fake, o), fake
+}
+
+// StartFake starts the fake alone, closed in t.Cleanup.
+func StartFake(t testing.TB, docker compute.Engine, o Options) *ecsfake.Server {
 	t.Helper()
 	fcfg := ecsfake.Config{
 		Engine: docker, AccessKeyID: AccessKeyID, SecretAccessKey: Secret, Region: Region,
@@ -66,8 +78,19 @@ func Start(t testing.TB, docker compute.Engine, o Options) (*ecs.Engine, *ecsfak
 			t.Errorf("close the ECS fake: %v", err)
 		}
 	})
+	return fake
+}
+
+// Engine returns a new ECS engine on fake, as a runner process would make
+// one (a second one on the same cluster stands for a restarted runner).
+func Engine(t testing.TB, fake *ecsfake.Server, o Options) *ecs.Engine {
+	t.Helper()
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = "agora-test-" + computetest.RandomSuffix()
+	}
 	ecfg := ecs.Config{
-		Cluster: "agora-test-" + computetest.RandomSuffix(), Region: Region, LogGroup: "/agora/test",
+		Cluster: cluster, Region: Region, LogGroup: "/agora/test",
 		Subnets: []string{Subnet}, SecurityGroups: []string{Group}, IsolatedSecurityGroups: []string{IsolatedGroup},
 		ExecutionRoleARN: "arn:aws:iam::000000000000:role/agora-task-execution",
 		TaskRoleARN:      "arn:aws:iam::000000000000:role/agora-worker",
@@ -84,14 +107,14 @@ func Start(t testing.TB, docker compute.Engine, o Options) (*ecs.Engine, *ecsfak
 	t.Cleanup(tr.CloseIdleConnections)
 	awsCfg := aws.Config{
 		Region:      Region,
-		Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, Secret, ""),
+		Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, cmp.Or(o.Secret, Secret), ""),
 		HTTPClient:  &http.Client{Transport: tr},
 	}
 	e, err := ecs.New(ecfg, awsCfg, fake.URL(), fake.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, fake
+	return e
 }
 
 // Limits are the conformance suite's limits of the ECS engine.
