@@ -10,9 +10,10 @@
 //     spec with the same content) and the per-dispatch overrides (command,
 //     environment, cpu, memory), and keeps them in this process: ECS has no
 //     created-but-not-started task.
-//   - Start is RunTask, with clientToken = the dispatch id (so a retried
-//     launch never runs twice), startedBy = the container id, and the
-//     labels as tags. failures[] is an error.
+//   - Start is RunTask, with clientToken and startedBy = the container id
+//     (for a runner's container, its name: the dispatch id and the runner),
+//     so a retried launch never runs twice, and the labels as tags.
+//     failures[] is an error.
 //   - Wait, Stop and Logs(follow) share one poller: one DescribeTasks call
 //     (up to 100 tasks) per poll interval, however many tasks are waited for.
 //   - Stop is StopTask: ECS sends SIGTERM, then SIGKILL after the task
@@ -37,10 +38,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 
@@ -104,6 +108,10 @@ type Config struct {
 	// AssignPublicIP gives awsvpc tasks a public IP (off by default: use a
 	// NAT gateway or VPC endpoints).
 	AssignPublicIP bool
+	// Placement is a memberOf placement constraint expression for EC2
+	// tasks, e.g. "ec2InstanceId == i-0123456789abcdef0": a runner whose
+	// dispatches use host volumes pins them to its own instance.
+	Placement string
 	// TaskRoleARN is the IAM role the task's processes get (the worker's
 	// S3 and Secrets Manager access); ExecutionRoleARN is the role ECS
 	// uses to pull the image and write the logs (required on Fargate).
@@ -185,6 +193,9 @@ func (c Config) Validate() error {
 		if c.ExecutionRoleARN == "" {
 			errs = append(errs, errors.New("ecs: Fargate needs an execution role (image pull, awslogs)"))
 		}
+		if c.Placement != "" {
+			errs = append(errs, errors.New("ecs: placement constraints are for EC2 tasks, not Fargate"))
+		}
 		if c.StopTimeout > MaxFargateStopTimeout {
 			errs = append(errs, fmt.Errorf("ecs: stop timeout %s is over Fargate's %s", c.StopTimeout, MaxFargateStopTimeout))
 		}
@@ -258,4 +269,33 @@ func newEngine(cfg Config, e ecsAPI, l logsAPI) (*Engine, error) {
 // callContext bounds one short call.
 func (e *Engine) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, e.cfg.CallTimeout)
+}
+
+// Endpoints replace the services' endpoints (VPC endpoints; the loopback
+// fake); empty means the SDK's own resolution (AWS_ENDPOINT_URL_ECS, …).
+type Endpoints struct {
+	ECS  string
+	Logs string
+}
+
+// Open returns an Engine with the AWS configuration of environ (its AWS_*
+// variables: region, static credentials) on top of the SDK's default chain
+// (shared config, the instance's or task's role).
+func Open(ctx context.Context, cfg Config, environ []string, endpoints Endpoints) (*Engine, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "AWS_") {
+			env[k] = v
+		}
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRegion(cfg.Region)}
+	if env["AWS_ACCESS_KEY_ID"] != "" && env["AWS_SECRET_ACCESS_KEY"] != "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(
+			env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"])))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("ecs: load the AWS configuration: %w", err)
+	}
+	return New(cfg, awsCfg, endpoints.ECS, endpoints.Logs)
 }

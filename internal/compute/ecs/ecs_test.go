@@ -41,8 +41,9 @@ func shSpec(image string, labels map[string]string, script string) compute.Conta
 }
 
 // TestRetriedLaunchRunsOnce: the response to the RunTask that launched the
-// task is lost; the SDK retries with the same clientToken (the dispatch id)
-// and the fake, like ECS, answers with the task it launched.
+// task is lost; the SDK retries with the same clientToken (the container
+// id: a runner names it after the dispatch) and the fake, like ECS, answers
+// with the task it launched.
 func TestRetriedLaunchRunsOnce(t *testing.T) {
 	t.Parallel()
 	docker := computetest.Docker(t)
@@ -51,7 +52,9 @@ func TestRetriedLaunchRunsOnce(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	labels := computetest.Label(t, e)
 	labels[compute.LabelDispatchID] = "d-retried-" + computetest.RandomSuffix()
-	id, err := e.Create(ctx, shSpec(image, labels, "echo ran"))
+	spec := shSpec(image, labels, "echo ran")
+	spec.Name = "agora-" + labels[compute.LabelDispatchID] + "-0123abcd"
+	id, err := e.Create(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +69,8 @@ func TestRetriedLaunchRunsOnce(t *testing.T) {
 		t.Errorf("RunTask calls = %d, want 2 (the lost one and the SDK's retry)", len(runs))
 	}
 	for _, c := range runs {
-		if !strings.Contains(string(c.Body), `"clientToken":"`+labels[compute.LabelDispatchID]+`"`) {
-			t.Errorf("RunTask body lacks clientToken = the dispatch id: %s", c.Body)
+		if !strings.Contains(string(c.Body), `"clientToken":"`+spec.Name+`"`) {
+			t.Errorf("RunTask body lacks clientToken = the container's name %s: %s", spec.Name, c.Body)
 		}
 	}
 	if got, err := e.List(ctx, labels); err != nil || len(got) != 1 {

@@ -47,19 +47,18 @@ func containerID(name string) string {
 	return "agora-" + hex.EncodeToString(sum[:16])
 }
 
-// clientToken is RunTask's idempotency token: the dispatch id when there is
-// one that ECS accepts (64 ASCII characters), else the container id (hashed
-// to fit).
+// clientToken is RunTask's idempotency token: the container id, which for
+// a runner's container is its name, agora-<dispatch id>-<runner hash> — the
+// dispatch id scoped by the runner, so a retried launch of a dispatch
+// returns the task already launched, while two installations sharing a
+// cluster (whose dispatch ids may repeat) never get each other's task.
+// ECS takes 64 ASCII characters: a longer id is hashed.
 func clientToken(p *pending) string {
-	tok := p.spec.Labels[compute.LabelDispatchID]
-	if tok == "" {
-		tok = p.id
+	if len(p.id) <= 64 {
+		return p.id
 	}
-	if len(tok) > 64 || strings.ContainsFunc(tok, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
-		sum := sha256.Sum256([]byte(tok))
-		tok = hex.EncodeToString(sum[:])
-	}
-	return tok
+	sum := sha256.Sum256([]byte(p.id))
+	return hex.EncodeToString(sum[:])
 }
 
 // Create implements compute.Engine: it registers (or reuses) the task
@@ -166,6 +165,9 @@ func (e *Engine) Start(ctx context.Context, id string) error {
 	}
 	if e.cfg.TaskRoleARN != "" {
 		in.Overrides.TaskRoleArn = aws.String(e.cfg.TaskRoleARN)
+	}
+	if e.cfg.Placement != "" {
+		in.PlacementConstraints = []types.PlacementConstraint{{Type: types.PlacementConstraintTypeMemberOf, Expression: aws.String(e.cfg.Placement)}}
 	}
 	if e.cfg.CapacityProvider != "" {
 		in.CapacityProviderStrategy = []types.CapacityProviderStrategyItem{{CapacityProvider: aws.String(e.cfg.CapacityProvider), Weight: 1}}
