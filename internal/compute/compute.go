@@ -89,7 +89,9 @@ type Engine interface {
 // ExitResult is how a container ended.
 type ExitResult struct {
 	// ExitCode is the exit code of the container's main process (with Init,
-	// the init's, which mirrors its child's).
+	// the init's, which mirrors its child's). It is -1 when the engine has
+	// none because the process never ran (an ECS task stopped before its
+	// container started); Err then says why.
 	ExitCode int
 	// Signal names the signal that ended the process ("SIGKILL"), derived from
 	// an exit code above 128 by the shell convention; empty otherwise.
