@@ -13,6 +13,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
+	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
@@ -27,9 +28,9 @@ type ecsHarness struct {
 	opts ecstest.Options
 }
 
-func newECSHarness(t *testing.T, fake func(*ecsfake.Config)) *ecsHarness {
+func newECSHarness(t *testing.T, fake func(*ecsfake.Config), tweak func(*Config)) *ecsHarness {
 	t.Helper()
-	h := newHarness(t, nil)
+	h := newHarness(t, tweak)
 	o := ecstest.Options{EC2: true, Cluster: "agora-test-" + h.cfg.ID, Fake: fake,
 		Engine: func(c *ecs.Config) { c.StopTimeout = h.cfg.Grace }}
 	srv := ecstest.StartFake(t, h.docker, o)
@@ -61,7 +62,7 @@ func (e *ecsHarness) useNewEngine() {
 // the real worker, its output read back from CloudWatch Logs.
 func TestECSAskAnswerResume(t *testing.T) {
 	t.Parallel()
-	h := newECSHarness(t, nil)
+	h := newECSHarness(t, nil, nil)
 	h.start()
 	r1 := request(`mkdir -p src && echo "edited in round 1" > src/notes.txt && echo asking && agora-worker ask "Deploy to staging or production?" --option staging --option production`)
 	h.enqueue(r1)
@@ -122,7 +123,7 @@ func TestECSAskAnswerResume(t *testing.T) {
 // still provisioning ends cancelled, and no container ever runs.
 func TestECSCancelWhileProvisioning(t *testing.T) {
 	t.Parallel()
-	h := newECSHarness(t, func(c *ecsfake.Config) { c.ProvisionDelay = 10 * time.Minute })
+	h := newECSHarness(t, func(c *ecsfake.Config) { c.ProvisionDelay = 10 * time.Minute }, nil)
 	h.start()
 	req := request(`echo should never run`)
 	h.enqueue(req)
@@ -149,7 +150,7 @@ func TestECSCancelWhileProvisioning(t *testing.T) {
 // the task by its tags, follows it, and the dispatch ends once.
 func TestECSRunnerRestartAdopts(t *testing.T) {
 	t.Parallel()
-	h := newECSHarness(t, nil)
+	h := newECSHarness(t, nil, nil)
 	first := h.start()
 	req := request(`touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo adopted fine`)
 	h.enqueue(req)
@@ -176,5 +177,33 @@ func TestECSRunnerRestartAdopts(t *testing.T) {
 	}
 	if n := len(h.fake.Calls("RunTask")); n != 1 {
 		t.Errorf("RunTask calls = %d, want 1 (adopted, not run again)", n)
+	}
+}
+
+// TestECSSecretsNeverInOverrides: an aws-sm: secret is resolved by the
+// runner on its host and reaches the task as a file of its secrets volume;
+// no ECS call carries its value, and the task has no AWS variable.
+func TestECSSecretsNeverInOverrides(t *testing.T) {
+	t.Parallel()
+	sm := awssmtest.New(t, map[string]awssmtest.Secret{"prod/db": {String: awssmtest.Str(`{"password":"aws-db-password"}`)}})
+	h := newECSHarness(t, nil, func(c *Config) { c.AWSEnv = sm.Environ() })
+	h.start()
+	req := request(`cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -q '^AWS_' && exit 9
+test "$DB_PASSWORD" = aws-db-password || exit 3; echo "db password: $DB_PASSWORD"`)
+	req.Spec.Env = []schemas.BundleRef{putEnvBundle(t, h.store, "creds", `{"secrets":{"DB_PASSWORD":"aws-sm:prod/db#password"}}`)}
+	h.enqueue(req)
+	ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
+	out := h.output(req.Spec.DispatchID)
+	if ev.Kind != schemas.KindFinished {
+		t.Fatalf("dispatch ended %s %+v (exit 9: AWS variables in the task); output:\n%s", ev.Kind, ev.Failure, out)
+	}
+	h.settled(req.Spec.DispatchID)
+	if !strings.Contains(out, "db password: [REDACTED:DB_PASSWORD]") {
+		t.Errorf("stored output = %q", out)
+	}
+	for _, c := range h.fake.Calls("") {
+		if strings.Contains(string(c.Body), "aws-db-password") {
+			t.Errorf("%s carries the secret's value: %s", c.Target, c.Body)
+		}
 	}
 }
