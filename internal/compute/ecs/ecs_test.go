@@ -312,3 +312,33 @@ func TestSignatureChecked(t *testing.T) {
 		t.Errorf("List with a wrong secret = %v, want InvalidSignatureException", err)
 	}
 }
+
+// TestEventualConsistency: a task launched a moment ago is MISSING from
+// DescribeTasks and absent from ListTasks for a while, as on ECS; Wait and
+// Logs of this process still follow it to its end.
+func TestEventualConsistency(t *testing.T) {
+	t.Parallel()
+	docker := computetest.Docker(t)
+	image := computetest.BusyboxImage(t, docker)
+	e, fake := ecstest.Start(t, docker, ecstest.Options{Fake: func(c *ecsfake.Config) { c.InvisibleFor = 600 * time.Millisecond }})
+	ctx := ctxFor(t, time.Minute)
+	id, err := e.Create(ctx, shSpec(image, computetest.Label(t, e), "echo visible; exit 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := e.Logs(ctx, id, true, &out, nil); err != nil || out.String() != "visible\n" {
+		t.Errorf("Logs(follow) of a task not yet visible = %q, %v", out.String(), err)
+	}
+	if res, err := e.Wait(ctx, id); err != nil || res.ExitCode != 2 {
+		t.Errorf("Wait = %+v, %v; want exit 2", res, err)
+	}
+	// The engine described the task while the fake still hid it.
+	launched := fake.Calls("RunTask")[0].Time
+	if d := fake.Calls("DescribeTasks"); len(d) == 0 || d[0].Time.Sub(launched) >= 600*time.Millisecond {
+		t.Errorf("no DescribeTasks call while the task was invisible; the case was not exercised")
+	}
+}

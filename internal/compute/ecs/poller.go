@@ -22,7 +22,14 @@ type poller struct {
 	mu      sync.Mutex
 	waiters map[string][]chan result
 	running bool
+	// missing counts the consecutive polls that found a task MISSING.
+	missing map[string]int
 }
+
+// missingPolls is how many polls in a row a task may be MISSING before its
+// waiters get ErrNotFound: DescribeTasks is eventually consistent, and a
+// task launched a moment ago may not be visible yet.
+const missingPolls = 5
 
 type result struct {
 	task *types.Task
@@ -30,7 +37,7 @@ type result struct {
 }
 
 func newPoller(e *Engine) *poller {
-	return &poller{e: e, waiters: map[string][]chan result{}}
+	return &poller{e: e, waiters: map[string][]chan result{}, missing: map[string]int{}}
 }
 
 // wait blocks until the task arn has stopped, or ctx ends.
@@ -51,6 +58,7 @@ func (p *poller) wait(ctx context.Context, arn string) (*types.Task, error) {
 		p.waiters[arn] = slices.DeleteFunc(p.waiters[arn], func(c chan result) bool { return c == ch })
 		if len(p.waiters[arn]) == 0 {
 			delete(p.waiters, arn)
+			delete(p.missing, arn)
 		}
 		p.mu.Unlock()
 		return nil, context.Cause(ctx)
@@ -88,19 +96,33 @@ func (p *poller) loop() {
 			for _, arn := range batch {
 				t, ok := tasks[arn]
 				switch {
+				case !ok && p.miss(arn) < missingPolls:
 				case !ok || !managed(t):
 					p.deliver(arn, result{err: fmt.Errorf("task %s: %w", arn, compute.ErrNotFound)})
 				case aws.ToString(t.LastStatus) == "STOPPED":
 					p.deliver(arn, result{task: t})
+				default:
+					p.mu.Lock()
+					delete(p.missing, arn)
+					p.mu.Unlock()
 				}
 			}
 		}
 	}
 }
 
+// miss counts one more poll that found arn MISSING and returns the count.
+func (p *poller) miss(arn string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.missing[arn]++
+	return p.missing[arn]
+}
+
 func (p *poller) deliver(arn string, r result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.missing, arn)
 	for _, ch := range p.waiters[arn] {
 		ch <- r
 	}

@@ -202,6 +202,7 @@ func (e *Engine) find(ctx context.Context, id string) (*types.Task, error) {
 	e.mu.Lock()
 	arn := e.arns[id]
 	e.mu.Unlock()
+	known := arn != ""
 	cctx, cancel := e.callContext(ctx)
 	defer cancel()
 	if arn == "" {
@@ -224,6 +225,13 @@ func (e *Engine) find(ctx context.Context, id string) (*types.Task, error) {
 		return nil, err
 	}
 	t, ok := tasks[arn]
+	if !ok && known {
+		// ECS is eventually consistent: a task this process just launched
+		// may be MISSING from DescribeTasks for a while. It is pending; the
+		// poller gives up on it only after missingPolls polls.
+		return &types.Task{TaskArn: aws.String(arn), LastStatus: aws.String("PENDING"), DesiredStatus: aws.String("RUNNING"),
+			Tags: []types.Tag{{Key: aws.String(compute.LabelManaged), Value: aws.String("true")}}}, nil
+	}
 	if !ok || !managed(t) {
 		return nil, fmt.Errorf("task %s (%s): %w", id, arn, compute.ErrNotFound)
 	}

@@ -90,7 +90,7 @@ func (s *Server) ecs(op string, body []byte) (any, *apiError) {
 		tasks, failures := []any{}, []any{}
 		for _, ref := range in.Tasks {
 			t := s.lookupTask(aws.ToString(in.Cluster), ref)
-			if t == nil {
+			if t == nil || time.Since(t.createdAt) < s.cfg.InvisibleFor {
 				failures = append(failures, map[string]string{"arn": ref, "reason": "MISSING"})
 				continue
 			}
@@ -325,7 +325,7 @@ func (s *Server) listTasks(in awsecs.ListTasksInput) (any, *apiError) {
 	for _, arn := range s.order {
 		t := s.tasks[arn]
 		t.mu.Lock()
-		ok := t.cluster == clusterName(aws.ToString(in.Cluster)) && t.desired == desired &&
+		ok := t.cluster == clusterName(aws.ToString(in.Cluster)) && t.desired == desired && time.Since(t.createdAt) >= s.cfg.InvisibleFor &&
 			(in.StartedBy == nil || t.startedBy == aws.ToString(in.StartedBy)) &&
 			(in.Family == nil || t.def.family == aws.ToString(in.Family))
 		t.mu.Unlock()

@@ -66,6 +66,9 @@ type Config struct {
 	// rules: an awsvpc task all of whose groups are in it runs with no
 	// network (Docker's none); other awsvpc tasks run on the default bridge.
 	NoEgressSecurityGroups []string
+	// InvisibleFor hides a task from DescribeTasks (MISSING) and ListTasks
+	// for that long after RunTask, as ECS's eventual consistency may.
+	InvisibleFor time.Duration
 	// RunTaskFailures makes the first n RunTask calls answer with a
 	// capacity failure in failures[] and no task.
 	RunTaskFailures int

@@ -178,7 +178,9 @@ func (s *Server) run(t *task) {
 		case <-stopReq:
 			stopReq = nil
 			t.set(func() { t.last = "DEACTIVATING" })
+			s.wg.Add(1)
 			go func() {
+				defer s.wg.Done()
 				if err := s.cfg.Engine.Stop(context.WithoutCancel(ctx), cid, grace); err != nil {
 					log.Warn("ecsfake: stop container", "error", err)
 				}
