@@ -207,3 +207,21 @@ test "$DB_PASSWORD" = aws-db-password || exit 3; echo "db password: $DB_PASSWORD
 		}
 	}
 }
+
+// TestECSTaskThatNeverRan: a task stopped before its container ran (here
+// its image cannot be pulled) has no exit code and no worker event: the
+// runner reports worker-lost with ECS's stoppedReason.
+func TestECSTaskThatNeverRan(t *testing.T) {
+	t.Parallel()
+	h := newECSHarness(t, nil, nil)
+	h.start()
+	req := request(`echo never`)
+	req.Image = "agora-test-no-such-image:" + h.cfg.ID
+	h.enqueue(req)
+	ev := h.terminal(req.Spec.DispatchID, time.Minute)
+	if ev.Kind != schemas.KindFailed || ev.Failure.Reason != schemas.ReasonWorkerLost || *ev.ExitCode != exitEngineError ||
+		!strings.Contains(ev.Failure.Detail, "never ran") || !strings.Contains(ev.Failure.Detail, "CannotPullContainerError") {
+		t.Errorf("terminal = %s exit %d %+v; want worker-lost %d naming CannotPullContainerError", ev.Kind, *ev.ExitCode, ev.Failure, exitEngineError)
+	}
+	h.settled(req.Spec.DispatchID)
+}
