@@ -298,7 +298,7 @@ func exitResult(t *types.Task) compute.ExitResult {
 	reason := aws.ToString(t.StoppedReason)
 	if c == nil || c.ExitCode == nil {
 		msg := reason
-		if c != nil && aws.ToString(c.Reason) != "" {
+		if c != nil && aws.ToString(c.Reason) != "" && aws.ToString(c.Reason) != reason {
 			msg += ": " + aws.ToString(c.Reason)
 		}
 		err := fmt.Errorf("ecs task %s stopped (%s) without an exit code: %s", aws.ToString(t.TaskArn), t.StopCode, msg)
