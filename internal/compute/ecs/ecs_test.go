@@ -342,3 +342,41 @@ func TestEventualConsistency(t *testing.T) {
 		t.Errorf("no DescribeTasks call while the task was invisible; the case was not exercised")
 	}
 }
+
+// TestNameReusedAfterRemove: ECS keeps a client token's task; a name
+// reused after Remove cannot start it again unnoticed.
+func TestNameReusedAfterRemove(t *testing.T) {
+	t.Parallel()
+	docker := computetest.Docker(t)
+	image := computetest.BusyboxImage(t, docker)
+	e, fake := ecstest.Start(t, docker, ecstest.Options{})
+	ctx := ctxFor(t, time.Minute)
+	spec := shSpec(image, computetest.Label(t, e), "exit 0")
+	spec.Name = "agora-reused-" + computetest.RandomSuffix()
+	id, err := e.Create(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	id, err = e.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("Create of a removed name = %v", err)
+	}
+	if err := e.Start(ctx, id); err == nil || !strings.Contains(err.Error(), "removed before") {
+		t.Errorf("Start of a reused name = %v, want an error naming the removed task", err)
+	}
+	if n := len(fake.Calls("RunTask")); n != 2 {
+		t.Errorf("RunTask calls = %d, want 2", n)
+	}
+	if err := e.Remove(ctx, id); err != nil {
+		t.Error(err)
+	}
+}

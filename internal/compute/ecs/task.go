@@ -188,6 +188,17 @@ func (e *Engine) Start(ctx context.Context, id string) error {
 		return fmt.Errorf("start task %s: run task failed: %s", id, strings.Join(reasons, "; "))
 	}
 	arn := aws.ToString(out.Tasks[0].TaskArn)
+	if aws.ToString(out.Tasks[0].LastStatus) == "STOPPED" {
+		// The token may name a task launched and removed before (a name
+		// reused after Remove): ECS returns that one.
+		tasks, err := e.describe(cctx, []string{arn})
+		if err != nil {
+			return fmt.Errorf("start task %s: %w", id, err)
+		}
+		if t := tasks[arn]; t != nil && !managed(t) {
+			return fmt.Errorf("start task %s: client token %s names task %s, removed before: use a new name", id, clientToken(p), arn)
+		}
+	}
 	e.mu.Lock()
 	delete(e.created, id)
 	e.arns[id] = arn
