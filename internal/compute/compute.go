@@ -3,7 +3,9 @@
 // remove, list by label), the spec of such a container and how it ended.
 //
 // The Docker implementation lives in compute/docker, the only package of this
-// module that imports the Docker SDK. Image work (building the worker image)
+// module that imports the Docker SDK; the AWS ECS one (Fargate or EC2 tasks,
+// output from CloudWatch Logs) in compute/ecs, tested against its loopback
+// fake compute/ecs/ecsfake. Image work (building the worker image)
 // is an optional capability, ImageBuilder, found by type assertion.
 //
 // compute imports nothing from this module.
