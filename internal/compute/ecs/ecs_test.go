@@ -17,6 +17,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // TestConformance runs the compute conformance suite on Fargate through the
@@ -378,5 +379,34 @@ func TestNameReusedAfterRemove(t *testing.T) {
 	}
 	if err := e.Remove(ctx, id); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSpotInterruption: a task the platform takes away ends with its
+// container's exit code and an Err naming the interruption.
+func TestSpotInterruption(t *testing.T) {
+	t.Parallel()
+	docker := computetest.Docker(t)
+	image := computetest.BusyboxImage(t, docker)
+	e, fake := ecstest.Start(t, docker, ecstest.Options{CapacityProvider: ecs.CapacityFargateSpot})
+	ctx := ctxFor(t, time.Minute)
+	id, err := e.Create(ctx, shSpec(image, computetest.Label(t, e), `trap 'echo got-term; exit 143' TERM; echo ready; sleep 600 & wait`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "the task to run", func() bool {
+		var out strings.Builder
+		_ = e.Logs(ctx, id, false, &out, nil)
+		return strings.Contains(out.String(), "ready")
+	})
+	if err := fake.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Wait(ctx, id)
+	if err != nil || res.ExitCode != 143 || res.Err == nil || !strings.Contains(res.Err.Error(), "SpotInterruption") || res.Successful() {
+		t.Errorf("Wait after a Spot interruption = %+v, %v; want exit 143 and an Err naming SpotInterruption", res, err)
 	}
 }

@@ -342,3 +342,18 @@ func (t *task) wire(withTags bool) map[string]any {
 
 // containerName is the name of the task's container.
 func (t *task) containerName() string { return aws.ToString(t.container().Name) }
+
+// Interrupt stops the task started by startedBy as a Fargate Spot
+// interruption does: SIGTERM, then SIGKILL after the stop timeout, stop
+// code SpotInterruption.
+func (s *Server) Interrupt(startedBy string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if t.startedBy == startedBy {
+			t.requestStop(types.TaskStopCodeSpotInterruption, "Your Spot Task was interrupted.")
+			return nil
+		}
+	}
+	return fmt.Errorf("ecsfake: no task started by %s", startedBy)
+}
