@@ -38,7 +38,7 @@ type ecsFlags struct {
 func (f *ecsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cluster, "ecs-cluster", "", "with --compute ecs: run tasks in the ECS cluster `NAME` (or ARN); required")
 	fs.StringVar(&f.region, "ecs-region", "", "with --compute ecs: the AWS `REGION` (default $AWS_REGION)")
-	fs.StringVar(&f.launchType, "ecs-launch-type", ecs.LaunchEC2, "with --compute ecs: `EC2` (host volumes, the runner on the container instance) or FARGATE (refused until dispatches need no host files: docs/ecs.md)")
+	fs.StringVar(&f.launchType, "ecs-launch-type", ecs.LaunchEC2, "with --compute ecs: the launch `TYPE`, EC2 (host volumes, the runner on the container instance) or FARGATE (refused until dispatches need no host files: docs/ecs.md)")
 	fs.StringVar(&f.capacityProvider, "ecs-capacity-provider", "", "with --compute ecs: place tasks with the capacity provider `NAME` instead of the launch type (an EC2 Auto Scaling group provider; FARGATE and FARGATE_SPOT are Fargate)")
 	fs.Var(&f.subnets, "ecs-subnet", "with --compute ecs: an awsvpc subnet `ID` (repeatable; Fargate)")
 	fs.Var(&f.groups, "ecs-security-group", "with --compute ecs: a security group `ID` of awsvpc tasks with network (repeatable; Fargate)")
