@@ -240,17 +240,16 @@ type Engine struct {
 var _ compute.Engine = (*Engine)(nil)
 
 // New returns an Engine on the ECS and CloudWatch Logs clients made from
-// awsCfg. ecsEndpoint and logsEndpoint, when set, replace the services'
-// endpoints (VPC endpoints; the loopback fake in tests).
-func New(cfg Config, awsCfg aws.Config, ecsEndpoint, logsEndpoint string) (*Engine, error) {
+// awsCfg, at endpoints when they are set.
+func New(cfg Config, awsCfg aws.Config, endpoints Endpoints) (*Engine, error) {
 	e := awsecs.NewFromConfig(awsCfg, func(o *awsecs.Options) {
-		if ecsEndpoint != "" {
-			o.BaseEndpoint = aws.String(ecsEndpoint)
+		if endpoints.ECS != "" {
+			o.BaseEndpoint = aws.String(endpoints.ECS)
 		}
 	})
 	l := cloudwatchlogs.NewFromConfig(awsCfg, func(o *cloudwatchlogs.Options) {
-		if logsEndpoint != "" {
-			o.BaseEndpoint = aws.String(logsEndpoint)
+		if endpoints.Logs != "" {
+			o.BaseEndpoint = aws.String(endpoints.Logs)
 		}
 	})
 	return newEngine(cfg, e, l)
@@ -297,5 +296,5 @@ func Open(ctx context.Context, cfg Config, environ []string, endpoints Endpoints
 	if err != nil {
 		return nil, fmt.Errorf("ecs: load the AWS configuration: %w", err)
 	}
-	return New(cfg, awsCfg, endpoints.ECS, endpoints.Logs)
+	return New(cfg, awsCfg, endpoints)
 }

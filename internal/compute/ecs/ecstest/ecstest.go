@@ -110,7 +110,7 @@ func Engine(t testing.TB, fake *ecsfake.Server, o Options) *ecs.Engine {
 		Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, cmp.Or(o.Secret, Secret), ""),
 		HTTPClient:  &http.Client{Transport: tr},
 	}
-	e, err := ecs.New(ecfg, awsCfg, fake.URL(), fake.URL())
+	e, err := ecs.New(ecfg, awsCfg, ecs.Endpoints{ECS: fake.URL(), Logs: fake.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
