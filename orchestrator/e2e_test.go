@@ -46,6 +46,13 @@ var seq atomic.Int64
 
 func newStack(t *testing.T, tweak func(*Config)) *stack {
 	t.Helper()
+	return newStackOn(t, nil, tweak)
+}
+
+// newStackOn is newStack with the runner's engine made by onEngine from the
+// Docker engine and the runner's id (nil: Docker itself).
+func newStackOn(t *testing.T, onEngine func(eng *docker.Engine, runnerID string) compute.Engine, tweak func(*Config)) *stack {
+	t.Helper()
 	testenv.NeedDocker(t, workerImage, dockerErr)
 	ctx := context.Background()
 	srv := natstest.Start(t)
@@ -72,8 +79,12 @@ func newStack(t *testing.T, tweak func(*Config)) *stack {
 		}
 		eng.Close()
 	})
+	var runEngine compute.Engine = eng
+	if onEngine != nil {
+		runEngine = onEngine(eng, runnerID)
+	}
 	r, err := runner.New(runner.Config{ID: runnerID, Slots: 2, Image: workerImage, DataDir: t.TempDir(),
-		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng, Grace: 3 * time.Second,
+		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: runEngine, Grace: 3 * time.Second,
 		Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -605,7 +605,7 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 		if d.stoppedForCancel.Load() {
 			// The runner stopped it for a cancel and the worker could not
 			// report it (the SIGTERM came before its handler): a cancel.
-			ev = d.cancelledEvent(res.ExitCode)
+			ev = d.cancelledEvent(max(res.ExitCode, 0)) // -1: it never ran
 			d.log.Info("container stopped for a cancel ended without a terminal event; reporting it cancelled", "exit_code", res.ExitCode)
 		} else {
 			ev = d.lost(res, waitErr, timedOut, logs.LastLine())
@@ -698,10 +698,16 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 	switch {
 	case waitErr != nil:
 		detail = "waiting for the container failed: " + waitErr.Error()
+	case res.ExitCode < 0:
+		detail = "the container never ran"
+		res.ExitCode = exitEngineError
 	case res.OOMKilled:
 		detail += " (OOMKilled: it reached its memory limit)"
 	case res.Signal != "":
 		detail += " (killed by " + res.Signal + ")"
+	}
+	if res.Err != nil && waitErr == nil {
+		detail += " (" + res.Err.Error() + ")"
 	}
 	detail += " and the worker left no terminal event"
 	if lastLine != "" {

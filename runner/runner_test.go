@@ -32,7 +32,8 @@ type harness struct {
 	srv    *natsserver.Server
 	bus    *bus.Bus
 	store  storage.Store
-	engine *docker.Engine
+	engine compute.Engine // the runner's: docker, or ECS (ecs_test.go)
+	docker *docker.Engine
 	cfg    Config
 	runner *Runner
 }
@@ -73,7 +74,7 @@ func newHarnessOn(t *testing.T, srv *natsserver.Server, auth bus.Auth, tweak fun
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	h := &harness{t: t, srv: srv, bus: b, store: store, engine: eng, cfg: cfg}
+	h := &harness{t: t, srv: srv, bus: b, store: store, engine: eng, docker: eng, cfg: cfg}
 	t.Cleanup(func() {
 		// Nothing with this runner's label may survive the test.
 		ctx := context.Background()

@@ -23,7 +23,7 @@ import (
 	"github.com/agoradev/agora/runner"
 )
 
-const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--id ID] [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--worker-nats URL [--worker-nats-signer FILE]] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR] [--max-… LIMIT]..."
+const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--compute docker|ecs [--ecs-… VALUE]...] [--id ID] [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--worker-nats URL [--worker-nats-signer FILE]] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR] [--max-… LIMIT]..."
 
 // stopTimeout bounds the graceful stop after the first signal. Stopping does
 // not wait for containers (they keep running and the next runner process
@@ -52,6 +52,8 @@ type runnerFlags struct {
 	max        maxFlags
 	listen     string
 	tokens     multiFlag
+	compute    string
+	ecs        ecsFlags
 }
 
 // multiFlag collects a repeatable string flag.
@@ -80,6 +82,8 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.Var(&f.tokens, "token", "accept metrics bearer token `NAME:SECRET` (repeatable); required when --listen is off loopback")
 	fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 	f.natsAuth.register(fs)
+	fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md)")
+	f.ecs.register(fs)
 	fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
 	fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
 	fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
@@ -106,6 +110,10 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--worker-nats-signer mints credentials for --worker-nats: give both")
 	case f.signerFile != "" && f.natsAuth.creds == "":
 		return f, usagef("--worker-nats-signer needs --nats-creds: the workers' users belong to the runner's account")
+	case f.compute != computeDocker && f.compute != computeECS:
+		return f, usagef("--compute %q: want docker or ecs", f.compute)
+	case f.compute == computeECS && f.image == "":
+		return f, usagef("--compute ecs needs --image: an image ECS pulls (e.g. from ECR); nothing is built for ECS")
 	case f.slots < 1:
 		return f, usagef("--slots must be at least 1")
 	case f.grace < time.Second:
@@ -120,6 +128,15 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--memory-mb %d is over --max-memory-mb %d", f.memoryMB, f.max.memoryMB)
 	case f.pids > f.max.pids:
 		return f, usagef("--pids %d is over --max-pids %d", f.pids, f.max.pids)
+	}
+	if f.compute == computeECS {
+		e := f.ecs.config(environ, f.grace)
+		if e.Engine.WithDefaults().Fargate() {
+			return f, usagef("--compute ecs on Fargate is not supported yet: the runner mounts each dispatch's files from its host, which Fargate cannot; use --ecs-launch-type EC2 with the runner on the container instance (docs/ecs.md)")
+		}
+		if err := e.Engine.WithDefaults().Validate(); err != nil {
+			return f, usagef("%v", err)
+		}
 	}
 	if f.listen != "" {
 		if err := api.CheckBind(f.listen, f.tokens); err != nil {
@@ -170,7 +187,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if f.image == "" {
+	if f.image == "" && f.compute == computeDocker {
 		// Before connecting: a missing binary is the likeliest mistake.
 		if _, err = workerBinary("", "--image IMAGE"); err != nil {
 			return err
@@ -189,6 +206,10 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	}
 	res := f.defaultResources()
 	max := f.max.maximums()
+	var ecsCfg *roles.ECSConfig
+	if f.compute == computeECS {
+		ecsCfg = f.ecs.config(environ, f.grace)
+	}
 	s, err := roles.Start(ctx, roles.Config{
 		// The runner's own directory holds its lock and runner-id too, so
 		// a serve on ~/.agora and a runner on ~/.agora/runner never clash.
@@ -216,6 +237,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		Tokens:            f.tokens,
 		Metrics:           f.listen != "",
 		DockerHost:        getenv(environ, "DOCKER_HOST"),
+		ECS:               ecsCfg,
 		Logger:            log,
 	})
 	if err != nil {

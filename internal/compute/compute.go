@@ -3,7 +3,9 @@
 // remove, list by label), the spec of such a container and how it ended.
 //
 // The Docker implementation lives in compute/docker, the only package of this
-// module that imports the Docker SDK. Image work (building the worker image)
+// module that imports the Docker SDK; the AWS ECS one (Fargate or EC2 tasks,
+// output from CloudWatch Logs) in compute/ecs, tested against its loopback
+// fake compute/ecs/ecsfake. Image work (building the worker image)
 // is an optional capability, ImageBuilder, found by type assertion.
 //
 // compute imports nothing from this module.
@@ -89,7 +91,9 @@ type Engine interface {
 // ExitResult is how a container ended.
 type ExitResult struct {
 	// ExitCode is the exit code of the container's main process (with Init,
-	// the init's, which mirrors its child's).
+	// the init's, which mirrors its child's). It is -1 when the engine has
+	// none because the process never ran (an ECS task stopped before its
+	// container started); Err then says why.
 	ExitCode int
 	// Signal names the signal that ended the process ("SIGKILL"), derived from
 	// an exit code above 128 by the shell convention; empty otherwise.

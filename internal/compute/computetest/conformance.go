@@ -22,7 +22,31 @@ import (
 // User and no CMD, such as BusyboxImage. Subtests run in parallel; each labels its containers with
 // Label, so none is left behind.
 func RunConformance(t *testing.T, e compute.Engine, image string) {
-	c := conformance{e: e, image: image}
+	RunConformanceWith(t, e, image, Limits{})
+}
+
+// Limits are what an engine cannot do that the suite otherwise checks; the
+// subtests they touch check the engine's documented behaviour instead.
+// Docker has none.
+type Limits struct {
+	// MergedLogs: stdout and stderr are one stream (CloudWatch Logs): Logs
+	// writes both to stdout, in the order written, and nothing to stderr.
+	MergedLogs bool
+	// NoBindMounts: Create refuses Mounts with ErrInvalidSpec (Fargate).
+	NoBindMounts bool
+	// StopGraceAtCreate: the time between SIGTERM and SIGKILL is the spec's
+	// StopTimeout, fixed at Create, and Stop always sends SIGTERM first
+	// (ECS's StopTask), whatever grace it is given.
+	StopGraceAtCreate bool
+	// ImageCheckedAtRun: a missing image is found when the container runs
+	// (ECS pulls at RunTask): Create succeeds and Wait's ExitResult.Err
+	// wraps ErrImageNotFound.
+	ImageCheckedAtRun bool
+}
+
+// RunConformanceWith is RunConformance for an engine with limits.
+func RunConformanceWith(t *testing.T, e compute.Engine, image string, limits Limits) {
+	c := conformance{e: e, image: image, limits: limits}
 	t.Run("ExitCodes", c.exitCodes)
 	t.Run("LogsDemultiplexed", c.logsDemultiplexed)
 	t.Run("LogsFollow", c.logsFollow)
@@ -42,8 +66,9 @@ func RunConformance(t *testing.T, e compute.Engine, image string) {
 }
 
 type conformance struct {
-	e     compute.Engine
-	image string
+	e      compute.Engine
+	image  string
+	limits Limits
 }
 
 // spec is a container running script with sh, labelled for this test.
@@ -137,11 +162,16 @@ func (c conformance) logsDemultiplexed(t *testing.T) {
 	if res.ExitCode != 4 {
 		t.Errorf("exit code = %d, want 4", res.ExitCode)
 	}
-	if stdout != "out1\nout2\n" {
-		t.Errorf("Logs stdout = %q, want %q", stdout, "out1\nout2\n")
+	wantOut, wantErr := "out1\nout2\n", "err1\n"
+	if c.limits.MergedLogs {
+		checkMerged(t, "Logs", stdout, stderr, wantOut, wantErr)
+		return
 	}
-	if stderr != "err1\n" {
-		t.Errorf("Logs stderr = %q, want %q", stderr, "err1\n")
+	if stdout != wantOut {
+		t.Errorf("Logs stdout = %q, want %q", stdout, wantOut)
+	}
+	if stderr != wantErr {
+		t.Errorf("Logs stderr = %q, want %q", stderr, wantErr)
 	}
 }
 
@@ -159,11 +189,41 @@ func (c conformance) logsFollow(t *testing.T) {
 	if err != nil || !res.Successful() {
 		t.Fatalf("Wait after Logs(follow) = %+v, %v; want success", res, err)
 	}
-	if got, want := stdout.String(), "line1\nline2\nline3\n"; got != want {
-		t.Errorf("Logs(follow) stdout = %q, want %q", got, want)
+	wantOut, wantErr := "line1\nline2\nline3\n", "e1\ne2\ne3\n"
+	if c.limits.MergedLogs {
+		checkMerged(t, "Logs(follow)", stdout.String(), stderr.String(), wantOut, wantErr)
+		return
 	}
-	if got, want := stderr.String(), "e1\ne2\ne3\n"; got != want {
-		t.Errorf("Logs(follow) stderr = %q, want %q", got, want)
+	if got := stdout.String(); got != wantOut {
+		t.Errorf("Logs(follow) stdout = %q, want %q", got, wantOut)
+	}
+	if got := stderr.String(); got != wantErr {
+		t.Errorf("Logs(follow) stderr = %q, want %q", got, wantErr)
+	}
+}
+
+// checkMerged checks the output of an engine with Limits.MergedLogs: every
+// line of both streams on stdout, each stream's lines in their order (the
+// two streams are written by two pipes, so they interleave as they
+// arrive), nothing on stderr.
+func checkMerged(t *testing.T, call, stdout, stderr, wantOut, wantErr string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	outs, errs := strings.Fields(wantOut), strings.Fields(wantErr)
+	var gotOut, gotErr []string
+	for _, l := range lines {
+		switch {
+		case slices.Contains(outs, l):
+			gotOut = append(gotOut, l)
+		case slices.Contains(errs, l):
+			gotErr = append(gotErr, l)
+		}
+	}
+	if !slices.Equal(gotOut, outs) || !slices.Equal(gotErr, errs) || len(lines) != len(outs)+len(errs) {
+		t.Errorf("%s stdout = %q; want the lines of %q and of %q, each in order, and nothing else", call, stdout, wantOut, wantErr)
+	}
+	if stderr != "" {
+		t.Errorf("%s stderr = %q, want nothing (merged into stdout)", call, stderr)
 	}
 }
 
@@ -245,6 +305,12 @@ func (c conformance) mounts(t *testing.T) {
 touch /in/x 2>/dev/null && echo ro-writable || echo ro-readonly
 echo from container > /out/out.txt && echo rw-written`)
 	spec.Mounts = []compute.Mount{{Source: ro, Target: "/in", ReadOnly: true}, {Source: rw, Target: "/out"}}
+	if c.limits.NoBindMounts {
+		if _, err := c.e.Create(ctx, spec); !errors.Is(err, compute.ErrInvalidSpec) {
+			t.Errorf("Create with bind mounts on an engine without them = %v, want ErrInvalidSpec", err)
+		}
+		return
+	}
 	res, stdout, stderr := c.run(t, ctx, spec)
 	if !res.Successful() {
 		t.Fatalf("mount probe = %+v, stderr %q", res, stderr)
@@ -260,9 +326,13 @@ echo from container > /out/out.txt && echo rw-written`)
 func (c conformance) stopKillsAfterGrace(t *testing.T) {
 	t.Parallel()
 	ctx := ctxFor(t, time.Minute)
-	id := c.start(t, ctx, c.spec(Label(t, c.e), `trap '' TERM; echo ready; while :; do sleep 1; done`))
-	c.waitForOutput(t, ctx, id, "ready")
 	const grace = time.Second
+	spec := c.spec(Label(t, c.e), `trap '' TERM; echo ready; while :; do sleep 1; done`)
+	if c.limits.StopGraceAtCreate {
+		spec.StopTimeout = grace
+	}
+	id := c.start(t, ctx, spec)
+	c.waitForOutput(t, ctx, id, "ready")
 	begin := time.Now()
 	if err := c.e.Stop(ctx, id, grace); err != nil {
 		t.Fatalf("Stop(%s, %v) = %v", id, grace, err)
@@ -311,6 +381,17 @@ func (c conformance) stopWithoutGraceKills(t *testing.T) {
 	res, err := c.e.Wait(ctx, id)
 	if err != nil {
 		t.Fatalf("Wait after Stop: %v", err)
+	}
+	if c.limits.StopGraceAtCreate {
+		// The engine cannot kill without SIGTERM: the process heard it.
+		if !res.Successful() {
+			t.Errorf("Wait after Stop(0) on an engine that always sends SIGTERM = %+v, want exit 0 from the trap", res)
+		}
+		c.waitForOutput(t, ctx, id, "got-term")
+		if err := c.e.Stop(ctx, id, 0); err != nil {
+			t.Errorf("Stop(0) of an exited container = %v, want nil", err)
+		}
+		return
 	}
 	if want := (compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}); res != want {
 		t.Errorf("Wait after Stop(0) = %+v, want %+v", res, want)
@@ -482,7 +563,12 @@ func (c conformance) createErrors(t *testing.T) {
 	}
 	spec := c.spec(labels, "exit 0")
 	spec.Image = "agora-test-no-such-image:" + RandomSuffix()
-	if _, err := c.e.Create(ctx, spec); !errors.Is(err, compute.ErrImageNotFound) {
+	if c.limits.ImageCheckedAtRun {
+		id := c.start(t, ctx, spec)
+		if res, err := c.e.Wait(ctx, id); err != nil || !errors.Is(res.Err, compute.ErrImageNotFound) || res.Successful() {
+			t.Errorf("Wait for a container of a missing image = %+v, %v; want Err wrapping ErrImageNotFound", res, err)
+		}
+	} else if _, err := c.e.Create(ctx, spec); !errors.Is(err, compute.ErrImageNotFound) {
 		t.Errorf("Create from a missing image = %v, want ErrImageNotFound", err)
 	}
 	spec = c.spec(labels, "exit 0")

@@ -151,6 +151,19 @@ func (e *Engine) Wait(ctx context.Context, id string) (compute.ExitResult, error
 	if err != nil {
 		return res, fmt.Errorf("inspect container %s after wait: %w", id, notFound(err))
 	}
+	// The daemon learns of an OOM kill from an event of its own, which may
+	// come after the exit: a SIGKILLed container is inspected again a few
+	// times before it is taken for not OOM-killed.
+	for try := 0; res.ExitCode == 137 && info.State != nil && !info.State.OOMKilled && try < oomRechecks; try++ {
+		select {
+		case <-time.After(oomRecheckEvery):
+		case <-ictx.Done():
+			return res, fmt.Errorf("inspect container %s after wait: %w", id, ictx.Err())
+		}
+		if info, err = e.cli.ContainerInspect(ictx, id); err != nil {
+			return res, fmt.Errorf("inspect container %s after wait: %w", id, notFound(err))
+		}
+	}
 	if info.State != nil {
 		res.OOMKilled = info.State.OOMKilled
 		if info.State.Error != "" && res.Err == nil {
@@ -263,6 +276,13 @@ func (e *Engine) List(ctx context.Context, labels map[string]string) ([]compute.
 	})
 	return out, nil
 }
+
+// How often, and how many times, Wait inspects a SIGKILLed container again
+// for an OOM kill the daemon may not have recorded yet.
+const (
+	oomRechecks     = 5
+	oomRecheckEvery = 100 * time.Millisecond
+)
 
 // exitedStatus matches the daemon's status line of an exited container,
 // "Exited (137) 5 seconds ago".

@@ -37,6 +37,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/storage"
@@ -91,6 +92,12 @@ type Engine interface {
 }
 
 var _ Engine = (*docker.Engine)(nil)
+
+// ECSConfig is a runner's ECS compute.
+type ECSConfig struct {
+	Engine    ecs.Config
+	Endpoints ecs.Endpoints
+}
 
 // Config is one stack. Orchestrator and Runner select the roles; at least
 // one is required.
@@ -149,7 +156,7 @@ type Config struct {
 	// its interactivity and events endpoints at SlackPath and
 	// SlackEventsPath (docs/slack.md).
 	Slack *slackanswer.Config
-	// Runner runs a runner on the Docker engine.
+	// Runner runs a runner on the Docker engine (or ECS).
 	Runner bool
 	// Slots is how many dispatches the runner runs at once; default
 	// runner.DefaultSlots.
@@ -210,6 +217,11 @@ type Config struct {
 	// Engine is the container engine; nil connects to the Docker engine
 	// that DOCKER_HOST (or the default socket) names, and closes it on Stop.
 	Engine Engine
+	// ECS, when set, runs the runner's dispatches as ECS tasks instead
+	// (docs/ecs.md): Engine is then unused and Image is required, an image
+	// ECS can pull. Its AWS configuration is AWSEnv's on top of the SDK's
+	// default chain.
+	ECS *ECSConfig
 	// DockerHost is $DOCKER_HOST as the caller's environment has it, for
 	// the error when the engine does not answer (the Docker client reads
 	// the variable from the process environment itself).
@@ -322,7 +334,32 @@ func (c Config) Validate() error {
 	if err := c.Max.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ECS != nil {
+		errs = append(errs, c.ECS.validate(c)...)
+	}
 	return errors.Join(errs...)
+}
+
+// validate names what an ECS runner lacks. A Fargate runner is refused:
+// the runner hands each dispatch its spec, workspace, event key, cancel
+// marker and secrets as files on its host, mounted into the container,
+// and Fargate has no host mounts (docs/ecs.md, "Fargate").
+func (e *ECSConfig) validate(c Config) []error {
+	var errs []error
+	if !c.Runner {
+		errs = append(errs, errors.New("ECS compute is for the runner"))
+	}
+	if c.Image == "" {
+		errs = append(errs, errors.New("ECS compute needs --image: an image ECS pulls (e.g. from ECR); nothing is built for it"))
+	}
+	cfg := e.Engine.WithDefaults()
+	if cfg.Fargate() {
+		errs = append(errs, errors.New("the runner cannot run dispatches on Fargate yet: they need the runner's host files mounted (spec, workspace, keys); use the EC2 launch type with the runner on the container instance (docs/ecs.md)"))
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // Stack is a running set of roles.
@@ -339,7 +376,7 @@ type Stack struct {
 	// the orchestrator runs here too; else bus.
 	runnerBus *bus.Bus
 	store     storage.Store
-	engine    Engine
+	engine    compute.Engine
 	closeEn   func() error // closes an engine the stack opened
 	orch      *orchestrator.Orchestrator
 	reg       *registry.Registry
@@ -374,7 +411,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}()
 	var workerBin string
-	if cfg.Runner && cfg.Image == "" {
+	if cfg.Runner && cfg.Image == "" && cfg.ECS == nil {
 		// Before anything starts: a missing binary is the likeliest mistake.
 		if workerBin, err = WorkerBinary(cfg.WorkerBinary, "--image IMAGE"); err != nil {
 			return s, err
@@ -521,18 +558,31 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 }
 
 func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
-	s.engine = s.cfg.Engine
-	if s.engine == nil {
-		eng, err := ConnectDocker(ctx, s.cfg.DockerHost, s.log)
+	image := s.cfg.Image
+	if e := s.cfg.ECS; e != nil {
+		cfg := e.Engine
+		cfg.Logger = s.log
+		eng, err := ecs.Open(ctx, cfg, s.cfg.AWSEnv, e.Endpoints)
 		if err != nil {
 			return err
 		}
-		s.engine, s.closeEn = eng, eng.Close
+		s.engine = eng
+	} else {
+		local := s.cfg.Engine
+		if local == nil {
+			eng, err := ConnectDocker(ctx, s.cfg.DockerHost, s.log)
+			if err != nil {
+				return err
+			}
+			local, s.closeEn = eng, eng.Close
+		}
+		var err error
+		if image, err = WorkerImage(ctx, local, s.cfg.Image, workerBin, s.cfg.Busybox, s.log); err != nil {
+			return err
+		}
+		s.engine = local
 	}
-	image, err := WorkerImage(ctx, s.engine, s.cfg.Image, workerBin, s.cfg.Busybox, s.log)
-	if err != nil {
-		return err
-	}
+	var err error
 	id := s.cfg.RunnerID
 	if id == "" {
 		if id, err = runnerID(s.cfg.DataDir, s.cfg.RunnerDataDir); err != nil {

@@ -1,0 +1,197 @@
+package ecs
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+
+	"github.com/agoradev/agora/internal/compute"
+)
+
+func testConfig(fargate bool) Config {
+	c := Config{Cluster: "c", Region: "eu-west-1", LogGroup: "/agora", Subnets: []string{"subnet-1"},
+		SecurityGroups: []string{"sg-out"}, IsolatedSecurityGroups: []string{"sg-none"}, ExecutionRoleARN: "arn:exec"}
+	if !fargate {
+		c.LaunchType = LaunchEC2
+	}
+	return c.WithDefaults()
+}
+
+func testSpec() compute.ContainerSpec {
+	return compute.ContainerSpec{
+		Name: "agora-d-1-abcd", Image: "123.dkr.ecr.eu-west-1.amazonaws.com/agora-worker:1", User: "65532:65532",
+		WorkingDir: "/workspace", Env: []string{"AGORA_DISPATCH_ID=d-1", "EMPTY="}, Init: true,
+		Labels:    map[string]string{compute.LabelDispatchID: "d-1", compute.LabelTaskID: "t-1"},
+		Resources: compute.Resources{NanoCPUs: 1_500_000_000, MemoryBytes: 3000 << 20, PidsLimit: 64},
+	}
+}
+
+func TestCompileFargate(t *testing.T) {
+	l, err := compile(testConfig(true), testSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, cd := l.taskDef, l.taskDef.ContainerDefinitions[0]
+	check := func(what string, got, want any) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	check("network mode", td.NetworkMode, types.NetworkModeAwsvpc)
+	check("compatibility", td.RequiresCompatibilities[0], types.CompatibilityFargate)
+	check("user", aws.ToString(cd.User), "65532:65532")
+	check("read-only root", aws.ToBool(cd.ReadonlyRootFilesystem), true)
+	check("capabilities dropped", strings.Join(cd.LinuxParameters.Capabilities.Drop, ","), "ALL")
+	check("init", aws.ToBool(cd.LinuxParameters.InitProcessEnabled), true)
+	check("no tmpfs on Fargate", len(cd.LinuxParameters.Tmpfs), 0)
+	check("/tmp volume", aws.ToString(cd.MountPoints[0].ContainerPath), "/tmp")
+	check("log driver", cd.LogConfiguration.LogDriver, types.LogDriverAwslogs)
+	check("log group", cd.LogConfiguration.Options["awslogs-group"], "/agora")
+	check("stop timeout", aws.ToInt32(cd.StopTimeout), int32(30))
+	check("env not in the definition", len(cd.Environment), 0)
+	check("execution role", aws.ToString(td.ExecutionRoleArn), "arn:exec")
+	check("task cpu", aws.ToString(l.overrides.Cpu), "2048")
+	check("task memory", aws.ToString(l.overrides.Memory), "4096")
+	co := l.overrides.ContainerOverrides[0]
+	check("container memory", aws.ToInt32(co.Memory), int32(3000))
+	check("container cpu", aws.ToInt32(co.Cpu), int32(1536))
+	check("env", len(co.Environment), 2)
+	check("subnets", l.network.AwsvpcConfiguration.Subnets[0], "subnet-1")
+	check("groups of network none", l.network.AwsvpcConfiguration.SecurityGroups[0], "sg-none")
+	check("public ip", l.network.AwsvpcConfiguration.AssignPublicIp, types.AssignPublicIpDisabled)
+	tags := map[string]string{}
+	for _, tg := range l.tags {
+		tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	check("managed tag", tags[compute.LabelManaged], "true")
+	check("dispatch tag", tags[compute.LabelDispatchID], "d-1")
+	check("name tag", tags[TagName], "agora-d-1-abcd")
+
+	// Only the overrides differ between dispatches: the same family.
+	other := testSpec()
+	other.Env = []string{"AGORA_DISPATCH_ID=d-2"}
+	other.Name, other.Labels = "agora-d-2-abcd", map[string]string{compute.LabelDispatchID: "d-2"}
+	other.Resources.MemoryBytes = 512 << 20
+	l2, err := compile(testConfig(true), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("family of another dispatch of the image", l2.family, l.family)
+	bridged := testSpec()
+	bridged.NetworkMode = compute.NetworkBridge
+	l3, _ := compile(testConfig(true), bridged)
+	check("family of the bridged spec", l3.family, l.family)
+	check("groups of network bridge", l3.network.AwsvpcConfiguration.SecurityGroups[0], "sg-out")
+	img := testSpec()
+	img.Image += "-other"
+	l4, _ := compile(testConfig(true), img)
+	if l4.family == l.family {
+		t.Errorf("another image has the same family %s", l.family)
+	}
+}
+
+func TestCompileEC2(t *testing.T) {
+	spec := testSpec()
+	spec.Mounts = []compute.Mount{{Source: "/data/ws/d-1", Target: "/workspace"}, {Source: "/data/spec/d-1", Target: "/agora", ReadOnly: true}}
+	spec.NetworkMode = compute.NetworkBridge
+	l, err := compile(testConfig(false), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, cd := l.taskDef, l.taskDef.ContainerDefinitions[0]
+	if td.NetworkMode != types.NetworkModeBridge || l.network != nil {
+		t.Errorf("EC2 bridge: network mode %s, configuration %v; want bridge and none", td.NetworkMode, l.network)
+	}
+	if !slices.Equal(cd.DockerSecurityOptions, []string{"no-new-privileges"}) {
+		t.Errorf("docker security options = %v", cd.DockerSecurityOptions)
+	}
+	if len(cd.LinuxParameters.Tmpfs) != 1 || cd.LinuxParameters.Tmpfs[0].Size != 64 {
+		t.Errorf("tmpfs = %+v, want /tmp of 64 MiB", cd.LinuxParameters.Tmpfs)
+	}
+	if len(td.Volumes) != 2 || aws.ToString(td.Volumes[0].Host.SourcePath) != "/data/ws/d-1" || !aws.ToBool(cd.MountPoints[1].ReadOnly) {
+		t.Errorf("volumes %+v, mount points %+v", td.Volumes, cd.MountPoints)
+	}
+	if !strings.HasPrefix(l.family, "agora-once-") {
+		t.Errorf("family with host volumes = %s, want agora-once-…", l.family)
+	}
+	if l.overrides.Cpu != nil || l.overrides.Memory != nil {
+		t.Errorf("EC2 task size overrides = %v/%v, want none", l.overrides.Cpu, l.overrides.Memory)
+	}
+}
+
+func TestCompileRefuses(t *testing.T) {
+	big := testSpec()
+	big.Env = append(big.Env, "BIG="+strings.Repeat("x", 9000))
+	for _, tc := range []struct {
+		name    string
+		fargate bool
+		mod     func(*compute.ContainerSpec)
+		want    string
+	}{
+		{"mounts on Fargate", true, func(s *compute.ContainerSpec) { s.Mounts = []compute.Mount{{Source: "/a", Target: "/b"}} }, "no host bind mounts"},
+		{"host network on Fargate", true, func(s *compute.ContainerSpec) { s.NetworkMode = compute.NetworkHost }, "no host network"},
+		{"stop signal", false, func(s *compute.ContainerSpec) { s.StopSignal = "SIGINT" }, "SIGTERM"},
+		{"host-gateway", false, func(s *compute.ContainerSpec) { s.ExtraHosts = []string{compute.HostGatewayExtraHost} }, "host:ip"},
+		{"overrides over 8 KiB", true, func(s *compute.ContainerSpec) { s.Env = big.Env }, "over ECS's 8192"},
+		{"root", true, func(s *compute.ContainerSpec) { s.User = "root" }, ""},
+		{"too much memory", true, func(s *compute.ContainerSpec) { s.Resources.MemoryBytes = 200 << 30 }, "no Fargate task size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := testSpec()
+			tc.mod(&spec)
+			_, err := compile(testConfig(tc.fargate), spec)
+			if !errors.Is(err, compute.ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("compile = %v, want ErrInvalidSpec saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFargateSize(t *testing.T) {
+	for _, tc := range []struct{ cpu, mem, wantCPU, wantMem int64 }{
+		{0, 0, 256, 512},
+		{0, 32, 256, 512},
+		{256, 600, 256, 1024},
+		{256, 1100, 256, 2048},
+		{300, 0, 512, 1024},
+		{1024, 0, 1024, 2048},
+		{1024, 9000, 2048, 9216},
+		{1536, 3000, 2048, 4096},
+		{4096, 30720, 4096, 30720},
+		{16384, 122880, 16384, 122880},
+	} {
+		c, m, err := FargateSize(tc.cpu, tc.mem)
+		if err != nil || c != tc.wantCPU || m != tc.wantMem {
+			t.Errorf("FargateSize(%d, %d) = %d, %d, %v; want %d, %d", tc.cpu, tc.mem, c, m, err, tc.wantCPU, tc.wantMem)
+		}
+	}
+	if _, _, err := FargateSize(32768, 0); err == nil {
+		t.Error("FargateSize(32768 units) succeeded")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := testConfig(true).Validate(); err != nil {
+		t.Errorf("valid Fargate config: %v", err)
+	}
+	err := (Config{StopTimeout: 5 * time.Minute}).WithDefaults().Validate()
+	for _, want := range []string{"cluster", "region", "log group", "subnets", "isolated security groups", "execution role", "over Fargate's"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate of an empty Fargate config = %v; want it to name %s", err, want)
+		}
+	}
+	ec2 := Config{Cluster: "c", Region: "r", LogGroup: "g", LaunchType: LaunchEC2}.WithDefaults()
+	if err := ec2.Validate(); err != nil || ec2.Fargate() {
+		t.Errorf("EC2 config: Validate = %v, Fargate = %v", err, ec2.Fargate())
+	}
+	spot := Config{CapacityProvider: CapacityFargateSpot}.WithDefaults()
+	if !spot.Fargate() {
+		t.Error("FARGATE_SPOT capacity provider is not Fargate")
+	}
+}
