@@ -703,6 +703,10 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 		res.ExitCode = exitEngineError
 	case res.OOMKilled:
 		detail += " (OOMKilled: it reached its memory limit)"
+	case res.Signal == "SIGKILL":
+		// Docker loses some OOM events (containerd/containerd#8893):
+		// a SIGKILL nobody here sent is most often the memory limit.
+		detail += " (killed by SIGKILL: most likely its memory limit — the engine does not always report an OOM kill — or a kill from outside)"
 	case res.Signal != "":
 		detail += " (killed by " + res.Signal + ")"
 	}

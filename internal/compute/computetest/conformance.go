@@ -430,11 +430,23 @@ func (c conformance) stopNotRunning(t *testing.T) {
 
 func (c conformance) oomKilled(t *testing.T) {
 	t.Parallel()
-	ctx := ctxFor(t, time.Minute)
+	ctx := ctxFor(t, 2*time.Minute)
 	// The shell holds 200 MB in a variable under a 32 MiB limit without swap.
 	spec := c.spec(Label(t, c.e), `x=$(head -c 200000000 /dev/zero | tr '\0' a); echo survived ${#x}`)
 	spec.Resources.MemoryBytes = 32 << 20
-	res, stdout, _ := c.run(t, ctx, spec)
+	// Docker 20.10 loses the kernel's OOM event now and then on a busy
+	// host (containerd/containerd#8893): the container is SIGKILLed, exit
+	// 137, without OOMKilled. What the engine must do is report it when
+	// the daemon knows it, so a lost event is tried again, three times.
+	var res compute.ExitResult
+	var stdout string
+	for try := 1; try <= 3; try++ {
+		res, stdout, _ = c.run(t, ctx, spec)
+		if res.OOMKilled || res.ExitCode != 137 {
+			break
+		}
+		t.Logf("try %d: exit 137 without OOMKilled (an OOM event the daemon lost?)", try)
+	}
 	if !res.OOMKilled || res.ExitCode != 137 || res.Successful() {
 		t.Errorf("Wait after exceeding the memory limit = %+v (stdout %q); want OOMKilled, exit 137", res, stdout)
 	}
