@@ -135,8 +135,8 @@ func (n *node) check(v any, loc string, out *[]Problem) {
 				fail("length must be <= %d, but got %d", n.maxLength, length)
 			}
 		}
-		if n.pattern != nil && !n.pattern.MatchString(v) {
-			fail("does not match pattern %s", quote(n.pattern.String()))
+		if n.pattern != nil && !n.pattern().MatchString(v) {
+			fail("does not match pattern %s", quote(n.patternSource))
 		}
 	case json.Number:
 		num, _ := new(big.Rat).SetString(string(v))

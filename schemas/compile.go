@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // This file is the JSON Schema validator behind Validate: the part of draft
@@ -42,7 +44,11 @@ type node struct {
 	items              *node
 
 	minLength, maxLength int // -1: unset
-	pattern              *regexp.Regexp
+	// pattern is compiled on its first match: a bounded repetition such as
+	// sha256's {64} costs a tenth of a millisecond to compile, and most
+	// documents never reach most patterns.
+	pattern       func() *regexp.Regexp
+	patternSource string
 
 	minimum, exclusiveMinimum, maximum, exclusiveMaximum *big.Rat
 
@@ -291,8 +297,13 @@ func (c *compiler) compile(n *node, file, ptr string, v any) error {
 				keep(fmt.Errorf("%s: want a string", where(kw)))
 				continue
 			}
-			n.pattern, err = regexp.Compile(p)
-			keep(err)
+			// Checked now, compiled when first needed.
+			if _, err := syntax.Parse(p, syntax.Perl); err != nil {
+				keep(fmt.Errorf("%s: %w", where(kw), err))
+				continue
+			}
+			n.patternSource = p
+			n.pattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(p) })
 		case "minimum":
 			n.minimum, err = rat(kw)
 			keep(err)
