@@ -17,6 +17,7 @@ import (
 	execadapter "github.com/agoradev/agora/adapters/exec"
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/schemas"
 )
@@ -203,4 +204,92 @@ func (s *overheadSamples) report(b *testing.B) {
 		fmt.Fprintf(&tbl, "%-46s %9.2f %9.2f %11s\n", r.label, ms(p50), ms(p90), ratio)
 	}
 	b.Log(strings.TrimSuffix(tbl.String(), "\n"))
+}
+
+// BenchmarkResumeState measures what a large partial_state costs the worker
+// of a resumed round: the agora-worker binary (built as in the image) runs
+// a no-op round 2 whose spec carries a partial_state_ref into a file://
+// store, as the runner stages it, once with a tiny state and once with one
+// of about 1 MB, alternating, each with a fresh workspace. The table gives
+// the medians of exec → exit and the difference.
+//
+//	go test -run '^$' -bench ResumeState -benchtime 20x ./worker
+func BenchmarkResumeState(b *testing.B) {
+	ctx := context.Background()
+	workerBin := testenv.Binary(b, "github.com/agoradev/agora/cmd/agora-worker", false)
+	dir := b.TempDir()
+	store, err := storage.Open(ctx, "file://"+filepath.Join(dir, "store"), storage.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	states := []struct {
+		name string
+		ref  *schemas.ObjectRef
+	}{{name: "tiny"}, {name: "1 MB"}}
+	for i, size := range []int{1, 1_000_000} {
+		state := benchState(size)
+		_, ref, err := storage.PutBlob(ctx, store, bytes.NewReader(state))
+		if err != nil {
+			b.Fatal(err)
+		}
+		states[i].ref = &schemas.ObjectRef{URI: ref.URI, SHA256: ref.SHA256, Size: ref.Size}
+	}
+	seq := 0
+	run := func(which int) time.Duration {
+		seq++
+		id := fmt.Sprintf("resume-%d", seq)
+		d := filepath.Join(dir, id)
+		ws := filepath.Join(d, "workspace")
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		specFile := writeSpec(b, d, &schemas.DispatchSpec{DispatchID: id, TaskID: "t-" + id, Round: 2,
+			Subagent: schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{noop}},
+			Resume: &schemas.Resume{Question: "Keep going?", Answer: "yes", PartialStateRef: states[which].ref,
+				History: []schemas.HistoryEntry{{Round: 1, Question: "Keep going?", Answer: "yes"}}}})
+		cmd := exec.Command(workerBin)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "AGORA_DISPATCH_ID=" + id, "AGORA_SPEC_FILE=" + specFile,
+			"AGORA_WORKSPACE=" + ws, "AGORA_STORAGE_URI=file://" + filepath.Join(dir, "store")}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t0 := time.Now()
+		err := cmd.Run()
+		took := time.Since(t0)
+		if err != nil || !strings.Contains(stdout.String(), `"dispatch.finished"`) {
+			b.Fatalf("agora-worker %s: %v\nstdout:\n%s\nstderr:\n%s", id, err, &stdout, &stderr)
+		}
+		return took
+	}
+	run(0) // warm-up
+	run(1)
+	var took [2][]time.Duration
+	for i := 0; b.Loop(); i++ {
+		for k := range 2 {
+			which := (i + k) % 2
+			took[which] = append(took[which], run(which))
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	tiny, large := percentile(took[0], 50), percentile(took[1], 50)
+	b.ReportMetric(ms(tiny), "p50-tiny-ms")
+	b.ReportMetric(ms(large), "p50-large-ms")
+	b.ReportMetric(ms(large-tiny), "large-minus-tiny-ms")
+	b.Logf("round 2 of a no-op dispatch, agora-worker binary, n=%d each; partial_state of %d B vs %d B\np50 ms: tiny %.2f, 1 MB %.2f, difference %+.2f",
+		len(took[0]), states[1].ref.Size, states[0].ref.Size, ms(tiny), ms(large), ms(large-tiny))
+}
+
+// benchState is a partial_state of about size bytes: notes on files, as an
+// agent might keep them (many small values, as the orchestrator benchmark's
+// sub-agent writes).
+func benchState(size int) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"notes":[`)
+	for n := 0; n == 0 || sb.Len() < size-140; n++ {
+		if n > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"file":"src/pkg%d/file%d.go","line":%d,"note":"reads the config, then calls the store; check the error path"}`, n%50, n, n*7)
+	}
+	sb.WriteString(`],"last":1}`)
+	return []byte(sb.String())
 }
