@@ -61,7 +61,8 @@ func (r *Runner) stage(ctx context.Context, dir string, spec schemas.DispatchSpe
 			return spec, fmt.Errorf("stage blobs: %w", err)
 		}
 	}
-	local, err := storage.Open(ctx, "file://"+dir, storage.Options{})
+	// Scratch: the staged copy is made again if the host goes down.
+	local, err := storage.Open(ctx, "file://"+dir, storage.Options{Scratch: true})
 	if err != nil {
 		return spec, fmt.Errorf("stage blobs: %w", err)
 	}

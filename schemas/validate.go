@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 //go:embed *.schema.json
@@ -47,38 +45,16 @@ func Schema(name string) ([]byte, error) {
 
 const baseURL = "https://agora.dev/schemas/"
 
-// compiledSchemas holds each schema, compiled on first use: a worker
-// process only ever needs two of them, and compiling costs milliseconds of
-// its start-up.
-var compiledSchemas = func() map[string]func() (*jsonschema.Schema, error) {
-	out := map[string]func() (*jsonschema.Schema, error){}
+// compiledSchemas holds each schema, compiled on first use with only the
+// documents its $refs reach: a worker process validates a dispatch spec, its
+// events and perhaps a sentinel, and pays for nothing else.
+var compiledSchemas = func() map[string]func() (*node, error) {
+	out := map[string]func() (*node, error){}
 	for _, name := range Names() {
-		out[name] = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(name) })
+		out[name] = sync.OnceValues(func() (*node, error) { return compileSchema(name) })
 	}
 	return out
 }()
-
-// compile compiles one schema; every schema is added as a resource so the
-// $refs between them resolve.
-func compile(name string) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	for _, n := range Names() {
-		data, err := Schema(n)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.AddResource(baseURL+n+".schema.json", bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("add schema %s: %w", n, err)
-		}
-	}
-	s, err := c.Compile(baseURL + name + ".schema.json")
-	if err != nil {
-		return nil, fmt.Errorf("compile schema %s: %w", name, err)
-	}
-	return s, nil
-}
 
 // Problem is one way a document breaks its schema.
 type Problem struct {
@@ -129,12 +105,8 @@ func Validate(name string, data []byte) error {
 	if err != nil {
 		return &ValidationError{What: what, Problems: []Problem{{Message: "not valid JSON: " + err.Error()}}}
 	}
-	if err := s.Validate(doc); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return &ValidationError{What: what, Problems: problems(ve)}
-		}
-		return fmt.Errorf("validate %s: %w", what, err)
+	if ps := s.validate(doc, ""); len(ps) > 0 {
+		return &ValidationError{What: what, Problems: dedupSorted(ps)}
 	}
 	return nil
 }
@@ -153,26 +125,17 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
-// problems flattens the validation tree into its leaves: the causes a person
-// can act on, not the "doesn't validate with ..." wrappers above them.
-func problems(ve *jsonschema.ValidationError) []Problem {
-	var out []Problem
+// dedupSorted drops repeated problems and orders them by pointer, keeping
+// the order of problems at the same pointer.
+func dedupSorted(ps []Problem) []Problem {
+	out := ps[:0:0]
 	seen := map[Problem]bool{}
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			p := Problem{Pointer: e.InstanceLocation, Message: e.Message}
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
-			}
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
 		}
 	}
-	walk(ve)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return out
 }

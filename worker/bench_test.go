@@ -17,6 +17,7 @@ import (
 	execadapter "github.com/agoradev/agora/adapters/exec"
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/schemas"
 )
@@ -61,10 +62,12 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		b.Fatalf("create the event stream: %v", err)
 	}
 	workerBin := testenv.Binary(b, "github.com/agoradev/agora/cmd/agora-worker", false)
+	beforeBin := os.Getenv(beforeWorkerEnv)
 	dir := b.TempDir()
 
 	var s overheadSamples
 	var lastInProcess, lastBinary string
+	var wholeDispatch func(bin string, last *string) time.Duration
 	seq := 0
 	newDispatch := func(kind string) (id, specFile, ws string) {
 		seq++
@@ -109,25 +112,33 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		s.own = append(s.own, tm.Done.Sub(tm.Start)-tm.RuntimeExit.Sub(tm.RuntimeExec))
 		lastInProcess = id
 	}
-	binary := func() {
+	binary := func() { s.binary = append(s.binary, wholeDispatch(workerBin, &lastBinary)) }
+	before := func() { s.before = append(s.before, wholeDispatch(beforeBin, nil)) }
+	wholeDispatch = func(bin string, last *string) time.Duration {
 		id, specFile, ws := newDispatch("bin")
-		cmd := exec.Command(workerBin)
+		cmd := exec.Command(bin)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "AGORA_DISPATCH_ID=" + id, "AGORA_SPEC_FILE=" + specFile,
 			"AGORA_WORKSPACE=" + ws, "AGORA_NATS_URL=" + srv.ClientURL()}
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		t0 := time.Now()
 		err := cmd.Run()
-		s.binary = append(s.binary, time.Since(t0))
+		took := time.Since(t0)
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 		ev, perr := schemas.ParseEvent([]byte(lines[len(lines)-1]))
 		if err != nil || perr != nil || ev.Kind != schemas.KindFinished {
-			b.Fatalf("agora-worker %s: %v; last event %v (%v); want finished\nstdout:\n%s\nstderr:\n%s", id, err, ev, perr, &stdout, &stderr)
+			b.Fatalf("%s %s: %v; last event %v (%v); want finished\nstdout:\n%s\nstderr:\n%s", bin, id, err, ev, perr, &stdout, &stderr)
 		}
-		lastBinary = id
+		if last != nil {
+			*last = id
+		}
+		return took
 	}
 
 	variants := []func(){floor, inProcess, version, binary}
+	if beforeBin != "" {
+		variants = append(variants, before)
+	}
 	for _, v := range variants {
 		v() // warm-up, not counted
 	}
@@ -151,11 +162,17 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 	s.report(b)
 }
 
+// beforeWorkerEnv names another agora-worker binary (one built from an
+// earlier commit, say) that the binary benchmarks also run, interleaved
+// with this tree's, so a change is measured before and after in one run.
+const beforeWorkerEnv = "AGORA_BENCH_WORKER_BEFORE"
+
 // overheadSamples are the measured spans, one per iteration each.
 type overheadSamples struct {
 	floor                                       []time.Duration
 	startToExec, runtime, exitToAck, total, own []time.Duration
 	version, binary                             []time.Duration
+	before                                      []time.Duration // beforeWorkerEnv's binary, when set
 }
 
 // percentile is the nearest-rank p-th percentile of ds.
@@ -187,6 +204,12 @@ func (s *overheadSamples) report(b *testing.B) {
 		{"agora-worker version (process start, init)", "binary-version", s.version},
 		{"agora-worker binary, whole dispatch", "binary", s.binary},
 	}
+	if len(s.before) > 0 {
+		rows = append(rows, struct {
+			label, metric string
+			ds            []time.Duration
+		}{"  the same, " + beforeWorkerEnv + "'s binary", "binary-before", s.before})
+	}
 	b.ReportMetric(0, "ns/op") // one round of unrelated things; see the doc comment
 	floor := percentile(s.floor, 50)
 	var tbl strings.Builder
@@ -196,6 +219,9 @@ func (s *overheadSamples) report(b *testing.B) {
 		p50, p90 := percentile(r.ds, 50), percentile(r.ds, 90)
 		b.ReportMetric(ms(p50), "p50-"+r.metric+"-ms")
 		b.ReportMetric(ms(p90), "p90-"+r.metric+"-ms")
+		if r.metric == "total" && len(s.before) > 0 {
+			continue // its metrics only: the before row takes its line
+		}
 		ratio := "-"
 		if floor > 0 {
 			ratio = fmt.Sprintf("%.1f×", float64(p50)/float64(floor))
@@ -203,4 +229,110 @@ func (s *overheadSamples) report(b *testing.B) {
 		fmt.Fprintf(&tbl, "%-46s %9.2f %9.2f %11s\n", r.label, ms(p50), ms(p90), ratio)
 	}
 	b.Log(strings.TrimSuffix(tbl.String(), "\n"))
+}
+
+// BenchmarkResumeState measures what a large partial_state costs the worker
+// of a resumed round: the agora-worker binary (built as in the image) runs
+// a no-op round 2 whose spec carries a partial_state_ref into a file://
+// store, as the runner stages it, once with a tiny state and once with one
+// of about 1 MB, in a rotating order, each with a fresh workspace. With
+// AGORA_BENCH_WORKER_BEFORE set, that binary runs the same rounds,
+// interleaved. The table gives the medians of exec → exit and the
+// difference.
+//
+//	go test -run '^$' -bench ResumeState -benchtime 20x ./worker
+func BenchmarkResumeState(b *testing.B) {
+	ctx := context.Background()
+	workerBin := testenv.Binary(b, "github.com/agoradev/agora/cmd/agora-worker", false)
+	dir := b.TempDir()
+	store, err := storage.Open(ctx, "file://"+filepath.Join(dir, "store"), storage.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	states := []struct {
+		name string
+		ref  *schemas.ObjectRef
+	}{{name: "tiny"}, {name: "1 MB"}}
+	for i, size := range []int{1, 1_000_000} {
+		state := benchState(size)
+		_, ref, err := storage.PutBlob(ctx, store, bytes.NewReader(state))
+		if err != nil {
+			b.Fatal(err)
+		}
+		states[i].ref = &schemas.ObjectRef{URI: ref.URI, SHA256: ref.SHA256, Size: ref.Size}
+	}
+	bins := []string{workerBin}
+	if before := os.Getenv(beforeWorkerEnv); before != "" {
+		bins = append(bins, before)
+	}
+	seq := 0
+	run := func(bin string, which int) time.Duration {
+		seq++
+		id := fmt.Sprintf("resume-%d", seq)
+		d := filepath.Join(dir, id)
+		ws := filepath.Join(d, "workspace")
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		specFile := writeSpec(b, d, &schemas.DispatchSpec{DispatchID: id, TaskID: "t-" + id, Round: 2,
+			Subagent: schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{noop}},
+			Resume: &schemas.Resume{Question: "Keep going?", Answer: "yes", PartialStateRef: states[which].ref,
+				History: []schemas.HistoryEntry{{Round: 1, Question: "Keep going?", Answer: "yes"}}}})
+		cmd := exec.Command(bin)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "AGORA_DISPATCH_ID=" + id, "AGORA_SPEC_FILE=" + specFile,
+			"AGORA_WORKSPACE=" + ws, "AGORA_STORAGE_URI=file://" + filepath.Join(dir, "store")}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t0 := time.Now()
+		err := cmd.Run()
+		took := time.Since(t0)
+		if err != nil || !strings.Contains(stdout.String(), `"dispatch.finished"`) {
+			b.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", bin, id, err, &stdout, &stderr)
+		}
+		return took
+	}
+	for _, bin := range bins { // warm-up
+		run(bin, 0)
+		run(bin, 1)
+	}
+	took := make([][2][]time.Duration, len(bins))
+	for i := 0; b.Loop(); i++ {
+		for k := range 2 * len(bins) {
+			j := (i + k) % (2 * len(bins))
+			bin, which := j/2, j%2
+			took[bin][which] = append(took[bin][which], run(bins[bin], which))
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "round 2 of a no-op dispatch, exec → exit, n=%d each; partial_state of %d B vs %d B; p50 ms\n", len(took[0][0]), states[1].ref.Size, states[0].ref.Size)
+	fmt.Fprintf(&tbl, "%-40s %8s %8s %8s", "", "tiny", "1 MB", "diff")
+	for i := range bins {
+		tiny, large := percentile(took[i][0], 50), percentile(took[i][1], 50)
+		label, suffix := "agora-worker (this tree)", ""
+		if i > 0 {
+			label, suffix = beforeWorkerEnv, "-before"
+		}
+		b.ReportMetric(ms(tiny), "p50-tiny"+suffix+"-ms")
+		b.ReportMetric(ms(large), "p50-large"+suffix+"-ms")
+		b.ReportMetric(ms(large-tiny), "large-minus-tiny"+suffix+"-ms")
+		fmt.Fprintf(&tbl, "\n%-40s %8.2f %8.2f %+8.2f", label, ms(tiny), ms(large), ms(large-tiny))
+	}
+	b.Log(tbl.String())
+}
+
+// benchState is a partial_state of about size bytes: notes on files, as an
+// agent might keep them (many small values, as the orchestrator benchmark's
+// sub-agent writes).
+func benchState(size int) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"notes":[`)
+	for n := 0; n == 0 || sb.Len() < size-140; n++ {
+		if n > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"file":"src/pkg%d/file%d.go","line":%d,"note":"reads the config, then calls the store; check the error path"}`, n%50, n, n*7)
+	}
+	sb.WriteString(`],"last":1}`)
+	return []byte(sb.String())
 }

@@ -300,9 +300,10 @@ func (w *run) readSpec(ctx context.Context) (*schemas.DispatchSpec, error) {
 	return spec, nil
 }
 
-// resumeState returns the previous round's partial_state, fetching and
+// resumeState returns the previous round's partial_state, checked and
+// indented for .agora/resume.json (nil when there is none), fetching and
 // verifying it when the spec carries a ref instead of the value.
-func (w *run) resumeState(ctx context.Context) (json.RawMessage, error) {
+func (w *run) resumeState(ctx context.Context) (indentedState, error) {
 	r := w.spec.Resume
 	switch {
 	case r == nil:
@@ -316,15 +317,20 @@ func (w *run) resumeState(ctx context.Context) (json.RawMessage, error) {
 		if int64(len(data)) != ref.Size {
 			return nil, &outcomeError{reason: schemas.ReasonIntegrityFailed, err: fmt.Errorf("resume partial_state %s: size %d, want %d", ref.URI, len(data), ref.Size)}
 		}
-		if !json.Valid(data) {
+		state, err := indentState(data)
+		if err != nil {
 			return nil, workerFailed("resume partial_state %s is not JSON", ref.URI)
 		}
-		return data, nil
+		return state, nil
 	}
-	if string(r.PartialState) == "null" {
+	if len(r.PartialState) == 0 || string(r.PartialState) == "null" {
 		return nil, nil
 	}
-	return r.PartialState, nil
+	state, err := indentState(r.PartialState)
+	if err != nil {
+		return nil, workerFailed("resume partial_state is not JSON: %w", err)
+	}
+	return state, nil
 }
 
 // needsInput builds dispatch.needs_input, moving a partial_state too large

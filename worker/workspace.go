@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,10 +222,53 @@ type resumeFile struct {
 	History      []schemas.HistoryEntry `json:"history"`
 }
 
+// indentedState is a partial_state checked and indented as it appears in
+// .agora/resume.json, one level deep (indentState).
+type indentedState []byte
+
+// indentState checks that state is one JSON value and indents it as
+// json.MarshalIndent(v, "", "  ") indents a json.RawMessage one level deep
+// in v: insignificant white space dropped, <, >, &, U+2028 and U+2029
+// escaped, two spaces a level. It is the one pass a resumed round's
+// partial_state gets in the worker (indentJSON); a 1 MB state used to get
+// three passes of encoding/json's scanner (json.Valid, then MarshalIndent's
+// compact and indent).
+func indentState(state []byte) (indentedState, error) {
+	return indentJSON(make([]byte, 0, len(state)+len(state)/2), state, "  ", "  ")
+}
+
+// resumeJSON is json.MarshalIndent(f, "", "  ") with f.PartialState set to
+// state, byte for byte, and a newline: the rest of the file is encoded
+// around a placeholder that state replaces, so the state is copied once and
+// never passes through the encoder.
+func resumeJSON(f resumeFile, state indentedState) ([]byte, error) {
+	if len(state) == 0 {
+		data, err := json.MarshalIndent(f, "", "  ")
+		return append(data, '\n'), err
+	}
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
+	placeholder := `"agora-partial-state-` + hex.EncodeToString(nonce[:]) + `"`
+	f.PartialState = json.RawMessage(placeholder)
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.Index(data, []byte(placeholder))
+	if i < 0 || bytes.Count(data, []byte(placeholder)) != 1 {
+		return nil, fmt.Errorf("resume file: the partial_state placeholder appears %d times", bytes.Count(data, []byte(placeholder)))
+	}
+	out := make([]byte, 0, len(data)-len(placeholder)+len(state)+1)
+	out = append(append(append(out, data[:i]...), state...), data[i+len(placeholder):]...)
+	return append(out, '\n'), nil
+}
+
 // prepareWorkspace lays out everything the runtime will find, in order:
 // capabilities, the SKILL, .agora/input.json, .agora/resume.json, and no
 // stale sentinel.
-func prepareWorkspace(ws string, spec *schemas.DispatchSpec, caps []capability, skillPath string, skill []byte, partialState json.RawMessage) error {
+func prepareWorkspace(ws string, spec *schemas.DispatchSpec, caps []capability, skillPath string, skill []byte, partialState indentedState) error {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return fmt.Errorf("create workspace %s: %w", ws, err)
 	}
@@ -253,14 +298,14 @@ func prepareWorkspace(ws string, spec *schemas.DispatchSpec, caps []capability, 
 		if history == nil {
 			history = []schemas.HistoryEntry{}
 		}
-		data, err := json.MarshalIndent(resumeFile{
+		data, err := resumeJSON(resumeFile{
 			Round: spec.EffectiveRound(), Question: r.Question, Answer: r.Answer, Options: r.Options,
-			Context: r.Context, PartialState: partialState, History: history,
-		}, "", "  ")
+			Context: r.Context, History: history,
+		}, partialState)
 		if err != nil {
 			return fmt.Errorf("encode resume file: %w", err)
 		}
-		if err := writeWorkspaceFile(ws, schemas.ResumePath, append(data, '\n'), 0o644); err != nil {
+		if err := writeWorkspaceFile(ws, schemas.ResumePath, data, 0o644); err != nil {
 			return err
 		}
 	} else if err := os.RemoveAll(resumePath); err != nil {

@@ -466,7 +466,14 @@ func TestPrepareWorkspace(t *testing.T) {
 				sk = nil
 			}
 
-			err := prepareWorkspace(ws, tt.spec, nil, skillPath, sk, tt.partialState)
+			var state indentedState
+			if len(tt.partialState) > 0 {
+				var err error
+				if state, err = indentState(tt.partialState); err != nil {
+					t.Fatalf("indentState(%s): %v", tt.partialState, err)
+				}
+			}
+			err := prepareWorkspace(ws, tt.spec, nil, skillPath, sk, state)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("prepareWorkspace = %v, want an error containing %q", err, tt.wantErr)
@@ -512,5 +519,50 @@ func TestPrepareWorkspaceOverlayFailure(t *testing.T) {
 	wantOutcome(t, "prepareWorkspace", err, schemas.ReasonIntegrityFailed, `entry "../x"`)
 	if _, err := os.Lstat(filepath.Join(ws, ".agora")); err == nil {
 		t.Errorf(".agora was written although a capability was refused")
+	}
+}
+
+// TestResumeJSONMatchesMarshalIndent: resume.json, written around an
+// indented partial_state, is byte for byte what json.MarshalIndent of the
+// whole file gives.
+func TestResumeJSONMatchesMarshalIndent(t *testing.T) {
+	t.Parallel()
+	states := []string{
+		`{"seen":1}`, `{"seen": 1}`, ` {"a" : [1, 2, {"b": null}], "c": {}} ` + "\n", `[]`, `{}`, `null`, `"x"`, `42`, `true`,
+		`{"html":"<b>&amp;</b>","line":"a\u2028b","raw":"` + "\u2028\u2029" + `","esc":"\"\\\/\n"}`,
+		`{"nested":[[[]],[{}],{"k":[1.5e3,-0,"é"]}]}`,
+		string(benchState(20_000)),
+	}
+	files := []resumeFile{
+		{Round: 2, Question: "Keep going?", Answer: "yes", History: []schemas.HistoryEntry{}},
+		{Round: 3, Question: "<q>", Answer: "a & b", Options: []string{"a & b", "c"}, Context: "ctx\n",
+			History: []schemas.HistoryEntry{{Round: 1, Question: "q1", Answer: "a1"}, {Round: 2, Question: "q2", Answer: "a2"}}},
+	}
+	for _, f := range files {
+		for _, s := range states {
+			want := f
+			want.PartialState = json.RawMessage(s)
+			wantData, err := json.MarshalIndent(want, "", "  ")
+			if err != nil {
+				t.Fatalf("MarshalIndent with %s: %v", s, err)
+			}
+			wantData = append(wantData, '\n')
+			state, err := indentState([]byte(s))
+			if err != nil {
+				t.Fatalf("indentState(%s): %v", s, err)
+			}
+			got, err := resumeJSON(f, state)
+			if err != nil {
+				t.Fatalf("resumeJSON with %s: %v", s, err)
+			}
+			if !bytes.Equal(got, wantData) {
+				t.Errorf("resumeJSON with %.80s:\n got %.300s\nwant %.300s", s, got, wantData)
+			}
+		}
+	}
+	for _, bad := range []string{``, ` `, `{`, `{"a":1}x`, `{"a":1} {}`, `nul`} {
+		if _, err := indentState([]byte(bad)); err == nil {
+			t.Errorf("indentState(%q) = nil error, want one (not one JSON value)", bad)
+		}
 	}
 }

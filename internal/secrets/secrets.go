@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -38,13 +37,11 @@ var (
 	ErrTooLarge    = errors.New("secret value too large")
 )
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-
 // ValidName checks a secret name: a letter or digit, then up to 127
 // letters, digits, '_', '.' or '-'. So a name is always one plain file
 // name: never hidden, never a path, never "." or "..".
 func ValidName(name string) error {
-	if nameRE.MatchString(name) {
+	if validName(name) {
 		return nil
 	}
 	why := "want a letter or digit, then letters, digits, '_', '.' or '-'"
@@ -57,6 +54,23 @@ func ValidName(name string) error {
 		why = "it holds a path separator; a name is one plain word"
 	}
 	return fmt.Errorf("%w %q: %s", ErrInvalidName, name, why)
+}
+
+// validName is ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$, by hand: the regexp's
+// bounded repetition cost half a millisecond of every worker's start in
+// package initialisation.
+func validName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		if !alnum && (i == 0 || (c != '_' && c != '.' && c != '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // Ref schemes a secret ref in an env bundle may use.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +256,21 @@ func TestStoreConcurrentSet(t *testing.T) {
 	wg.Wait()
 	if infos, _ := s.List(); len(infos) != 1 {
 		t.Errorf("after concurrent Sets List = %v, want one secret", infos)
+	}
+}
+
+// TestValidNameMatchesPattern: validName is the documented pattern, by hand.
+func TestValidNameMatchesPattern(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	names := []string{"", ".", "..", "-a", "_a", ".a", "a", "A.b-c_d", "a/b", `a\b`, "a b", "é", "aé", "a\x00",
+		strings.Repeat("a", 127), strings.Repeat("a", 128), strings.Repeat("a", 129), "a" + strings.Repeat("-", 127)}
+	for c := 0; c < 256; c++ {
+		names = append(names, string(rune(c)), "a"+string([]byte{byte(c)}), string([]byte{byte(c)})+"a")
+	}
+	for _, name := range names {
+		if got, want := validName(name), re.MatchString(name); got != want {
+			t.Errorf("validName(%q) = %t, want %t", name, got, want)
+		}
 	}
 }

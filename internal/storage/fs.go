@@ -24,17 +24,18 @@ const tmpPrefix = ".agora-tmp-"
 // Every access goes through os.Root, so a symlink planted in the directory
 // (it may be mounted into containers) cannot redirect a read or write outside it.
 type fsStore struct {
-	dir string
-	log *slog.Logger
+	dir    string
+	log    *slog.Logger
+	noSync bool // Options.Scratch
 }
 
 var _ Store = (*fsStore)(nil)
 
-func openFS(dir string, log *slog.Logger) (*fsStore, error) {
+func openFS(dir string, log *slog.Logger, scratch bool) (*fsStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open storage %s: %w", fileURI(dir), err)
 	}
-	s := &fsStore{dir: dir, log: log}
+	s := &fsStore{dir: dir, log: log, noSync: scratch}
 	// Fail now, not on first use, if dir is not a usable directory.
 	root, err := s.root()
 	if err != nil {
@@ -137,10 +138,13 @@ func (s *fsStore) Put(ctx context.Context, key string, r io.Reader) (err error) 
 		f.Close()
 		return err
 	}
-	// Sync before rename so that a crash cannot leave a renamed but empty file.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	// Sync before rename so that a crash cannot leave a renamed but empty
+	// file. A scratch store's content need not outlive the host.
+	if !s.noSync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err

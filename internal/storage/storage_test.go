@@ -52,6 +52,19 @@ func TestFS(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store { return openFS(t, t.TempDir()) })
 }
 
+// TestFSScratch: a scratch store (no fsync) keeps the Store contract.
+func TestFSScratch(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		dir := t.TempDir()
+		s, err := storage.Open(t.Context(), fileURI(dir), storage.Options{Logger: testLogger(t), Scratch: true})
+		if err != nil {
+			t.Fatalf("Open(%s, scratch): %v", fileURI(dir), err)
+		}
+		return s
+	})
+}
+
 func TestFSLayout(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
