@@ -143,9 +143,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// sessionKey carries the request's session.
-type sessionKey struct{}
-
 // signedIn serves next to a request with a valid session (its identity in
 // the context, as the API puts it); a page request without one goes to
 // the sign-in page, anything else gets 401. A state-changing request must
