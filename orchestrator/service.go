@@ -40,3 +40,45 @@ type Service interface {
 	// DiscardParked forgets a parked event.
 	DiscardParked(ctx context.Context, seq uint64) error
 }
+
+// Follower is a watch of a Service running aside (Follow).
+type Follower struct {
+	// Changes delivers the changes kept, in order.
+	Changes <-chan Change
+	// Ready is closed once the watch is in place: a caller that reads
+	// the state after it misses no change.
+	Ready <-chan struct{}
+	// Done delivers what Watch returned, once it has.
+	Done <-chan error
+}
+
+// Follow watches svc with ctx (and its identity) in a goroutine until ctx
+// ends, delivering the changes keep accepts (nil: all) on a channel of
+// buffer n. A full channel holds the watch back until ctx ends: bound the
+// reader. Ready is closed when svc says its watch is in place (an
+// Orchestrator does: WatchReady), or at once for a Service that cannot.
+func Follow(ctx context.Context, svc Service, keep func(Change) bool, n int) Follower {
+	changes := make(chan Change, n)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	fn := func(c Change) {
+		if keep != nil && !keep(c) {
+			return
+		}
+		select {
+		case changes <- c:
+		case <-ctx.Done():
+		}
+	}
+	go func() {
+		if rw, ok := svc.(interface {
+			WatchReady(context.Context, func(Change), func()) error
+		}); ok {
+			done <- rw.WatchReady(ctx, fn, func() { close(ready) })
+			return
+		}
+		close(ready)
+		done <- svc.Watch(ctx, fn)
+	}()
+	return Follower{Changes: changes, Ready: ready, Done: done}
+}

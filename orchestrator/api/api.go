@@ -9,8 +9,8 @@
 // The registry endpoints (/v1/subagents, /v1/capabilities, /v1/envs) serve
 // an orchestrator/registry.Registry.
 //
-// It imports orchestrator, orchestrator/registry and the standard library,
-// nothing else.
+// It imports orchestrator (with its answer and registry packages), wire,
+// internal/sse and the standard library, nothing else.
 package api
 
 import (

@@ -3,11 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/agoradev/agora/internal/sse"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
@@ -34,75 +34,44 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx, cancel := context.WithCancel(r.Context())
-	changes := make(chan wire.Change, 64)
-	watched := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		fn := func(c wire.Change) {
-			if taskID != "" && c.TaskID != taskID {
-				return
-			}
-			// Blocking here holds the watcher back while this client
-			// reads; the write deadline bounds how long.
-			select {
-			case changes <- c:
-			case <-ctx.Done():
-			}
-		}
-		if rw, ok := h.svc.(interface {
-			WatchReady(context.Context, func(wire.Change), func()) error
-		}); ok {
-			watched <- rw.WatchReady(ctx, fn, func() { close(ready) })
-			return
-		}
-		close(ready)
-		watched <- h.svc.Watch(ctx, fn)
-	}()
+	// Blocking on a full channel holds the watcher back while this client
+	// reads; the write deadline bounds how long.
+	f := orchestrator.Follow(ctx, h.svc, func(c wire.Change) bool { return taskID == "" || c.TaskID == taskID }, 64)
 	watchEnded := false
 	defer func() {
 		cancel()
 		if !watchEnded {
-			<-watched
+			<-f.Done
 		}
 	}()
 
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
-	send := func(format string, args ...any) error {
-		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	stream := sse.Open(w, streamWriteTimeout)
 	sendChange := func(c wire.Change) error {
 		data, err := json.Marshal(c)
 		if err != nil {
 			return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
 		}
-		return send("event: %s\ndata: %s\n\n", EventTask, data)
+		return stream.Send("event: %s\ndata: %s\n\n", EventTask, data)
+	}
+	sendError := func(werr error) {
+		if werr != nil && ctx.Err() == nil {
+			h.log.Error("watch task changes", "error", werr)
+			data, _ := json.Marshal(ErrorBody{Error: werr.Error(), Code: CodeInternal})
+			_ = stream.Send("event: %s\ndata: %s\n\n", EventError, data)
+		}
 	}
 	// "stream open" once the watch is in place: a client that reads the
 	// state after it misses no change.
 	select {
-	case <-ready:
-	case werr := <-watched:
+	case <-f.Ready:
+	case werr := <-f.Done:
 		watchEnded = true
-		if werr != nil && ctx.Err() == nil {
-			h.log.Error("watch task changes", "error", werr)
-			data, _ := json.Marshal(ErrorBody{Error: werr.Error(), Code: CodeInternal})
-			_ = send("event: %s\ndata: %s\n\n", EventError, data)
-		}
+		sendError(werr)
 		return
 	case <-ctx.Done():
 		return
 	}
-	if err := send(": stream open\n\n"); err != nil {
+	if err := stream.Send(": stream open\n\n"); err != nil {
 		return
 	}
 	heartbeat := time.NewTicker(h.heartbeat)
@@ -112,22 +81,18 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
-		case c := <-changes:
+		case c := <-f.Changes:
 			err = sendChange(c)
 		case <-heartbeat.C:
-			err = send(": heartbeat\n\n")
-		case werr := <-watched:
+			err = stream.Send(": heartbeat\n\n")
+		case werr := <-f.Done:
 			watchEnded = true
-			for len(changes) > 0 {
-				if err := sendChange(<-changes); err != nil {
+			for len(f.Changes) > 0 {
+				if err := sendChange(<-f.Changes); err != nil {
 					return
 				}
 			}
-			if werr != nil && ctx.Err() == nil {
-				h.log.Error("watch task changes", "error", werr)
-				data, _ := json.Marshal(ErrorBody{Error: werr.Error(), Code: CodeInternal})
-				_ = send("event: %s\ndata: %s\n\n", EventError, data)
-			}
+			sendError(werr)
 			return
 		}
 		if err != nil {

@@ -3,21 +3,14 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/agoradev/agora/internal/sse"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/wire"
 )
-
-// readyWatcher is a Service that says when its watch is in place
-// (orchestrator.Orchestrator does).
-type readyWatcher interface {
-	WatchReady(ctx context.Context, fn func(wire.Change), ready func()) error
-}
 
 // writeTimeout bounds one write to a page's event stream: a page that
 // stops reading is dropped, not waited for.
@@ -47,52 +40,22 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	changes := make(chan wire.Change, 256)
-	watched := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		fn := func(c wire.Change) {
-			if taskID != "" && c.TaskID != taskID {
-				return
-			}
-			select {
-			case changes <- c:
-			case <-ctx.Done():
-			}
-		}
-		if rw, ok := h.svc.(readyWatcher); ok {
-			watched <- rw.WatchReady(ctx, fn, func() { close(ready) })
-			return
-		}
-		close(ready) // a Service that cannot say: as soon as asked
-		watched <- h.svc.Watch(ctx, fn)
-	}()
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	send := func(format string, args ...any) error {
-		if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	f := orchestrator.Follow(ctx, h.svc, func(c wire.Change) bool { return taskID == "" || c.TaskID == taskID }, 256)
+	stream := sse.Open(w, writeTimeout)
 	select {
-	case <-ready:
-	case err := <-watched:
+	case <-f.Ready:
+	case err := <-f.Done:
 		h.log.Warn("web: the event stream could not watch", "error", err)
 		return
 	case <-ctx.Done():
-		<-watched
+		<-f.Done
 		return
 	}
 	// Retry after 2 s when the stream drops; sync: whatever changed before
 	// this stream watched, the page reads now.
-	if err := send("retry: 2000\nevent: sync\ndata: {}\n\n"); err != nil {
+	if err := stream.Send("retry: 2000\nevent: sync\ndata: {}\n\n"); err != nil {
+		cancel()
+		<-f.Done
 		return
 	}
 	heartbeat := time.NewTicker(h.heartbeat)
@@ -101,19 +64,19 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 		var err error
 		select {
 		case <-ctx.Done():
-			<-watched
+			<-f.Done
 			return
-		case c := <-changes:
+		case c := <-f.Changes:
 			ch := change{TaskID: c.TaskID, Removed: c.Removed}
 			var rev uint64
 			if c.Task != nil {
 				ch.State, rev = c.Task.State, c.Task.Revision
 			}
 			data, _ := json.Marshal(ch) // plain fields always encode
-			err = send("id: %d\nevent: change\ndata: %s\n\n", rev, data)
+			err = stream.Send("id: %d\nevent: change\ndata: %s\n\n", rev, data)
 		case <-heartbeat.C:
-			err = send(": heartbeat\n\n")
-		case werr := <-watched:
+			err = stream.Send(": heartbeat\n\n")
+		case werr := <-f.Done:
 			if werr != nil {
 				h.log.Warn("web: the event stream's watch ended", "error", werr)
 			}
@@ -121,7 +84,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 		}
 		if err != nil {
 			cancel()
-			<-watched
+			<-f.Done
 			return
 		}
 	}
