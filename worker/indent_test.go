@@ -32,7 +32,7 @@ var indentSeeds = []string{
 }
 
 // TestIndentJSON: indentJSON gives the standard library's output and
-// verdict on every seed (FuzzIndentJSON goes further).
+// verdict (json.Valid's) on every seed.
 func TestIndentJSON(t *testing.T) {
 	t.Parallel()
 	for _, seed := range append(indentSeeds, string(benchState(50_000))) {
@@ -54,9 +54,3 @@ func checkIndent(t *testing.T, src []byte) {
 	}
 }
 
-func FuzzIndentJSON(f *testing.F) {
-	for _, seed := range indentSeeds {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, src []byte) { checkIndent(t, src) })
-}

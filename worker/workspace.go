@@ -229,10 +229,9 @@ type indentedState []byte
 // indentState checks that state is one JSON value and indents it as
 // json.MarshalIndent(v, "", "  ") indents a json.RawMessage one level deep
 // in v: insignificant white space dropped, <, >, &, U+2028 and U+2029
-// escaped, two spaces a level. It is the one pass a resumed round's
-// partial_state gets in the worker (indentJSON); a 1 MB state used to get
-// three passes of encoding/json's scanner (json.Valid, then MarshalIndent's
-// compact and indent).
+// escaped, two spaces a level (indentJSON): two passes of encoding/json
+// where a 1 MB state used to get three (json.Valid, then MarshalIndent's
+// compact and indent) and then a copy into the encoder's output.
 func indentState(state []byte) (indentedState, error) {
 	return indentJSON(make([]byte, 0, len(state)+len(state)/2), state, "  ", "  ")
 }
