@@ -42,11 +42,10 @@ done
 # The bare run: the worker's no-op dispatch from a spec file, as the runner
 # would mount it, with the container's user and --init.
 mkdir -p "$work/spec"
-n=0
+# $1 makes the dispatch id (and container name) unique.
 bare() {
-	n=$((n+1))
-	id="benchcli-$$-$n"
-	printf '{"dispatch_id":"%s","subagent":{"name":"noop","runtime":"exec","command":["true"]}}\n' "$id" >"$work/spec/$id.json"
+	id="benchcli-$$-$1"
+	printf '{"dispatch_id":"%s","subagent":{"name":"command","runtime":"exec","command":["/bin/sh","-c","true"]}}\n' "$id" >"$work/spec/$id.json"
 	docker run --rm --init --user 65532:65532 --label "$label" --name "agora-$id" \
 		-v "$work/spec:/agora:ro" -e AGORA_DISPATCH_ID="$id" -e AGORA_SPEC_FILE="/agora/$id.json" \
 		-e AGORA_STORAGE_URI=file:///tmp/storage -e AGORA_WORKSPACE=/tmp/ws -e HOME=/tmp "$tag" >/dev/null
@@ -55,28 +54,28 @@ agora() { "$work/agora" dispatch --command true --wait >/dev/null 2>&1; }
 now() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 
-# one: one dispatch; eight: 8 at once (bare: 4 at a time, the slots).
-one() { a=$(now); "$1"; ms "$a" "$(now)"; }
+# one: one dispatch; eight: 8 at once (bare: 4 runners of 2 each, the
+# slots). $2 makes the bare ids unique.
+one() { a=$(now); "$1" "$2"; ms "$a" "$(now)"; }
 eight() {
 	a=$(now)
 	if [ "$1" = agora ]; then
-		for _ in 1 2 3 4 5 6 7 8; do agora & done; wait
+		for _ in 1 2 3 4 5 6 7 8; do agora & done
 	else
-		for _ in 1 2; do
-			for _ in 1 2 3 4; do bare & done; wait
-		done
+		for w in 1 2 3 4; do (bare "$2-$w-1" && bare "$2-$w-2") & done
 	fi
+	wait
 	ms "$a" "$(now)"
 }
 
-one agora >/dev/null; one bare >/dev/null # warm-up
+one agora warm >/dev/null; one bare warm >/dev/null # warm-up
 : >"$work/results"
 r=0
 while [ $r -lt "$rounds" ]; do
 	r=$((r+1))
 	if [ $((r % 2)) -eq 1 ]; then order="agora bare"; else order="bare agora"; fi
-	for side in $order; do echo "one $side $(one $side)" >>"$work/results"; done
-	for side in $order; do echo "eight $side $(eight $side)" >>"$work/results"; done
+	for side in $order; do echo "one $side $(one $side "one-$r")" >>"$work/results"; done
+	for side in $order; do echo "eight $side $(eight $side "eight-$r")" >>"$work/results"; done
 done
 cat "$work/results"
 median() { grep "^$1 $2 " "$work/results" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
