@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -30,6 +31,7 @@ var (
 	throughputTasks  = flag.Int("tasks", 40, "BenchmarkThroughput: tasks of two rounds each, per side")
 	throughputSlots  = flag.Int("slots", 4, "BenchmarkThroughput: the runner's slots, and the bare side's containers at a time")
 	throughputBlocks = flag.Int("blocks", 2, "BenchmarkThroughput: the tasks are run in this many blocks per side, alternating agora and bare (ABBA…) so both share the machine's noise")
+	throughputLogs   = flag.Bool("bare-logs", false, "BenchmarkThroughput: a third side, the bare containers with their output followed from Start to the end as the runner does")
 	throughputCPU    = flag.String("throughput-cpuprofile", "", "BenchmarkThroughput: write a CPU profile of the agora blocks (orchestrator, runner and NATS, all in this process) to this file")
 )
 
@@ -73,9 +75,16 @@ func BenchmarkThroughput(b *testing.B) {
 			if i == blocks-1 {
 				n = tasks - per*(blocks-1)
 			}
-			agoraFirst := i%4 == 0 || i%4 == 3 // A B B A A B B A …
-			for _, agora := range []bool{agoraFirst, !agoraFirst} {
-				if agora {
+			// A B L, L B A, A B L, …: each side first as often as last.
+			sides := []string{"agora", "bare", "bare+logs"}
+			if !*throughputLogs {
+				sides = sides[:2]
+			}
+			if i%2 == 1 {
+				slices.Reverse(sides)
+			}
+			for _, side := range sides {
+				if side == "agora" {
 					var stop func()
 					if *throughputCPU != "" {
 						stop = startProfile(b, *throughputCPU, i)
@@ -87,9 +96,14 @@ func BenchmarkThroughput(b *testing.B) {
 						stop()
 					}
 				} else {
-					took := s.runBare(b, templates, fmt.Sprintf("b%d", i), n)
-					fmt.Printf("block %d: bare, %d tasks: %.1f s\n", i, n, took.Seconds())
-					res.bare += took
+					follow := side == "bare+logs"
+					took := s.runBare(b, templates, fmt.Sprintf("b%d%s", i, map[bool]string{true: "l"}[follow]), n, follow)
+					fmt.Printf("block %d: %s, %d tasks: %.1f s\n", i, side, n, took.Seconds())
+					if follow {
+						res.bareLogs += took
+					} else {
+						res.bare += took
+					}
 				}
 			}
 		}
@@ -127,7 +141,7 @@ func startProfile(b *testing.B, path string, block int) func() {
 
 type throughputResult struct {
 	tasks, slots, blocks, failed int
-	agora, bare                  time.Duration
+	agora, bare, bareLogs        time.Duration
 }
 
 func (r throughputResult) perMinute(d time.Duration) float64 {
@@ -140,6 +154,9 @@ func (r throughputResult) table(parts []partRow) string {
 		r.tasks, 2*r.tasks, r.slots, r.blocks, r.failed)
 	fmt.Fprintf(&sb, "%-44s %10s %10s %8s\n", "", "wall s", "tasks/min", "ratio")
 	fmt.Fprintf(&sb, "%-44s %10.1f %10.1f %7.3f×\n", "bare: Create, Start, Wait, Remove", r.bare.Seconds(), r.perMinute(r.bare), 1.0)
+	if r.bareLogs > 0 {
+		fmt.Fprintf(&sb, "%-44s %10.1f %10.1f %7.3f×\n", "bare + output followed (Logs, as the runner)", r.bareLogs.Seconds(), r.perMinute(r.bareLogs), float64(r.bareLogs)/float64(r.bare))
+	}
 	fmt.Fprintf(&sb, "%-44s %10.1f %10.1f %7.3f×\n", "agora: submit → every task finished", r.agora.Seconds(), r.perMinute(r.agora), float64(r.agora)/float64(r.bare))
 	fmt.Fprintf(&sb, "%-44s %10s %10s %10s %8s\n", "part (per dispatch unless said)", "mean ms", "p50 ms", "p90 ms", "of slot")
 	for _, p := range parts {
@@ -166,6 +183,10 @@ type throughputStack struct {
 	tasks []string
 	// submits are how long each Submit call took.
 	submits []time.Duration
+	mu      sync.Mutex
+	// bareSpans are the bare containers' spans, by whether their output
+	// was followed.
+	bareSpans map[bool][]bareSpans3
 	// finished counts the tasks run so far, warm-up included; failed those
 	// that ended other than finished.
 	finished, failed int
@@ -205,7 +226,7 @@ func newThroughputStack(tb testing.TB, slots int) *throughputStack {
 		tb.Fatal(err)
 	}
 	log := natstest.LoggerLevel(tb, slog.LevelWarn)
-	s := &throughputStack{raw: raw, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}, runnerID: runnerID}
+	s := &throughputStack{raw: raw, bareSpans: map[bool][]bareSpans3{}, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}, runnerID: runnerID}
 	s.eng = &capturingEngine{Engine: raw}
 	r, err := runner.New(runner.Config{ID: runnerID, Slots: slots, Image: workerImage, DataDir: tb.TempDir(),
 		StorageURI: "file://" + storeDir, Store: store, Bus: bs, Engine: s.eng, Grace: 3 * time.Second, Logger: log,
@@ -292,7 +313,7 @@ func (s *throughputStack) runAgora(b *testing.B, name string, n int) time.Durati
 // runBare runs n copies of each captured container straight on the
 // engine, slots at a time, each with fresh copies of its mounts made
 // before the clock runs, and returns the wall time.
-func (s *throughputStack) runBare(b *testing.B, templates []capturedContainer, name string, n int) time.Duration {
+func (s *throughputStack) runBare(b *testing.B, templates []capturedContainer, name string, n int, follow bool) time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	root := b.TempDir()
@@ -327,9 +348,14 @@ func (s *throughputStack) runBare(b *testing.B, templates []capturedContainer, n
 		go func() {
 			defer wg.Done()
 			for spec := range work {
-				if err := runOne(ctx, s.raw, spec); err != nil {
+				sp, err := runOne(ctx, s.raw, spec, follow)
+				if err != nil {
 					errs <- err
+					continue
 				}
+				s.mu.Lock()
+				s.bareSpans[follow] = append(s.bareSpans[follow], sp)
+				s.mu.Unlock()
 			}
 		}()
 	}
@@ -346,25 +372,52 @@ func (s *throughputStack) runBare(b *testing.B, templates []capturedContainer, n
 	return took
 }
 
-// runOne is the floor for one container: create, start, wait, remove.
-func runOne(ctx context.Context, eng compute.Engine, spec compute.ContainerSpec) error {
+// runOne is the floor for one container: create, start, wait, remove;
+// with follow, its output is also followed from Start to its end, as the
+// runner does. It returns the three engine spans.
+func runOne(ctx context.Context, eng compute.Engine, spec compute.ContainerSpec, follow bool) (bareSpans3, error) {
+	var sp bareSpans3
+	began := time.Now()
 	id, err := eng.Create(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", spec.Name, err)
+		return sp, fmt.Errorf("create %s: %w", spec.Name, err)
 	}
-	defer func() { _ = eng.Remove(context.WithoutCancel(ctx), id) }()
+	removed := false
+	defer func() {
+		if !removed {
+			_ = eng.Remove(context.WithoutCancel(ctx), id)
+		}
+	}()
 	if err := eng.Start(ctx, id); err != nil {
-		return fmt.Errorf("start %s: %w", spec.Name, err)
+		return sp, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	started := time.Now()
+	sp.createStart = started.Sub(began)
+	logsDone := make(chan error, 1)
+	if follow {
+		go func() { logsDone <- eng.Logs(ctx, id, true, io.Discard, io.Discard) }()
+	} else {
+		logsDone <- nil
 	}
 	res, err := eng.Wait(ctx, id)
 	if err != nil || !res.Successful() {
-		return fmt.Errorf("bare run of %s: %+v, %v", spec.Name, res, err)
+		return sp, fmt.Errorf("bare run of %s: %+v, %v", spec.Name, res, err)
 	}
+	if err := <-logsDone; err != nil {
+		return sp, fmt.Errorf("logs of %s: %w", spec.Name, err)
+	}
+	exited := time.Now()
+	sp.run = exited.Sub(started)
+	removed = true
 	if err := eng.Remove(ctx, id); err != nil {
-		return fmt.Errorf("remove %s: %w", spec.Name, err)
+		return sp, fmt.Errorf("remove %s: %w", spec.Name, err)
 	}
-	return nil
+	sp.remove = time.Since(exited)
+	return sp, nil
 }
+
+// bareSpans3 is where a bare container's time went.
+type bareSpans3 struct{ createStart, run, remove time.Duration }
 
 // capturingEngine is the runner's engine; while capture is set, it copies
 // each container's bind-mounted host files there as Create is called.
@@ -505,6 +558,23 @@ func (s *throughputStack) parts() []partRow {
 	}
 	for _, sp := range spans {
 		rows = append(rows, row("  "+sp.name, sp.durs, float64(mean(sp.durs))/float64(slotMean)))
+	}
+	for _, follow := range []bool{false, true} {
+		spans := s.bareSpans[follow]
+		if len(spans) == 0 {
+			continue
+		}
+		var cs, run, rm, all []time.Duration
+		for _, sp := range spans {
+			cs, run, rm = append(cs, sp.createStart), append(run, sp.run), append(rm, sp.remove)
+			all = append(all, sp.createStart+sp.run+sp.remove)
+		}
+		name := map[bool]string{false: "bare", true: "bare + logs"}[follow]
+		rows = append(rows,
+			row(name+": Create → Remove returns", all, -1),
+			row("  create/start (engine)", cs, -1),
+			row("  container runs: Start → Wait returns", run, -1),
+			row("  remove (engine)", rm, -1))
 	}
 	rows = append(rows,
 		row("apply: event stored → task updated", apply, -1),
