@@ -48,9 +48,11 @@ bare() {
 	printf '{"dispatch_id":"%s","subagent":{"name":"command","runtime":"exec","command":["/bin/sh","-c","true"]}}\n' "$id" >"$work/spec/$id.json"
 	docker run --rm --init --user 65532:65532 --label "$label" --name "agora-$id" \
 		-v "$work/spec:/agora:ro" -e AGORA_DISPATCH_ID="$id" -e AGORA_SPEC_FILE="/agora/$id.json" \
-		-e AGORA_STORAGE_URI=file:///tmp/storage -e AGORA_WORKSPACE=/tmp/ws -e HOME=/tmp "$tag" >/dev/null
+		-e AGORA_STORAGE_URI=file:///tmp/storage -e AGORA_WORKSPACE=/tmp/ws -e HOME=/tmp "$tag" >/dev/null 2>&1 ||
+		echo "bare $id" >>"$work/failed"
 }
-agora() { "$work/agora" dispatch --command true --wait >/dev/null 2>&1; }
+# A dispatch that does not end finished counts as a failure, not a time.
+agora() { "$work/agora" dispatch --command true --wait >/dev/null 2>&1 || echo agora >>"$work/failed"; }
 now() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 
@@ -78,6 +80,11 @@ while [ $r -lt "$rounds" ]; do
 	for side in $order; do echo "eight $side $(eight $side "eight-$r")" >>"$work/results"; done
 done
 cat "$work/results"
+if [ -s "$work/failed" ]; then
+	echo "$(wc -l <"$work/failed") runs failed:" >&2
+	cat "$work/failed" >&2
+	exit 1
+fi
 median() { grep "^$1 $2 " "$work/results" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "end to end through the CLI, $rounds rounds, medians (ms):"
 for k in one eight; do
