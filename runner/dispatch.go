@@ -555,10 +555,11 @@ func (d *dispatch) sawTerminal() bool {
 // rereadOutput reads the ended container's stdout once more, whole, for
 // event lines the follow stream missed. BenchmarkThroughput saw Docker
 // Engine 20.10's follow stream end before the last line of a worker that
-// exited at once (one dispatch in about 1,500, on a loaded machine): the
-// worker had printed its terminal event, exit code 0, yet the runner
-// reported the dispatch worker-lost. Only event lines are taken: the
-// stored output stays what the stream gave.
+// exited at once (twice in about 6,700 dispatches, on a loaded machine):
+// the worker had printed its terminal event and exited 0, yet the runner
+// reported the dispatch worker-lost; the second time this read found the
+// event. Only event lines are taken: the stored output stays what the
+// stream gave.
 func (d *dispatch) rereadOutput(ctx context.Context, cid string) {
 	lines := &lineWriter{fn: func(line []byte) { d.onStdoutLine(ctx, line, false) }}
 	if err := d.r.cfg.Engine.Logs(ctx, cid, false, lines, io.Discard); err != nil {
