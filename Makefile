@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 VERSITYGW_VERSION   := v1.8.0
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build tools check test bench fuzz faults busybox demo clean
+.PHONY: build tools check test bench bench-throughput bench-cli fuzz faults busybox demo clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
@@ -44,3 +44,11 @@ demo: busybox build ## a sub-agent asks, you answer, the same sub-agent resumes 
 
 clean:
 	rm -rf bin
+
+TASKS ?= 1000
+SLOTS ?= 4
+bench-throughput: ## agora vs the same containers straight on the engine: TASKS tasks of 2 rounds on SLOTS slots (minutes; docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench Throughput -benchtime 1x -timeout 3h ./orchestrator -args -tasks=$(TASKS) -slots=$(SLOTS)
+
+bench-cli: ## the CLI end to end: agora dispatch --wait against agora serve vs docker run --rm of the same image, 1 at a time and 8 on 4 slots (docs/benchmarks.md)
+	sh test/benchcli/run.sh $(ROUNDS)

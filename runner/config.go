@@ -115,6 +115,8 @@ type Config struct {
 	Bus           *bus.Bus
 	Engine        compute.Engine
 	Logger        *slog.Logger
+	// Trace, when set, sees each dispatch pass its phases (trace.go).
+	Trace Trace
 }
 
 // WithDefaults returns c with every unset knob at its default.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,8 @@ type hookEngine struct {
 	afterCreate func(ctx context.Context, spec compute.ContainerSpec, id string)
 	// start replaces the real start when it returns handled.
 	start func(ctx context.Context, id string) (handled bool, err error)
+	// logs replaces the real Logs when it returns handled.
+	logs func(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) (handled bool, err error)
 
 	mu      sync.Mutex
 	started []string // ids the real Start was called for
@@ -53,6 +56,15 @@ func (e *hookEngine) Start(ctx context.Context, id string) error {
 	e.started = append(e.started, id)
 	e.mu.Unlock()
 	return e.Engine.Start(ctx, id)
+}
+
+func (e *hookEngine) Logs(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) error {
+	if e.logs != nil {
+		if handled, err := e.logs(ctx, id, follow, stdout, stderr); handled {
+			return err
+		}
+	}
+	return e.Engine.Logs(ctx, id, follow, stdout, stderr)
 }
 
 func (e *hookEngine) starts() int {
@@ -353,3 +365,48 @@ func TestBackstopTimeout(t *testing.T) {
 }
 
 var _ compute.Engine = (*hookEngine)(nil)
+
+// firstLine passes its first line on to w and drops the rest.
+type firstLine struct {
+	w    io.Writer
+	done bool
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	if f.done {
+		return len(p), nil
+	}
+	if i := strings.IndexByte(string(p), '\n'); i >= 0 {
+		f.done = true
+		_, err := f.w.Write(p[:i+1])
+		return len(p), err
+	}
+	_, err := f.w.Write(p)
+	return len(p), err
+}
+
+// TestFollowStreamEndsEarly: when the engine's follow stream ends before
+// the worker's terminal event line (seen once under load on Engine 20.10),
+// the runner reads the ended container's output again and settles the
+// dispatch with the worker's outcome, not as worker-lost.
+func TestFollowStreamEndsEarly(t *testing.T) {
+	t.Parallel()
+	eng := &hookEngine{}
+	eng.logs = func(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) (bool, error) {
+		if !follow {
+			return false, nil
+		}
+		// The stream gives dispatch.started only, then ends.
+		return true, eng.Engine.Logs(ctx, id, true, &firstLine{w: stdout}, stderr)
+	}
+	h := newHarness(t, func(c *Config) { eng.Engine = c.Engine; c.Engine = eng })
+	h.start()
+	req := request(`echo done`)
+	h.enqueue(req)
+	id := req.Spec.DispatchID
+	ev := h.terminal(id, 2*time.Minute)
+	if ev.Kind != schemas.KindFinished {
+		t.Fatalf("terminal = %s %+v, want dispatch.finished from the second read", ev.Kind, ev.Failure)
+	}
+	h.assertCleaned(id)
+}

@@ -139,6 +139,9 @@ func (r *Runner) pull(ctx context.Context) {
 			}
 			continue
 		}
+		if d.Err == nil {
+			r.trace(d.Request.Spec.DispatchID, PhaseFetched)
+		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
