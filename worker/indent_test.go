@@ -53,4 +53,3 @@ func checkIndent(t *testing.T, src []byte) {
 		t.Errorf("indentJSON(%.100q)\n got %.300q\nwant %.300q", src, got, want)
 	}
 }
-
