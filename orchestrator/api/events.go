@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -45,6 +46,21 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
+	// The stream opens (its headers, ": stream open") once the watch is in
+	// place: a client that reads the state after the headers misses no
+	// change. A watch that cannot start is an error response.
+	select {
+	case <-f.Ready:
+	case werr := <-f.Done:
+		watchEnded = true
+		if werr == nil {
+			werr = errors.New("the watch of task changes ended before it started")
+		}
+		h.fail(w, r, fmt.Errorf("watch task changes: %w", werr))
+		return
+	case <-ctx.Done():
+		return
+	}
 	stream := sse.Open(w, streamWriteTimeout)
 	sendChange := func(c wire.Change) error {
 		data, err := json.Marshal(c)
@@ -59,17 +75,6 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			data, _ := json.Marshal(ErrorBody{Error: werr.Error(), Code: CodeInternal})
 			_ = stream.Send("event: %s\ndata: %s\n\n", EventError, data)
 		}
-	}
-	// "stream open" once the watch is in place: a client that reads the
-	// state after it misses no change.
-	select {
-	case <-f.Ready:
-	case werr := <-f.Done:
-		watchEnded = true
-		sendError(werr)
-		return
-	case <-ctx.Done():
-		return
 	}
 	if err := stream.Send(": stream open\n\n"); err != nil {
 		return

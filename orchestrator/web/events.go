@@ -41,16 +41,17 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	f := orchestrator.Follow(ctx, h.svc, func(c wire.Change) bool { return taskID == "" || c.TaskID == taskID }, 256)
-	stream := sse.Open(w, writeTimeout)
 	select {
 	case <-f.Ready:
 	case err := <-f.Done:
 		h.log.Warn("web: the event stream could not watch", "error", err)
+		http.Error(w, "the event stream could not start; the page retries", http.StatusServiceUnavailable)
 		return
 	case <-ctx.Done():
 		<-f.Done
 		return
 	}
+	stream := sse.Open(w, writeTimeout)
 	// Retry after 2 s when the stream drops; sync: whatever changed before
 	// this stream watched, the page reads now.
 	if err := stream.Send("retry: 2000\nevent: sync\ndata: {}\n\n"); err != nil {

@@ -235,9 +235,42 @@ func (b *Bot) Start(ctx context.Context) error {
 		b.log.Info("re-driving a click received before a restart", "click", key)
 		b.goAct(key)
 	}
-	// What happened to the open questions while no bot followed the tasks
-	// (answered elsewhere, timed out and passed on): the watch below sees
-	// only changes from now on.
+	// The watch first, in place before anything is read: then the catch-up
+	// below sees what happened to the open questions while no bot followed
+	// the tasks (answered elsewhere, timed out and passed on), and the
+	// watch everything after — nothing falls in between.
+	ready, failed := make(chan struct{}), make(chan error, 1)
+	go func() {
+		fn := func(c wire.Change) {
+			select {
+			case b.changes <- c:
+			default:
+				b.log.Warn("task changes overflow; one is dropped", "task_id", c.TaskID)
+			}
+		}
+		var err error
+		if rw, ok := b.cfg.Service.(interface {
+			WatchReady(context.Context, func(wire.Change), func()) error
+		}); ok {
+			err = rw.WatchReady(b.ctx, fn, func() { close(ready) })
+		} else {
+			close(ready)
+			err = b.cfg.Service.Watch(b.ctx, fn)
+		}
+		if err != nil && b.ctx.Err() == nil {
+			b.log.Error("watch tasks", "error", err)
+		}
+		failed <- err
+	}()
+	select {
+	case <-ready:
+	case err := <-failed:
+		b.cancel()
+		return fmt.Errorf("start slack bot: watch the tasks: %w", err)
+	case <-ctx.Done():
+		b.cancel()
+		return fmt.Errorf("start slack bot: %w", ctx.Err())
+	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -246,17 +279,6 @@ func (b *Bot) Start(ctx context.Context) error {
 	b.wg.Add(2)
 	go b.follow()
 	go b.remind()
-	go func() {
-		if err := b.cfg.Service.Watch(b.ctx, func(c wire.Change) {
-			select {
-			case b.changes <- c:
-			default:
-				b.log.Warn("task changes overflow; one is dropped", "task_id", c.TaskID)
-			}
-		}); err != nil && b.ctx.Err() == nil {
-			b.log.Error("watch tasks", "error", err)
-		}
-	}()
 	if b.cfg.SocketMode {
 		b.wg.Add(1)
 		go b.socketMode()
