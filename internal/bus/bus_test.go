@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -63,18 +63,7 @@ func rawJetStream(t *testing.T, url string) jetstream.JetStream {
 }
 
 // freePort is a loopback port nothing listens on (it was free a moment ago).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
+func freePort(t *testing.T) int { return testutil.FreePort(t) }
 
 var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535000000, time.UTC)
 

@@ -776,15 +776,7 @@ func roundsText(t *orchestrator.Task) string {
 	return strings.Join(parts, ", ")
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testutil.FreePort(t) }
 
 func waitUntil(d time.Duration, ok func() bool) bool {
 	deadline := time.Now().Add(d)

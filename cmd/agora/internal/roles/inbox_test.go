@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -61,16 +60,7 @@ func startSlackStack(t *testing.T) *slackStack {
 }
 
 // freeAddr is a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+func freeAddr(t *testing.T) string { return testutil.FreeAddr(t) }
 
 // submit starts a task of the asker on route and waits for its question.
 func (ss *slackStack) submit(id, route string) {
