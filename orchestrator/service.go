@@ -70,15 +70,24 @@ func Follow(ctx context.Context, svc Service, keep func(Change) bool, n int) Fol
 		case <-ctx.Done():
 		}
 	}
-	go func() {
-		if rw, ok := svc.(interface {
-			WatchReady(context.Context, func(Change), func()) error
-		}); ok {
-			done <- rw.WatchReady(ctx, fn, func() { close(ready) })
-			return
-		}
-		close(ready)
-		done <- svc.Watch(ctx, fn)
-	}()
+	go func() { done <- WatchWhenReady(ctx, svc, fn, func() { close(ready) }) }()
 	return Follower{Changes: changes, Ready: ready, Done: done}
+}
+
+// Watcher is the part of a Service WatchWhenReady needs.
+type Watcher interface {
+	Watch(ctx context.Context, fn func(Change)) error
+}
+
+// WatchWhenReady runs w's watch until ctx ends and calls ready once it is
+// in place: at that moment for an Orchestrator (WatchReady), at once for a
+// Watcher that cannot say.
+func WatchWhenReady(ctx context.Context, w Watcher, fn func(Change), ready func()) error {
+	if rw, ok := w.(interface {
+		WatchReady(context.Context, func(Change), func()) error
+	}); ok {
+		return rw.WatchReady(ctx, fn, ready)
+	}
+	ready()
+	return w.Watch(ctx, fn)
 }

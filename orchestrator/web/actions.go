@@ -79,8 +79,16 @@ func answerValue(r *http.Request) string {
 // task's page) and goes back to the page it came from.
 func (h *handler) answer(w http.ResponseWriter, r *http.Request, s api.Session) {
 	taskID := r.PostFormValue("task")
-	round, _ := strconv.Atoi(r.PostFormValue("round"))
 	back := localPath(r.PostFormValue("back"))
+	round := 0 // none: whichever round's question is open
+	if v := r.PostFormValue("round"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			h.answerFailed(w, r, s, back, fmt.Errorf("round %q: want the number of the round that asked, e.g. 1: %w", v, wire.ErrInvalidRequest))
+			return
+		}
+		round = n
+	}
 	value := answerValue(r)
 	if strings.TrimSpace(value) == "" {
 		h.answerFailed(w, r, s, back, fmt.Errorf("the answer is empty: press an option or type one: %w", wire.ErrInvalidAnswer))

@@ -110,9 +110,7 @@ func (h *handler) basePage(r *http.Request, s api.Session, title, stream string)
 // groupView is one question group of the inbox.
 type groupView struct {
 	wire.QuestionGroup
-	// Members are its tasks with their sub-agent and round.
-	Members []wire.GroupMember
-	Form    answerForm
+	Form answerForm
 }
 
 // answerForm is the form that answers one question, or a group's at once:
@@ -158,7 +156,7 @@ func (h *handler) inbox(w http.ResponseWriter, r *http.Request, s api.Session) {
 		if g.Count == 1 {
 			form.Action, form.Task, form.Round, form.Many = "/ui/answer", g.Questions[0].TaskID, g.Questions[0].Round, 0
 		}
-		d.Groups = append(d.Groups, groupView{QuestionGroup: g, Members: g.Questions, Form: form})
+		d.Groups = append(d.Groups, groupView{QuestionGroup: g, Form: form})
 		d.Waiting += g.Count
 	}
 	if len(groups) > 0 {

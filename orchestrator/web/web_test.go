@@ -245,6 +245,7 @@ func TestAnswerFromInbox(t *testing.T) {
 		{"a wrong CSRF token", url.Values{"task": {id}, "round": {"1"}, "option": {"B"}, "csrf": {"x" + token}}, nil, http.StatusForbidden},
 		{"from another site", url.Values{"task": {id}, "round": {"1"}, "option": {"B"}, "csrf": {token}}, []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
 		{"not an option", url.Values{"task": {id}, "round": {"1"}, "option": {"C"}, "csrf": {token}, "back": {"/"}}, nil, http.StatusBadRequest},
+		{"a round that is no number", url.Values{"task": {id}, "round": {"one"}, "option": {"B"}, "csrf": {token}, "back": {"/"}}, nil, http.StatusBadRequest},
 	}
 	for _, tt := range refused {
 		status, _, body := b.do(http.MethodPost, "/ui/answer", tt.form, tt.hdr...)

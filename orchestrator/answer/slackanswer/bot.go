@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
@@ -248,15 +249,7 @@ func (b *Bot) Start(ctx context.Context) error {
 				b.log.Warn("task changes overflow; one is dropped", "task_id", c.TaskID)
 			}
 		}
-		var err error
-		if rw, ok := b.cfg.Service.(interface {
-			WatchReady(context.Context, func(wire.Change), func()) error
-		}); ok {
-			err = rw.WatchReady(b.ctx, fn, func() { close(ready) })
-		} else {
-			close(ready)
-			err = b.cfg.Service.Watch(b.ctx, fn)
-		}
+		err := orchestrator.WatchWhenReady(b.ctx, b.cfg.Service, fn, func() { close(ready) })
 		if err != nil && b.ctx.Err() == nil {
 			b.log.Error("watch tasks", "error", err)
 		}
