@@ -54,6 +54,10 @@ type Config struct {
 	// may name, each NAME=SECRET[,SECRET] or NAME=*. An admin may use every
 	// one; any other token none unless granted here.
 	LocalSecrets []string
+	// Auth, when set, is the token rule to use instead of one built from
+	// Tokens and LocalSecrets: a process that serves more beside the API
+	// (/metrics, the web inbox) builds it once for all of them.
+	Auth *Auth
 	// Logger gets a debug line per request and an error line per internal
 	// error; nil discards.
 	Logger *slog.Logger
@@ -86,9 +90,12 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("api: Config.Service is nil")
 	}
-	auth, err := NewAuthLocal(cfg.Tokens, cfg.LocalSecrets)
-	if err != nil {
-		return nil, err
+	auth := cfg.Auth
+	if auth == nil {
+		var err error
+		if auth, err = NewAuthLocal(cfg.Tokens, cfg.LocalSecrets); err != nil {
+			return nil, err
+		}
 	}
 	h := &handler{svc: cfg.Service, reg: cfg.Registry, auth: auth, log: cfg.Logger, heartbeat: cfg.Heartbeat,
 		mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}

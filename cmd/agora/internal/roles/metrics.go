@@ -35,11 +35,7 @@ var dispatchOutcomes = []orchestrator.State{orchestrator.StateFinished, orchestr
 
 // metricsHandler serves the stack's metrics in the Prometheus exposition
 // format, behind the API's own token rule (api.Auth).
-func (s *Stack) metricsHandler() (http.Handler, error) {
-	auth, err := api.NewAuth(s.cfg.Tokens)
-	if err != nil {
-		return nil, err
-	}
+func (s *Stack) metricsHandler(auth *api.Auth) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),

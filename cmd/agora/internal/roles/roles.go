@@ -636,8 +636,13 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 // and the API when the orchestrator runs.
 func (s *Stack) serve() error {
 	mux := http.NewServeMux()
+	// One token rule for everything this listener serves.
+	auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
+	if err != nil {
+		return err
+	}
 	if s.cfg.Metrics {
-		m, err := s.metricsHandler()
+		m, err := s.metricsHandler(auth)
 		if err != nil {
 			return err
 		}
@@ -648,15 +653,11 @@ func (s *Stack) serve() error {
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
 		}
-		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Tokens: s.cfg.Tokens, LocalSecrets: s.cfg.LocalSecrets, Logger: s.log})
+		h, err := api.NewHandler(api.Config{Service: s.orch, Registry: reg, Auth: auth, Logger: s.log})
 		if err != nil {
 			return err
 		}
 		mux.Handle("/", h)
-		auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
-		if err != nil {
-			return err
-		}
 		inbox, err := web.New(web.Config{Service: s.orch, Auth: auth, Logger: s.log})
 		if err != nil {
 			return err
