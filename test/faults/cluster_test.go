@@ -579,7 +579,7 @@ func (w *clusterWorkload) check(natsURLs string) []string {
 					w.t.Errorf("%s round %d answer = %+v, want %s", id, r.N, r.Answer, want)
 				}
 			}
-			stored, err := b.StoredEvents(context.Background(), r.DispatchID)
+			stored, err := storedEvents(b, r.DispatchID)
 			if err != nil {
 				w.t.Errorf("events of %s: %v", r.DispatchID, err)
 				continue
@@ -617,4 +617,20 @@ func (w *clusterWorkload) outcomes() string {
 		}
 	}
 	return fmt.Sprintf("%s (%d rounds)", strings.Join(parts, ", "), rounds)
+}
+
+// storedEvents reads a dispatch's events as the check needs them right
+// after the last fault: the cluster may still be electing AGORA_EVENTS'
+// leader after a node came back (its API then answers nothing for a few
+// seconds), so a failed read is tried again for up to bus.EnsureWindow,
+// as agora's own writes are.
+func storedEvents(b *bus.Bus, dispatchID string) ([]bus.StoredEvent, error) {
+	deadline := time.Now().Add(bus.EnsureWindow)
+	for {
+		stored, err := b.StoredEvents(context.Background(), dispatchID)
+		if err == nil || time.Now().After(deadline) {
+			return stored, err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
