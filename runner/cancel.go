@@ -49,7 +49,11 @@ func (d *dispatch) prepareCancelDir() error {
 // before the container is stopped. A container started without the marker
 // mount (by an older runner) treats every SIGTERM as a cancel; the marker
 // is harmless there.
-func (d *dispatch) markCancel() {
+func (d *dispatch) markCancel(ctx context.Context) {
+	if d.r.cfg.NoHostMounts {
+		d.markCancelInExchange(ctx)
+		return
+	}
 	dir := d.r.cancelDir(d.id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		d.log.Error("create the cancel marker; the worker may take the stop for a foreign SIGTERM", "error", err)

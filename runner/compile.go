@@ -44,6 +44,9 @@ type hostPaths struct {
 	// stops the container for a cancel, mounted read-only at
 	// /run/agora/cancel (cancel.go); "" for none.
 	CancelDir string
+	// Remote replaces all of the above when the engine cannot mount this
+	// host's files (Config.NoHostMounts, exchange.go).
+	Remote *remoteFiles
 }
 
 // compileContainer turns a dispatch request into the container that runs
@@ -60,6 +63,9 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 	workerGrace := cfg.Grace - 2*time.Second
 	if workerGrace < time.Second {
 		workerGrace = time.Second
+	}
+	if p.Remote != nil {
+		return compileRemote(req, cfg, *p.Remote, image, workerGrace)
 	}
 	env := []string{
 		"AGORA_DISPATCH_ID=" + spec.DispatchID,
@@ -92,14 +98,6 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		env = append(env, "AGORA_WORKER_ENV_FILE="+containerWorkerEnvFile)
 	}
 
-	labels := map[string]string{
-		compute.LabelDispatchID: spec.DispatchID,
-		compute.LabelRound:      strconv.Itoa(spec.EffectiveRound()),
-		LabelRunner:             cfg.ID,
-	}
-	if spec.TaskID != "" {
-		labels[compute.LabelTaskID] = spec.TaskID
-	}
 	mounts := []compute.Mount{
 		{Source: p.SpecDir, Target: containerSpecDir, ReadOnly: true},
 		{Source: p.Workspace, Target: containerWorkspace},
@@ -121,7 +119,7 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		Name:        containerName(cfg.ID, spec.DispatchID),
 		Image:       image,
 		Env:         env,
-		Labels:      labels,
+		Labels:      containerLabels(spec, cfg),
 		User:        ContainerUser,
 		WorkingDir:  containerWorkspace,
 		Mounts:      mounts,
@@ -130,6 +128,57 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		Init:        true,
 		StopTimeout: cfg.Grace,
 	}
+}
+
+// compileRemote is compileContainer for an engine without host mounts:
+// every file travels through storage (exchange.go), the worker's events
+// through its output (relayed: it gets no NATS credentials), and the
+// env bundles' aws-sm secrets are resolved by the platform at start.
+func compileRemote(req *schemas.DispatchRequest, cfg Config, rf remoteFiles, image string, workerGrace time.Duration) compute.ContainerSpec {
+	spec := &req.Spec
+	env := []string{
+		"AGORA_DISPATCH_ID=" + spec.DispatchID,
+		"AGORA_WORKSPACE=" + containerWorkspace,
+		"AGORA_STORAGE_URI=" + cfg.StorageURI,
+		"AGORA_EXCHANGE_KEY=" + rf.Exchange,
+		"AGORA_CANCEL_KEY=" + rf.Exchange + "/" + exchangeCancel,
+		"AGORA_GRACE_SECONDS=" + strconv.Itoa(int(workerGrace/time.Second)),
+		"HOME=/tmp",
+	}
+	if cfg.MaxWorkspaceBytes > 0 {
+		env = append(env, "AGORA_MAX_WORKSPACE_BYTES="+strconv.FormatInt(cfg.MaxWorkspaceBytes, 10))
+	}
+	if !req.Fresh() {
+		env = append(env, "AGORA_SNAPSHOT_WORKSPACE=true")
+	}
+	if rf.Restore != nil {
+		env = append(env, "AGORA_RESTORE_URI="+rf.Restore.URI, "AGORA_RESTORE_SHA256="+rf.Restore.SHA256)
+	}
+	return compute.ContainerSpec{
+		Name:        containerName(cfg.ID, spec.DispatchID),
+		Image:       image,
+		Env:         env,
+		Secrets:     rf.Secrets,
+		Labels:      containerLabels(spec, cfg),
+		User:        ContainerUser,
+		WorkingDir:  containerWorkspace,
+		NetworkMode: req.NetworkMode(),
+		Resources:   containerResources(req, cfg),
+		Init:        true,
+		StopTimeout: cfg.Grace,
+	}
+}
+
+func containerLabels(spec *schemas.DispatchSpec, cfg Config) map[string]string {
+	labels := map[string]string{
+		compute.LabelDispatchID: spec.DispatchID,
+		compute.LabelRound:      strconv.Itoa(spec.EffectiveRound()),
+		LabelRunner:             cfg.ID,
+	}
+	if spec.TaskID != "" {
+		labels[compute.LabelTaskID] = spec.TaskID
+	}
+	return labels
 }
 
 // containerName is unique per dispatch and runner, so a second create for

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -93,6 +94,12 @@ type Config struct {
 	// network namespace, loopback included (NATS, the API). Off by default;
 	// such a request fails (worker-failed) naming the flag.
 	AllowHostNetwork bool
+	// NoHostMounts says the engine cannot mount this host's files into a
+	// container (ECS on Fargate): each dispatch's spec, keys, cancel
+	// marker and workspace travel through storage, which must then be S3,
+	// its events are relayed from its output, and its env bundles' aws-sm
+	// secrets are resolved by the platform (exchange.go, docs/ecs.md).
+	NoHostMounts bool
 	// Grace is the time between SIGTERM and SIGKILL when a container is
 	// stopped; the worker gets a shorter one for the runtime inside.
 	Grace time.Duration
@@ -196,6 +203,9 @@ func (c Config) Validate() error {
 	}
 	if c.Engine == nil {
 		errs = append(errs, errors.New("compute engine is required"))
+	}
+	if c.NoHostMounts && !strings.HasPrefix(c.StorageURI, "s3://") {
+		errs = append(errs, fmt.Errorf("storage %q is not S3: a runner whose containers get no host files (ECS on Fargate) hands them their files through S3; give --storage s3://bucket/prefix", c.StorageURI))
 	}
 	if c.MaxMemoryMB > schemas.MaxMemoryMB {
 		errs = append(errs, fmt.Errorf("--max-memory-mb %d is over the contract's %d", c.MaxMemoryMB, schemas.MaxMemoryMB))

@@ -223,6 +223,10 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerFailed, err.Error())
 		return
 	}
+	if r.cfg.NoHostMounts {
+		d.runRemote(ctx, fail)
+		return
+	}
 	if err := d.writeHostFiles(ctx); err != nil {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
@@ -259,8 +263,41 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
-	spec := compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id),
-		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), NATSCreds: natsCreds, CancelDir: r.cancelDir(d.id)})
+	d.createAndStart(ctx, compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id),
+		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), NATSCreds: natsCreds, CancelDir: r.cancelDir(d.id)}), fail)
+}
+
+// runRemote prepares a dispatch for an engine without host mounts: its
+// files go to its exchange in storage (exchange.go) instead of this host.
+func (d *dispatch) runRemote(ctx context.Context, fail func(schemas.FailureReason, string)) {
+	if err := d.writeRequestFile(); err != nil {
+		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
+		return
+	}
+	if d.cancelRequested(ctx) {
+		d.cancelBeforeStart(ctx)
+		return
+	}
+	rf, reason, err := d.prepareExchange(ctx)
+	if err != nil {
+		if d.cancelRequested(ctx) {
+			d.cancelBeforeStart(ctx)
+			return
+		}
+		fail(reason, err.Error())
+		return
+	}
+	if d.cancelRequested(ctx) {
+		d.cancelBeforeStart(ctx)
+		return
+	}
+	d.createAndStart(ctx, compileContainer(d.req, d.r.cfg, hostPaths{Remote: &rf}), fail)
+}
+
+// createAndStart creates the dispatch's container, or adopts the one that
+// exists already, then starts and follows it.
+func (d *dispatch) createAndStart(ctx context.Context, spec compute.ContainerSpec, fail func(schemas.FailureReason, string)) {
+	r := d.r
 	r.trace(d.id, PhaseCreate)
 	cid, err := r.cfg.Engine.Create(ctx, spec)
 	switch {
@@ -395,20 +432,29 @@ func (d *dispatch) writeHostFiles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	request, err := json.Marshal(d.req)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(r.specDir(d.id), 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(r.specDir(d.id), "spec.json"), spec, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(r.requestFile(d.id), request, 0o600); err != nil {
+	if err := d.writeRequestFile(); err != nil {
 		return err
 	}
 	return prepareDir(r.workspace(d.id))
+}
+
+// writeRequestFile keeps the request on this host for adoption after a
+// restart.
+func (d *dispatch) writeRequestFile() error {
+	request, err := json.Marshal(d.req)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.r.dispatchesDir(), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(d.r.requestFile(d.id), request, 0o600)
 }
 
 func (r *Runner) requestFile(id string) string {
@@ -418,30 +464,11 @@ func (r *Runner) requestFile(id string) string {
 // restore fills the workspace from the snapshot the round before left,
 // waiting a bounded time for its runner to record it.
 func (d *dispatch) restore(ctx context.Context, from string) error {
-	deadline := time.Now().Add(d.r.cfg.SnapshotWait)
-	for {
-		rec, err := readSnapshotRecord(ctx, d.r.cfg.Store, from)
-		switch {
-		case err == nil && rec.Error != "":
-			return errors.New(rec.Error)
-		case err == nil && rec.Archive != nil:
-			return restoreWorkspace(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id), d.r.cfg.MaxWorkspaceBytes)
-		case err == nil:
-			return errors.New("empty snapshot record")
-		case !errors.Is(err, errNoSnapshot):
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no snapshot recorded within %s", d.r.cfg.SnapshotWait)
-		}
-		select {
-		case <-time.After(200 * time.Millisecond):
-		case <-d.cancelled:
-			return errors.New("cancelled while waiting for the snapshot")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	rec, err := d.snapshotRecord(ctx, from)
+	if err != nil {
+		return err
 	}
+	return workspace.Restore(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id), d.r.cfg.MaxWorkspaceBytes)
 }
 
 // follow streams the container's output, keeps its claim alive, enforces
@@ -456,7 +483,7 @@ func (d *dispatch) follow(ctx context.Context) {
 	}
 	d.started = time.Now()
 	cid := d.containerID
-	relay := r.cfg.WorkerNATSURL == "" || d.req == nil || d.req.NetworkMode() == schemas.NetworkNone
+	relay := r.cfg.WorkerNATSURL == "" || r.cfg.NoHostMounts || d.req == nil || d.req.NetworkMode() == schemas.NetworkNone
 	logs := newLogSink(r.cfg.LogCap, func(p []byte) {
 		if err := r.cfg.Bus.PublishLog(d.id, p); err != nil {
 			d.log.Debug("publish log chunk", "error", err)
@@ -468,7 +495,9 @@ func (d *dispatch) follow(ctx context.Context) {
 
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	go d.watchWorkspace(followCtx, cid)
+	if !r.cfg.NoHostMounts { // else the workspace is the task's, bounded by its storage
+		go d.watchWorkspace(followCtx, cid)
+	}
 	var timedOut atomic.Bool
 	timeout := r.cfg.DefaultTimeout
 	if d.req != nil {
@@ -497,7 +526,7 @@ func (d *dispatch) follow(ctx context.Context) {
 				d.log.Info("cancel requested; stopping the container", "grace", r.cfg.Grace)
 				// The marker first: it tells the worker this SIGTERM is the
 				// runner's cancel (cancel.go).
-				d.markCancel()
+				d.markCancel(followCtx)
 				d.stoppedForCancel.Store(true)
 				if err := r.cfg.Engine.Stop(context.WithoutCancel(followCtx), cid, r.cfg.Grace); err != nil {
 					d.log.Error("stop container", "error", err)
@@ -656,7 +685,9 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 		terminal = &ev
 	}
 
-	if terminal.Kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh() {
+	if r.cfg.NoHostMounts {
+		d.settleExchange(ctx, terminal.Kind)
+	} else if terminal.Kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh() {
 		rec := snapshotRecord{}
 		ref, err := snapshotWorkspace(ctx, r.cfg.Store, d.id, r.workspace(d.id), r.cfg.MaxWorkspaceBytes)
 		if err != nil {
@@ -669,7 +700,7 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 			d.log.Error("record workspace snapshot", "error", err)
 		}
 	}
-	if terminal.Kind == schemas.KindFinished {
+	if terminal.Kind == schemas.KindFinished && !r.cfg.NoHostMounts {
 		d.keepAnswerFile(ctx)
 	}
 	if err := r.cfg.Store.Put(ctx, logKey(d.id), bytesReader(logs.Bytes())); err != nil {
@@ -802,6 +833,10 @@ func lostEvent(spec *schemas.DispatchSpec, exitCode int, detail string) schemas.
 // request: its outcome is recorded.
 func (d *dispatch) finish(ctx context.Context) {
 	r := d.r
+	if d.eventKey == nil {
+		d.loadEventKey()
+	}
+	r.removeExchange(ctx, d.eventKey, d.log)
 	for _, p := range r.hostFiles(d.id) {
 		if err := os.RemoveAll(p); err != nil {
 			d.log.Error("remove dispatch files", "path", p, "error", err)
@@ -952,6 +987,9 @@ func (r *Runner) removeLeftovers(ctx context.Context, id string) {
 				r.log.Error("remove leftover container", "container_id", c.ID, "error", err)
 			}
 		}
+	}
+	if key, err := readKey(r.keyFile(id)); err == nil {
+		r.removeExchange(ctx, key, r.log.With("dispatch_id", id))
 	}
 	for _, p := range r.hostFiles(id) {
 		if err := os.RemoveAll(p); err != nil {

@@ -131,9 +131,6 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	}
 	if f.compute == computeECS {
 		e := f.ecs.config(environ, f.grace)
-		if e.Engine.WithDefaults().Fargate() {
-			return f, usagef("--compute ecs on Fargate is not supported yet: the runner mounts each dispatch's files from its host, which Fargate cannot; use --ecs-launch-type EC2 with the runner on the container instance (docs/ecs.md)")
-		}
 		if err := e.Engine.WithDefaults().Validate(); err != nil {
 			return f, usagef("%v", err)
 		}

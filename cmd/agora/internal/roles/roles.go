@@ -340,10 +340,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validate names what an ECS runner lacks. A Fargate runner is refused:
-// the runner hands each dispatch its spec, workspace, event key, cancel
-// marker and secrets as files on its host, mounted into the container,
-// and Fargate has no host mounts (docs/ecs.md, "Fargate").
+// validate names what an ECS runner lacks. On Fargate a dispatch gets no
+// host files: its worker reads them from S3 storage with the task role
+// (runner.Config.NoHostMounts, docs/ecs.md "Fargate").
 func (e *ECSConfig) validate(c Config) []error {
 	var errs []error
 	if !c.Runner {
@@ -354,7 +353,12 @@ func (e *ECSConfig) validate(c Config) []error {
 	}
 	cfg := e.Engine.WithDefaults()
 	if cfg.Fargate() {
-		errs = append(errs, errors.New("the runner cannot run dispatches on Fargate yet: they need the runner's host files mounted (spec, workspace, keys); use the EC2 launch type with the runner on the container instance (docs/ecs.md)"))
+		if !strings.HasPrefix(c.StorageURI, "s3://") {
+			errs = append(errs, errors.New("the runner on Fargate needs S3 storage (--storage s3://bucket/prefix): its dispatches get no host files and read theirs from storage (docs/ecs.md)"))
+		}
+		if cfg.TaskRoleARN == "" {
+			errs = append(errs, errors.New("the runner on Fargate needs --ecs-task-role: the worker reads and writes its dispatch's files in S3 with that role (docs/ecs.md, \"IAM\")"))
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -620,6 +624,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		Bus:               s.runnerBus,
 		WorkerNATSSigner:  signer,
 		Engine:            s.engine,
+		NoHostMounts:      s.cfg.ECS != nil && s.cfg.ECS.Engine.WithDefaults().Fargate(),
 		Logger:            s.log,
 	})
 	if err != nil {
