@@ -32,6 +32,11 @@ type compileCase struct {
 	MaxMemoryMB   int64                   `json:"max_memory_mb"`
 	MaxCPUs       float64                 `json:"max_cpus"`
 	MaxPids       int64                   `json:"max_pids"`
+	// Remote is set for a runner without host mounts (Fargate), whose
+	// storage is StorageURI.
+	Remote            *remoteFiles `json:"remote"`
+	StorageURI        string       `json:"storage_uri"`
+	MaxWorkspaceBytes int64        `json:"max_workspace_bytes"`
 }
 
 // TestCompileGolden: request in, container spec out, compared with
@@ -59,8 +64,12 @@ func TestCompileGolden(t *testing.T) {
 			}
 			cfg := Config{ID: "runner-1", Image: "agora-worker:test", StorageURI: "file:///var/lib/agora/storage",
 				WorkerNATSURL: c.WorkerNATSURL, Resources: c.Resources, Grace: 10 * time.Second, AWSEnv: c.AWSEnv, WorkerEnv: c.WorkerEnv,
-				MaxMemoryMB: c.MaxMemoryMB, MaxCPUs: c.MaxCPUs, MaxPids: c.MaxPids}
-			got := compileContainer(&c.Request, cfg, hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", StageDir: c.StageDir, Secrets: c.Secrets, KeyDir: c.KeyDir, NATSCreds: c.NATSCreds, CancelDir: c.CancelDir})
+				MaxMemoryMB: c.MaxMemoryMB, MaxCPUs: c.MaxCPUs, MaxPids: c.MaxPids, MaxWorkspaceBytes: c.MaxWorkspaceBytes}
+			paths := hostPaths{SpecDir: "/data/dispatches/x", Workspace: "/data/workspaces/x", StageDir: c.StageDir, Secrets: c.Secrets, KeyDir: c.KeyDir, NATSCreds: c.NATSCreds, CancelDir: c.CancelDir}
+			if c.Remote != nil {
+				cfg.StorageURI, cfg.NoHostMounts, paths = c.StorageURI, true, hostPaths{Remote: c.Remote}
+			}
+			got := compileContainer(&c.Request, cfg, paths)
 			if err := got.Validate(); err != nil {
 				t.Errorf("compiled spec does not validate: %v", err)
 			}
@@ -83,5 +92,30 @@ func TestCompileGolden(t *testing.T) {
 				t.Errorf("compileContainer(%s) =\n%s\nwant\n%s", name, out, want)
 			}
 		})
+	}
+}
+
+// TestValueFrom: an aws-sm ref becomes ECS's valueFrom; a JSON key needs
+// the secret's ARN, as ECS requires.
+func TestValueFrom(t *testing.T) {
+	t.Parallel()
+	arn := "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf"
+	for _, tc := range []struct {
+		ref, want, err string
+	}{
+		{ref: "aws-sm:prod/db", want: "prod/db"},
+		{ref: "aws-sm:" + arn, want: arn},
+		{ref: "aws-sm:" + arn + "#password", want: arn + ":password::"},
+		{ref: "aws-sm:prod/db#password", err: "only from a secret's full ARN"},
+		{ref: "aws-sm:" + arn + "#", err: "empty JSON key"},
+		{ref: "aws-sm:", err: "names no secret"},
+	} {
+		got, err := valueFrom(tc.ref)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("valueFrom(%q) = %q, %v; want an error containing %q", tc.ref, got, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("valueFrom(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		}
 	}
 }

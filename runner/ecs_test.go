@@ -31,8 +31,14 @@ type ecsHarness struct {
 func newECSHarness(t *testing.T, fake func(*ecsfake.Config), tweak func(*Config)) *ecsHarness {
 	t.Helper()
 	h := newHarness(t, tweak)
-	o := ecstest.Options{EC2: true, Cluster: "agora-test-" + h.cfg.ID, Fake: fake,
-		Engine: func(c *ecs.Config) { c.StopTimeout = h.cfg.Grace }}
+	return onECS(t, h, ecstest.Options{EC2: true, Fake: fake})
+}
+
+// onECS makes h's runner place its dispatches as ECS tasks on a new fake.
+func onECS(t *testing.T, h *harness, o ecstest.Options) *ecsHarness {
+	t.Helper()
+	o.Cluster = "agora-test-" + h.cfg.ID
+	o.Engine = func(c *ecs.Config) { c.StopTimeout = h.cfg.Grace }
 	srv := ecstest.StartFake(t, h.docker, o)
 	e := &ecsHarness{harness: h, fake: srv, opts: o}
 	e.useNewEngine()

@@ -81,11 +81,11 @@ type privateValues struct {
 // remoteFiles is what a dispatch without host mounts gets instead of them.
 type remoteFiles struct {
 	// Exchange is the dispatch's storage prefix (exchange/<token>).
-	Exchange string
+	Exchange string `json:"exchange"`
 	// Restore is the workspace archive the round before left, if any.
-	Restore *schemas.ObjectRef
+	Restore *schemas.ObjectRef `json:"restore,omitempty"`
 	// Secrets are the aws-sm refs the platform resolves at start.
-	Secrets []compute.SecretRef
+	Secrets []compute.SecretRef `json:"secrets,omitempty"`
 }
 
 // prepareExchange writes the dispatch's spec and private values into its
