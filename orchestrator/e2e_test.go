@@ -49,9 +49,10 @@ func newStack(t *testing.T, tweak func(*Config)) *stack {
 	return newStackOn(t, nil, tweak)
 }
 
-// newStackOn is newStack with the runner's engine made by onEngine from the
-// Docker engine and the runner's id (nil: Docker itself).
-func newStackOn(t *testing.T, onEngine func(eng *docker.Engine, runnerID string) compute.Engine, tweak func(*Config)) *stack {
+// newStackOn is newStack with the runner's configuration changed by
+// onRunner, given the Docker engine (its engine, storage, mode); the
+// orchestrator uses the runner's storage.
+func newStackOn(t *testing.T, onRunner func(eng *docker.Engine, rc *runner.Config), tweak func(*Config)) *stack {
 	t.Helper()
 	testenv.NeedDocker(t, workerImage, dockerErr)
 	ctx := context.Background()
@@ -79,13 +80,14 @@ func newStackOn(t *testing.T, onEngine func(eng *docker.Engine, runnerID string)
 		}
 		eng.Close()
 	})
-	var runEngine compute.Engine = eng
-	if onEngine != nil {
-		runEngine = onEngine(eng, runnerID)
+	rc := runner.Config{ID: runnerID, Slots: 2, Image: workerImage, DataDir: t.TempDir(),
+		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng, Grace: 3 * time.Second,
+		Logger: natstest.Logger(t)}
+	if onRunner != nil {
+		onRunner(eng, &rc)
 	}
-	r, err := runner.New(runner.Config{ID: runnerID, Slots: 2, Image: workerImage, DataDir: t.TempDir(),
-		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: runEngine, Grace: 3 * time.Second,
-		Logger: natstest.Logger(t)})
+	store = rc.Store
+	r, err := runner.New(rc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,39 +3,75 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/compute"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/schemas"
 )
 
 // TestAskAnswerResumeOnECS is the demo's loop — ask, answer, resume,
-// finish — with the runner placing every round as an ECS task (EC2 launch
-// type) through the real SDK against the loopback fake (ecsfake), which
-// runs the worker image on the local Docker engine.
+// finish — with the runner placing every round as an ECS task through the
+// real SDK against the loopback fake (ecsfake), which runs the worker image
+// on the local Docker engine: on the EC2 launch type (the runner's files
+// as host volumes), and on Fargate (no host files: S3 storage the task
+// reaches with the task role, the workspace carried by the worker).
 func TestAskAnswerResumeOnECS(t *testing.T) {
 	t.Parallel()
+	for _, launch := range []string{"EC2", "FARGATE"} {
+		t.Run(launch, func(t *testing.T) {
+			t.Parallel()
+			askAnswerResumeOnECS(t, launch == "FARGATE")
+		})
+	}
+}
+
+func askAnswerResumeOnECS(t *testing.T, fargate bool) {
 	var fake *ecsfake.Server
-	s := newStackOn(t, func(eng *docker.Engine, runnerID string) compute.Engine {
-		o := ecstest.Options{EC2: true, Cluster: "agora-" + runnerID, Engine: func(c *ecs.Config) { c.StopTimeout = 3 * time.Second }}
+	s := newStackOn(t, func(eng *docker.Engine, rc *runner.Config) {
+		o := ecstest.Options{EC2: !fargate, Cluster: "agora-" + rc.ID,
+			Engine: func(c *ecs.Config) { c.StopTimeout = 3 * time.Second },
+			Fake: func(c *ecsfake.Config) {
+				c.TaskRoleCredentials = aws.Credentials{AccessKeyID: "ASIAAGORAE2ETASK", SecretAccessKey: "task-secret", SessionToken: "task-token"}
+			}}
 		fake = ecstest.StartFake(t, eng, o)
 		e := ecstest.Engine(t, fake, o)
+		runnerID := rc.ID
 		t.Cleanup(func() { // before the fake closes, after the runner stops
 			left, err := e.List(context.Background(), map[string]string{runner.LabelRunner: runnerID})
 			if err != nil || len(left) != 0 {
 				t.Errorf("tasks left: %+v, %v", left, err)
 			}
 		})
-		return e
+		rc.Engine = e
+		if fargate {
+			backend := s3mem.New()
+			if err := backend.CreateBucket("agora"); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(gofakes3.New(backend).Server())
+			t.Cleanup(srv.Close)
+			uri := "s3://agora/e2e?endpoint=" + srv.URL
+			store, err := storage.Open(context.Background(), uri, storage.Options{S3: storage.S3Options{AccessKeyID: "k", SecretAccessKey: "s", Region: ecstest.Region}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.StorageURI, rc.Store, rc.NoHostMounts = uri, store, true
+		}
 	}, nil)
 	ctx := context.Background()
-	task := s.submit(SubmitRequest{Subagent: askerWith(1), Input: json.RawMessage(`{"goal":"paint"}`)})
+	task := s.submit(SubmitRequest{Subagent: askerWith(1), Input: json.RawMessage(`{"goal":"paint"}`), Network: schemas.NetworkBridge})
 	task = s.waitState(task.ID, StateNeedsInput)
 	if q := currentRound(task).Question; q.Question != "Pick a colour for step 1" || string(q.PartialState) != `{"seen":1}` {
 		t.Fatalf("question = %+v", q)

@@ -33,9 +33,9 @@ func TestRunnerComputeFlags(t *testing.T) {
 		{[]string{"--compute", "ecs", "--ecs-cluster", "c", "--ecs-log-group", "g"}, "needs --image"},
 		{[]string{"--compute", "ecs", "--image", "i", "--ecs-log-group", "g"}, "cluster is required"},
 		{[]string{"--compute", "ecs", "--image", "i", "--ecs-cluster", "c", "--ecs-log-group", "g", "--ecs-launch-type", "FARGATE",
-			"--ecs-subnet", "s", "--ecs-isolated-security-group", "sg", "--ecs-execution-role", "r"}, "Fargate is not supported yet"},
+			"--ecs-subnet", "s", "--ecs-isolated-security-group", "sg", "--ecs-execution-role", "r", "--ecs-task-role", "w"}, "on Fargate needs S3 storage"},
 		{[]string{"--compute", "ecs", "--image", "i", "--ecs-cluster", "c", "--ecs-log-group", "g", "--ecs-capacity-provider", "FARGATE_SPOT",
-			"--ecs-subnet", "s", "--ecs-isolated-security-group", "sg", "--ecs-execution-role", "r"}, "Fargate is not supported yet"},
+			"--ecs-subnet", "s", "--ecs-isolated-security-group", "sg", "--ecs-execution-role", "r", "--storage", "s3://b/p"}, "on Fargate needs --ecs-task-role"},
 	} {
 		args := append(append([]string{}, base...), tc.args...)
 		if _, err := parseRunnerFlags(args, home, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -172,6 +172,16 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	if u, err := url.Parse(f.storageURI); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
 		return f, usagef("--storage %q: want file:///abs/dir or s3://bucket/prefix", f.storageURI)
 	}
+	if f.compute == computeECS && f.ecs.config(environ, f.grace).Engine.WithDefaults().Fargate() {
+		// Its dispatches get no host files: the worker reads them from S3
+		// with the task role (docs/ecs.md, "The runner on Fargate").
+		switch {
+		case !strings.HasPrefix(f.storageURI, "s3://"):
+			return f, usagef("the runner on Fargate needs S3 storage: its dispatches get no host files and read theirs from storage; give --storage s3://bucket/prefix (docs/ecs.md)")
+		case f.ecs.taskRole == "":
+			return f, usagef("the runner on Fargate needs --ecs-task-role: the worker reads and writes its dispatch's files in S3 with that role (docs/ecs.md, \"IAM\")")
+		}
+	}
 	return f, nil
 }
 

@@ -4,13 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
@@ -21,15 +27,25 @@ import (
 // TestRunnerOnECS runs `agora runner --compute ecs` as a user would, its
 // ECS and CloudWatch Logs endpoints the loopback fake and its credentials
 // the AWS_* variables of its environment, through one dispatch to
-// dispatch.finished and a graceful stop.
+// dispatch.finished and a graceful stop: on the EC2 launch type, and on
+// Fargate with S3 storage the task reaches with the task role.
 func TestRunnerOnECS(t *testing.T) {
 	t.Parallel()
+	for _, launch := range []string{"EC2", "FARGATE"} {
+		t.Run(launch, func(t *testing.T) {
+			t.Parallel()
+			runnerOnECS(t, launch == "FARGATE")
+		})
+	}
+}
+
+func runnerOnECS(t *testing.T, fargate bool) {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
-	tag := fmt.Sprintf("agora-worker:cli-ecs-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:cli-ecs-test-%d-%t", os.Getpid(), fargate)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -40,7 +56,9 @@ func TestRunnerOnECS(t *testing.T) {
 	if code := run(context.Background(), []string{"image", "build", "--worker", worker, "--tag", tag}, os.Environ(), logs, logs); code != 0 {
 		t.Fatalf("agora image build = %d", code)
 	}
-	fake := ecstest.StartFake(t, eng, ecstest.Options{EC2: true})
+	fake := ecstest.StartFake(t, eng, ecstest.Options{EC2: !fargate, Fake: func(c *ecsfake.Config) {
+		c.TaskRoleCredentials = aws.Credentials{AccessKeyID: "ASIAAGORACLITASK", SecretAccessKey: "task-secret", SessionToken: "task-token"}
+	}})
 	srv := natstest.Start(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,6 +67,19 @@ func TestRunnerOnECS(t *testing.T) {
 	args := []string{"runner", "--nats", srv.ClientURL(), "--data-dir", t.TempDir(), "--image", tag, "--slots", "1", "--grace", "3s",
 		"--compute", "ecs", "--ecs-cluster", cluster, "--ecs-log-group", "/agora/cli-test",
 		"--ecs-endpoint", fake.URL(), "--ecs-logs-endpoint", fake.URL(), "--ecs-poll", "200ms"}
+	network := ""
+	if fargate {
+		backend := s3mem.New()
+		if err := backend.CreateBucket("agora"); err != nil {
+			t.Fatal(err)
+		}
+		s3 := httptest.NewServer(gofakes3.New(backend).Server())
+		t.Cleanup(s3.Close)
+		args = append(args, "--storage", "s3://agora/cli?endpoint="+s3.URL, "--ecs-launch-type", "FARGATE",
+			"--ecs-subnet", ecstest.Subnet, "--ecs-security-group", ecstest.Group, "--ecs-isolated-security-group", ecstest.IsolatedGroup,
+			"--ecs-task-role", "arn:aws:iam::000000000000:role/agora-worker", "--ecs-execution-role", "arn:aws:iam::000000000000:role/agora-task-execution")
+		network = schemas.NetworkBridge
+	}
 	environ := append(os.Environ(), "AWS_REGION="+ecstest.Region, "AWS_ACCESS_KEY_ID="+ecstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+ecstest.Secret)
 	var code int
 	returned := make(chan struct{})
@@ -81,7 +112,7 @@ func TestRunnerOnECS(t *testing.T) {
 		DispatchID: dispatchID, TaskID: "task-" + dispatchID, Round: 1,
 		Subagent: schemas.Subagent{Name: "hello", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", "echo hi from ecs"}},
 		Input:    json.RawMessage(`{}`),
-	}}
+	}, Network: network}
 	if _, err := b.Enqueue(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

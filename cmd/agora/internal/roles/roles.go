@@ -354,7 +354,7 @@ func (e *ECSConfig) validate(c Config) []error {
 	cfg := e.Engine.WithDefaults()
 	if cfg.Fargate() {
 		if !strings.HasPrefix(c.StorageURI, "s3://") {
-			errs = append(errs, errors.New("the runner on Fargate needs S3 storage (--storage s3://bucket/prefix): its dispatches get no host files and read theirs from storage (docs/ecs.md)"))
+			errs = append(errs, errors.New("the runner on Fargate needs S3 storage: its dispatches get no host files and read theirs from storage; give --storage s3://bucket/prefix (docs/ecs.md)"))
 		}
 		if cfg.TaskRoleARN == "" {
 			errs = append(errs, errors.New("the runner on Fargate needs --ecs-task-role: the worker reads and writes its dispatch's files in S3 with that role (docs/ecs.md, \"IAM\")"))
