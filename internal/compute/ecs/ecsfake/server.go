@@ -12,8 +12,11 @@
 // it — clientToken idempotency, failures[], the task lifecycle
 // (PROVISIONING → PENDING → RUNNING → STOPPED, with a configurable
 // provisioning delay), stopTimeout between SIGTERM and SIGKILL, the 8 KiB
-// overrides limit, tags, startedBy — and nothing else (no services, no
-// placement, no IAM, no image registry: images are local).
+// overrides limit, tags, startedBy, a definition's secrets read when the
+// task starts (Config.ResolveSecret), the task role's credentials endpoint
+// (Config.TaskRoleCredentials, on loopback) — and nothing else (no
+// services, no placement, no IAM policies, no image registry: images are
+// local).
 //
 // It imports internal/compute from the module.
 package ecsfake

@@ -62,7 +62,7 @@ func (s *Server) startEnv(t *task) (env map[string]string, order []string, reaso
 	if len(secrets) == 0 {
 		return env, order, ""
 	}
-	if aws.ToString(t.def.in.ExecutionRoleArn) == "" {
+	if aws.ToString(t.def.in.ExecutionRoleArn) == "" && (t.in.Overrides == nil || aws.ToString(t.in.Overrides.ExecutionRoleArn) == "") {
 		return nil, nil, ResourceInitError + "execution role missing: the task definition has secrets but no executionRoleArn"
 	}
 	if s.cfg.ResolveSecret == nil {
