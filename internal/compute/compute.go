@@ -195,6 +195,26 @@ type ContainerSpec struct {
 	// TmpfsBytes bounds the /tmp tmpfs; zero means 64 MiB. Its pages count
 	// against MemoryBytes.
 	TmpfsBytes int64
+	// Secrets are environment variables the platform resolves from its
+	// own secret store when the container starts, so their values never
+	// pass through the caller or the create request. Only an engine with a
+	// secret store takes them: ECS puts them in the task definition's
+	// secrets (Secrets Manager, read with the execution role); Docker has
+	// none and refuses a spec with Secrets (the runner gives Docker
+	// containers their secrets as files).
+	Secrets []SecretRef
+}
+
+// SecretRef is one environment variable whose value the platform's secret
+// store holds.
+type SecretRef struct {
+	// Name is the environment variable.
+	Name string
+	// ValueFrom names the value in the store: for ECS a Secrets Manager
+	// secret's name or ARN, or ECS's "ARN:json-key:version-stage:version-id"
+	// form (e.g. "arn:aws:secretsmanager:…:secret:prod/db-AbCdEf:password::")
+	// for one key of a JSON secret.
+	ValueFrom string
 }
 
 // ImageBuilder is the optional capability of building and inspecting images

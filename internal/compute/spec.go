@@ -47,6 +47,18 @@ func (s ContainerSpec) Validate() error {
 			bad("env %q is not KEY=value", kv)
 		}
 	}
+	seen := map[string]bool{}
+	for i, sec := range s.Secrets {
+		switch {
+		case sec.Name == "" || strings.ContainsAny(sec.Name, "= \t\n\x00"):
+			bad("secret %d: name %q is not an environment variable name", i, sec.Name)
+		case strings.TrimSpace(sec.ValueFrom) == "":
+			bad("secret %s: valueFrom is empty", sec.Name)
+		case seen[sec.Name]:
+			bad("secret %s is given twice", sec.Name)
+		}
+		seen[sec.Name] = true
+	}
 	for k := range s.Labels {
 		if k == "" {
 			bad("empty label key")

@@ -57,6 +57,12 @@ func TestValidate(t *testing.T) {
 		{"env without =", func(s *compute.ContainerSpec) { s.Env = []string{"FOO"} }, "KEY=value"},
 		{"managed label", func(s *compute.ContainerSpec) { s.Labels[compute.LabelManaged] = "no" }, compute.LabelManaged},
 		{"extra host", func(s *compute.ContainerSpec) { s.ExtraHosts = []string{"nohost"} }, "host:ip"},
+		{"secret without name", func(s *compute.ContainerSpec) { s.Secrets = []compute.SecretRef{{ValueFrom: "prod/db"}} }, "not an environment variable name"},
+		{"secret name with =", func(s *compute.ContainerSpec) { s.Secrets = []compute.SecretRef{{Name: "A=B", ValueFrom: "prod/db"}} }, "not an environment variable name"},
+		{"secret without valueFrom", func(s *compute.ContainerSpec) { s.Secrets = []compute.SecretRef{{Name: "DB"}} }, "valueFrom is empty"},
+		{"secret twice", func(s *compute.ContainerSpec) {
+			s.Secrets = []compute.SecretRef{{Name: "DB", ValueFrom: "a"}, {Name: "DB", ValueFrom: "b"}}
+		}, "given twice"},
 		{"negative memory", func(s *compute.ContainerSpec) { s.Resources.MemoryBytes = -1 }, "negative"},
 		{"tiny memory", func(s *compute.ContainerSpec) { s.Resources.MemoryBytes = 1 << 20 }, "6 MiB"},
 	} {

@@ -26,6 +26,13 @@ func (e *Engine) Create(ctx context.Context, spec compute.ContainerSpec) (string
 	if err := spec.Validate(); err != nil {
 		return "", fmt.Errorf("create container %s: %w", describe(spec), err)
 	}
+	if len(spec.Secrets) > 0 {
+		// Putting the values in Env instead would hand them to everything
+		// that can inspect the container; the caller must choose how they
+		// travel.
+		return "", fmt.Errorf("create container %s: %w: %d secrets given, but the Docker engine has no secret store to resolve them from (the runner gives Docker containers their secrets as files)",
+			describe(spec), compute.ErrInvalidSpec, len(spec.Secrets))
+	}
 	cfg, hostCfg := e.containerConfig(spec)
 	ctx, cancel := e.callContext(ctx)
 	defer cancel()

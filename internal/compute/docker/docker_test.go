@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -158,6 +159,26 @@ func TestCreateDefaults(t *testing.T) {
 	}
 	if hc.LogConfig.Config["max-size"] != "67108864" || hc.LogConfig.Config["max-file"] != "1" {
 		t.Errorf("LogConfig = %+v, want json-file max-size 64 MiB, one file", hc.LogConfig)
+	}
+}
+
+// TestCreateRefusesSecrets: Docker has no secret store, so a spec with
+// Secrets is refused before anything is created, rather than its values
+// being put where docker inspect shows them.
+func TestCreateRefusesSecrets(t *testing.T) {
+	t.Parallel()
+	e := computetest.Docker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	labels := computetest.Label(t, e)
+	spec := compute.ContainerSpec{Image: "agora-test-never-used:1", Cmd: []string{"true"}, User: "agora", Labels: labels,
+		Secrets: []compute.SecretRef{{Name: "DB_PASSWORD", ValueFrom: "prod/db"}}}
+	_, err := e.Create(ctx, spec)
+	if !errors.Is(err, compute.ErrInvalidSpec) || !strings.Contains(err.Error(), "no secret store") || !strings.Contains(err.Error(), "as files") {
+		t.Errorf("Create with secrets = %v, want ErrInvalidSpec saying Docker has no secret store and secrets go as files", err)
+	}
+	if left, err := e.List(ctx, labels); err != nil || len(left) != 0 {
+		t.Errorf("List after a refused Create = %d containers, %v; want none", len(left), err)
 	}
 }
 

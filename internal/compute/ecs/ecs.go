@@ -9,7 +9,9 @@
 //     by the hash of its content (registered once, reused by every later
 //     spec with the same content) and the per-dispatch overrides (command,
 //     environment, cpu, memory), and keeps them in this process: ECS has no
-//     created-but-not-started task.
+//     created-but-not-started task. The spec's Secrets are in the
+//     definition (ECS cannot override them), so each distinct set of
+//     references has a definition of its own.
 //   - Start is RunTask, with clientToken and startedBy = the container id
 //     (for a runner's container, its name: the dispatch id and the runner),
 //     so a retried launch never runs twice, and the labels as tags.

@@ -1,6 +1,7 @@
 package ecs
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -85,6 +86,24 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	}
 	if spec.WorkingDir != "" {
 		cd.WorkingDirectory = aws.String(spec.WorkingDir)
+	}
+	if len(spec.Secrets) > 0 {
+		// ECS resolves secrets with the execution role when the task
+		// starts; without one the task would only fail then, a poll later.
+		if cfg.ExecutionRoleARN == "" {
+			return nil, fmt.Errorf("%d secrets need an execution role (Config.ExecutionRoleARN): ECS reads them from Secrets Manager with it when the task starts", len(spec.Secrets))
+		}
+		// In the definition, never the overrides (which have no secrets and
+		// would carry values in plain text): part of the content hash, so
+		// one definition per distinct set, sorted so the order the caller
+		// gives them in does not make another.
+		refs := slices.Clone(spec.Secrets)
+		slices.SortFunc(refs, func(a, b compute.SecretRef) int {
+			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ValueFrom, b.ValueFrom))
+		})
+		for _, r := range refs {
+			cd.Secrets = append(cd.Secrets, types.Secret{Name: aws.String(r.Name), ValueFrom: aws.String(r.ValueFrom)})
+		}
 	}
 	td := &awsecs.RegisterTaskDefinitionInput{}
 	if fargate {

@@ -1,6 +1,7 @@
 package ecs
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -194,4 +195,83 @@ func TestConfigValidate(t *testing.T) {
 	if !spot.Fargate() {
 		t.Error("FARGATE_SPOT capacity provider is not Fargate")
 	}
+}
+
+// TestCompileSecrets: secrets go in the container definition, by
+// reference, never in the overrides; each distinct set has a definition of
+// its own, whatever the order they are given in.
+func TestCompileSecrets(t *testing.T) {
+	const arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf"
+	withSecrets := func(refs ...compute.SecretRef) compute.ContainerSpec {
+		s := testSpec()
+		s.Secrets = refs
+		return s
+	}
+	db := compute.SecretRef{Name: "DB_PASSWORD", ValueFrom: arn + ":password::"}
+	api := compute.SecretRef{Name: "API_KEY", ValueFrom: "prod/api"}
+	for _, fargate := range []bool{true, false} {
+		name := map[bool]string{true: "Fargate", false: "EC2"}[fargate]
+		t.Run(name, func(t *testing.T) {
+			family := func(spec compute.ContainerSpec) string {
+				t.Helper()
+				l, err := compile(testConfig(fargate), spec)
+				if err != nil {
+					t.Fatalf("compile: %v", err)
+				}
+				return l.family
+			}
+			l, err := compile(testConfig(fargate), withSecrets(db, api))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := l.taskDef.ContainerDefinitions[0].Secrets
+			want := []types.Secret{{Name: aws.String("API_KEY"), ValueFrom: aws.String("prod/api")}, {Name: aws.String("DB_PASSWORD"), ValueFrom: aws.String(arn + ":password::")}}
+			if len(got) != len(want) {
+				t.Fatalf("definition's secrets = %d, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if aws.ToString(got[i].Name) != aws.ToString(want[i].Name) || aws.ToString(got[i].ValueFrom) != aws.ToString(want[i].ValueFrom) {
+					t.Errorf("definition's secret %d = %s from %s, want %s from %s (sorted by name)", i,
+						aws.ToString(got[i].Name), aws.ToString(got[i].ValueFrom), aws.ToString(want[i].Name), aws.ToString(want[i].ValueFrom))
+				}
+			}
+			ov, err := json.Marshal(l.overrides)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"DB_PASSWORD", "API_KEY", "prod/api", arn} {
+				if strings.Contains(string(ov), s) {
+					t.Errorf("overrides carry %q: %s", s, ov)
+				}
+			}
+			for _, tc := range []struct {
+				name string
+				spec compute.ContainerSpec
+				same bool
+			}{
+				{"reordered", withSecrets(api, db), true},
+				{"none", withSecrets(), false},
+				{"one of them", withSecrets(db), false},
+				{"another secret", withSecrets(db, compute.SecretRef{Name: "API_KEY", ValueFrom: "staging/api"}), false},
+				{"another name", withSecrets(db, compute.SecretRef{Name: "KEY", ValueFrom: "prod/api"}), false},
+			} {
+				if got := family(tc.spec) == l.family; got != tc.same {
+					t.Errorf("family of %s = family of the original: %v, want %v", tc.name, got, tc.same)
+				}
+			}
+			if family(withSecrets(db, api)) != l.family {
+				t.Error("family is not stable across compiles")
+			}
+		})
+	}
+	t.Run("no execution role", func(t *testing.T) {
+		cfg := testConfig(false)
+		cfg.ExecutionRoleARN = ""
+		if _, err := compile(cfg, withSecrets(db)); err == nil || !strings.Contains(err.Error(), "execution role") {
+			t.Errorf("compile with secrets and no execution role = %v, want an error naming the execution role", err)
+		}
+		if _, err := compile(cfg, withSecrets()); err != nil {
+			t.Errorf("compile without secrets or execution role = %v", err)
+		}
+	})
 }

@@ -12,8 +12,11 @@
 // it — clientToken idempotency, failures[], the task lifecycle
 // (PROVISIONING → PENDING → RUNNING → STOPPED, with a configurable
 // provisioning delay), stopTimeout between SIGTERM and SIGKILL, the 8 KiB
-// overrides limit, tags, startedBy — and nothing else (no services, no
-// placement, no IAM, no image registry: images are local).
+// overrides limit, tags, startedBy, a definition's secrets read when the
+// task starts (Config.ResolveSecret), the task role's credentials endpoint
+// (Config.TaskRoleCredentials, on loopback) — and nothing else (no
+// services, no placement, no IAM policies, no image registry: images are
+// local).
 //
 // It imports internal/compute from the module.
 package ecsfake
@@ -64,8 +67,32 @@ type Config struct {
 	ProvisionDelay time.Duration
 	// NoEgressSecurityGroups stand for security groups without egress
 	// rules: an awsvpc task all of whose groups are in it runs with no
-	// network (Docker's none); other awsvpc tasks run on the default bridge.
+	// network (Docker's none); other awsvpc tasks run on the host's
+	// network, so their loopback reaches the fake's credentials endpoint
+	// and the test's loopback services, as an awsvpc task reaches its VPC
+	// endpoints.
 	NoEgressSecurityGroups []string
+	// ResolveSecret reads a secret of a task definition's secrets when a
+	// task starts, as ECS does with the execution role: secretID is the
+	// valueFrom, a Secrets Manager secret's name or ARN, without the
+	// json-key, version-stage and version-id parts of ECS's
+	// "ARN:json-key:version-stage:version-id" form (the fake picks the
+	// key from the JSON value itself; it models no version parts). The
+	// values join the container's environment under their names. Nil
+	// stops a task with secrets before it runs (ResourceInitializationError),
+	// as does a task definition with secrets and no execution role, or an
+	// error from ResolveSecret.
+	ResolveSecret func(ctx context.Context, secretID string) (string, error)
+	// TaskRoleCredentials, when it has keys, are the credentials of every
+	// task role: a task whose definition or overrides name a taskRoleArn
+	// gets AWS_CONTAINER_CREDENTIALS_FULL_URI (this server's loopback
+	// address, CredentialsPath + an id of the task's) and
+	// AWS_CONTAINER_AUTHORIZATION_TOKEN (a token of the task's), which the
+	// SDKs' container credentials provider reads, while the task has not
+	// stopped. Expires, when zero, is an hour after each fetch. A task on
+	// Docker's none network (all groups without egress) cannot reach the
+	// endpoint, unlike on Fargate.
+	TaskRoleCredentials aws.Credentials
 	// InvisibleFor hides a task from DescribeTasks (MISSING) and ListTasks
 	// for that long after RunTask, as ECS's eventual consistency may.
 	InvisibleFor time.Duration
@@ -101,6 +128,8 @@ type Server struct {
 	order     []string              // task arns, oldest first
 	tokens    map[string]string     // clientToken → arn
 	streams   map[string]*logStream // group + "\x00" + stream
+	creds     map[string]*task      // credentials id → task
+	resolved  []string              // valueFrom of every secret read
 	runFails  int
 	loseResps int
 	wg        sync.WaitGroup
@@ -125,7 +154,7 @@ func Start(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, ln: ln, done: make(chan struct{}),
 		id:   fmt.Sprintf("%d", time.Now().UnixNano()),
-		defs: map[string][]*taskDef{}, tasks: map[string]*task{}, tokens: map[string]string{}, streams: map[string]*logStream{},
+		defs: map[string][]*taskDef{}, tasks: map[string]*task{}, tokens: map[string]string{}, streams: map[string]*logStream{}, creds: map[string]*task{},
 		runFails: cfg.RunTaskFailures, loseResps: cfg.LoseRunTaskResponses,
 	}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
@@ -205,6 +234,10 @@ func invalidParam(format string, args ...any) *apiError {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, CredentialsPath) {
+		s.serveCredentials(w, r)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
 		writeErr(w, &apiError{http.StatusBadRequest, "SerializationException", err.Error()})

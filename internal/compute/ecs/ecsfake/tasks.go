@@ -46,6 +46,11 @@ type task struct {
 	tags       []types.Tag
 	dockerID   string
 	logsStream string
+	// roleARN and credToken are set when the task gets role credentials;
+	// credFetches counts those served.
+	roleARN     string
+	credToken   string
+	credFetches int
 }
 
 func (s *Server) newTask(cluster string, d *taskDef, in awsecs.RunTaskInput, launchType, provider string) *task {
@@ -120,11 +125,26 @@ func (s *Server) run(t *task) {
 			return
 		}
 	}
+	added, order, reason := s.startEnv(t)
+	if reason != "" {
+		t.stopped(types.TaskStopCodeTaskFailedToStart, reason, nil, "")
+		log.Info("ecsfake: task failed to start", "reason", reason)
+		return
+	}
 	spec, err := s.containerSpec(t)
 	if err != nil {
 		msg := "CannotCreateContainerError: " + err.Error()
 		t.stopped(types.TaskStopCodeTaskFailedToStart, msg, nil, msg)
 		return
+	}
+	spec.Env = withEnv(spec.Env, added, order)
+	if t.launchType == "FARGATE" {
+		// Fargate sets the region for the SDKs, unless the task does.
+		for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
+			if !slices.ContainsFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+				spec.Env = append(spec.Env, k+"="+s.cfg.Region)
+			}
+		}
 	}
 	select {
 	case <-t.stopReq:
@@ -259,7 +279,10 @@ func (s *Server) containerSpec(t *task) (compute.ContainerSpec, error) {
 	spec.Resources.NanoCPUs = cpu * 1e9 / 1024
 	switch t.def.in.NetworkMode {
 	case types.NetworkModeAwsvpc:
-		spec.NetworkMode = compute.NetworkBridge
+		// The host's network, not the bridge: an awsvpc task reaches its
+		// VPC's endpoints, which here are loopback services (the
+		// credentials endpoint, the test's S3 and NATS).
+		spec.NetworkMode = compute.NetworkHost
 		groups := t.in.NetworkConfiguration.AwsvpcConfiguration.SecurityGroups
 		if len(groups) > 0 && !slices.ContainsFunc(groups, func(g string) bool { return !slices.Contains(s.cfg.NoEgressSecurityGroups, g) }) {
 			spec.NetworkMode = compute.NetworkNone
@@ -356,4 +379,21 @@ func (s *Server) Interrupt(startedBy string) error {
 		}
 	}
 	return fmt.Errorf("ecsfake: no task started by %s", startedBy)
+}
+
+// withEnv sets the variables of added (in order) in env, replacing the
+// definition's or the overrides' own: what ECS adds at start wins.
+func withEnv(env []string, added map[string]string, order []string) []string {
+	if len(added) == 0 {
+		return env
+	}
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		_, ok := added[k]
+		return ok
+	})
+	for _, k := range order {
+		out = append(out, k+"="+added[k])
+	}
+	return out
 }
