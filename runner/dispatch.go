@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 	"github.com/cenkalti/backoff/v5"
 )
@@ -420,15 +421,15 @@ func (r *Runner) requestFile(id string) string {
 func (d *dispatch) restore(ctx context.Context, from string) error {
 	deadline := time.Now().Add(d.r.cfg.SnapshotWait)
 	for {
-		rec, err := readSnapshotRecord(ctx, d.r.cfg.Store, from)
+		rec, err := workspace.ReadRecord(ctx, d.r.cfg.Store, snapshotKey(from))
 		switch {
 		case err == nil && rec.Error != "":
 			return errors.New(rec.Error)
 		case err == nil && rec.Archive != nil:
-			return restoreWorkspace(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id), d.r.cfg.MaxWorkspaceBytes)
+			return workspace.Restore(ctx, d.r.cfg.Store, rec.Archive, d.r.workspace(d.id), d.r.cfg.MaxWorkspaceBytes)
 		case err == nil:
 			return errors.New("empty snapshot record")
-		case !errors.Is(err, errNoSnapshot):
+		case !errors.Is(err, workspace.ErrNoRecord):
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -657,15 +658,15 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 	}
 
 	if terminal.Kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh() {
-		rec := snapshotRecord{}
-		ref, err := snapshotWorkspace(ctx, r.cfg.Store, d.id, r.workspace(d.id), r.cfg.MaxWorkspaceBytes)
+		rec := workspace.Record{}
+		ref, err := workspace.Snapshot(ctx, r.cfg.Store, r.workspace(d.id), r.cfg.MaxWorkspaceBytes)
 		if err != nil {
 			d.log.Error("snapshot workspace", "error", err)
 			rec.Error = err.Error()
 		} else {
 			rec.Archive = ref
 		}
-		if err := writeSnapshotRecord(ctx, r.cfg.Store, d.id, rec); err != nil {
+		if err := workspace.WriteRecord(ctx, r.cfg.Store, snapshotKey(d.id), rec); err != nil {
 			d.log.Error("record workspace snapshot", "error", err)
 		}
 	}
