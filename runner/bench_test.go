@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -247,8 +248,8 @@ func BenchmarkSnapshotWorkspace(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if _, err := snapshotWorkspace(ctx, store, fmt.Sprintf("d%d", i), ws, 1<<30); err != nil {
+	for b.Loop() {
+		if _, err := workspace.Snapshot(ctx, store, ws, 1<<30); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 	"github.com/cenkalti/backoff/v5"
 )
@@ -688,15 +689,15 @@ func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr e
 	if r.cfg.NoHostMounts {
 		d.settleExchange(ctx, terminal.Kind)
 	} else if terminal.Kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh() {
-		rec := snapshotRecord{}
-		ref, err := snapshotWorkspace(ctx, r.cfg.Store, d.id, r.workspace(d.id), r.cfg.MaxWorkspaceBytes)
+		rec := workspace.Record{}
+		ref, err := workspace.Snapshot(ctx, r.cfg.Store, r.workspace(d.id), r.cfg.MaxWorkspaceBytes)
 		if err != nil {
 			d.log.Error("snapshot workspace", "error", err)
 			rec.Error = err.Error()
 		} else {
 			rec.Archive = ref
 		}
-		if err := writeSnapshotRecord(ctx, r.cfg.Store, d.id, rec); err != nil {
+		if err := workspace.WriteRecord(ctx, r.cfg.Store, snapshotKey(d.id), rec); err != nil {
 			d.log.Error("record workspace snapshot", "error", err)
 		}
 	}

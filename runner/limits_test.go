@@ -11,6 +11,7 @@ import (
 
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -156,18 +157,18 @@ func TestSnapshotOverMaximum(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshotWorkspace(ctx, store, "d-1", dir, 2<<20); err == nil || !strings.Contains(err.Error(), "--max-workspace-mb 2") {
-		t.Errorf("snapshotWorkspace(3 MiB, max 2 MiB) = %v; want an error naming --max-workspace-mb 2", err)
+	if _, err := workspace.Snapshot(ctx, store, dir, 2<<20); err == nil || !strings.Contains(err.Error(), "--max-workspace-mb 2") {
+		t.Errorf("workspace.Snapshot(3 MiB, max 2 MiB) = %v; want an error naming --max-workspace-mb 2", err)
 	}
-	ref, err := snapshotWorkspace(ctx, store, "d-1", dir, 4<<20)
+	ref, err := workspace.Snapshot(ctx, store, dir, 4<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := restoreWorkspace(ctx, store, ref, t.TempDir(), 2<<20); err == nil || !strings.Contains(err.Error(), "--max-workspace-mb 2") {
-		t.Errorf("restoreWorkspace(3 MiB of files, max 2 MiB) = %v; want an error naming --max-workspace-mb 2", err)
+	if err := workspace.Restore(ctx, store, ref, t.TempDir(), 2<<20); err == nil || !strings.Contains(err.Error(), "--max-workspace-mb 2") {
+		t.Errorf("workspace.Restore(3 MiB of files, max 2 MiB) = %v; want an error naming --max-workspace-mb 2", err)
 	}
-	if err := restoreWorkspace(ctx, store, ref, t.TempDir(), 4<<20); err != nil {
-		t.Errorf("restoreWorkspace(3 MiB of files, max 4 MiB) = %v", err)
+	if err := workspace.Restore(ctx, store, ref, t.TempDir(), 4<<20); err != nil {
+		t.Errorf("workspace.Restore(3 MiB of files, max 4 MiB) = %v", err)
 	}
 }
 
