@@ -31,6 +31,10 @@ const CancelCheckTimeout = 5 * time.Second
 // worker variables.
 const maxPrivateBytes = 1 << 20
 
+// privateTimeout bounds reading and deleting P/private.json, which a
+// cancel does not interrupt.
+const privateTimeout = 30 * time.Second
+
 // maxAnswerBytes caps the .agora/answer.json kept for a finished dispatch,
 // as the runner caps it.
 const maxAnswerBytes = 64 << 10

@@ -424,3 +424,22 @@ func TestRuntimeEnvDropsInjectedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestExchangeCancelledEarly: a dispatch cancelled before it began still
+// takes private.json out of storage, and its cancelled event is signed.
+func TestExchangeCancelledEarly(t *testing.T) {
+	t.Parallel()
+	f := newExchangeFixture(t, "d-x-cancel", "touch ran")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res := Run(ctx, f.cfg)
+	if res.Terminal.Kind != schemas.KindCancelled {
+		t.Fatalf("Run = %s %+v, want cancelled", res.Terminal.Kind, res.Terminal.Failure)
+	}
+	if _, ok := schemas.VerifyEventLine(f.key, bytes.TrimSpace([]byte(f.stdout.buf.String()))); !ok {
+		t.Errorf("the cancelled event does not verify: %s", f.stdout.buf.String())
+	}
+	if _, err := os.Stat(f.path("private.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("private.json is still in storage (%v)", err)
+	}
+}

@@ -464,8 +464,12 @@ func (w *run) openStore(ctx context.Context) error {
 	return nil
 }
 
-// readPrivate reads and deletes $AGORA_EXCHANGE_KEY/private.json.
+// readPrivate reads and deletes $AGORA_EXCHANGE_KEY/private.json. A cancel
+// does not interrupt it: the values must not stay in storage for a
+// dispatch that ends early.
 func (w *run) readPrivate(ctx context.Context) ([]byte, []string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), privateTimeout)
+	defer cancel()
 	if err := w.openStore(ctx); err != nil {
 		return nil, nil, err
 	}
