@@ -443,3 +443,12 @@ func TestExchangeCancelledEarly(t *testing.T) {
 		t.Errorf("private.json is still in storage (%v)", err)
 	}
 }
+
+// TestExchangeDefaultMaximum: without AGORA_MAX_WORKSPACE_BYTES the bound
+// is the runner's default, 1 GiB.
+func TestExchangeDefaultMaximum(t *testing.T) {
+	t.Parallel()
+	if got := (Config{}).WithDefaults().Exchange.MaxWorkspaceBytes; got != 1<<30 {
+		t.Errorf("default MaxWorkspaceBytes = %d, want %d", got, 1<<30)
+	}
+}
