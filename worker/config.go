@@ -28,7 +28,8 @@ type Config struct {
 	// DispatchID is AGORA_DISPATCH_ID; required.
 	DispatchID string
 	// SpecFile is AGORA_SPEC_FILE; when empty the spec is read from
-	// dispatches/<id>/spec.json in StorageURI.
+	// StorageURI: <Exchange.Key>/spec.json with an exchange key, else
+	// dispatches/<id>/spec.json.
 	SpecFile string
 	// StorageURI is AGORA_STORAGE_URI (file:///dir or s3://bucket/prefix).
 	StorageURI string
@@ -73,6 +74,9 @@ type Config struct {
 	// reads and deletes it before anything else runs; empty: connect to
 	// NATSURL without credentials.
 	NATSCredsFile string
+	// Exchange is what a runner that mounts nothing (ECS Fargate) passes
+	// through storage instead (ExchangeFromEnv reads it).
+	Exchange Exchange
 	// SecretsTimeout is AGORA_SECRETS_TIMEOUT_SECONDS, the bound on one AWS
 	// Secrets Manager lookup; default awssm.DefaultTimeout.
 	SecretsTimeout time.Duration
@@ -125,6 +129,9 @@ func (c Config) WithDefaults() Config {
 	if c.SecretsTimeout <= 0 {
 		c.SecretsTimeout = awssm.DefaultTimeout
 	}
+	if c.Exchange.MaxWorkspaceBytes == 0 {
+		c.Exchange.MaxWorkspaceBytes = DefaultMaxWorkspaceBytes
+	}
 	if c.Secrets == nil {
 		c.Secrets = BuiltinSecrets{Environ: c.Environ, LocalDir: c.SecretsDir,
 			AWS: awssm.New(awssm.Options{Environ: c.Environ, Timeout: c.SecretsTimeout, Logger: c.Logger})}
@@ -144,6 +151,7 @@ func (c Config) Validate() error {
 	if !filepath.IsAbs(c.Workspace) {
 		errs = append(errs, fmt.Errorf("AGORA_WORKSPACE %q must be an absolute path", c.Workspace))
 	}
+	errs = append(errs, c.Exchange.validate(c.StorageURI != "")...)
 	if len(c.Adapters) == 0 {
 		errs = append(errs, errors.New("no runtime adapters configured"))
 	}

@@ -40,7 +40,8 @@ type resolvedSecret struct {
 //	aws-sm:SECRET_ID[#KEY]    AWS Secrets Manager; #KEY picks one field of a JSON
 //	                          SecretString. The value a runner resolved on its host
 //	                          (secrets.PrefetchedName in LocalDir) when there is one,
-//	                          else through AWS
+//	                          else the one the platform injected (the variable
+//	                          secrets.PrefetchedEnv), else through AWS
 type BuiltinSecrets struct {
 	Environ []string
 	// LocalDir holds local:NAME secrets, one file each; "" means
@@ -62,10 +63,8 @@ func (b BuiltinSecrets) Resolve(ctx context.Context, ref string) (string, error)
 	}
 	switch scheme {
 	case secrets.SchemeEnv:
-		for _, kv := range b.Environ {
-			if name, value, _ := strings.Cut(kv, "="); name == rest {
-				return value, nil
-			}
+		if v, found := b.lookupEnv(rest); found {
+			return v, nil
 		}
 		return "", fmt.Errorf("environment variable %s is not set", rest)
 	case secrets.SchemeFile:
@@ -83,12 +82,30 @@ func (b BuiltinSecrets) Resolve(ctx context.Context, ref string) (string, error)
 		if v, found, err := b.prefetched(ref); found {
 			return v, err
 		}
+		// Where nothing can be mounted (ECS Fargate) the platform injects
+		// the value the runner asked for into the worker's environment.
+		if v, found := b.lookupEnv(secrets.PrefetchedEnv(ref)); found {
+			if len(v) > secrets.MaxValueBytes {
+				return "", fmt.Errorf("the value in %s is larger than %d bytes", secrets.PrefetchedEnv(ref), secrets.MaxValueBytes)
+			}
+			return v, nil
+		}
 		if b.AWS == nil {
 			return "", errors.New("aws-sm refs are not enabled in this worker")
 		}
 		return b.AWS.Resolve(ctx, ref)
 	}
 	return "", fmt.Errorf("unsupported secret ref scheme %q (want %s)", scheme, knownSchemes)
+}
+
+// lookupEnv finds name in the worker's environment.
+func (b BuiltinSecrets) lookupEnv(name string) (string, bool) {
+	for _, kv := range b.Environ {
+		if n, value, _ := strings.Cut(kv, "="); n == name {
+			return value, true
+		}
+	}
+	return "", false
 }
 
 // prefetched reads the value the runner left for ref, or why it could not

@@ -72,6 +72,7 @@ type Timings struct {
 // ends cancelled. Run always produces exactly one terminal event, except when
 // the configuration has no dispatch id to report it under.
 func Run(ctx context.Context, cfg Config) Result {
+	builtinSecrets := cfg.Secrets == nil
 	cfg = cfg.WithDefaults()
 	// Every secret the env bundles resolve is kept out of what the worker
 	// writes: the runtime's and setup's output, its own logs, the events.
@@ -86,6 +87,30 @@ func Run(ctx context.Context, cfg Config) Result {
 	// holds the key the runner checks event lines with.
 	key, keyErr := readEventKey(cfg.EventKeyFile)
 	creds, credsErr := readNATSCreds(cfg.NATSCredsFile)
+	if cfg.Exchange.Key != "" && cfg.StorageURI != "" {
+		// The same, where the runner could mount nothing: its private
+		// values wait in storage.
+		var (
+			privKey   []byte
+			workerEnv []string
+		)
+		privKey, workerEnv, w.privateErr = w.readPrivate(ctx)
+		switch {
+		case privKey != nil && key != nil:
+			w.log.Warn("both AGORA_EVENT_KEY_FILE and an event_key in $AGORA_EXCHANGE_KEY/private.json; signing with the file's")
+		case privKey != nil:
+			key = privKey
+		}
+		if len(workerEnv) > 0 {
+			cfg.Environ = mergeEnv(cfg.Environ, workerEnv)
+			if builtinSecrets {
+				// env: refs and the AWS configuration see them too.
+				cfg.Secrets = nil
+				cfg = cfg.WithDefaults()
+			}
+			w.cfg = cfg
+		}
+	}
 	if cfg.DispatchID == "" {
 		w.log.Error("AGORA_DISPATCH_ID is required; no event can be emitted without it")
 		fmt.Fprintln(cfg.Stderr, "agora-worker: AGORA_DISPATCH_ID is required")
@@ -132,6 +157,8 @@ type run struct {
 	store   storage.Store
 	timings Timings
 	redact  *redactor
+	// privateErr is why $AGORA_EXCHANGE_KEY/private.json could not be had.
+	privateErr error
 }
 
 // execute goes through the lifecycle and returns the terminal event.
@@ -139,12 +166,11 @@ func (w *run) execute(ctx context.Context) schemas.Event {
 	if err := w.cfg.Validate(); err != nil {
 		return w.failed(err, ExitFailed)
 	}
-	if w.cfg.StorageURI != "" {
-		store, err := storage.Open(ctx, w.cfg.StorageURI, storage.Options{Logger: w.log})
-		if err != nil {
-			return w.failed(&outcomeError{reason: schemas.ReasonFetchFailed, err: err}, ExitFailed)
-		}
-		w.store = store
+	if err := w.openStore(ctx); err != nil {
+		return w.failed(&outcomeError{reason: schemas.ReasonFetchFailed, err: err}, ExitFailed)
+	}
+	if w.privateErr != nil {
+		return w.failed(workerFailed("AGORA_EXCHANGE_KEY: %w", w.privateErr), ExitFailed)
 	}
 	spec, err := w.readSpec(ctx)
 	if err != nil {
@@ -183,6 +209,11 @@ func (w *run) execute(ctx context.Context) schemas.Event {
 	var skill []byte
 	if !w.cfg.DisableNeedsInputHelper {
 		skill = skills.NeedsInputSkill()
+	}
+	if w.cfg.Exchange.RestoreURI != "" {
+		if err := w.restoreWorkspace(ctx); err != nil {
+			return w.failed(err, ExitFailed)
+		}
 	}
 	if err := prepareWorkspace(w.cfg.Workspace, spec, caps, adapter.SkillPath(), skill, partialState); err != nil {
 		var oe *outcomeError
@@ -241,6 +272,14 @@ func (w *run) execute(ctx context.Context) schemas.Event {
 		}
 		ev = w.failed(&outcomeError{reason: schemas.ReasonProviderFailed, err: fmt.Errorf("%s runtime %s and left no sentinel", spec.Subagent.Runtime, describeExit(res))}, code)
 	}
+	// Stored before the terminal event, so whoever sees the event finds
+	// them.
+	switch {
+	case ev.Kind == schemas.KindNeedsInput && w.cfg.Exchange.SnapshotWorkspace:
+		w.snapshotWorkspace(ctx)
+	case ev.Kind == schemas.KindFinished && w.cfg.Exchange.Key != "":
+		w.keepAnswer(context.WithoutCancel(ctx))
+	}
 	ev.Usage = res.Usage
 	return ev
 }
@@ -277,6 +316,9 @@ func (w *run) readSpec(ctx context.Context) (*schemas.DispatchSpec, error) {
 		}
 	} else {
 		key := "dispatches/" + w.cfg.DispatchID + "/spec.json"
+		if w.cfg.Exchange.Key != "" {
+			key = w.cfg.Exchange.specKey()
+		}
 		rc, err := w.store.Get(ctx, key)
 		if err != nil {
 			return nil, workerFailed("read spec: %w", err)
@@ -408,6 +450,31 @@ func exitCode(ev schemas.Event) int {
 }
 
 func intPtr(n int) *int { return &n }
+
+// openStore opens AGORA_STORAGE_URI, once; without it there is no store.
+func (w *run) openStore(ctx context.Context) error {
+	if w.store != nil || w.cfg.StorageURI == "" {
+		return nil
+	}
+	store, err := storage.Open(ctx, w.cfg.StorageURI, storage.Options{Logger: w.log})
+	if err != nil {
+		return err
+	}
+	w.store = store
+	return nil
+}
+
+// readPrivate reads and deletes $AGORA_EXCHANGE_KEY/private.json. A cancel
+// does not interrupt it: the values must not stay in storage for a
+// dispatch that ends early.
+func (w *run) readPrivate(ctx context.Context) ([]byte, []string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), privateTimeout)
+	defer cancel()
+	if err := w.openStore(ctx); err != nil {
+		return nil, nil, err
+	}
+	return readPrivate(ctx, w.store, w.cfg.Exchange)
+}
 
 // readNATSCreds reads and deletes the runner's NATS credentials file; nil
 // means none. The file is removed even when it cannot be read.

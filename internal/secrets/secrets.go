@@ -102,6 +102,19 @@ func PrefetchedName(ref string) string {
 	return "_ref_" + hex.EncodeToString(sum[:16])
 }
 
+// PrefetchedEnv is the environment variable under which a container
+// platform injects the resolved value of an aws-sm: ref (ECS task
+// definition secrets, valueFrom the secret's ARN and JSON key): the worker
+// then needs neither AWS credentials for Secrets Manager nor a mount. The
+// name is "AGORA_SECRET_" and the upper-case hex of the first 10 bytes of
+// the SHA-256 of the whole ref (scheme and #KEY included), because a ref
+// holds characters no variable name may, and the AGORA_ prefix keeps the
+// value out of every runtime's environment.
+func PrefetchedEnv(ref string) string {
+	sum := sha256.Sum256([]byte(ref))
+	return "AGORA_SECRET_" + strings.ToUpper(hex.EncodeToString(sum[:10]))
+}
+
 // PrefetchedErrorSuffix marks the file that says why a prefetch failed.
 const PrefetchedErrorSuffix = ".error"
 

@@ -274,3 +274,23 @@ func TestValidNameMatchesPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchedEnv pins the variable names: the runner writes them into an
+// ECS task definition and the worker looks them up, so both sides (and any
+// other implementation) must compute the same one. The values were computed
+// outside Go (Python's hashlib).
+func TestPrefetchedEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ ref, want string }{
+		{"aws-sm:prod/db#password", "AGORA_SECRET_67BE444DED5C910B89C7"},
+		{"aws-sm:arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf", "AGORA_SECRET_77095353EE18B4AFEED7"},
+	}
+	for _, tt := range tests {
+		if got := PrefetchedEnv(tt.ref); got != tt.want {
+			t.Errorf("PrefetchedEnv(%q) = %s, want %s", tt.ref, got, tt.want)
+		}
+	}
+	if PrefetchedEnv("aws-sm:prod/db") == PrefetchedEnv("aws-sm:prod/db#password") {
+		t.Error("a ref with #KEY and one without share a variable")
+	}
+}
