@@ -785,3 +785,29 @@ func claudeEnv(mode string) []runOpt {
 		"AGORA_PASSTHROUGH_ENV="+fakeclaude.ModeEnv+","+fakeclaude.RecordEnv+",GORACE",
 	)}
 }
+
+// TestSpecFromExchange: with AGORA_EXCHANGE_KEY (a runner that mounts
+// nothing) the spec and the private values come from under that prefix,
+// and a round that asked leaves its workspace snapshot there.
+func TestSpecFromExchange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	prefix := "exchange/" + strings.Repeat("5e", 32)
+	spec := e.spec(`mkdir -p .agora; echo '{"question":"A or B?"}' > .agora/needs_input.json`)
+	ctx := context.Background()
+	if err := e.store.Put(ctx, prefix+"/spec.json", bytes.NewReader(mustJSON(spec))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Put(ctx, prefix+"/private.json", strings.NewReader(`{"event_key":"`+strings.Repeat("7a", 32)+`","worker_env":["X=1"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	cmd, stdout, stderr := e.startRaw(spec.DispatchID, "", withEnv("AGORA_SPEC_FILE=", "AGORA_EXCHANGE_KEY="+prefix, "AGORA_SNAPSHOT_WORKSPACE=true"))
+	e.wait(cmd, spec.DispatchID, stdout, stderr, began).expect(t, schemas.KindNeedsInput, "", 0, true)
+	if _, err := e.store.Stat(ctx, prefix+"/private.json"); err == nil {
+		t.Error("private.json is still in storage")
+	}
+	if _, err := e.store.Stat(ctx, prefix+"/workspace.json"); err != nil {
+		t.Errorf("no workspace record: %v", err)
+	}
+}

@@ -32,7 +32,7 @@ var version = "dev"
 func main() {
 	// First thing: until the handler is in place a SIGTERM kills the worker
 	// outright (the runner then reports the cancel it asked for itself).
-	ctx, stop := cancelOnSignal(context.Background(), os.Getenv("AGORA_CANCEL_FILE"), os.Stderr)
+	ctx, stop := cancelOnSignal(context.Background(), cancelMarkerFromEnv(os.Environ()), os.Stderr)
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -160,6 +160,8 @@ func configFromEnv(environ []string) worker.Config {
 	if env["AGORA_LOG_LEVEL"] == "debug" {
 		level = slog.LevelDebug
 	}
+	exchange, err := worker.ExchangeFromEnv(environ)
+	problems = append(problems, err)
 	return worker.Config{
 		DispatchID:              env["AGORA_DISPATCH_ID"],
 		SpecFile:                env["AGORA_SPEC_FILE"],
@@ -174,6 +176,7 @@ func configFromEnv(environ []string) worker.Config {
 		EventKeyFile:            env["AGORA_EVENT_KEY_FILE"],
 		NATSCredsFile:           env["AGORA_NATS_CREDS_FILE"],
 		SecretsTimeout:          seconds("AGORA_SECRETS_TIMEOUT_SECONDS"),
+		Exchange:                exchange,
 		Environ:                 environ,
 		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		EnvProblems:             errors.Join(problems...),

@@ -56,3 +56,40 @@ func TestCancelMarker(t *testing.T) {
 		assertGone(t, filepath.Join(e.workspace, "bg.pid"))
 	})
 }
+
+// TestCancelMarkerInStorage: where the runner can mount nothing (Fargate)
+// its marker is an object (AGORA_CANCEL_KEY): a signal before it exists is
+// ignored, one after it is a cancel.
+func TestCancelMarkerInStorage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := "exchange/" + strings.Repeat("ab", 32) + "/cancel"
+	spec := e.spec(`sleep 300 & echo $! > bg.pid; touch ready; wait`)
+	began := time.Now()
+	cmd, stdout, stderr := e.start(spec, withEnv("AGORA_CANCEL_KEY="+key))
+	testutil.Eventually(t, 20*time.Second, "the runtime to start", func() bool {
+		_, err := os.Stat(filepath.Join(e.workspace, "ready"))
+		return err == nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Handled before the marker exists (stderr cannot be read while the
+	// worker writes it; it is checked at the end).
+	time.Sleep(300 * time.Millisecond)
+	marker := filepath.Join(e.storeDir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	e.wait(cmd, spec.DispatchID, stdout, stderr, began).expect(t, schemas.KindCancelled, "", 0, true)
+	assertGone(t, filepath.Join(e.workspace, "bg.pid"))
+	if !strings.Contains(stderr.String(), "SIGTERM ignored: it is not a cancel, the runner's marker (AGORA_CANCEL_KEY in storage) does not exist") {
+		t.Errorf("stderr lacks the ignored foreign SIGTERM:\n%s", stderr.String())
+	}
+}
