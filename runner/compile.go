@@ -162,6 +162,7 @@ func compileRemote(req *schemas.DispatchRequest, cfg Config, rf remoteFiles, ima
 		Labels:      containerLabels(spec, cfg),
 		User:        ContainerUser,
 		WorkingDir:  containerWorkspace,
+		ScratchDirs: []string{containerWorkspace},
 		NetworkMode: req.NetworkMode(),
 		Resources:   containerResources(req, cfg),
 		Init:        true,

@@ -164,7 +164,7 @@ echo "deploying to $AGORA_ANSWER"`)
 	}
 	for _, c := range h.fake.Calls("") {
 		body := string(c.Body)
-		for _, leak := range []string{"aws-db-password", runnerS3KeyID, "task-role-secret", `"sourceVolume"`, `"host"`} {
+		for _, leak := range []string{"aws-db-password", runnerS3KeyID, "task-role-secret", `"sourcePath"`} {
 			if strings.Contains(body, leak) {
 				t.Errorf("%s carries %s: %s", c.Target, leak, body)
 			}

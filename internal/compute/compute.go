@@ -174,6 +174,10 @@ type ContainerSpec struct {
 	User       string
 	WorkingDir string
 	Mounts     []Mount
+	// ScratchDirs each get a fresh writable volume of the container's own
+	// storage, holding what the image has there and removed with the
+	// container: a workspace for a container without host mounts.
+	ScratchDirs []string
 	// NetworkMode is NetworkNone (the default), NetworkBridge or NetworkHost.
 	NetworkMode string
 	// ExtraHosts are "host:ip" lines added to /etc/hosts, e.g.

@@ -42,6 +42,19 @@ func (s ContainerSpec) Validate() error {
 			bad("mount %d: target %q is reserved", i, m.Target)
 		}
 	}
+	for i, dir := range s.ScratchDirs {
+		switch {
+		case !path.IsAbs(dir):
+			bad("scratch dir %d: %q is not an absolute path", i, dir)
+		case path.Clean(dir) == "/" || path.Clean(dir) == "/tmp":
+			bad("scratch dir %d: %q is reserved", i, dir)
+		}
+		for _, m := range s.Mounts {
+			if path.Clean(m.Target) == path.Clean(dir) {
+				bad("scratch dir %d: %q is a mount's target too", i, dir)
+			}
+		}
+	}
 	for _, kv := range s.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			bad("env %q is not KEY=value", kv)

@@ -122,6 +122,11 @@ func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config,
 			ReadOnly: m.ReadOnly,
 		})
 	}
+	for _, dir := range spec.ScratchDirs {
+		// An anonymous volume: Docker copies the image's directory into it
+		// (owner and mode included), and Remove removes it.
+		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{Type: mount.TypeVolume, Target: dir})
+	}
 	return cfg, hostCfg
 }
 

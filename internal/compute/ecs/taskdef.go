@@ -140,6 +140,13 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 			cd.MountPoints = append(cd.MountPoints, types.MountPoint{SourceVolume: aws.String(name), ContainerPath: aws.String(m.Target), ReadOnly: aws.Bool(m.ReadOnly)})
 		}
 	}
+	for i, dir := range spec.ScratchDirs {
+		// A volume without a host path: the task's own storage (Fargate's
+		// ephemeral storage), gone with the task.
+		name := "scratch" + strconv.Itoa(i)
+		td.Volumes = append(td.Volumes, types.Volume{Name: aws.String(name)})
+		cd.MountPoints = append(cd.MountPoints, types.MountPoint{SourceVolume: aws.String(name), ContainerPath: aws.String(dir), ReadOnly: aws.Bool(false)})
+	}
 	if cfg.TaskRoleARN != "" {
 		td.TaskRoleArn = aws.String(cfg.TaskRoleARN)
 	}

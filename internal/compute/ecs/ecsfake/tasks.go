@@ -307,7 +307,10 @@ func (s *Server) containerSpec(t *task) (compute.ContainerSpec, error) {
 			if aws.ToString(mp.ContainerPath) == "/tmp" {
 				continue // task storage at /tmp: the engine's /tmp tmpfs
 			}
-			return spec, fmt.Errorf("volume %s: the fake has host volumes and /tmp only", aws.ToString(mp.SourceVolume))
+			// Any other volume without a host path is task storage: a
+			// scratch volume of the container's own.
+			spec.ScratchDirs = append(spec.ScratchDirs, aws.ToString(mp.ContainerPath))
+			continue
 		}
 		spec.Mounts = append(spec.Mounts, compute.Mount{Source: src, Target: aws.ToString(mp.ContainerPath), ReadOnly: aws.ToBool(mp.ReadOnly)})
 	}
