@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +20,9 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
+	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
@@ -151,4 +155,105 @@ func runnerOnECS(t *testing.T, fargate bool) {
 	case <-time.After(time.Minute):
 		t.Fatal("agora runner did not stop within 1m")
 	}
+}
+
+// TestFargateRunnerSurvivesKill9: `agora runner` on Fargate is killed
+// (SIGKILL) while its dispatch's task runs; a new process with the same
+// data dir adopts the task by its tags and settles it once — one RunTask,
+// one terminal event, its exchange in S3 removed.
+func TestFargateRunnerSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	eng := computetest.Docker(t)
+	computetest.Busybox(t)
+	ctx := context.Background()
+	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
+	tag := fmt.Sprintf("agora-worker:fargate-kill9-%d", os.Getpid())
+	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
+	fake := ecstest.StartFake(t, eng, ecstest.Options{Fake: func(c *ecsfake.Config) {
+		c.TaskRoleCredentials = aws.Credentials{AccessKeyID: "ASIAAGORAKILL9TASK", SecretAccessKey: "task-secret", SessionToken: "task-token"}
+	}})
+	srv := natstest.Start(t)
+	backend := s3mem.New()
+	if err := backend.CreateBucket("agora"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3.Close)
+	storageURI := "s3://agora/kill9?endpoint=" + s3.URL
+	store, err := storage.Open(ctx, storageURI, storage.Options{S3: storage.S3Options{AccessKeyID: "k", SecretAccessKey: "s", Region: ecstest.Region}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.EnsureEventStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	agora := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
+	logs := &testWriter{t: t}
+	t.Cleanup(logs.stop)
+	dataDir := t.TempDir()
+	cluster := "agora-kill9-" + computetest.RandomSuffix()
+	start := func() *exec.Cmd {
+		cmd := exec.Command(agora, "runner", "--nats", srv.ClientURL(), "--data-dir", dataDir, "--image", tag, "--slots", "1", "--grace", "3s",
+			"--storage", storageURI, "--compute", "ecs", "--ecs-launch-type", "FARGATE", "--ecs-cluster", cluster, "--ecs-log-group", "/agora/kill9",
+			"--ecs-subnet", ecstest.Subnet, "--ecs-security-group", ecstest.Group, "--ecs-isolated-security-group", ecstest.IsolatedGroup,
+			"--ecs-task-role", "arn:aws:iam::000000000000:role/agora-worker", "--ecs-execution-role", "arn:aws:iam::000000000000:role/agora-task-execution",
+			"--ecs-endpoint", fake.URL(), "--ecs-logs-endpoint", fake.URL(), "--ecs-poll", "200ms")
+		cmd.Env = append(os.Environ(), "AWS_REGION="+ecstest.Region, "AWS_ACCESS_KEY_ID="+ecstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+ecstest.Secret)
+		cmd.Stderr = logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+		return cmd
+	}
+	first := start()
+	dispatchID := fmt.Sprintf("fargate-kill9-%d-%s", os.Getpid(), computetest.RandomSuffix())
+	req := schemas.DispatchRequest{Spec: schemas.DispatchSpec{
+		DispatchID: dispatchID, TaskID: "task-" + dispatchID, Round: 1,
+		Subagent: schemas.Subagent{Name: "slow", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", "sleep 4; echo survived"}},
+		Input:    json.RawMessage(`{}`),
+	}, Network: schemas.NetworkBridge}
+	if _, err := b.Enqueue(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 2*time.Minute, "the dispatch to start", func() bool {
+		evs, err := b.Events(ctx, dispatchID)
+		return err == nil && len(evs) > 0
+	})
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	start()
+	var ev *schemas.Event
+	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
+		ev, err = b.TerminalEvent(ctx, dispatchID)
+		return err == nil && ev != nil
+	})
+	if ev.Kind != schemas.KindFinished {
+		t.Fatalf("terminal event = %s %+v; want dispatch.finished", ev.Kind, ev.Failure)
+	}
+	if n := len(fake.Calls("RunTask")); n != 1 {
+		t.Errorf("RunTask calls = %d, want 1 (adopted, not run again)", n)
+	}
+	testutil.Eventually(t, time.Minute, "the exchange to be removed", func() bool {
+		keys, err := store.List(ctx, "exchange/")
+		return err == nil && len(keys) == 0
+	})
+	testutil.Eventually(t, time.Minute, "the task to be removed", func() bool {
+		left, err := eng.List(ctx, map[string]string{ecsfake.LabelFake: fake.ID()})
+		return err == nil && len(left) == 0
+	})
 }
