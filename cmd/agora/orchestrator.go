@@ -82,6 +82,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		NATSReplicas: f.natsAuth.replicas,
 		StorageURI:   f.storageURI,
 		NoStorage:    f.storageURI == "",
+		AWSEnv:       awsVariables(environ),
 		Listen:       f.listen,
 		Tokens:       f.tokens,
 		LocalSecrets: f.localSecrets,

@@ -39,13 +39,10 @@ func TestRunnerOnECS(t *testing.T) {
 }
 
 // TestRunnerOnFargate is TestRunnerOnECS on Fargate: S3 storage, which
-// the runner reaches with the AWS_* variables of the process (storage
-// reads the SDK's default chain, not run's environ; so this test sets
-// them, and may not run in parallel), the task with the task role's.
+// the runner reaches with the AWS_* variables of its environ, the task
+// with the task role's credentials.
 func TestRunnerOnFargate(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", ecstest.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", ecstest.Secret)
-	t.Setenv("AWS_REGION", ecstest.Region)
+	t.Parallel()
 	runnerOnECS(t, true)
 }
 

@@ -50,7 +50,7 @@ func openS3(ctx context.Context, loc s3Location, o S3Options, log *slog.Logger) 
 	}
 	if o.AccessKeyID != "" || o.SecretAccessKey != "" {
 		loadOpts = append(loadOpts, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, "")))
+			credentials.NewStaticCredentialsProvider(o.AccessKeyID, o.SecretAccessKey, o.SessionToken)))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {

@@ -79,6 +79,8 @@ type S3Options struct {
 	// them the SDK's default credential chain applies.
 	AccessKeyID     string
 	SecretAccessKey string
+	// SessionToken goes with temporary static credentials.
+	SessionToken string
 	// HTTPClient replaces the SDK's HTTP client, e.g. so that tests can close
 	// its idle connections. It is used as given: AWS_CA_BUNDLE does not apply to it.
 	HTTPClient *http.Client

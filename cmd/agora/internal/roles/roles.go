@@ -20,6 +20,7 @@
 package roles
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -211,8 +212,10 @@ type Config struct {
 	// runner copies into the dispatches that reference them; default
 	// DataDir/secrets (`agora secret set` writes there).
 	SecretsDir string
-	// AWSEnv is the AWS_* variables the runner resolves aws-sm: secret refs
-	// with, on this host; they never enter a container.
+	// AWSEnv is the AWS_* variables agora was started with: S3 storage
+	// (static credentials, region) and the runner's aws-sm: secret refs
+	// use them, on this host, on top of the SDK's default chain; they never
+	// enter a container.
 	AWSEnv []string
 	// Engine is the container engine; nil connects to the Docker engine
 	// that DOCKER_HOST (or the default socket) names, and closes it on Stop.
@@ -439,7 +442,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return s, err
 	}
 	if !cfg.NoStorage {
-		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log}); err != nil {
+		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log, S3: s3Options(cfg.AWSEnv)}); err != nil {
 			return s, err
 		}
 	}
@@ -879,4 +882,21 @@ func runnerID(dataDir, runnerDir string) (string, error) {
 		return "", fmt.Errorf("runner id: %w", err)
 	}
 	return id, nil
+}
+
+// s3Options are the S3 settings of the AWS_* variables agora was started
+// with (its environ, which is not always the process's): static
+// credentials and the region, else the SDK's default chain.
+func s3Options(awsEnv []string) storage.S3Options {
+	env := map[string]string{}
+	for _, kv := range awsEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	o := storage.S3Options{Region: cmp.Or(env["AWS_REGION"], env["AWS_DEFAULT_REGION"])}
+	if env["AWS_ACCESS_KEY_ID"] != "" && env["AWS_SECRET_ACCESS_KEY"] != "" {
+		o.AccessKeyID, o.SecretAccessKey, o.SessionToken = env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env["AWS_SESSION_TOKEN"]
+	}
+	return o
 }
