@@ -303,6 +303,7 @@ func Dockerfile(base string) string {
 			"FROM " + base + "\n" +
 			"COPY agora-worker " + WorkerPath + "\n" +
 			"WORKDIR " + Workspace + "\n" +
+			volumes +
 			`ENTRYPOINT ["` + WorkerPath + `"]` + "\n" +
 			"CMD []\n"
 	}
@@ -313,8 +314,17 @@ func Dockerfile(base string) string {
 		"ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin\n" +
 		"USER " + User + "\n" +
 		"WORKDIR " + Workspace + "\n" +
+		volumes +
 		`ENTRYPOINT ["` + WorkerPath + `"]` + "\n"
 }
+
+// volumes declares the directories a container writes besides its
+// workspace mount: where nothing is mounted there (ECS on Fargate, whose
+// task volumes are root-owned unless the image declares the path a
+// volume), the platform copies in the image's directory, owner and mode
+// included. The Docker runner mounts both (a bind and a tmpfs), so Docker
+// makes no volume for them.
+const volumes = `VOLUME ["/tmp", "` + Workspace + `"]` + "\n"
 
 // epoch is the modification time of every generated file, so the same
 // inputs give the same bytes and the same hash.

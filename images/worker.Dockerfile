@@ -50,4 +50,5 @@ COPY --from=build --chown=65532:65532 /workspace-dir /workspace
 ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
 USER 65532:65532
 WORKDIR /workspace
+VOLUME ["/tmp", "/workspace"]
 ENTRYPOINT ["/usr/local/bin/agora-worker"]
