@@ -42,6 +42,10 @@ type dispatch struct {
 	settled     bool
 	started     time.Time
 	stdout      []schemas.Event // the worker's events, in order, from its stdout
+	// unsigned is the failure an unsigned terminal line on stdout gave,
+	// quoted (untrusted) in a worker-lost detail: a worker that could not
+	// read its event key says why only that way.
+	unsigned string
 	// eventKey authenticates the worker's event lines (eventkey.go); nil
 	// takes them unverified.
 	eventKey []byte
@@ -612,6 +616,11 @@ func (d *dispatch) onStdoutLine(ctx context.Context, line []byte, relay bool) {
 		data, ok := schemas.VerifyEventLine(d.eventKey, line)
 		if !ok {
 			d.log.Warn("ignoring an event line on stdout that the worker did not sign (written by the sub-agent?)", "line", truncate(string(line), 200))
+			if ev, err := schemas.ParseEvent(line); err == nil && ev.DispatchID == d.id && ev.Kind.Terminal() && ev.Failure != nil {
+				d.mu.Lock()
+				d.unsigned = string(ev.Failure.Reason) + ": " + ev.Failure.Detail
+				d.mu.Unlock()
+			}
 			return
 		}
 		line = data
@@ -789,6 +798,13 @@ func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, la
 		detail += " (" + res.Err.Error() + ")"
 	}
 	detail += " and the worker left no terminal event"
+	d.mu.Lock()
+	unsigned := d.unsigned
+	d.mu.Unlock()
+	if unsigned != "" {
+		// A worker without its key (it could not read it) reports unsigned.
+		detail += "; an unsigned terminal event on its output (not trusted: the sub-agent could have written it) says: " + truncate(unsigned, 300)
+	}
 	if lastLine != "" {
 		detail += "; last output: " + truncate(lastLine, 300)
 	}

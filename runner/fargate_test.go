@@ -302,3 +302,21 @@ func TestFargateRefusesLocalSecrets(t *testing.T) {
 		t.Errorf("RunTask calls = %d, want none", n)
 	}
 }
+
+// TestFargateNoEgress: a network "none" dispatch gets the isolated
+// security groups; where those allow no egress at all (the fake's), its
+// worker cannot reach storage for its files, and the dispatch ends
+// worker-lost saying so (docs/ecs.md: the groups must allow S3).
+func TestFargateNoEgress(t *testing.T) {
+	t.Parallel()
+	h, _ := newFargateHarness(t, nil, nil)
+	h.start()
+	req := request(`echo never`)
+	h.enqueue(req)
+	ev := h.terminal(req.Spec.DispatchID, fargateTimeout)
+	t.Logf("terminal: %s %+v", ev.Kind, ev.Failure)
+	if ev.Kind != schemas.KindFailed || ev.Failure.Reason != schemas.ReasonWorkerLost || !strings.Contains(ev.Failure.Detail, "private.json") {
+		t.Errorf("terminal = %s %+v; want worker-lost naming the exchange's private.json the worker could not read", ev.Kind, ev.Failure)
+	}
+	h.settled(req.Spec.DispatchID)
+}
