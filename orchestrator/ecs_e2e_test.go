@@ -3,20 +3,17 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
-	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
@@ -56,18 +53,8 @@ func askAnswerResumeOnECS(t *testing.T, fargate bool) {
 		})
 		rc.Engine = e
 		if fargate {
-			backend := s3mem.New()
-			if err := backend.CreateBucket("agora"); err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(gofakes3.New(backend).Server())
-			t.Cleanup(srv.Close)
-			uri := "s3://agora/e2e?endpoint=" + srv.URL
-			store, err := storage.Open(context.Background(), uri, storage.Options{S3: storage.S3Options{AccessKeyID: "k", SecretAccessKey: "s", Region: ecstest.Region}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rc.StorageURI, rc.Store, rc.NoHostMounts = uri, store, true
+			s3 := storagetest.StartS3(t)
+			rc.StorageURI, rc.Store, rc.NoHostMounts = s3.URI("e2e"), s3.Open(t, "e2e", "k"), true
 		}
 	}, nil)
 	ctx := context.Background()

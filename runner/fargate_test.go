@@ -2,23 +2,18 @@ package runner
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
 	"github.com/agoradev/agora/internal/secrets/awssm"
 	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
@@ -31,56 +26,15 @@ const (
 	fargateTimeout = 2 * time.Minute
 )
 
-// s3Recorder is an S3 endpoint on loopback (gofakes3) that notes the access
-// key of every request, so a test can tell the task's requests from the
-// runner's.
-type s3Recorder struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	keys map[string]int
-}
-
-var credentialRE = regexp.MustCompile(`Credential=([A-Z0-9]+)/`)
-
-func startS3Recorder(t *testing.T) *s3Recorder {
-	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket("agora"); err != nil {
-		t.Fatal(err)
-	}
-	rec := &s3Recorder{keys: map[string]int{}}
-	h := gofakes3.New(backend).Server()
-	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m := credentialRE.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
-			rec.mu.Lock()
-			rec.keys[m[1]]++
-			rec.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(rec.srv.Close)
-	return rec
-}
-
-func (s *s3Recorder) requestsBy(keyID string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keys[keyID]
-}
-
 // newFargateHarness is a harness whose runner places its dispatches on
 // Fargate through the fake: no host mounts, S3 storage the task reaches
 // with the task role's credentials, and aws-sm secrets the fake resolves
 // with the execution role when the task starts.
-func newFargateHarness(t *testing.T, sm *awssmtest.Server, fake func(*ecsfake.Config)) (*ecsHarness, *s3Recorder) {
+func newFargateHarness(t *testing.T, sm *awssmtest.Server, fake func(*ecsfake.Config)) (*ecsHarness, *storagetest.S3) {
 	t.Helper()
-	s3 := startS3Recorder(t)
-	uri := "s3://agora/fargate?endpoint=" + s3.srv.URL
-	store, err := storage.Open(context.Background(), uri, storage.Options{S3: storage.S3Options{AccessKeyID: runnerS3KeyID, SecretAccessKey: "s", Region: ecstest.Region}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, func(c *Config) { c.StorageURI, c.Store, c.NoHostMounts = uri, store, true })
+	s3 := storagetest.StartS3(t)
+	store := s3.Open(t, "fargate", runnerS3KeyID)
+	h := newHarness(t, func(c *Config) { c.StorageURI, c.Store, c.NoHostMounts = s3.URI("fargate"), store, true })
 	h.store = store
 	e := onECS(t, h, ecstest.Options{Fake: func(c *ecsfake.Config) {
 		c.TaskRoleCredentials = aws.Credentials{AccessKeyID: taskRoleKeyID, SecretAccessKey: "task-role-secret", SessionToken: "task-role-token"}
@@ -159,7 +113,7 @@ echo "deploying to $AGORA_ANSWER"`)
 		t.Errorf("round 2's answer file = %q, %v", answer, err)
 	}
 
-	if n := s3.requestsBy(taskRoleKeyID); n == 0 {
+	if n := s3.RequestsBy(taskRoleKeyID); n == 0 {
 		t.Error("no S3 request was signed with the task role's credentials: the worker did not read its files from storage")
 	}
 	for _, c := range h.fake.Calls("") {

@@ -8,7 +8,6 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
@@ -180,7 +179,7 @@ func (d *dispatch) watchWorkspace(ctx context.Context, cid string) {
 			continue
 		}
 		detail := fmt.Sprintf("the workspace grew past this runner's maximum of %s (agora runner --max-workspace-mb %d): %s and counting when the runner stopped the container",
-			humanBytes(limit), limit>>20, humanBytes(size))
+			units.Bytes(limit), limit>>20, units.Bytes(size))
 		d.mu.Lock()
 		d.workspaceOver = detail
 		d.mu.Unlock()
@@ -204,17 +203,4 @@ func (d *dispatch) workspaceFailure(ev *schemas.Event) {
 	}
 	ev.Failure.Reason = schemas.ReasonProviderFailed
 	ev.Failure.Detail = detail
-}
-
-// humanBytes is n in the largest binary unit that keeps it readable.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -6,17 +6,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -27,18 +24,9 @@ import (
 // event points at the copy the runner uploaded.
 func TestS3StagedStore(t *testing.T) {
 	t.Parallel()
-	backend := s3mem.New()
-	if err := backend.CreateBucket("agora"); err != nil {
-		t.Fatal(err)
-	}
-	s3srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(s3srv.Close)
-	uri := "s3://agora/staged?endpoint=" + s3srv.URL
-	store, err := storage.Open(context.Background(), uri, storage.Options{S3: storage.S3Options{AccessKeyID: "k", SecretAccessKey: "s", Region: "us-east-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, func(c *Config) { c.StorageURI, c.Store = uri, store })
+	s3 := storagetest.StartS3(t)
+	store := s3.Open(t, "staged", "k")
+	h := newHarness(t, func(c *Config) { c.StorageURI, c.Store = s3.URI("staged"), store })
 	h.store = store
 	h.start()
 	ctx := context.Background()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/bus"
@@ -22,7 +19,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
@@ -76,13 +73,7 @@ func runnerOnECS(t *testing.T, fargate bool) {
 		"--ecs-endpoint", fake.URL(), "--ecs-logs-endpoint", fake.URL(), "--ecs-poll", "200ms"}
 	network := ""
 	if fargate {
-		backend := s3mem.New()
-		if err := backend.CreateBucket("agora"); err != nil {
-			t.Fatal(err)
-		}
-		s3 := httptest.NewServer(gofakes3.New(backend).Server())
-		t.Cleanup(s3.Close)
-		args = append(args, "--storage", "s3://agora/cli?endpoint="+s3.URL, "--ecs-launch-type", "FARGATE",
+		args = append(args, "--storage", storagetest.StartS3(t).URI("cli"), "--ecs-launch-type", "FARGATE",
 			"--ecs-subnet", ecstest.Subnet, "--ecs-security-group", ecstest.Group, "--ecs-isolated-security-group", ecstest.IsolatedGroup,
 			"--ecs-task-role", "arn:aws:iam::000000000000:role/agora-worker", "--ecs-execution-role", "arn:aws:iam::000000000000:role/agora-task-execution")
 		network = schemas.NetworkBridge
@@ -173,17 +164,8 @@ func TestFargateRunnerSurvivesKill9(t *testing.T) {
 		c.TaskRoleCredentials = aws.Credentials{AccessKeyID: "ASIAAGORAKILL9TASK", SecretAccessKey: "task-secret", SessionToken: "task-token"}
 	}})
 	srv := natstest.Start(t)
-	backend := s3mem.New()
-	if err := backend.CreateBucket("agora"); err != nil {
-		t.Fatal(err)
-	}
-	s3 := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(s3.Close)
-	storageURI := "s3://agora/kill9?endpoint=" + s3.URL
-	store, err := storage.Open(ctx, storageURI, storage.Options{S3: storage.S3Options{AccessKeyID: "k", SecretAccessKey: "s", Region: ecstest.Region}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3 := storagetest.StartS3(t)
+	storageURI, store := s3.URI("kill9"), s3.Open(t, "kill9", "k")
 	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name()})
 	if err != nil {
 		t.Fatal(err)

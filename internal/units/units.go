@@ -8,6 +8,7 @@ package units
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -56,4 +57,18 @@ func scale(n, unit int64) (int64, bool) {
 		return 0, false
 	}
 	return n * unit, true
+}
+
+// Bytes is n in the largest binary unit that keeps it readable, for
+// messages: "1.5 GiB", "200.0 KiB", "12 bytes".
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

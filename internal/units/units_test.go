@@ -48,3 +48,12 @@ func TestConversions(t *testing.T) {
 		t.Errorf("SecondsOr(60, 1h) = %s, want 1m", got)
 	}
 }
+
+func TestBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0 bytes", 1023: "1023 bytes", 1 << 10: "1.0 KiB", 3 << 19: "1.5 MiB", 5 << 30: "5.0 GiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -18,10 +18,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -101,7 +101,7 @@ func Snapshot(ctx context.Context, store storage.Store, dir string, maxBytes int
 		}
 		if info.Mode().IsRegular() {
 			if total += info.Size(); total > maxBytes || total < 0 {
-				return fmt.Errorf("the workspace is larger than this runner's maximum of %s (agora runner --max-workspace-mb %d)", humanBytes(maxBytes), maxBytes>>20)
+				return fmt.Errorf("the workspace is larger than this runner's maximum of %s (agora runner --max-workspace-mb %d)", units.Bytes(maxBytes), maxBytes>>20)
 			}
 			f, err := os.Open(p)
 			if err != nil {
@@ -227,7 +227,7 @@ func Restore(ctx context.Context, store storage.Store, ref *schemas.ObjectRef, d
 			var n int64
 			n, err = io.Copy(f, io.LimitReader(tr, maxBytes-total+1))
 			if total += n; err == nil && total > maxBytes {
-				err = fmt.Errorf("the snapshot holds more than this runner's maximum of %s (agora runner --max-workspace-mb %d)", humanBytes(maxBytes), maxBytes>>20)
+				err = fmt.Errorf("the snapshot holds more than this runner's maximum of %s (agora runner --max-workspace-mb %d)", units.Bytes(maxBytes), maxBytes>>20)
 			}
 			if cerr := f.Close(); err == nil {
 				err = cerr
@@ -244,18 +244,4 @@ func Restore(ctx context.Context, store storage.Store, ref *schemas.ObjectRef, d
 		}
 		_ = root.Lchown(name, containerUID, containerUID)
 	}
-}
-
-// humanBytes is n in the largest binary unit that keeps it readable (as
-// the runner writes its other limits).
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
