@@ -289,3 +289,66 @@ func TestBuildWhileOthersRemove(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestScratchDirs: a scratch dir is a fresh volume holding what the image
+// has there, owner and mode included (the runner on Fargate gives the
+// worker image's /workspace, the agora user's, one: runner.TestFargate*),
+// and it is removed with the container.
+func TestScratchDirs(t *testing.T) {
+	t.Parallel()
+	e := computetest.Docker(t)
+	image := computetest.BusyboxImage(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	spec := compute.ContainerSpec{
+		Name:       "agora-test-scratch-" + computetest.RandomSuffix(),
+		Image:      image,
+		Entrypoint: []string{"/bin/sh", "-c"},
+		// The test image's /etc holds the agora user's passwd line.
+		Cmd:         []string{`grep -q ' /etc ' /proc/mounts && stat -c '%a %u' /etc && grep -q '^agora:' /etc/passwd && echo kept`},
+		Labels:      computetest.Label(t, e),
+		User:        "65532:65532",
+		ScratchDirs: []string{"/etc"},
+	}
+	id, err := e.Create(ctx, spec)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	info, err := e.InspectContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.HostConfig.Mounts) != 1 || info.HostConfig.Mounts[0].Type != "volume" || info.HostConfig.Mounts[0].Target != "/etc" {
+		t.Fatalf("mounts = %+v, want one volume at /etc", info.HostConfig.Mounts)
+	}
+	if err := e.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := e.Logs(ctx, id, false, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(out.String(), "755 0\nkept") {
+		t.Errorf("exit %d, output %q; want the scratch dir mounted with the image's content, owner and mode", res.ExitCode, out.String())
+	}
+	info, err = e.InspectContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var volume string
+	for _, m := range info.Mounts {
+		if m.Destination == "/etc" {
+			volume = m.Name
+		}
+	}
+	if err := e.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if exists, err := e.VolumeExists(ctx, volume); volume == "" || err != nil || exists {
+		t.Errorf("volume %q after Remove: exists %v, %v; want it removed with the container", volume, exists, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/errdefs"
 )
 
 // InspectContainer is docker inspect, for tests that check what the daemon
@@ -16,4 +17,13 @@ func (e *Engine) InspectContainer(ctx context.Context, id string) (container.Ins
 func (e *Engine) ServerAPIVersion(ctx context.Context) (string, error) {
 	v, err := e.cli.ServerVersion(ctx)
 	return v.APIVersion, err
+}
+
+// VolumeExists reports whether the daemon has the volume name.
+func (e *Engine) VolumeExists(ctx context.Context, name string) (bool, error) {
+	_, err := e.cli.VolumeInspect(ctx, name)
+	if errdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }

@@ -275,3 +275,35 @@ func TestCompileSecrets(t *testing.T) {
 		}
 	})
 }
+
+// TestCompileScratchDirs: a scratch dir is a task volume without a host
+// path, on both launch types, and does not make a definition per dispatch.
+func TestCompileScratchDirs(t *testing.T) {
+	for _, fargate := range []bool{true, false} {
+		spec := testSpec()
+		spec.ScratchDirs = []string{"/workspace"}
+		l, err := compile(testConfig(fargate), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		td, cd := l.taskDef, l.taskDef.ContainerDefinitions[0]
+		var found bool
+		for _, mp := range cd.MountPoints {
+			if aws.ToString(mp.ContainerPath) != "/workspace" {
+				continue
+			}
+			found = !aws.ToBool(mp.ReadOnly)
+			for _, v := range td.Volumes {
+				if aws.ToString(v.Name) == aws.ToString(mp.SourceVolume) && v.Host != nil {
+					t.Errorf("fargate=%v: the scratch volume has a host path: %+v", fargate, v.Host)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("fargate=%v: no writable mount point at /workspace: %+v", fargate, cd.MountPoints)
+		}
+		if strings.Contains(aws.ToString(td.Family), "-once-") {
+			t.Errorf("fargate=%v: family %s is per dispatch", fargate, aws.ToString(td.Family))
+		}
+	}
+}
