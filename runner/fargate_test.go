@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,16 @@ echo "deploying to $AGORA_ANSWER"`)
 			if strings.Contains(body, leak) {
 				t.Errorf("%s carries %s: %s", c.Target, leak, body)
 			}
+		}
+	}
+	for i, run := range h.fake.Calls("RunTask") {
+		var in struct{ Overrides json.RawMessage }
+		if err := json.Unmarshal(run.Body, &in); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("RunTask of round %d: overrides %d bytes (ECS allows 8192)", i+1, len(in.Overrides))
+		if len(in.Overrides) > 2048 {
+			t.Errorf("overrides of round %d are %d bytes: the spec must travel through storage, not in them", i+1, len(in.Overrides))
 		}
 	}
 	if left := exchanges(t, h.store); len(left) != 0 {
