@@ -3,8 +3,8 @@ package docker
 import (
 	"context"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/errdefs"
 )
 
 // InspectContainer is docker inspect, for tests that check what the daemon
@@ -22,7 +22,7 @@ func (e *Engine) ServerAPIVersion(ctx context.Context) (string, error) {
 // VolumeExists reports whether the daemon has the volume name.
 func (e *Engine) VolumeExists(ctx context.Context, name string) (bool, error) {
 	_, err := e.cli.VolumeInspect(ctx, name)
-	if errdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return false, nil
 	}
 	return err == nil, err
