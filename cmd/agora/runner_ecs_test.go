@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
@@ -65,8 +63,6 @@ func runnerOnECS(t *testing.T, fargate bool) {
 	}})
 	srv := natstest.Start(t)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cluster := "agora-cli-" + computetest.RandomSuffix()
 	args := []string{"runner", "--nats", srv.ClientURL(), "--data-dir", t.TempDir(), "--image", tag, "--slots", "1", "--grace", "3s",
 		"--compute", "ecs", "--ecs-cluster", cluster, "--ecs-log-group", "/agora/cli-test",
@@ -79,54 +75,9 @@ func runnerOnECS(t *testing.T, fargate bool) {
 		network = schemas.NetworkBridge
 	}
 	environ := append(os.Environ(), "AWS_REGION="+ecstest.Region, "AWS_ACCESS_KEY_ID="+ecstest.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+ecstest.Secret)
-	var code int
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		code = run(ctx, args, environ, logs, logs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-returned:
-		case <-time.After(2 * time.Minute):
-			t.Error("agora runner did not return within 2m of its context being cancelled")
-		}
-	})
-
-	b, err := bus.Connect(context.Background(), srv.ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.EnsureEventStream(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.EnsureQueue(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	dispatchID := fmt.Sprintf("cli-ecs-%d-%s", os.Getpid(), computetest.RandomSuffix())
-	req := schemas.DispatchRequest{Spec: schemas.DispatchSpec{
-		DispatchID: dispatchID, TaskID: "task-" + dispatchID, Round: 1,
-		Subagent: schemas.Subagent{Name: "hello", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", "echo hi from ecs"}},
-		Input:    json.RawMessage(`{}`),
-	}, Network: network}
-	if _, err := b.Enqueue(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	var ev *schemas.Event
-	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
-		select {
-		case <-returned:
-			t.Fatalf("agora runner returned %d before the dispatch ended", code)
-		default:
-		}
-		ev, err = b.TerminalEvent(context.Background(), dispatchID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ev != nil
-	})
+	p := startInProcess(t, args, environ, logs)
+	b := queueBus(t, srv.ClientURL())
+	ev := terminalEvent(t, b, enqueueScript(t, b, "cli-ecs", "echo hi from ecs", network), p)
 	if ev.Kind != schemas.KindFinished {
 		t.Fatalf("terminal event = %s %+v; want dispatch.finished", ev.Kind, ev.Failure)
 	}
@@ -134,15 +85,7 @@ func runnerOnECS(t *testing.T, fargate bool) {
 	if len(runs) != 1 || !strings.Contains(string(runs[0].Body), `"cluster":"`+cluster+`"`) {
 		t.Errorf("RunTask calls = %d (%v); want one in cluster %s", len(runs), runs, cluster)
 	}
-	cancel()
-	select {
-	case <-returned:
-		if code != 0 {
-			t.Errorf("agora runner returned %d after its context was cancelled; want 0", code)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("agora runner did not stop within 1m")
-	}
+	p.stop(t)
 }
 
 // TestFargateRunnerSurvivesKill9: `agora runner` on Fargate is killed
@@ -166,17 +109,7 @@ func TestFargateRunnerSurvivesKill9(t *testing.T) {
 	srv := natstest.Start(t)
 	s3 := storagetest.StartS3(t)
 	storageURI, store := s3.URI("kill9"), s3.Open(t, "kill9", "k")
-	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.EnsureEventStream(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.EnsureQueue(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b := queueBus(t, srv.ClientURL())
 
 	agora := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 	logs := &testWriter{t: t}
@@ -198,15 +131,7 @@ func TestFargateRunnerSurvivesKill9(t *testing.T) {
 		return cmd
 	}
 	first := start()
-	dispatchID := fmt.Sprintf("fargate-kill9-%d-%s", os.Getpid(), computetest.RandomSuffix())
-	req := schemas.DispatchRequest{Spec: schemas.DispatchSpec{
-		DispatchID: dispatchID, TaskID: "task-" + dispatchID, Round: 1,
-		Subagent: schemas.Subagent{Name: "slow", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", "sleep 4; echo survived"}},
-		Input:    json.RawMessage(`{}`),
-	}, Network: schemas.NetworkBridge}
-	if _, err := b.Enqueue(ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	dispatchID := enqueueScript(t, b, "fargate-kill9", "sleep 4; echo survived", schemas.NetworkBridge)
 	testutil.Eventually(t, 2*time.Minute, "the dispatch to start", func() bool {
 		evs, err := b.Events(ctx, dispatchID)
 		return err == nil && len(evs) > 0
@@ -216,11 +141,7 @@ func TestFargateRunnerSurvivesKill9(t *testing.T) {
 	}
 	_ = first.Wait()
 	start()
-	var ev *schemas.Event
-	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
-		ev, err = b.TerminalEvent(ctx, dispatchID)
-		return err == nil && ev != nil
-	})
+	ev := terminalEvent(t, b, dispatchID, nil)
 	if ev.Kind != schemas.KindFinished {
 		t.Fatalf("terminal event = %s %+v; want dispatch.finished", ev.Kind, ev.Failure)
 	}

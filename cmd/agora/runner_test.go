@@ -76,61 +76,13 @@ func TestRunnerEndToEnd(t *testing.T) {
 		}
 	})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	args := []string{"runner", "--nats", srv.ClientURL(), "--data-dir", t.TempDir(), "--image", tag,
 		"--id", id, "--slots", "1", "--grace", "3s", "--log-cap", "65536"}
-	var code int
-	returned := make(chan struct{}) // closed once code is set
-	go func() {
-		defer close(returned)
-		code = run(ctx, args, os.Environ(), logs, logs)
-	}()
-	t.Cleanup(func() {
-		// A failed test must not leave run behind.
-		cancel()
-		select {
-		case <-returned:
-		case <-time.After(2 * time.Minute):
-			t.Error("agora runner did not return within 2m of its context being cancelled")
-		}
-	})
-
+	p := startInProcess(t, args, os.Environ(), logs)
 	// What an orchestrator does: its own connection, streams ensured, a request.
-	b, err := bus.Connect(context.Background(), srv.ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if err := b.EnsureEventStream(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.EnsureQueue(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	dispatchID := fmt.Sprintf("cli-%d-%s", os.Getpid(), computetest.RandomSuffix())
-	req := schemas.DispatchRequest{Spec: schemas.DispatchSpec{
-		DispatchID: dispatchID, TaskID: "task-" + dispatchID, Round: 1,
-		Subagent: schemas.Subagent{Name: "hello", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", "echo hi"}},
-		Input:    json.RawMessage(`{}`),
-	}}
-	if _, err := b.Enqueue(context.Background(), req); err != nil {
-		t.Fatalf("Enqueue: %v", err)
-	}
-
-	var ev *schemas.Event
-	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+dispatchID, func() bool {
-		select {
-		case <-returned:
-			t.Fatalf("agora runner returned %d before the dispatch ended", code)
-		default:
-		}
-		ev, err = b.TerminalEvent(context.Background(), dispatchID)
-		if err != nil {
-			t.Fatalf("TerminalEvent(%s): %v", dispatchID, err)
-		}
-		return ev != nil
-	})
+	b := queueBus(t, srv.ClientURL())
+	dispatchID := enqueueScript(t, b, "cli", "echo hi", "")
+	ev := terminalEvent(t, b, dispatchID, p)
 	if ev.Kind != schemas.KindFinished || ev.ExitCode == nil || *ev.ExitCode != 0 {
 		t.Fatalf("terminal event of %s = %s (exit %v, failure %+v); want dispatch.finished, exit 0", dispatchID, ev.Kind, ev.ExitCode, ev.Failure)
 	}
@@ -139,15 +91,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 		return err == nil && len(left) == 0
 	})
 
-	cancel() // the first SIGINT
-	select {
-	case <-returned:
-		if code != 0 {
-			t.Errorf("agora runner returned %d after its context was cancelled; want 0", code)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("agora runner did not stop within 1m of its context being cancelled")
-	}
+	p.stop(t)
 }
 
 // testWriter turns what run writes to stdout and stderr into t.Log lines,
@@ -171,4 +115,104 @@ func (w *testWriter) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true
+}
+
+// inProcess is `agora <args>` run in this test's process, as main runs it,
+// until its context is cancelled (the first SIGINT).
+type inProcess struct {
+	cancel   context.CancelFunc
+	returned chan struct{} // closed once code is set
+	code     int
+}
+
+// startInProcess runs `agora <args>` in the background; a test that ends
+// early still cancels it and waits for it.
+func startInProcess(t *testing.T, args, environ []string, logs *testWriter) *inProcess {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &inProcess{cancel: cancel, returned: make(chan struct{})}
+	go func() {
+		defer close(p.returned)
+		p.code = run(ctx, args, environ, logs, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.returned:
+		case <-time.After(2 * time.Minute):
+			t.Errorf("agora %s did not return within 2m of its context being cancelled", args[0])
+		}
+	})
+	return p
+}
+
+// stop cancels it, as the first SIGINT does, and wants exit code 0.
+func (p *inProcess) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
+	select {
+	case <-p.returned:
+		if p.code != 0 {
+			t.Errorf("agora returned %d after its context was cancelled; want 0", p.code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("agora did not stop within 1m of its context being cancelled")
+	}
+}
+
+// queueBus is what an orchestrator has before it enqueues: its own
+// connection, the streams ensured.
+func queueBus(t *testing.T, natsURL string) *bus.Bus {
+	t.Helper()
+	ctx := context.Background()
+	b, err := bus.Connect(ctx, natsURL, bus.Options{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.EnsureEventStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EnsureQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// enqueueScript enqueues one exec dispatch of `sh -c script` and returns
+// its id.
+func enqueueScript(t *testing.T, b *bus.Bus, prefix, script, network string) string {
+	t.Helper()
+	id := fmt.Sprintf("%s-%d-%s", prefix, os.Getpid(), computetest.RandomSuffix())
+	req := schemas.DispatchRequest{Spec: schemas.DispatchSpec{
+		DispatchID: id, TaskID: "task-" + id, Round: 1,
+		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", script}},
+		Input:    json.RawMessage(`{}`),
+	}, Network: network}
+	if _, err := b.Enqueue(context.Background(), req); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	return id
+}
+
+// terminalEvent waits for the dispatch's terminal event; p, when given,
+// must not return before it.
+func terminalEvent(t *testing.T, b *bus.Bus, id string, p *inProcess) *schemas.Event {
+	t.Helper()
+	var ev *schemas.Event
+	testutil.Eventually(t, 2*time.Minute, "the terminal event of "+id, func() bool {
+		if p != nil {
+			select {
+			case <-p.returned:
+				t.Fatalf("agora returned %d before dispatch %s ended", p.code, id)
+			default:
+			}
+		}
+		var err error
+		if ev, err = b.TerminalEvent(context.Background(), id); err != nil {
+			t.Fatalf("TerminalEvent(%s): %v", id, err)
+		}
+		return ev != nil
+	})
+	return ev
 }
