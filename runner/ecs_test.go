@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,9 +127,17 @@ func TestECSAskAnswerResume(t *testing.T) {
 // still provisioning ends cancelled, and no container ever runs.
 func TestECSCancelWhileProvisioning(t *testing.T) {
 	t.Parallel()
-	h := newECSHarness(t, func(c *ecsfake.Config) { c.ProvisionDelay = 10 * time.Minute }, nil)
+	cancelWhileProvisioning(t, newECSHarness(t, func(c *ecsfake.Config) { c.ProvisionDelay = 10 * time.Minute }, nil), "")
+}
+
+// cancelWhileProvisioning cancels a dispatch whose task is still
+// provisioning (h's fake must be slow to provision) and wants it ended
+// cancelled, the task stopped and no container run.
+func cancelWhileProvisioning(t *testing.T, h *ecsHarness, network string) {
+	t.Helper()
 	h.start()
 	req := request(`echo should never run`)
+	req.Network = network
 	h.enqueue(req)
 	testutil.Eventually(t, time.Minute, "the task to be launched", func() bool { return len(h.fake.Calls("RunTask")) == 1 })
 	if _, err := h.bus.Cancel(context.Background(), req.Spec.DispatchID); err != nil {
@@ -157,30 +163,7 @@ func TestECSCancelWhileProvisioning(t *testing.T) {
 func TestECSRunnerRestartAdopts(t *testing.T) {
 	t.Parallel()
 	h := newECSHarness(t, nil, nil)
-	first := h.start()
-	req := request(`touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo adopted fine`)
-	h.enqueue(req)
-	ws := h.awaitReady(req.Spec.DispatchID)
-	h.stop(first)
-
-	h.useNewEngine()
-	found, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: req.Spec.DispatchID})
-	if err != nil || len(found) != 1 || !found[0].Running() {
-		t.Fatalf("after the runner stopped, tasks = %+v, %v; want the dispatch still running", found, err)
-	}
-	second := h.start()
-	testutil.Eventually(t, time.Minute, "the second runner to adopt", func() bool { return second.lookup(req.Spec.DispatchID) != nil })
-	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
-	if ev.Kind != schemas.KindFinished {
-		t.Fatalf("adopted dispatch ended %s %+v", ev.Kind, ev.Failure)
-	}
-	h.settled(req.Spec.DispatchID)
-	if out := h.output(req.Spec.DispatchID); !strings.Contains(out, "adopted fine") {
-		t.Errorf("output = %q", out)
-	}
+	restartAdopts(t, h.harness, h.useNewEngine)
 	if n := len(h.fake.Calls("RunTask")); n != 1 {
 		t.Errorf("RunTask calls = %d, want 1 (adopted, not run again)", n)
 	}

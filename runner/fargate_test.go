@@ -196,19 +196,7 @@ func TestFargatePrivateValuesGone(t *testing.T) {
 func TestFargateCancelWhileProvisioning(t *testing.T) {
 	t.Parallel()
 	h, _ := newFargateHarness(t, nil, func(c *ecsfake.Config) { c.ProvisionDelay = 10 * time.Minute })
-	h.start()
-	req := request(`echo should never run`)
-	req.Network = schemas.NetworkBridge
-	h.enqueue(req)
-	testutil.Eventually(t, time.Minute, "the task to be launched", func() bool { return len(h.fake.Calls("RunTask")) == 1 })
-	if _, err := h.bus.Cancel(context.Background(), req.Spec.DispatchID); err != nil {
-		t.Fatal(err)
-	}
-	ev := h.terminal(req.Spec.DispatchID, time.Minute)
-	if ev.Kind != schemas.KindCancelled || *ev.ExitCode != 0 {
-		t.Fatalf("terminal = %s exit %d %+v, want cancelled 0", ev.Kind, *ev.ExitCode, ev.Failure)
-	}
-	h.settled(req.Spec.DispatchID)
+	cancelWhileProvisioning(t, h, schemas.NetworkBridge)
 	if left := exchanges(t, h.store); len(left) != 0 {
 		t.Errorf("exchange objects left: %v", left)
 	}

@@ -486,12 +486,22 @@ func TestWorkspaceAcrossRounds(t *testing.T) {
 // once, without a second start.
 func TestRestartAdopts(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil)
+	restartAdopts(t, newHarness(t, nil), nil)
+}
+
+// restartAdopts runs a dispatch that waits on its workspace, stops the
+// runner with its container running, calls between (nil: nothing), starts
+// the next runner and wants the dispatch adopted and ended once.
+func restartAdopts(t *testing.T, h *harness, between func()) {
+	t.Helper()
 	first := h.start()
 	req := request(`touch /workspace/ready; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo adopted fine`)
 	h.enqueue(req)
 	ws := h.awaitReady(req.Spec.DispatchID)
 	h.stop(first)
+	if between != nil {
+		between()
+	}
 	found, err := h.engine.List(context.Background(), map[string]string{compute.LabelDispatchID: req.Spec.DispatchID})
 	if err != nil || len(found) != 1 || !found[0].Running() {
 		t.Fatalf("after the runner stopped, containers = %+v, %v; want the dispatch still running", found, err)
