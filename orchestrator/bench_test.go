@@ -19,9 +19,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
-	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -299,55 +297,15 @@ type benchStack struct {
 
 func newBenchStack(tb testing.TB) *benchStack {
 	tb.Helper()
-	ctx := context.Background()
-	srv := natstest.Start(tb)
-	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: tb.Name()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(b.Close)
-	storeDir := tb.TempDir()
-	store, err := storage.Open(ctx, "file://"+storeDir, storage.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	raw, err := docker.New(docker.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	runnerID := fmt.Sprintf("orch-bench-%d-%d", os.Getpid(), seq.Add(1))
-	tb.Cleanup(func() {
-		left, _ := raw.List(context.Background(), map[string]string{runner.LabelRunner: runnerID})
-		for _, c := range left {
-			tb.Errorf("container %s of dispatch %s left behind", c.ID[:12], c.Labels[compute.LabelDispatchID])
-			_ = raw.Remove(context.Background(), c.ID)
-		}
-		raw.Close()
-	})
+	p := newStackParts(tb, runnerID)
 	log := natstest.LoggerLevel(tb, slog.LevelWarn)
-	eng := &markingEngine{Engine: raw, marks: map[string]*engineMarks{}, dispatchOf: map[string]string{}}
-	r, err := runner.New(runner.Config{ID: runnerID, Slots: 2, Image: workerImage, DataDir: tb.TempDir(),
-		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng, Grace: 3 * time.Second, Logger: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = r.Stop(ctx)
-	})
-	o, err := New(Config{Bus: b, Store: store, Logger: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := o.Start(ctx); err != nil {
-		tb.Fatalf("start orchestrator: %v", err)
-	}
-	tb.Cleanup(func() { _ = o.Stop(context.Background()) })
-	return &benchStack{tb: tb, bus: b, orch: o, runner: r, raw: raw, eng: eng}
+	eng := &markingEngine{Engine: p.docker, marks: map[string]*engineMarks{}, dispatchOf: map[string]string{}}
+	rc := p.runnerConfig(tb, runnerID, log)
+	rc.Engine = eng
+	r := startRunner(tb, rc)
+	o := startOrchestrator(tb, Config{Bus: p.bus, Store: p.store, Logger: log})
+	return &benchStack{tb: tb, bus: p.bus, orch: o, runner: r, raw: p.docker, eng: eng}
 }
 
 func (s *benchStack) submit(req SubmitRequest) *Task {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -55,52 +56,14 @@ func newStack(t *testing.T, tweak func(*Config)) *stack {
 func newStackOn(t *testing.T, onRunner func(eng *docker.Engine, rc *runner.Config), tweak func(*Config)) *stack {
 	t.Helper()
 	testenv.NeedDocker(t, workerImage, dockerErr)
-	ctx := context.Background()
-	srv := natstest.Start(t)
-	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	storeDir := t.TempDir()
-	store, err := storage.Open(ctx, "file://"+storeDir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := docker.New(docker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	runnerID := fmt.Sprintf("orch-test-%d-%d", os.Getpid(), seq.Add(1))
-	t.Cleanup(func() {
-		left, _ := eng.List(context.Background(), map[string]string{runner.LabelRunner: runnerID})
-		for _, c := range left {
-			t.Errorf("container %s of dispatch %s left behind", c.ID[:12], c.Labels[compute.LabelDispatchID])
-			_ = eng.Remove(context.Background(), c.ID)
-		}
-		eng.Close()
-	})
-	rc := runner.Config{ID: runnerID, Slots: 2, Image: workerImage, DataDir: t.TempDir(),
-		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng, Grace: 3 * time.Second,
-		Logger: natstest.Logger(t)}
+	p := newStackParts(t, runnerID)
+	rc := p.runnerConfig(t, runnerID, natstest.Logger(t))
 	if onRunner != nil {
-		onRunner(eng, &rc)
+		onRunner(p.docker, &rc)
 	}
-	store = rc.Store
-	r, err := runner.New(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = r.Stop(ctx)
-	})
-	s := &stack{t: t, srv: srv, bus: b, store: store, runner: r}
-	s.cfg = Config{Bus: b, Store: store, Logger: natstest.Logger(t)}
+	s := &stack{t: t, srv: p.srv, bus: p.bus, store: rc.Store, runner: startRunner(t, rc)}
+	s.cfg = Config{Bus: p.bus, Store: rc.Store, Logger: natstest.Logger(t)}
 	if tweak != nil {
 		tweak(&s.cfg)
 	}
@@ -110,14 +73,86 @@ func newStackOn(t *testing.T, onRunner func(eng *docker.Engine, rc *runner.Confi
 
 func (s *stack) startOrchestrator() *Orchestrator {
 	s.t.Helper()
-	o, err := New(s.cfg)
+	return startOrchestrator(s.t, s.cfg)
+}
+
+// stackParts are what every whole-stack test and benchmark here runs on:
+// a NATS server and a connection, file storage, the Docker engine.
+type stackParts struct {
+	srv      *natsserver.Server
+	bus      *bus.Bus
+	store    storage.Store
+	storeDir string
+	docker   *docker.Engine
+}
+
+// newStackParts starts them; when the test ends, no container of the
+// given runners may be left.
+func newStackParts(tb testing.TB, runnerIDs ...string) stackParts {
+	tb.Helper()
+	ctx := context.Background()
+	p := stackParts{srv: natstest.Start(tb), storeDir: tb.TempDir()}
+	var err error
+	if p.bus, err = bus.Connect(ctx, p.srv.ClientURL(), bus.Options{Name: tb.Name()}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(p.bus.Close)
+	if p.store, err = storage.Open(ctx, "file://"+p.storeDir, storage.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	if p.docker, err = docker.New(docker.Config{}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		for _, id := range runnerIDs {
+			left, _ := p.docker.List(context.Background(), map[string]string{runner.LabelRunner: id})
+			for _, c := range left {
+				tb.Errorf("container %s of dispatch %s left behind", c.ID[:12], c.Labels[compute.LabelDispatchID])
+				_ = p.docker.Remove(context.Background(), c.ID)
+			}
+		}
+		p.docker.Close()
+	})
+	return p
+}
+
+// runnerConfig is a runner of id on these parts: 2 slots, the worker
+// image, a grace of 3 s.
+func (p stackParts) runnerConfig(tb testing.TB, id string, log *slog.Logger) runner.Config {
+	return runner.Config{ID: id, Slots: 2, Image: workerImage, DataDir: tb.TempDir(),
+		StorageURI: "file://" + p.storeDir, Store: p.store, Bus: p.bus, Engine: p.docker, Grace: 3 * time.Second,
+		Logger: log}
+}
+
+// startRunner starts a runner, stopped when the test ends.
+func startRunner(tb testing.TB, cfg runner.Config) *runner.Runner {
+	tb.Helper()
+	r, err := runner.New(cfg)
 	if err != nil {
-		s.t.Fatal(err)
+		tb.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = r.Stop(ctx)
+	})
+	return r
+}
+
+// startOrchestrator starts an orchestrator, stopped when the test ends.
+func startOrchestrator(tb testing.TB, cfg Config) *Orchestrator {
+	tb.Helper()
+	o, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	if err := o.Start(context.Background()); err != nil {
-		s.t.Fatalf("start orchestrator: %v", err)
+		tb.Fatalf("start orchestrator: %v", err)
 	}
-	s.t.Cleanup(func() { _ = o.Stop(context.Background()) })
+	tb.Cleanup(func() { _ = o.Stop(context.Background()) })
 	return o
 }
 

@@ -17,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
-	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
@@ -195,63 +192,19 @@ type throughputStack struct {
 
 func newThroughputStack(tb testing.TB, slots int) *throughputStack {
 	tb.Helper()
-	ctx := context.Background()
-	srv := natstest.Start(tb)
-	bs, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: tb.Name()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(bs.Close)
-	storeDir := tb.TempDir()
-	store, err := storage.Open(ctx, "file://"+storeDir, storage.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	raw, err := docker.New(docker.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	runnerID := fmt.Sprintf("throughput-%d-%d", os.Getpid(), seq.Add(1))
-	tb.Cleanup(func() {
-		for _, labels := range []map[string]string{{runner.LabelRunner: runnerID}, {runner.LabelRunner: runnerID + "-bare"}} {
-			left, _ := raw.List(context.Background(), labels)
-			for _, c := range left {
-				tb.Errorf("container %s of dispatch %s left behind", c.ID[:12], c.Labels[compute.LabelDispatchID])
-				_ = raw.Remove(context.Background(), c.ID)
-			}
-		}
-		raw.Close()
-	})
+	p := newStackParts(tb, runnerID, runnerID+"-bare")
 	rules := filepath.Join(tb.TempDir(), "rules.json")
 	if err := os.WriteFile(rules, []byte(`[{"question": "^Pick a colour", "answer": "green"}]`), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	log := natstest.LoggerLevel(tb, slog.LevelWarn)
-	s := &throughputStack{raw: raw, bareSpans: map[bool][]bareSpans3{}, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}, runnerID: runnerID}
-	s.eng = &capturingEngine{Engine: raw}
-	r, err := runner.New(runner.Config{ID: runnerID, Slots: slots, Image: workerImage, DataDir: tb.TempDir(),
-		StorageURI: "file://" + storeDir, Store: store, Bus: bs, Engine: s.eng, Grace: 3 * time.Second, Logger: log,
-		Trace: s.traces.note})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = r.Stop(ctx)
-	})
-	o, err := New(Config{Bus: bs, Store: store, Logger: log, Answerers: &answer.Resolver{RulesFile: rules, Logger: log}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := o.Start(ctx); err != nil {
-		tb.Fatalf("start orchestrator: %v", err)
-	}
-	tb.Cleanup(func() { _ = o.Stop(context.Background()) })
-	s.orch, s.runner = o, r
+	s := &throughputStack{raw: p.docker, bareSpans: map[bool][]bareSpans3{}, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}, runnerID: runnerID}
+	s.eng = &capturingEngine{Engine: p.docker}
+	rc := p.runnerConfig(tb, runnerID, log)
+	rc.Slots, rc.Engine, rc.Trace = slots, s.eng, s.traces.note
+	s.runner = startRunner(tb, rc)
+	s.orch = startOrchestrator(tb, Config{Bus: p.bus, Store: p.store, Logger: log, Answerers: &answer.Resolver{RulesFile: rules, Logger: log}})
 	return s
 }
 
