@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,26 +41,20 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	ctx := context.Background()
 	s := newBenchStack(b)
 
-	// The bare runs reuse round 2's compiled container: its spec, its spec
-	// file and its restored workspace, copied when the runner creates it in
-	// the warm-up round (untimed), and a fresh copy of the workspace per run.
+	// The bare runs reuse round 2's compiled container: its spec and every
+	// directory mounted into it (spec file, restored workspace, staged
+	// store, key and cancel directories), copied when the runner creates it
+	// in the warm-up round (untimed) — the runner removes them when the
+	// round settles — and a fresh copy of each per run, since the worker
+	// changes them (it deletes its key file, writes its workspace).
 	captured := filepath.Join(b.TempDir(), "captured")
 	var template compute.ContainerSpec
 	s.eng.setOnCreate(func(spec compute.ContainerSpec) {
 		if spec.Labels[compute.LabelRound] != "2" {
 			return
 		}
-		for _, m := range spec.Mounts {
-			var dst string
-			switch m.Target {
-			case "/agora":
-				dst = filepath.Join(captured, "spec")
-			case "/workspace":
-				dst = filepath.Join(captured, "workspace")
-			default:
-				continue
-			}
-			if err := copyTree(dst, m.Source); err != nil {
+		for i, m := range spec.Mounts {
+			if err := copyTree(filepath.Join(captured, strconv.Itoa(i)), m.Source); err != nil {
 				b.Errorf("copy %s of round 2: %v", m.Target, err)
 			}
 		}
@@ -118,22 +113,17 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	// and follows its stdout until the worker prints dispatch.started.
 	bare := func() bareSpans {
 		iter++
-		ws := filepath.Join(b.TempDir(), "ws")
-		if err := copyTree(ws, filepath.Join(captured, "workspace")); err != nil {
-			b.Fatal(err)
-		}
 		spec := template
 		spec.Name = fmt.Sprintf("agora-bench-bare-%d-%d", os.Getpid(), iter)
 		spec.Labels = maps.Clone(template.Labels)
 		spec.Labels[runner.LabelRunner] = "bench-bare" // no runner adopts it
 		spec.Mounts = slices.Clone(template.Mounts)
-		for i, m := range spec.Mounts {
-			switch m.Target {
-			case "/agora":
-				spec.Mounts[i].Source = filepath.Join(captured, "spec")
-			case "/workspace":
-				spec.Mounts[i].Source = ws
+		for i := range spec.Mounts {
+			fresh := filepath.Join(b.TempDir(), strconv.Itoa(i))
+			if err := copyTree(fresh, filepath.Join(captured, strconv.Itoa(i))); err != nil {
+				b.Fatal(err)
 			}
+			spec.Mounts[i].Source = fresh
 		}
 		seen := make(chan time.Time, 1)
 		stdout := &startedWatcher{seen: seen}
