@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -101,7 +102,7 @@ type runOpt func(*exec.Cmd)
 func withEnv(kv ...string) runOpt { return func(c *exec.Cmd) { c.Env = append(c.Env, kv...) } }
 
 // start launches the worker binary for spec without waiting.
-func (e *env) start(spec *schemas.DispatchSpec, opts ...runOpt) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+func (e *env) start(spec *schemas.DispatchSpec, opts ...runOpt) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 	e.t.Helper()
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -114,7 +115,7 @@ func (e *env) start(spec *schemas.DispatchSpec, opts ...runOpt) (*exec.Cmd, *byt
 	return e.startRaw(spec.DispatchID, specFile, opts...)
 }
 
-func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 	e.t.Helper()
 	cmd := exec.Command(workerBin)
 	cmd.Env = []string{
@@ -131,16 +132,35 @@ func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *bytes.B
 	for _, o := range opts {
 		o(cmd)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start worker: %v", err)
 	}
-	return cmd, &stdout, &stderr
+	return cmd, stdout, stderr
+}
+
+// lockedBuffer is a bytes.Buffer a test may read while the worker still
+// writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // wait collects the outcome of a started worker.
-func (e *env) wait(cmd *exec.Cmd, id string, stdout, stderr *bytes.Buffer, began time.Time) *outcome {
+func (e *env) wait(cmd *exec.Cmd, id string, stdout, stderr *lockedBuffer, began time.Time) *outcome {
 	e.t.Helper()
 	err := cmd.Wait()
 	o := &outcome{elapsed: time.Since(began), stderr: stderr.String()}
@@ -151,7 +171,7 @@ func (e *env) wait(cmd *exec.Cmd, id string, stdout, stderr *bytes.Buffer, began
 	case err != nil:
 		e.t.Fatalf("wait for worker: %v", err)
 	}
-	sc := bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
 	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		ev, err := schemas.ParseEvent(sc.Bytes())
