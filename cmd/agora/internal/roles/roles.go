@@ -355,13 +355,9 @@ func (e *ECSConfig) validate(c Config) []error {
 		errs = append(errs, errors.New("ECS compute needs --image: an image ECS pulls (e.g. from ECR); nothing is built for it"))
 	}
 	cfg := e.Engine.WithDefaults()
-	if cfg.Fargate() {
-		if !strings.HasPrefix(c.StorageURI, "s3://") {
-			errs = append(errs, errors.New("the runner on Fargate needs S3 storage: its dispatches get no host files and read theirs from storage; give --storage s3://bucket/prefix (docs/ecs.md)"))
-		}
-		if cfg.TaskRoleARN == "" {
-			errs = append(errs, errors.New("the runner on Fargate needs --ecs-task-role: the worker reads and writes its dispatch's files in S3 with that role (docs/ecs.md, \"IAM\")"))
-		}
+	// S3 storage, which Fargate needs too, runner.Config.Validate checks.
+	if cfg.Fargate() && cfg.TaskRoleARN == "" {
+		errs = append(errs, errors.New("the runner on Fargate needs --ecs-task-role: the worker reads and writes its dispatch's files in S3 with that role (docs/ecs.md, \"IAM\")"))
 	}
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
