@@ -43,25 +43,38 @@ func (r *Runner) keyFile(id string) string {
 	return filepath.Join(r.dispatchesDir(), id+".key")
 }
 
-// prepareEventKey makes the dispatch's key, or takes the one already on
-// this host (a container of this dispatch may exist already).
-func (d *dispatch) prepareEventKey() error {
+// ensureEventKey makes the dispatch's key, kept on this host, or takes
+// the one already there (a container of this dispatch may exist already);
+// fresh reports a new one.
+func (d *dispatch) ensureEventKey() (fresh bool, err error) {
 	r := d.r
 	if key, err := readKey(r.keyFile(d.id)); err == nil {
 		d.eventKey = key
-		return nil
+		return false, nil
 	}
 	key := make([]byte, schemas.EventKeyBytes)
 	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("event key: %w", err)
+		return false, fmt.Errorf("event key: %w", err)
 	}
-	text := []byte(hex.EncodeToString(key) + "\n")
 	if err := os.MkdirAll(r.dispatchesDir(), 0o755); err != nil {
-		return fmt.Errorf("event key: %w", err)
+		return false, fmt.Errorf("event key: %w", err)
 	}
-	if err := os.WriteFile(r.keyFile(d.id), text, 0o600); err != nil {
-		return fmt.Errorf("event key: %w", err)
+	if err := os.WriteFile(r.keyFile(d.id), []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return false, fmt.Errorf("event key: %w", err)
 	}
+	d.eventKey = key
+	return true, nil
+}
+
+// prepareEventKey ensures the dispatch's key and, for a new one, the key
+// mount the worker reads it (and the worker environment) from.
+func (d *dispatch) prepareEventKey() error {
+	r := d.r
+	fresh, err := d.ensureEventKey()
+	if err != nil || !fresh {
+		return err
+	}
+	text := []byte(hex.EncodeToString(d.eventKey) + "\n")
 	dir := r.keyDir(d.id)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("event key: %w", err)
@@ -77,7 +90,6 @@ func (d *dispatch) prepareEventKey() error {
 	if err := os.Lchown(path, containerUID, containerUID); err != nil {
 		_ = os.Chmod(path, 0o644) // a runner that may not chown: the worker must still read it
 	}
-	d.eventKey = key
 	return d.writeWorkerEnv()
 }
 

@@ -95,7 +95,7 @@ type remoteFiles struct {
 // this way.
 func (d *dispatch) prepareExchange(ctx context.Context) (remoteFiles, schemas.FailureReason, error) {
 	r, req := d.r, d.req
-	if err := d.prepareEventKey(); err != nil {
+	if _, err := d.ensureEventKey(); err != nil {
 		return remoteFiles{}, schemas.ReasonWorkerLost, err
 	}
 	out := remoteFiles{Exchange: exchangePrefix(d.eventKey)}
