@@ -141,7 +141,7 @@ func compileRemote(req *schemas.DispatchRequest, cfg Config, rf remoteFiles, ima
 		"AGORA_WORKSPACE=" + containerWorkspace,
 		"AGORA_STORAGE_URI=" + cfg.StorageURI,
 		"AGORA_EXCHANGE_KEY=" + rf.Exchange,
-		"AGORA_CANCEL_KEY=" + rf.Exchange + "/" + exchangeCancel,
+		"AGORA_CANCEL_KEY=" + rf.Exchange + "/" + schemas.ExchangeCancel,
 		"AGORA_GRACE_SECONDS=" + strconv.Itoa(int(workerGrace/time.Second)),
 		"HOME=/tmp",
 	}

@@ -48,16 +48,8 @@ import (
 // archive) from storage directly and writes a large partial_state and the
 // workspace archive there: there is no staged store.
 
-const (
-	exchangeSpec      = "spec.json"
-	exchangePrivate   = "private.json"
-	exchangeCancel    = "cancel"
-	exchangeWorkspace = "workspace.json"
-	exchangeAnswer    = "answer.json"
-)
-
 // exchangeFiles are every name an exchange may hold.
-var exchangeFiles = []string{exchangeSpec, exchangePrivate, exchangeCancel, exchangeWorkspace, exchangeAnswer}
+var exchangeFiles = []string{schemas.ExchangeSpec, schemas.ExchangePrivate, schemas.ExchangeCancel, schemas.ExchangeWorkspace, schemas.ExchangeAnswer}
 
 // maxExchangeRecord caps what the runner reads back from an exchange: the
 // worker — or the sub-agent, with the same credentials — wrote it.
@@ -69,13 +61,6 @@ func exchangePrefix(eventKey []byte) string {
 	mac := hmac.New(sha256.New, eventKey)
 	mac.Write([]byte("agora exchange v1"))
 	return "exchange/" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// privateValues is exchange/<token>/private.json: what the mounted key
-// directory held.
-type privateValues struct {
-	EventKey  string   `json:"event_key"`
-	WorkerEnv []string `json:"worker_env,omitempty"`
 }
 
 // remoteFiles is what a dispatch without host mounts gets instead of them.
@@ -115,11 +100,11 @@ func (d *dispatch) prepareExchange(ctx context.Context) (remoteFiles, schemas.Fa
 	if err != nil {
 		return remoteFiles{}, schemas.ReasonWorkerLost, err
 	}
-	private, err := json.Marshal(privateValues{EventKey: hex.EncodeToString(d.eventKey), WorkerEnv: r.cfg.WorkerEnv})
+	private, err := json.Marshal(schemas.PrivateValues{EventKey: hex.EncodeToString(d.eventKey), WorkerEnv: r.cfg.WorkerEnv})
 	if err != nil {
 		return remoteFiles{}, schemas.ReasonWorkerLost, err
 	}
-	for name, data := range map[string][]byte{exchangeSpec: spec, exchangePrivate: private} {
+	for name, data := range map[string][]byte{schemas.ExchangeSpec: spec, schemas.ExchangePrivate: private} {
 		if err := r.cfg.Store.Put(ctx, out.Exchange+"/"+name, bytes.NewReader(data)); err != nil {
 			return remoteFiles{}, schemas.ReasonWorkerLost, fmt.Errorf("write the dispatch's %s to storage: %w", name, err)
 		}
@@ -209,7 +194,7 @@ func (d *dispatch) markCancelInExchange(ctx context.Context) {
 		d.log.Error("no event key for the dispatch's exchange; the worker may take the stop for a foreign SIGTERM")
 		return
 	}
-	key := exchangePrefix(d.eventKey) + "/" + exchangeCancel
+	key := exchangePrefix(d.eventKey) + "/" + schemas.ExchangeCancel
 	stamp := time.Now().UTC().Format(time.RFC3339Nano) + "\n"
 	if err := d.r.cfg.Store.Put(ctx, key, strings.NewReader(stamp)); err != nil {
 		d.log.Error("write the cancel marker; the worker may take the stop for a foreign SIGTERM", "error", err)
@@ -226,7 +211,7 @@ func (d *dispatch) settleExchange(ctx context.Context, kind schemas.EventKind) {
 	r, prefix := d.r, exchangePrefix(d.eventKey)
 	switch {
 	case kind == schemas.KindNeedsInput && d.req != nil && !d.req.Fresh():
-		rec, err := workspace.ReadRecord(ctx, r.cfg.Store, prefix+"/"+exchangeWorkspace)
+		rec, err := workspace.ReadRecord(ctx, r.cfg.Store, prefix+"/"+schemas.ExchangeWorkspace)
 		switch {
 		case errors.Is(err, workspace.ErrNoRecord):
 			rec = &workspace.Record{Error: "the worker recorded no workspace snapshot before it asked"}
@@ -239,7 +224,7 @@ func (d *dispatch) settleExchange(ctx context.Context, kind schemas.EventKind) {
 			d.log.Error("record workspace snapshot", "error", err)
 		}
 	case kind == schemas.KindFinished:
-		data, err := getCapped(ctx, r.cfg.Store, prefix+"/"+exchangeAnswer, maxExchangeRecord)
+		data, err := getCapped(ctx, r.cfg.Store, prefix+"/"+schemas.ExchangeAnswer, maxExchangeRecord)
 		if errors.Is(err, storage.ErrNotFound) {
 			return
 		}

@@ -156,8 +156,8 @@ func TestFargatePrivateValuesGone(t *testing.T) {
 	var prefix string
 	testutil.Eventually(t, fargateTimeout, "the exchange's spec", func() bool {
 		for _, k := range exchanges(t, h.store) {
-			if strings.HasSuffix(k, "/"+exchangeSpec) {
-				prefix = strings.TrimSuffix(k, exchangeSpec)
+			if strings.HasSuffix(k, "/"+schemas.ExchangeSpec) {
+				prefix = strings.TrimSuffix(k, schemas.ExchangeSpec)
 				return true
 			}
 		}
@@ -172,8 +172,8 @@ func TestFargatePrivateValuesGone(t *testing.T) {
 		}
 		return false
 	})
-	if _, err := h.store.Stat(ctx, prefix+exchangePrivate); err == nil {
-		t.Errorf("%s%s is still in storage while the sub-agent runs", prefix, exchangePrivate)
+	if _, err := h.store.Stat(ctx, prefix+schemas.ExchangePrivate); err == nil {
+		t.Errorf("%s%s is still in storage while the sub-agent runs", prefix, schemas.ExchangePrivate)
 	}
 	if _, err := h.bus.Cancel(ctx, req.Spec.DispatchID); err != nil {
 		t.Fatal(err)

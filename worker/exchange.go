@@ -70,10 +70,10 @@ type Exchange struct {
 	SnapshotWorkspace bool
 }
 
-func (x Exchange) specKey() string      { return x.Key + "/spec.json" }
-func (x Exchange) privateKey() string   { return x.Key + "/private.json" }
-func (x Exchange) workspaceKey() string { return x.Key + "/workspace.json" }
-func (x Exchange) answerKey() string    { return x.Key + "/answer.json" }
+func (x Exchange) specKey() string      { return x.Key + "/" + schemas.ExchangeSpec }
+func (x Exchange) privateKey() string   { return x.Key + "/" + schemas.ExchangePrivate }
+func (x Exchange) workspaceKey() string { return x.Key + "/" + schemas.ExchangeWorkspace }
+func (x Exchange) answerKey() string    { return x.Key + "/" + schemas.ExchangeAnswer }
 
 // ExchangeFromEnv reads the Exchange variables from environ. A malformed
 // value is an error naming the variable; the rest are still read.
@@ -151,16 +151,6 @@ func (x Exchange) validate(storage bool) []error {
 
 func validKey(key string) error { return storage.ValidateKey(key) }
 
-// privateValues is P/private.json: what the Docker runner passes in files
-// it mounts (AGORA_EVENT_KEY_FILE, AGORA_WORKER_ENV_FILE).
-type privateValues struct {
-	// EventKey is the hex key event lines are signed with; "" means
-	// unsigned, as without AGORA_EVENT_KEY_FILE.
-	EventKey string `json:"event_key"`
-	// WorkerEnv are NAME=value entries for the worker's environment only.
-	WorkerEnv []string `json:"worker_env"`
-}
-
 // readPrivate reads P/private.json and deletes it, whether or not it
 // parses: once it is gone only this process holds the event key and the
 // worker's variables. It returns the key (nil for none) and the entries.
@@ -183,7 +173,7 @@ func readPrivate(ctx context.Context, store storage.Store, x Exchange) (key []by
 	if len(data) > maxPrivateBytes {
 		return nil, nil, fmt.Errorf("%s is larger than %d bytes", name, maxPrivateBytes)
 	}
-	var pv privateValues
+	var pv schemas.PrivateValues
 	if err := json.Unmarshal(data, &pv); err != nil {
 		return nil, nil, fmt.Errorf("decode %s: %w", name, err)
 	}

@@ -79,7 +79,7 @@ func (f *exchangeFixture) put(t *testing.T, name, data string) {
 
 func (f *exchangeFixture) putPrivate(t *testing.T, eventKey string, workerEnv ...string) {
 	t.Helper()
-	data, err := json.Marshal(privateValues{EventKey: eventKey, WorkerEnv: workerEnv})
+	data, err := json.Marshal(schemas.PrivateValues{EventKey: eventKey, WorkerEnv: workerEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
