@@ -32,6 +32,8 @@ type QuestionGroup struct {
 	// Action is the command that answers them all (or the one).
 	Action  string    `json:"action"`
 	AskedAt time.Time `json:"oldest_asked_at"`
+	// IfUnanswered is what happens to the oldest question if nobody answers.
+	IfUnanswered *IfUnanswered `json:"if_unanswered,omitempty"`
 }
 
 // GroupMember is one task's open question in a group.

@@ -125,9 +125,50 @@ type Task struct {
 	// cancel, respawn, continue (the most recent MaxHistory entries, the
 	// submit always kept).
 	History []HistoryEntry `json:"history,omitempty"`
+	// Result is what the task hands back: its last round's result (the
+	// sub-agent's .agora/result.json, or Claude Code's final result text as
+	// a JSON string), inline when small. ResultRef points at a large one in
+	// storage instead (docs/contract.md, "The result").
+	Result    json.RawMessage    `json:"result,omitempty"`
+	ResultRef *schemas.ObjectRef `json:"result_ref,omitempty"`
+	// Artifacts are the files the last finished round left (name, size,
+	// sha256), served by GET /v1/tasks/{id}/artifacts/{name}.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// Revision is the KV revision this copy was read at.
 	Revision uint64 `json:"revision"`
 }
+
+// Artifact is one file a finished round left, copied to storage.
+type Artifact struct {
+	// Name is the file's path relative to the workspace, with slashes.
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// IfUnanswered says what happens to an open question if nobody answers,
+// and when: the consequence every surface shows beside the question.
+type IfUnanswered struct {
+	// At is when it happens (the current route step's deadline, or the
+	// task's wait limit when that comes first).
+	At time.Time `json:"at"`
+	// Action is one of the IfUnanswered constants.
+	Action string `json:"action"`
+	// Default is the answer taken, for IfUnansweredDefault.
+	Default string `json:"default,omitempty"`
+	// Next is the route step the question goes to, for IfUnansweredEscalate.
+	Next string `json:"next,omitempty"`
+	// Text reads "at 14:05 UTC the default `draft` is taken",
+	// "at 14:05 UTC it goes to `human`" or "at 14:05 UTC it expires".
+	Text string `json:"text"`
+}
+
+// IfUnanswered actions.
+const (
+	IfUnansweredDefault  = "default"
+	IfUnansweredEscalate = "escalate"
+	IfUnansweredExpire   = "expire"
+)
 
 // MaxHistory bounds Task.History.
 const MaxHistory = 100
@@ -182,6 +223,13 @@ type Round struct {
 	StepDeadline time.Time `json:"step_deadline,omitzero"`
 	// Decisions records what each route step did.
 	Decisions []Decision `json:"decisions,omitempty"`
+	// IfUnanswered is what happens to the open question if nobody answers.
+	IfUnanswered *IfUnanswered `json:"if_unanswered,omitempty"`
+	// Result and Artifacts are what this round left when it finished
+	// (the task's are its last round's).
+	Result    json.RawMessage    `json:"result,omitempty"`
+	ResultRef *schemas.ObjectRef `json:"result_ref,omitempty"`
+	Artifacts []Artifact         `json:"artifacts,omitempty"`
 	// FollowUp is the message that started this round by `continue`.
 	FollowUp string `json:"follow_up,omitempty"`
 	// Attempt counts dispatches of this round (respawn adds one).
@@ -254,6 +302,8 @@ type QuestionView struct {
 	AskedAt    time.Time `json:"asked_at"`
 	AgeMS      int64     `json:"age_ms"`
 	Action     string    `json:"action"`
+	// IfUnanswered is what happens if nobody answers, and when.
+	IfUnanswered *IfUnanswered `json:"if_unanswered,omitempty"`
 }
 
 // Summary counts tasks by state.
