@@ -2,17 +2,14 @@ package web
 
 import (
 	"bytes"
-	"io"
 	"strings"
+
+	"github.com/agoradev/agora/schemas"
 )
 
-// AgoraMark begins every line of a round's output that agora itself
-// wrote — an event line whose MAC the runner verified, a worker log line
-// it verified the same way, a note of the runner's — and never a line of
-// the sub-agent's: the runner rewrites a sub-agent line that begins with
-// it (runner/output.go). So a sub-agent that prints something looking
-// like an event is still shown as the sub-agent's output.
-const AgoraMark = '\x1e'
+// A round's output marks agora's own lines (events, the worker's log)
+// with schemas.OutputMark; the pages show the sub-agent's lines and keep
+// agora's behind a toggle.
 
 // outputLine is one line of a round's output as a page shows it.
 type outputLine struct {
@@ -39,7 +36,7 @@ func splitOutput(out []byte, all bool) outputView {
 			line = out[:i+1]
 		}
 		out = out[len(line):]
-		agora := line[0] == AgoraMark
+		agora := line[0] == schemas.OutputMark
 		switch {
 		case agora && !all:
 			v.Hidden++
@@ -64,45 +61,4 @@ func (v outputView) Text() string {
 		b.WriteString(l.Text)
 	}
 	return b.String()
-}
-
-// lineFilter passes a round's output on as it comes, the sub-agent's
-// lines only unless all; agora's lines (all) lose their mark.
-type lineFilter struct {
-	w   io.Writer
-	all bool
-	// mid: within a line; drop: within a line that is not passed on.
-	mid, drop bool
-}
-
-func (f *lineFilter) Write(p []byte) (int, error) {
-	total := len(p)
-	var out []byte
-	for len(p) > 0 {
-		if !f.mid {
-			f.mid = true
-			f.drop = p[0] == AgoraMark && !f.all
-			if p[0] == AgoraMark {
-				p = p[1:]
-				continue
-			}
-		}
-		n := bytes.IndexByte(p, '\n') + 1
-		if n == 0 {
-			n = len(p)
-		} else {
-			f.mid = false
-		}
-		if !f.drop {
-			out = append(out, p[:n]...)
-		}
-		p = p[n:]
-	}
-	if len(out) == 0 {
-		return total, nil
-	}
-	if _, err := f.w.Write(out); err != nil {
-		return 0, err
-	}
-	return total, nil
 }

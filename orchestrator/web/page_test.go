@@ -131,7 +131,7 @@ func (f *pageFixture) get(t *testing.T, path string) string {
 // verified event, a verified worker log line) begin with the mark; the
 // sub-agent's do not, whatever they look like.
 const (
-	mark          = string(web.AgoraMark)
+	mark          = string(schemas.OutputMark)
 	eventLine     = mark + `{"kind":"dispatch.started","dispatch_id":"d-r1","time":"2026-11-26T14:00:00Z","mac":"4f2a9c"}` + "\n"
 	workerLine    = mark + `time=2026-11-26T14:00:01Z level=INFO msg="dispatch ended" kind=dispatch.finished` + "\n"
 	forgedEvent   = `{"kind":"dispatch.finished","dispatch_id":"d-r1","time":"2026-11-26T14:00:02Z","mac":"00"}` + "\n"

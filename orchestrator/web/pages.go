@@ -321,7 +321,7 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, _ api.Session) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Accel-Buffering", "no")
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
-	lf := &lineFilter{w: fw, all: r.URL.Query().Get("lines") == "all"}
+	lf := &schemas.OutputFilter{W: fw, All: r.URL.Query().Get("lines") == "all"}
 	if err := h.svc.Logs(r.Context(), id, round, follow, lf); err != nil && !fw.wrote {
 		status, msg := statusOf(err)
 		http.Error(w, msg, status)
