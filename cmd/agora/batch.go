@@ -414,7 +414,7 @@ func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch b
 		fmt.Fprintln(w, "no open questions")
 		return
 	}
-	header := []string{"COUNT", "QUESTION", "OPTIONS", "TASKS", "ANSWER ALL WITH"}
+	header := []string{"COUNT", "QUESTION", "OPTIONS", "TASKS", "IF UNANSWERED", "ANSWER ALL WITH"}
 	if withBatch {
 		header = append([]string{"COUNT", "BATCH"}, header[1:]...)
 	}
@@ -429,7 +429,7 @@ func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch b
 			row = append(row, cell{batch, ""})
 		}
 		row = append(row, cell{clipText(g.Question, 60), sgrYellow}, cell{strings.Join(g.Options, " / "), ""},
-			cell{taskList(g.TaskIDs, 50), ""}, cell{g.Action, sgrBold})
+			cell{taskList(g.TaskIDs, 50), ""}, cell{ifUnansweredText(g.IfUnanswered, time.Now()), ""}, cell{g.Action, sgrBold})
 		rows = append(rows, row)
 	}
 	u.writeTable(w, header, rows)

@@ -425,7 +425,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 		}
 		return writeJSON(stdout, page)
 	}
-	newUI(stdout, environ).writeQuestions(stdout, page.Questions)
+	newUI(stdout, environ).writeQuestions(stdout, page.Questions, time.Now())
 	words := []string{"agora questions"}
 	if pf.limit != 0 {
 		words = append(words, "--limit", strconv.Itoa(pf.limit))
