@@ -25,6 +25,9 @@ func TestQuestionsIfUnanswered(t *testing.T) {
 		{&wire.IfUnanswered{At: at, Action: wire.IfUnansweredExpire, Text: "stale"}, "expires at 14:05 UTC (in 4m10s)"},
 		{&wire.IfUnanswered{At: now.Add(-90 * time.Second), Action: wire.IfUnansweredExpire}, "expires at 13:59 UTC (1m30s ago)"},
 		{&wire.IfUnanswered{At: at.Add(24 * time.Hour), Action: wire.IfUnansweredExpire}, "expires at Nov 27 14:05 UTC (in 1d00h)"},
+		{&wire.IfUnanswered{At: at, Action: wire.IfUnansweredExpire, Text: "at 13:00 UTC it expires (no default)"}, "expires (no default) at 14:05 UTC (in 4m10s)"},
+		{&wire.IfUnanswered{At: at, Action: wire.IfUnansweredExpire, Text: "at 2026-11-25 13:00 UTC it fails: the task's total wait for answers (limits.max_wait_seconds) runs out"},
+			"fails: the task's total wait for answers (limits.max_wait_seconds) runs out at 14:05 UTC (in 4m10s)"},
 		{nil, "-"},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,6 +239,9 @@ func (u ui) writeAttention(w io.Writer, tasks []*orchestrator.Task, summary orch
 	u.writeTable(w, []string{"TASK", "STATE", "ROUND", "NEEDS", "NEXT"}, rows)
 }
 
+// ifUnansweredWhat is what IfUnanswered.Text says happens, after its time.
+var ifUnansweredWhat = regexp.MustCompile("^at (?:[0-9-]+ )?[0-9]{2}:[0-9]{2} UTC (.+)$")
+
 // ifUnansweredText says what happens to an open question if nobody
 // answers, and when, from iu.At as of now (a Text computed earlier would
 // be stale): "default draft at 14:05 UTC (in 4m10s)", "goes to human at
@@ -253,7 +257,12 @@ func ifUnansweredText(iu *wire.IfUnanswered, now time.Time) string {
 	case wire.IfUnansweredEscalate:
 		what = "goes to " + iu.Next
 	case wire.IfUnansweredExpire:
+		// It expires, or fails when the task's total wait runs out: the
+		// server's words say which.
 		what = "expires"
+		if m := ifUnansweredWhat.FindStringSubmatch(iu.Text); m != nil {
+			what = strings.TrimPrefix(strings.ReplaceAll(m[1], "`", ""), "it ")
+		}
 	default:
 		return iu.Text
 	}

@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"html/template"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agoradev/agora/wire"
@@ -75,6 +77,23 @@ func relative(now, t time.Time) string {
 	return "now"
 }
 
+// textWhat is what IfUnanswered.Text says happens, after its time.
+var textWhat = regexp.MustCompile("^at (?:[0-9-]+ )?[0-9]{2}:[0-9]{2} UTC (.+)$")
+
+// codeSpans escapes s, with `x` as <code>x</code>.
+func codeSpans(s string) string {
+	parts := strings.Split(s, "`")
+	for i, p := range parts {
+		parts[i] = template.HTMLEscapeString(p)
+		if i%2 == 1 && i < len(parts)-1 {
+			parts[i] = "<code>" + parts[i] + "</code>"
+		} else if i%2 == 1 {
+			parts[i] = "`" + parts[i]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
 // consequence says what happens to an open question if nobody answers,
 // and when, computed from iu.At at the time the page is served (never
 // from a Text written earlier): "at 14:05 UTC (in 4m 10s) the default
@@ -92,7 +111,12 @@ func consequence(now time.Time, iu *wire.IfUnanswered) template.HTML {
 	case wire.IfUnansweredEscalate:
 		what = "it goes to <code>" + esc(iu.Next) + "</code>"
 	case wire.IfUnansweredExpire:
+		// It expires, or fails when the task's total wait runs out: the
+		// server's words say which.
 		what = "it expires"
+		if m := textWhat.FindStringSubmatch(iu.Text); m != nil {
+			what = codeSpans(m[1])
+		}
 	default:
 		return template.HTML(esc(iu.Text))
 	}

@@ -171,13 +171,18 @@ func TestConsequenceShown(t *testing.T) {
 	}{
 		{"default", wire.IfUnanswered{At: at, Action: wire.IfUnansweredDefault, Default: "draft"}, "the default <code>draft</code> is taken"},
 		{"escalate", wire.IfUnanswered{At: at, Action: wire.IfUnansweredEscalate, Next: "human"}, "it goes to <code>human</code>"},
-		{"expire", wire.IfUnanswered{At: at, Action: wire.IfUnansweredExpire}, "it expires"},
+		{"expire", wire.IfUnanswered{At: at, Action: wire.IfUnansweredExpire, Text: "at 13:00 UTC it expires (no default)"}, "it expires (no default)"},
+		{"max-wait", wire.IfUnanswered{At: at, Action: wire.IfUnansweredExpire,
+			Text: "at 2026-11-25 13:00 UTC it fails: the task's total wait for answers (limits.max_wait_seconds) runs out"},
+			"it fails: the task&#39;s total wait for answers (limits.max_wait_seconds) runs out"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {
 			t.Parallel()
 			f := newPageFixture(t, now)
-			tt.iu.Text = "stale text from another time"
+			if tt.iu.Text == "" {
+				tt.iu.Text = "stale text from another time"
+			}
 			task := question("c-"+tt.action, now.Add(-time.Minute), &tt.iu)
 			f.svc.tasks[task.ID] = task
 			f.svc.groups = []wire.QuestionGroup{group(task)}
@@ -187,7 +192,7 @@ func TestConsequenceShown(t *testing.T) {
 				if !strings.Contains(body, want) {
 					t.Errorf("GET %s lacks the consequence\n%s\nin\n%s", path, want, body)
 				}
-				if strings.Contains(body, "stale text") {
+				if strings.Contains(body, "stale text") || strings.Contains(body, "13:00") {
 					t.Errorf("GET %s shows IfUnanswered.Text instead of computing from At", path)
 				}
 			}

@@ -451,3 +451,29 @@ func TestScopedToken(t *testing.T) {
 		t.Errorf("the task is %s after dave's refused answer, want needs_input", task.State)
 	}
 }
+
+// TestConsequenceFromOrchestrator: with the real orchestrator, the inbox
+// card and the task page say what happens if nobody answers: on the
+// route's last step, the question's default is taken at its deadline.
+func TestConsequenceFromOrchestrator(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "alice:wonderland:answerer")
+	id := f.ask(nil, ab())
+	task, err := f.orch.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iu := task.Rounds[0].IfUnanswered
+	if iu == nil || iu.Action != wire.IfUnansweredDefault {
+		t.Fatalf("IfUnanswered = %+v, want the default taken", iu)
+	}
+	b := f.browser()
+	b.login("wonderland")
+	want := `If nobody answers: at <time datetime="` + iu.At.UTC().Format(time.RFC3339) + `"`
+	for _, path := range []string{"/", "/tasks/" + id} {
+		_, _, body := b.get(path)
+		if !strings.Contains(body, want) || !strings.Contains(body, "the default <code>A</code> is taken.") {
+			t.Errorf("GET %s lacks the consequence %q … the default A is taken", path, want)
+		}
+	}
+}
