@@ -151,10 +151,10 @@ func question(id string, asked time.Time, iu *wire.IfUnanswered) *wire.Task {
 }
 
 func group(t *wire.Task) wire.QuestionGroup {
-	r := t.Rounds[0]
+	r := t.Rounds[len(t.Rounds)-1]
 	return wire.QuestionGroup{ID: "g-" + t.ID, Question: r.Question.Question, Options: r.Question.Options, Default: r.Question.Default,
 		Context: r.Question.Context, Count: 1, TaskIDs: []string{t.ID}, AskedAt: r.AskedAt, IfUnanswered: r.IfUnanswered,
-		Questions: []wire.GroupMember{{TaskID: t.ID, Round: 1, Subagent: "writer", AskedAt: r.AskedAt}}}
+		Questions: []wire.GroupMember{{TaskID: t.ID, Round: r.N, Subagent: t.Request.Subagent.Name, AskedAt: r.AskedAt}}}
 }
 
 // TestConsequenceShown: the inbox card and the task page say what
