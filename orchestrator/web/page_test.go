@@ -150,8 +150,14 @@ func question(id string, asked time.Time, iu *wire.IfUnanswered) *wire.Task {
 			StartedAt: asked.Add(-80 * time.Second), EndedAt: asked, AskedAt: asked, Question: q, IfUnanswered: iu}}}
 }
 
+// group is the inbox's group of t's (latest) question.
 func group(t *wire.Task) wire.QuestionGroup {
-	r := t.Rounds[len(t.Rounds)-1]
+	var r wire.Round
+	for _, x := range t.Rounds {
+		if x.Question != nil {
+			r = x
+		}
+	}
 	return wire.QuestionGroup{ID: "g-" + t.ID, Question: r.Question.Question, Options: r.Question.Options, Default: r.Question.Default,
 		Context: r.Question.Context, Count: 1, TaskIDs: []string{t.ID}, AskedAt: r.AskedAt, IfUnanswered: r.IfUnanswered,
 		Questions: []wire.GroupMember{{TaskID: t.ID, Round: r.N, Subagent: t.Request.Subagent.Name, AskedAt: r.AskedAt}}}
