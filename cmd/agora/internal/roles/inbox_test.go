@@ -287,9 +287,16 @@ func TestInboxInBrowser(t *testing.T) {
 		t.Errorf("the task page loaded again instead of updating in place")
 	}
 	timeline := text("main")
-	for _, want := range []string{"answered green by alice", "from web", "Round 2", "painted green"} {
+	for _, want := range []string{"answered green by alice", "from web", "Round 2", "painted green", "lines of agora's hidden"} {
 		if !strings.Contains(timeline, want) {
 			t.Errorf("task page lacks %q:\n%s", want, timeline)
+		}
+	}
+	// The output is the sub-agent's: the worker's event and log lines,
+	// which the runner marked, are behind the toggle.
+	for _, bad := range []string{`"kind":"dispatch.`, `msg="dispatch ended"`} {
+		if strings.Contains(timeline, bad) {
+			t.Errorf("task page shows agora's line %q by default:\n%s", bad, timeline)
 		}
 	}
 
