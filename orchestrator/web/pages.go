@@ -273,7 +273,7 @@ func resultOf(t *wire.Task) *resultView {
 	switch {
 	case t.ResultRef != nil:
 		return &resultView{Ref: t.ResultRef}
-	case len(t.Result) == 0:
+	case len(t.Result) == 0, string(t.Result) == "null":
 		return nil
 	}
 	var s string
