@@ -43,4 +43,3 @@ func TestLocalPath(t *testing.T) {
 		}
 	}
 }
-

@@ -85,6 +85,7 @@ type handler struct {
 	static    http.Handler
 	mux       *http.ServeMux
 	csrf      *http.CrossOriginProtection
+	signIns   *signInGuard
 }
 
 // New returns the inbox's handler; mount it at Patterns.
@@ -94,7 +95,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	h := &handler{svc: cfg.Service, auth: cfg.Auth, log: cfg.Logger, ttl: cmp.Or(cfg.SessionTTL, DefaultSessionTTL),
 		heartbeat: cmp.Or(cfg.Heartbeat, DefaultHeartbeat), now: cfg.Now, mux: http.NewServeMux(),
-		csrf: http.NewCrossOriginProtection()}
+		csrf: http.NewCrossOriginProtection(), signIns: newSignInGuard()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

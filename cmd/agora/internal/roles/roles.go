@@ -39,6 +39,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/compute/ecs"
+	"github.com/agoradev/agora/internal/httplimit"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/storage"
@@ -686,7 +687,10 @@ func (s *Stack) serve() error {
 	// by a client following /v1/events.
 	streams, end := context.WithCancel(context.Background())
 	s.endStreams = end
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// Every body is capped (the largest route's cap: a capability upload;
+	// each route caps its own lower) and must arrive within its deadline.
+	handler := httplimit.Bodies(mux, registry.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
+	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	srv, ln := s.srv, s.ln
 	go func() {
