@@ -422,8 +422,8 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if cfg.local() {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			return s, fmt.Errorf("data dir: %w", err)
+		if err := privateDataDir(cfg.DataDir, s.log); err != nil {
+			return s, err
 		}
 		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 			return s, err
@@ -878,7 +878,7 @@ func runnerID(dataDir, runnerDir string) (string, error) {
 		_, _ = rand.Read(suffix[:]) // never fails
 		id = host + "-" + hex.EncodeToString(suffix[:])
 	}
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("runner id: %w", err)
 	}
 	return id, nil
