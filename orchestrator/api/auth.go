@@ -55,6 +55,8 @@ type Auth struct {
 	// open signs browser sessions' CSRF tokens when there are no tokens.
 	openOnce sync.Once
 	open     []byte
+	// sessions, when set, ends sessions before they expire (sign-out).
+	sessions SessionStore
 }
 
 // NewAuth reads tokens as Config.Tokens takes them: SECRET,

@@ -75,14 +75,27 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout clears the cookie. The session itself stays valid until it
-// expires (it is not stored anywhere to revoke); removing the token ends
-// all of them.
+// logout ends the session on every replica (the session store shared
+// through NATS) and clears the cookie; with everywhere=1 it ends every
+// session of the same token, in every browser.
 func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
 	s, err := h.auth.SessionOf(r, sessionCookie, h.now())
 	if err == nil && !s.CheckCSRF(r.PostFormValue("csrf")) {
 		h.errorPage(w, r, http.StatusForbidden, "The form's security token is missing or stale: reload the page and try again.")
 		return
+	}
+	if err == nil {
+		everywhere := r.PostFormValue("everywhere") == "1"
+		end := h.auth.EndSession(r.Context(), s)
+		if everywhere {
+			end = h.auth.EndSessionsOf(r.Context(), s, h.now())
+		}
+		if end != nil {
+			h.log.Warn("web sign-out not recorded", "name", who(s), "everywhere", everywhere, "error", end)
+			h.errorPage(w, r, http.StatusServiceUnavailable, "Not signed out: "+end.Error()+". Try again.")
+			return
+		}
+		h.log.Info("web sign-out", "name", who(s), "everywhere", everywhere, "remote_addr", r.RemoteAddr)
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteLaxMode})

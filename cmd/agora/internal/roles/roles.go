@@ -454,7 +454,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if s.ln != nil {
-		if err := s.serve(); err != nil {
+		if err := s.serve(ctx); err != nil {
 			return s, err
 		}
 	}
@@ -639,7 +639,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 
 // serve starts the HTTP server on the listener bound in Start: /metrics,
 // and the API when the orchestrator runs.
-func (s *Stack) serve() error {
+func (s *Stack) serve(ctx context.Context) error {
 	mux := http.NewServeMux()
 	// One token rule for everything this listener serves.
 	auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
@@ -654,6 +654,12 @@ func (s *Stack) serve() error {
 		mux.Handle("GET /metrics", m)
 	}
 	if s.orch != nil {
+		// Signing out ends a session on every replica of this bus.
+		sessions, err := orchestrator.OpenSessions(ctx, s.bus)
+		if err != nil {
+			return err
+		}
+		auth.UseSessionStore(sessions)
 		var reg api.Registry
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
