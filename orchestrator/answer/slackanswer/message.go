@@ -199,21 +199,34 @@ func (b *Bot) blocks(m *message) []slack.Block {
 }
 
 // consequence says what happens to the question if nobody answers, and
-// when: the round's IfUnanswered (what every surface shows), with the time
-// in the reader's own zone; without one, the step's own deadline.
+// when: the round's IfUnanswered, in the words every surface shows
+// ("at 14:05 UTC the default `draft` is taken"); without one (a record
+// from before), the step's own deadline.
 func consequence(m *message) string {
-	if iu := m.IfUnanswered; iu != nil && !iu.At.IsZero() {
-		at := stamp(iu.At)
-		switch iu.Action {
-		case wire.IfUnansweredDefault:
-			return fmt.Sprintf(":hourglass_flowing_sand: If nobody answers: at %s the default `%s` is taken.", at, clip(escape(iu.Default), 200))
-		case wire.IfUnansweredEscalate:
-			return fmt.Sprintf(":hourglass_flowing_sand: If nobody answers: at %s it goes to `%s`.", at, escape(iu.Next))
-		case wire.IfUnansweredExpire:
-			return fmt.Sprintf(":hourglass_flowing_sand: If nobody answers: at %s it expires.", at)
+	if iu := m.IfUnanswered; iu != nil {
+		text := ""
+		// The words every surface shows, with the time as Slack renders
+		// it for each reader (their zone, "today"/"tomorrow"): Text reads
+		// "at 14:05 UTC it goes to `human`".
+		if rest, ok := afterClock(iu.Text); ok && !iu.At.IsZero() {
+			text, _ = clipMrkdwn(escape(rest), 500)
+			text = "at " + stamp(iu.At) + " " + text
+		} else {
+			text, _ = clipMrkdwn(escape(iu.Text), 500)
 		}
-		if iu.Text != "" {
-			return ":hourglass_flowing_sand: If nobody answers: " + escape(iu.Text) + "."
+		if text == "" && !iu.At.IsZero() {
+			switch iu.Action {
+			case wire.IfUnansweredDefault:
+				d, _ := clipMrkdwn(escape(iu.Default), 200)
+				text = fmt.Sprintf("at %s the default `%s` is taken", stamp(iu.At), d)
+			case wire.IfUnansweredEscalate:
+				text = fmt.Sprintf("at %s it goes to `%s`", stamp(iu.At), escape(iu.Next))
+			default:
+				text = fmt.Sprintf("at %s it expires", stamp(iu.At))
+			}
+		}
+		if text != "" {
+			return ":hourglass_flowing_sand: If nobody answers: " + text + "."
 		}
 	}
 	if m.Deadline.IsZero() {
@@ -224,6 +237,22 @@ func consequence(m *message) string {
 		next = "it goes to `" + m.Next + "`"
 	}
 	return fmt.Sprintf("Waits here until %s, then %s.", stamp(m.Deadline), next)
+}
+
+// afterClock is what IfUnanswered.Text says after its time: "it goes to
+// `human`" of "at 14:05 UTC it goes to `human`".
+func afterClock(text string) (string, bool) {
+	if !strings.HasPrefix(text, "at ") {
+		return "", false
+	}
+	i := strings.Index(text, " it ")
+	if j := strings.Index(text, " the "); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	if i < 0 {
+		return "", false
+	}
+	return text[i+1:], true
 }
 
 // whole is the question in full, with its context and its options, as
@@ -281,6 +310,9 @@ func who(by string) string {
 
 // short renders a duration without its zero tail: 30m, 1h, 1h30m, 1.5s.
 func short(d time.Duration) string {
+	if d > time.Minute {
+		d = d.Round(time.Second) // a quarter of a step's timeout is not round
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
