@@ -11,26 +11,24 @@ import (
 // slackfake, enforces the same and cites Slack's pages; docs/slack.md
 // has the table).
 const (
-	limitBlocks       = 50    // blocks per message
-	limitText         = 3000  // a text object (section text, context element)
-	limitButtonText   = 75    // a button's text
-	limitOptionText   = 75    // a select option's text
-	limitActions      = 25    // elements of an actions block
-	limitSelect       = 100   // options of a static_select
-	limitMessageText  = 40000 // a message's top-level text (cut by Slack beyond)
-	limitPlaceholder  = 150   // a select's placeholder
-	limitPrivateMeta  = 3000  // a modal's private_metadata
-	limitModalSection = limitText
+	limitBlocks      = 50   // blocks per message
+	limitText        = 3000 // a text object (section text, context element)
+	limitButtonText  = 75   // a button's text
+	limitOptionText  = 75   // a select option's text
+	limitActions     = 25   // elements of an actions block
+	limitSelect      = 100  // options of a static_select
+	limitPlaceholder = 150  // a select's placeholder
 )
 
 // Budgets agora keeps under the limits.
 const (
-	// maxButtons is how many options are buttons; more take a menu
-	// (static_select), which reads better than a wall of buttons.
+	// maxButtons is how many options are buttons (with "On it", well
+	// within the 25 elements of an actions block); more take a menu (static_select), which reads
+	// better than a wall of buttons.
 	maxButtons = 5
 	// textBudget is what a section's text holds, under limitText with room
 	// for the markup around it.
-	textBudget = 2900
+	textBudget = limitText - 100
 	// maxListBlocks bounds the sections of the numbered list of options in
 	// the message; maxThreadParts the messages that carry the whole
 	// question (and list) in the thread, partBlocks the sections of each.

@@ -142,7 +142,11 @@ func (b *Bot) blocks(m *message) []slack.Block {
 	}
 	bl = append(bl, slack.NewContextBlock("", mrkdwn(b.waiting(m))))
 	if !m.Done {
-		bl = append(bl, slack.NewActionBlock(blockAnswers, b.buttons(m, l)...))
+		// An actions block needs an element: a question of more options
+		// than a menu holds, once someone is on it, has none.
+		if els := b.buttons(m, l); len(els) > 0 {
+			bl = append(bl, slack.NewActionBlock(blockAnswers, els...))
+		}
 		var notes []string
 		if l.typed {
 			notes = append(notes, fmt.Sprintf("%d options are more than a Slack menu holds: reply in the thread with an option's number or its text, or answer on the task's page or with `agora answer`.", len(m.Options)))
