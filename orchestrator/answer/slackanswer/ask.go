@@ -255,7 +255,9 @@ func (b *Bot) update(ctx context.Context, m *message) {
 		return err
 	})
 	if err != nil {
-		b.log.Warn("update question message", "channel", m.ChannelID, "ts", m.TS, "error", err)
+		code, msgs := slackError(err)
+		b.log.Warn("update question message", "task_id", m.Members[0].TaskID, "step", m.Step, "channel", m.ChannelID, "ts", m.TS,
+			"slack_error", code, "slack_messages", msgs, "error", err)
 	}
 }
 
@@ -266,6 +268,7 @@ func (b *Bot) reply(ctx context.Context, channelID, threadTS, text string) {
 		return err
 	})
 	if err != nil {
-		b.log.Warn("post in thread", "channel", channelID, "thread_ts", threadTS, "error", err)
+		code, msgs := slackError(err)
+		b.log.Warn("post in thread", "channel", channelID, "thread_ts", threadTS, "slack_error", code, "slack_messages", msgs, "error", err)
 	}
 }
