@@ -342,8 +342,13 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 		if gerr != nil {
 			return nil, gerr
 		}
-		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted || !caller(ctx).owns(existing) {
-			return nil, fmt.Errorf("task %s: %w (submit it under another id, or remove the task first)", req.TaskID, ErrConflict)
+		if !caller(ctx).owns(existing) {
+			// Another owner's task: nothing of its request is told.
+			return nil, &wire.ConflictError{TaskID: req.TaskID}
+		}
+		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted {
+			diffs, more := requestDifferences(existing.Request, req)
+			return nil, &wire.ConflictError{TaskID: req.TaskID, Differences: diffs, More: more}
 		}
 		return o.view(existing), nil
 	} else if err != nil {

@@ -205,7 +205,7 @@ func writeBatchSummary(w io.Writer, r *batchSubmitReport) {
 		r.Batch, r.File, r.Lines, pluralS(r.Lines), r.Submitted, r.Existing, r.Failed)
 	if r.Failed > 0 {
 		fmt.Fprintln(w, "failed:")
-		for _, g := range groupFailures(r.Results) {
+		for _, g := range groupFailures(r.Results, r.Batch) {
 			fmt.Fprintf(w, "  %s: %s\n", lineList(g.lines), g.err)
 		}
 	}
@@ -221,23 +221,83 @@ type failureGroup struct {
 }
 
 // groupFailures groups the failed lines by their error, in the order of
-// each error's first line: 400 lines with the same typo are one group.
-func groupFailures(results []batchLine) []failureGroup {
+// each error's first line: 400 lines with the same typo are one group, and
+// so are 40 lines whose task ids are taken by requests that differ in the
+// same fields (conflictText words them).
+func groupFailures(results []batchLine, batch string) []failureGroup {
 	var groups []failureGroup
 	index := map[string]int{}
+	members := map[int][]batchLine{}
 	for _, l := range results {
 		if l.Result != lineFailed {
 			continue
 		}
-		i, ok := index[l.Error]
+		key := "error:" + l.Error
+		if l.Conflict != nil {
+			key = "conflict:" + conflictFields(l.Conflict)
+		}
+		i, ok := index[key]
 		if !ok {
 			i = len(groups)
-			index[l.Error] = i
+			index[key] = i
 			groups = append(groups, failureGroup{err: l.Error})
 		}
 		groups[i].lines = append(groups[i].lines, l.Line)
+		members[i] = append(members[i], l)
+	}
+	for i := range groups {
+		if first := members[i][0]; first.Conflict != nil {
+			groups[i].err = conflictText(members[i], batch)
+		}
 	}
 	return groups
+}
+
+// conflictFields names the fields a conflict is about, in its order.
+func conflictFields(c *client.Conflict) string {
+	names := make([]string, 0, len(c.Differences))
+	for _, d := range c.Differences {
+		names = append(names, d.Field)
+	}
+	return strings.Join(names, ",") + fmt.Sprintf("+%d", c.More)
+}
+
+// conflictText words the conflict of lines whose requests differ from
+// the stored ones in the same fields: a field whose two values are the
+// same on every line is shown with them (route differs: stored "human",
+// now "memory,human"), one that varies from line to line by its name, and
+// what to do.
+func conflictText(lines []batchLine, batch string) string {
+	first := lines[0].Conflict
+	var parts []string
+	for i, d := range first.Differences {
+		same := true
+		for _, l := range lines[1:] {
+			if o := l.Conflict.Differences[i]; o.Stored != d.Stored || o.Now != d.Now {
+				same = false
+				break
+			}
+		}
+		if same {
+			parts = append(parts, wire.DescribeDifference(d))
+		} else {
+			parts = append(parts, d.Field+" differs (line by line)")
+		}
+	}
+	if first.More > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more field%s", first.More, pluralS(first.More)))
+	}
+	what := "task id already used for a different request"
+	if len(parts) > 0 {
+		what += " (" + strings.Join(parts, "; ") + ")"
+	}
+	n := len(lines)
+	if n == 1 {
+		id := lines[0].TaskID
+		return fmt.Sprintf("task %s: %s; give the line another task_id, or remove the task first (agora rm %s)", id, what, id)
+	}
+	return fmt.Sprintf("%d task%s: %s; submit them under a new batch id (--batch %s-2), or remove the batch's tasks first (agora rm --batch %s --yes)",
+		n, pluralS(n), what, batch, batch)
 }
 
 // maxListedLines is how many line numbers a list shows before "…".
