@@ -113,11 +113,12 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 		fmt.Fprintf(stdout, "%s; nothing to %s\n", count, op.verb)
 		return nil
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", op.verb, count)
 	if !yes {
-		if err := confirm(os.Stdin, isTTY(os.Stdin), stderr, fmt.Sprintf("%s %d task%s?", op.verb, len(ids), pluralS(len(ids))), op.verb); err != nil {
+		if err := confirm(os.Stdin, isTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
 			return err
 		}
+	} else {
+		fmt.Fprintf(stderr, "%s: %s\n", op.verb, count)
 	}
 	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{}, func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
 	for _, it := range rep.Results {
@@ -143,13 +144,13 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 	return nil
 }
 
-// confirm asks question on a terminal and wants y or yes; without a
-// terminal it refuses, saying to add --yes.
-func confirm(in io.Reader, tty bool, out io.Writer, question, verb string) error {
+// confirm shows the count and asks on a terminal, wanting y or yes;
+// without a terminal it refuses in one line, saying to add --yes.
+func confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) error {
 	if !tty {
-		return usagef("no terminal to confirm on; add --yes to %s them", verb)
+		return usagef("%s; nothing changed: no terminal on stdin to confirm on, so add --yes to %s them", count, verb)
 	}
-	fmt.Fprintf(out, "%s [y/N] ", question)
+	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, pluralS(n))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
 		return nil
