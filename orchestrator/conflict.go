@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agoradev/agora/wire"
@@ -75,10 +76,11 @@ func differences(name string, a, b json.RawMessage, nested bool) []wire.Differen
 			return out
 		}
 	}
-	// A flag left out is false (omitempty drops it).
-	if string(a) == "true" && b == nil {
+	// A flag of the request left out is false (omitempty drops it); in
+	// the input, absent is absent.
+	if top := !strings.Contains(name, "."); top && string(a) == "true" && b == nil {
 		b = json.RawMessage("false")
-	} else if string(b) == "true" && a == nil {
+	} else if top && string(b) == "true" && a == nil {
 		a = json.RawMessage("false")
 	}
 	return []wire.Difference{{Field: name, Stored: shown(a), Now: shown(b)}}
