@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	flag "github.com/spf13/pflag"
 
@@ -120,7 +121,8 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 	} else {
 		fmt.Fprintf(stderr, "%s: %s\n", op.verb, count)
 	}
-	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{}, func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
+	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: bulkProgress(stderr, op, len(ids))},
+		func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
 	for _, it := range rep.Results {
 		switch it.Result {
 		case client.BulkDone:
@@ -142,6 +144,26 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), pluralS(len(ids)), op.done)}
 	}
 	return nil
+}
+
+// bulkProgress redraws "cancel: 500/1963" in place on a terminal, at
+// most every 100 ms, and clears it at the end; nil elsewhere (the summary
+// follows).
+func bulkProgress(w io.Writer, op bulkOp, total int) func(client.BulkItem) {
+	if !isTTY(w) {
+		return nil
+	}
+	done, last := 0, time.Time{}
+	return func(client.BulkItem) {
+		done++
+		switch {
+		case done == total:
+			fmt.Fprint(w, "\r\x1b[K")
+		case time.Since(last) >= 100*time.Millisecond:
+			last = time.Now()
+			fmt.Fprintf(w, "\r\x1b[K%s: %d/%d", op.verb, done, total)
+		}
+	}
 }
 
 // confirm shows the count and asks on a terminal, wanting y or yes;
