@@ -127,6 +127,10 @@ func TestRetryAfterRestart(t *testing.T) {
 	for len(task.Rounds) < 2 && !task.State.Terminal() {
 		task = s.waitState(task.ID, StateQueued, StateFailed, StateFinished)
 	}
+	if want := "round 1 attempt 2 of 2 is retried at "; !strings.HasPrefix(task.Attention.Summary, want) ||
+		!strings.HasSuffix(task.Attention.Summary, " (after provider-failed); no action needed") {
+		t.Errorf("attention while the retry waits = %q; want %q…", task.Attention.Summary, want)
+	}
 	if err := s.orch.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -58,8 +58,12 @@ func TestBatchRetryEndToEnd(t *testing.T) {
 		}
 		lines = append(lines, fmt.Sprintf(line, i))
 	}
+	// Line 7 loses its worker on its first run, and its retry policy
+	// finishes it without a person.
+	lines = append(lines, `{"subagent":{"name":"crashy","runtime":"exec","command":["/bin/sh","-c","case $AGORA_DISPATCH_ID in *-r1) kill -9 $PPID; sleep 30;; esac; echo ok $AGORA_DISPATCH_ID"]},`+
+		`"retry":{"attempts":2,"backoff":{"initial_seconds":0},"on":["worker-lost"]}}`)
 	file := batchFile(t, t.TempDir(), "retry-e2e.jsonl", lines...)
-	agora(t, s.env, "batch", "submit", file, "--route", "human=1h").want(t, "batch submit", 0, []string{"6 submitted"}, nil)
+	agora(t, s.env, "batch", "submit", file, "--route", "human=1h").want(t, "batch submit", 0, []string{"7 submitted"}, nil)
 
 	settled := func(want map[orchestrator.State]int) func() bool {
 		return func() bool {
@@ -70,12 +74,14 @@ func TestBatchRetryEndToEnd(t *testing.T) {
 			return fmt.Sprint(got) == fmt.Sprint(want)
 		}
 	}
-	testutil.Eventually(t, 3*time.Minute, "3 finished and 3 failed", settled(map[orchestrator.State]int{"finished": 3, "failed": 3}))
-	agora(t, s.env, "batch", "status", "retry-e2e").want(t, "batch status", 0, []string{"3 finished · 3 failed"}, nil)
+	testutil.Eventually(t, 3*time.Minute, "4 finished and 3 failed", settled(map[orchestrator.State]int{"finished": 4, "failed": 3}))
+	agora(t, s.env, "batch", "status", "retry-e2e").want(t, "batch status", 0, []string{"4 finished · 3 failed"}, nil)
+	agora(t, s.env, "status", "retry-e2e-7").want(t, "the retried task's timeline", 0,
+		[]string{"round 1  failed", "worker-lost", "round 1 (attempt 2)  finished", "retry by retry policy (round 1 attempt 2 of 2 after worker-lost: "}, nil)
 
 	agora(t, s.env, "batch", "retry", "retry-e2e", "--yes").want(t, "batch retry", 0,
 		[]string{"respawned 3 of 3 tasks (--batch retry-e2e --state failed --state expired)"}, []string{"respawn: 3 tasks match"})
-	testutil.Eventually(t, 3*time.Minute, "all 6 finished", settled(map[orchestrator.State]int{"finished": 6}))
+	testutil.Eventually(t, 3*time.Minute, "all 7 finished", settled(map[orchestrator.State]int{"finished": 7}))
 	for i := 2; i <= 6; i += 2 {
 		id := "retry-e2e-" + strconv.Itoa(i)
 		task := s.get(t, id)
