@@ -20,7 +20,8 @@ import (
 // TestBatchRetryEndToEnd: a batch on the real stack (Docker, embedded
 // NATS) whose every other task fails its first run — the sub-agent exits 3
 // on a round's first dispatch, <task>-r1, and succeeds on a respawn's,
-// <task>-r1-2 — is finished by one `agora batch retry`.
+// <task>-r1-2 — is finished by one `agora batch retry`; a line with a
+// retry policy whose first run loses its worker finishes on its own.
 func TestBatchRetryEndToEnd(t *testing.T) {
 	t.Parallel()
 	eng := computetest.Docker(t)
