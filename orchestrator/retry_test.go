@@ -3,9 +3,12 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -99,6 +102,27 @@ func TestRetryPolicy(t *testing.T) {
 		if task.State != StateFailed || len(task.Rounds) != 1 || task.Outcome.Reason != string(schemas.ReasonProviderFailed) ||
 			!strings.HasPrefix(task.Outcome.Detail, "round 1 failed: ") || len(historyOf(task, wire.ActionRetry)) != 0 {
 			t.Errorf("task %s, %d rounds, outcome %+v; want failed provider-failed at once, no retry", task.State, len(task.Rounds), task.Outcome)
+		}
+	})
+
+	t.Run("cancelled while the retry waits", func(t *testing.T) {
+		t.Parallel()
+		task := s.submit(SubmitRequest{Subagent: script("flaky", failFirst), Retry: retryOn(3, 2, schemas.ReasonProviderFailed)})
+		for len(task.Rounds) < 2 && !task.State.Terminal() {
+			task = s.waitState(task.ID, StateQueued, StateFailed, StateFinished)
+		}
+		retry := currentRound(task)
+		if _, err := s.orch.Cancel(ctx, task.ID); err != nil {
+			t.Fatalf("cancel while the retry waits: %v", err)
+		}
+		// Past the retry's due time and a few router ticks: nothing ran.
+		testutil.Eventually(t, time.Minute, "the retry's due time to pass", func() bool { return time.Now().After(retry.RetryAt.Add(time.Second)) })
+		task = s.waitState(task.ID, StateCancelled)
+		if evs, _ := s.bus.Events(ctx, retry.DispatchID); slices.ContainsFunc(evs, func(ev schemas.Event) bool { return ev.Kind == schemas.KindStarted }) {
+			t.Errorf("the cancelled retry %s started: %v", retry.DispatchID, evs)
+		}
+		if r := currentRound(task); r.Enqueued || task.Outcome.Reason != "cancelled" {
+			t.Errorf("after cancel: round enqueued %t, outcome %+v; want not enqueued, cancelled", r.Enqueued, task.Outcome)
 		}
 	})
 
