@@ -237,9 +237,17 @@ func TestTokensScoped(t *testing.T) {
 	if code, body := s.call(t, bob, "GET", "/v1/parked-events", ""); code != 403 {
 		t.Errorf("bob: GET /v1/parked-events = %d %v; want 403 (every task's events)", code, body)
 	}
-	// Submitting under alice's task id does not hand bob her task.
-	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 {
-		t.Errorf("bob resubmits alice's id = %d %v; want 409", code, body)
+	// Submitting under alice's task id does not hand bob her task, nor
+	// tell him what her request holds; alice is told what differs.
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 || body["differences"] != nil {
+		t.Errorf("bob resubmits alice's id = %d %v; want 409 without differences", code, body)
+	}
+	other := `{"task_id":"ta","subagent":{"name":"s","runtime":"exec","command":["true"]},"route":"memory"}`
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", other); code != 409 || body["differences"] != nil || strings.Contains(fmt.Sprint(body), "route") {
+		t.Errorf("bob submits another request under alice's id = %d %v; want 409 naming nothing of hers", code, body)
+	}
+	if code, body := s.call(t, alice, "POST", "/v1/tasks", other); code != 409 || len(items(body, "differences")) != 1 {
+		t.Errorf("alice submits another request under her id = %d %v; want 409 with the route's difference", code, body)
 	}
 	// Alice answers as herself only.
 	if code, body := s.call(t, alice, "POST", "/v1/tasks/ta/answer", `{"answer":"A","by":"carol"}`); code != 403 {
