@@ -66,10 +66,17 @@ type SubmitRequest struct {
 	Capabilities []schemas.BundleRef `json:"capabilities,omitempty"`
 	Env          []schemas.BundleRef `json:"env,omitempty"`
 	// TimeoutSeconds bounds each round's dispatch.
-	TimeoutSeconds int                `json:"timeout_seconds,omitempty"`
-	Image          string             `json:"image,omitempty"`
-	Network        string             `json:"network,omitempty"`
-	Resources      *schemas.Resources `json:"resources,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	Image          string `json:"image,omitempty"`
+	Network        string `json:"network,omitempty"`
+	// Egress is the only hosts the sub-agent may reach, through the
+	// runner's HTTP(S) proxy: entries [*.]NAME[:PORT], e.g.
+	// "api.anthropic.com", "*.githubusercontent.com". It implies network
+	// "egress" (docs/runner.md, "Egress allow-list"). A registered
+	// sub-agent's network and egress fill in together, only when the
+	// request gives neither.
+	Egress    []string           `json:"egress,omitempty"`
+	Resources *schemas.Resources `json:"resources,omitempty"`
 	// Workspace is "persist" (default) or "fresh".
 	Workspace string `json:"workspace,omitempty"`
 	// Route is the ordered answerers, e.g. "memory,lookup,human=24h";
