@@ -141,7 +141,13 @@ func (d *dispatch) followEgress(ctx context.Context, output io.Writer) {
 	}
 	lines := &lineWriter{fn: func(line []byte) {
 		var dec egress.Decision
-		if json.Unmarshal(line, &dec) != nil || !dec.Denied() {
+		if json.Unmarshal(line, &dec) != nil {
+			return
+		}
+		if !dec.Denied() {
+			if dec.Error != "" {
+				d.log.Warn("egress allowed but not relayed", "host", dec.Host, "port", dec.Port, "method", dec.Method, "error", dec.Error)
+			}
 			return
 		}
 		total := r.egressDenied.Add(1)

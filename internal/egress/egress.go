@@ -200,7 +200,9 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.deny(w, d, "")
 		return
 	}
-	upstream, err := p.dialListed(r.Context(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	// Not the request's context: a client that half-closes after CONNECT
+	// (nc with the request on its stdin) ends that one.
+	upstream, err := p.dialListed(context.WithoutCancel(r.Context()), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if errors.Is(err, errLocal) {
 		d.Reason = ReasonLocalAddress
 		p.deny(w, d, "")
