@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,9 @@ type egressFixture struct {
 	uplink           string
 	listed, unlisted string // container names: the hosts' names
 	listedIP         string
+	// hostService is a service of the host on the engine's bridge
+	// address (where a bridged container reaches the host), host:port.
+	hostService string
 }
 
 func newEgressFixture(t *testing.T, eng *docker.Engine) egressFixture {
@@ -74,6 +78,26 @@ func newEgressFixture(t *testing.T, eng *docker.Engine) egressFixture {
 			return f.listedIP != ""
 		})
 	}
+	gw, err := eng.BridgeGateway(ctx)
+	if err != nil {
+		t.Fatalf("BridgeGateway: %v", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(gw.String(), "0"))
+	if err != nil {
+		t.Fatalf("listen on the bridge gateway: %v", err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("host service\n"))
+			_ = c.Close()
+		}
+	}()
+	f.hostService = ln.Addr().String()
 	return f
 }
 
@@ -88,8 +112,12 @@ echo "connect-unlisted: $(printf 'CONNECT %[2]s:8080 HTTP/1.1\r\nHost: %[2]s:808
 echo "connect-listed-other-port: $(printf 'CONNECT %[1]s:22 HTTP/1.1\r\nHost: %[1]s:22\r\n\r\n' | timeout 10 nc agora-egress-proxy 3128 | head -1)"
 echo "connect-listed: $(printf 'CONNECT %[1]s:8080 HTTP/1.1\r\nHost: %[1]s:8080\r\n\r\nGET / HTTP/1.0\r\n\r\n' | timeout 10 nc agora-egress-proxy 3128 | tr -d '\r' | tr '\n' ' ')"
 if printf 'GET / HTTP/1.0\r\n\r\n' | timeout 10 nc %[3]s 8080 >/tmp/direct 2>&1; then echo "direct: connected $(head -1 /tmp/direct)"; else echo "direct: refused $(head -1 /tmp/direct)"; fi
-if timeout 10 nslookup %[1]s >/tmp/dns 2>&1; then echo "dns: resolved"; else echo "dns: failed"; fi
-`, f.listed, f.unlisted, f.listedIP)
+host=%[4]s
+if timeout 10 nc ${host%%:*} ${host##*:} </dev/null >/tmp/host 2>&1; then echo "host-bridge: connected $(head -1 /tmp/host)"; else echo "host-bridge: refused $(head -1 /tmp/host)"; fi
+gw=$(ip route | awk '/^default/ {print $3}')
+if timeout 10 nc $gw ${host##*:} </dev/null >/tmp/host 2>&1; then echo "host-gateway: connected $gw $(head -1 /tmp/host)"; else echo "host-gateway: refused $gw $(head -1 /tmp/host)"; fi
+if timeout 5 nslookup %[1]s >/tmp/dns 2>&1; then echo "dns: resolved"; else echo "dns: failed"; fi
+`, f.listed, f.unlisted, f.listedIP, f.hostService)
 }
 
 // checkProbe checks the probe's output line by line.
@@ -103,6 +131,8 @@ func (f egressFixture) checkProbe(t *testing.T, out string) {
 		"connect-listed-other-port": {"403 Forbidden"},
 		"connect-listed":            {"200 Connection established", "hello from " + f.listed},
 		"direct":                    {"refused"},
+		"host-bridge":               {"refused"},
+		"host-gateway":              {"refused"},
 		"dns":                       {"failed"},
 	}
 	got := map[string]string{}
@@ -163,6 +193,7 @@ func TestEgressAllowList(t *testing.T) {
 	}
 	h.settled(req.Spec.DispatchID)
 	out := h.output(req.Spec.DispatchID)
+	t.Logf("what the sub-agent saw:\n%s", out)
 	f.checkProbe(t, out)
 	// unlisted, raw IP, CONNECT unlisted, CONNECT to another port.
 	testutil.Eventually(t, 10*time.Second, "four denials counted", func() bool { return r.EgressDenied() == 4 })
@@ -201,5 +232,30 @@ echo "listed: $(timeout 10 wget -q -O- http://%s:8080/ 2>&1)"`, f.listed))
 	if out := h.output(req.Spec.DispatchID); !strings.Contains(out, "listed: hello from") {
 		t.Errorf("output = %q, want the listed host reached after the restart", out)
 	}
+	h.noEgressLeft()
+}
+
+// TestEgressSweptWithoutContainer: a proxy and network whose dispatch
+// never got its container (the runner stopped in between) are removed
+// when the next runner process starts.
+func TestEgressSweptWithoutContainer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	f := newEgressFixture(t, h.docker)
+	h.cfg.EgressUplink = f.uplink
+	before, err := New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := egressRequest(f, "true")
+	d := &dispatch{r: before, id: req.Spec.DispatchID, req: &req, log: before.log}
+	if err := d.prepareEgress(context.Background()); err != nil {
+		t.Fatalf("prepareEgress: %v", err)
+	}
+	mine := map[string]string{LabelEgressRunner: h.cfg.ID}
+	if cs, _ := h.docker.List(context.Background(), mine); len(cs) != 1 || !cs[0].Running() {
+		t.Fatalf("egress proxies = %+v, want one running", cs)
+	}
+	h.start()
 	h.noEgressLeft()
 }
