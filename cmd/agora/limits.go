@@ -28,6 +28,7 @@ type maxFlags struct {
 	taskKB         int
 	egressHosts    int
 	workspaceMB    int64
+	egressUplink   string
 	hostNetwork    bool
 }
 
@@ -35,7 +36,7 @@ type maxFlags struct {
 // --max-timeout belong to both).
 var (
 	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-egress-hosts"}
-	maxFlagsRunner       = []string{"max-workspace-mb"}
+	maxFlagsRunner       = []string{"max-workspace-mb", "egress-uplink"}
 )
 
 // register adds the flags of the roles this command runs. --max-cpus
@@ -63,6 +64,7 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 	}
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
+		fs.StringVar(&m.egressUplink, "egress-uplink", runner.DefaultEgressUplink, "the Docker `NETWORK` the egress proxy of a task with an egress allow-list reaches its hosts through")
 	}
 }
 

@@ -240,6 +240,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		Resources:         &res,
 		Max:               max,
 		MaxWorkspaceBytes: f.max.workspaceMB << 20,
+		EgressUplink:      f.max.egressUplink,
 		Listen:            f.listen,
 		Tokens:            f.tokens,
 		Metrics:           f.listen != "",

@@ -174,6 +174,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:           true,
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
+		EgressUplink:      max.egressUplink,
 		Slack:             slackCfg,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {
