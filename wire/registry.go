@@ -42,6 +42,8 @@ type Subagent struct {
 	Egress    []string           `json:"egress,omitempty"`
 	Resources *schemas.Resources `json:"resources,omitempty"`
 	Workspace string             `json:"workspace,omitempty"`
+	// Retry is a task's retry policy when its request gives none.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // SubagentLimits are a task's limits as a sub-agent file gives them.
