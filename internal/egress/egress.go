@@ -111,7 +111,10 @@ func New(cfg Config) *Proxy {
 	p.relay = &httputil.ReverseProxy{
 		// The inbound URL is absolute already; Rewrite adds no
 		// X-Forwarded-* headers, so the sub-agent's address stays here.
-		Rewrite:   func(*httputil.ProxyRequest) {},
+		// The Host header is the checked URL's: another one would let
+		// a listed host that serves many sites (a CDN) route the request
+		// to an unlisted one.
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.Host = "" },
 		Transport: p.transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			host, port := hostPort(r.URL.Host, 80)

@@ -152,6 +152,23 @@ func TestProxyRelaysListedHosts(t *testing.T) {
 			t.Errorf("GET %s = %d %q, want 200 %q", tc.url, resp.StatusCode, body, tc.want)
 		}
 	}
+	// A Host header naming another site is not passed on: the upstream
+	// sees the name the list allowed.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET http://allowed.test:%s/c HTTP/1.1\r\nHost: unlisted.example\r\nConnection: close\r\n\r\n", pport)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("GET with another Host: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	conn.Close()
+	if want := `plain allowed.test:` + pport + ` /c xff=""`; string(body) != want {
+		t.Errorf("GET with Host unlisted.example reached the upstream as %q, want %q", body, want)
+	}
 	if n := p.Denied(); n != 0 {
 		t.Errorf("Denied() = %d, want 0", n)
 	}
