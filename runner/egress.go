@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/egress"
@@ -125,8 +126,47 @@ func (d *dispatch) prepareEgress(ctx context.Context) error {
 	if err := r.cfg.Engine.Start(ctx, proxyID); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
 	}
+	if err := r.awaitProxy(ctx, proxyID); err != nil {
+		return err
+	}
 	d.log.Info("egress proxy started", "hosts", len(d.req.Egress), "uplink", r.cfg.EgressUplink)
 	return nil
+}
+
+// proxyReadyTimeout bounds the wait for a started proxy to listen.
+const proxyReadyTimeout = 30 * time.Second
+
+// awaitProxy waits until the proxy says it listens, so the sub-agent never
+// starts before its only way out. A proxy that exits instead (an old
+// worker image without egress-proxy, a list it refuses) fails the
+// dispatch with what it printed.
+func (r *Runner) awaitProxy(ctx context.Context, proxyID string) error {
+	ctx, cancel := context.WithTimeout(ctx, proxyReadyTimeout)
+	defer cancel()
+	var said strings.Builder
+	ready := false
+	lines := &lineWriter{fn: func(line []byte) {
+		if strings.Contains(string(line), "egress-proxy: listening") {
+			ready = true
+			cancel()
+			return
+		}
+		if said.Len() < 1024 {
+			said.Write(line)
+			said.WriteByte(' ')
+		}
+	}}
+	err := r.cfg.Engine.Logs(ctx, proxyID, true, io.Discard, lines)
+	lines.Flush()
+	switch {
+	case ready:
+		return nil
+	case err != nil && ctx.Err() == nil:
+		return fmt.Errorf("egress proxy: read its output: %w", err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("egress proxy did not listen within %s: %s", proxyReadyTimeout, strings.TrimSpace(said.String()))
+	}
+	return fmt.Errorf("egress proxy exited before it listened (is the worker image %s older than this runner? rebuild it with agora image build): %s", r.cfg.Image, strings.TrimSpace(said.String()))
 }
 
 // followEgress reads the proxy's decisions until ctx ends or the proxy

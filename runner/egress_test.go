@@ -259,3 +259,30 @@ func TestEgressSweptWithoutContainer(t *testing.T) {
 	h.start()
 	h.noEgressLeft()
 }
+
+// TestEgressProxyThatDoesNotListen: a proxy that exits before it listens
+// (an old worker image without egress-proxy, say) fails the preparation
+// with what it printed, instead of starting a sub-agent with no way out.
+func TestEgressProxyThatDoesNotListen(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	r, err := New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, err := h.docker.Create(ctx, compute.ContainerSpec{Image: workerImage, User: ContainerUser,
+		Entrypoint: []string{"/bin/sh", "-c", `echo 'agora-worker: unknown command "egress-proxy"' >&2; exit 2`},
+		Labels:     map[string]string{"agora.test": t.Name()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.docker.Remove(context.Background(), id) })
+	if err := h.docker.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	err = r.awaitProxy(ctx, id)
+	if err == nil || !strings.Contains(err.Error(), "exited before it listened") || !strings.Contains(err.Error(), `unknown command "egress-proxy"`) {
+		t.Errorf("awaitProxy = %v; want it to say the proxy exited, with its output", err)
+	}
+}
