@@ -140,7 +140,8 @@ type Task struct {
 
 // Artifact is one file a finished round left, copied to storage.
 type Artifact struct {
-	// Name is the file's path relative to the workspace, with slashes.
+	// Name is the file's path relative to the workspace (or, for a file
+	// in .agora/artifacts/, relative to that directory), with slashes.
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
