@@ -240,6 +240,8 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		Resources:         &res,
 		Max:               max,
 		MaxWorkspaceBytes: f.max.workspaceMB << 20,
+		MaxArtifacts:      f.max.artifacts,
+		MaxArtifactBytes:  f.max.artifactsMB << 20,
 		Listen:            f.listen,
 		Tokens:            f.tokens,
 		Metrics:           f.listen != "",

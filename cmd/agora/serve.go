@@ -174,6 +174,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:           true,
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
+		MaxArtifacts:      max.artifacts,
+		MaxArtifactBytes:  max.artifactsMB << 20,
 		Slack:             slackCfg,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {

@@ -205,6 +205,10 @@ type Config struct {
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
 	MaxWorkspaceBytes int64
+	// MaxArtifacts and MaxArtifactBytes cap what one round hands back
+	// (runner.Config); zero means the contract's defaults.
+	MaxArtifacts     int
+	MaxArtifactBytes int64
 	// WorkerEnv is extra KEY=value lines for every worker, e.g. credentials
 	// for aws-sm: secret refs; never passed on to sub-agents.
 	WorkerEnv []string
@@ -619,6 +623,8 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		MaxPids:           s.cfg.Max.Pids,
 		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
 		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
+		MaxArtifacts:      s.cfg.MaxArtifacts,
+		MaxArtifactBytes:  s.cfg.MaxArtifactBytes,
 		AllowHostNetwork:  s.cfg.Max.AllowHostNetwork,
 		Bus:               s.runnerBus,
 		WorkerNATSSigner:  signer,
