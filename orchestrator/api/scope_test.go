@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -27,9 +28,10 @@ import (
 // file storage, a registry, no runner: rounds stay queued unless the test
 // publishes their events) with the tokens of issue 10's finding 4.
 type scopeServer struct {
-	srv *httptest.Server
-	bus *bus.Bus
-	reg *registry.Registry
+	srv   *httptest.Server
+	bus   *bus.Bus
+	reg   *registry.Registry
+	store storage.Store
 }
 
 func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
@@ -55,7 +57,7 @@ func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: b, reg: reg}
+	return &scopeServer{srv: srv, bus: b, reg: reg, store: store}
 }
 
 // call sends method path with body as the holder of token and returns the
