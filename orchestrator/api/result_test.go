@@ -125,8 +125,8 @@ func TestResultRoutesScoped(t *testing.T) {
 		code int
 		msg  string
 	}{
-		"/v1/tasks/ra/artifacts/nope.txt":  {404, `task ra has no artifact "nope.txt" (it has`},
-		"/v1/tasks/ra/artifacts/a%5Cb":     {400, `artifact name "a\\b"`},
+		"/v1/tasks/ra/artifacts/nope.txt":   {404, `task ra has no artifact "nope.txt" (it has`},
+		"/v1/tasks/ra/artifacts/a%5Cb":      {400, `artifact name "a\\b"`},
 		"/v1/tasks/ra/artifacts/a/%2e%2e/b": {400, ""},
 	} {
 		code, body := s.call(t, alice, "GET", path, "")
