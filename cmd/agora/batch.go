@@ -37,6 +37,7 @@ var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
 const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R] [--json]
        agora batch status ID [--json]
+       agora batch results ID
 
   submit  submit one task per line of FILE (an orchestrator submit request in
           JSON; - reads stdin); every task is labelled agora.batch=ID (default:
@@ -44,11 +45,13 @@ const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R
           same file again submits only what is missing
   status  the batch's tasks by state and its open questions, identical ones
           grouped ('agora answer --all-like TASK ANSWER' answers a group)
+  results one JSON line per task of the batch, in line order: id, state,
+          outcome, result and artifacts
 `
 
 func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl or status ID; 'agora batch -h' explains them")
+		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl, status ID or results ID; 'agora batch -h' explains them")
 		return 2
 	}
 	switch args[0] {
@@ -56,11 +59,13 @@ func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		return verbExit(stderr, "agora batch submit", batchSubmitMain(ctx, args[1:], environ, stdout, stderr))
 	case "status":
 		return verbExit(stderr, "agora batch status", batchStatusMain(ctx, args[1:], environ, stdout))
+	case "results":
+		return verbExit(stderr, "agora batch results", batchResultsMain(ctx, args[1:], environ, stdout))
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, batchUsage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit or status\n", args[0])
+	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit, status or results\n", args[0])
 	return 2
 }
 

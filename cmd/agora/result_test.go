@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/images"
+	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/runner"
+)
+
+// ciResultScript is a CI step as a user writes it: the result of the
+// dispatch in a variable, the artifacts downloaded and checked.
+const ciResultScript = `set -eu
+out=$(agora dispatch --subagent-file "$SUBAGENT" --task-id ci-result --wait)
+test "$out" = '{"verdict":"ok","files":2}' || { echo "unexpected result: $out" >&2; exit 10; }
+msg=$(agora dispatch --command 'printf "%s" "\"all 3 checks passed\"" > .agora/result.json' --task-id ci-text --wait)
+test "$msg" = "all 3 checks passed" || { echo "unexpected text: $msg" >&2; exit 11; }
+agora artifacts ci-result -d "$DL"
+agora artifacts ci-result --json > "$DL/list.json"
+`
+
+// The sub-agent of the CI step: a result and two files, one in the
+// documented directory, one named by its outputs glob.
+const ciResultSubagent = `name: reporter
+runtime: exec
+outputs: ["out/*.csv"]
+command: |
+  mkdir -p .agora/artifacts out
+  printf 'all good\n' > .agora/artifacts/report.txt
+  printf 'a,b\n1,2\n' > out/data.csv
+  printf 'ignored' > out/notes.txt
+  printf '{"verdict": "ok", "files": 2}' > .agora/result.json
+`
+
+// TestResultsEndToEnd is issue 19's "what must be shown" for results, on
+// the real stack (Docker worker image, runner, embedded NATS, the API) and
+// the real agora binary in a shell script: out=$(agora dispatch … --wait)
+// holds the result, agora artifacts -d gets both files with their sha256,
+// and agora batch results of a 20-task batch gives 20 lines with results.
+func TestResultsEndToEnd(t *testing.T) {
+	t.Parallel()
+	eng := computetest.Docker(t)
+	computetest.Busybox(t)
+	ctx := t.Context()
+	tag := fmt.Sprintf("agora-worker:cli-results-test-%d", os.Getpid())
+	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
+	s := newTaskServer(t)
+	r, err := runner.New(runner.Config{ID: fmt.Sprintf("cli-results-test-%d", os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
+		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = r.Stop(ctx)
+	})
+	bin := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
+
+	t.Run("a CI step", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		sub := filepath.Join(dir, "reporter.yaml")
+		if err := os.WriteFile(sub, []byte(ciResultSubagent), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dl := filepath.Join(dir, "downloads")
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", ciResultScript)
+		cmd.Env = append(s.env, "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "HOME="+dir, "NO_COLOR=1", "SUBAGENT="+sub, "DL="+dl)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the CI step failed: %v\n%s", err, out)
+		}
+		want := map[string]string{"report.txt": "all good\n", "out/data.csv": "a,b\n1,2\n"}
+		var list struct {
+			Artifacts []struct {
+				Name   string `json:"name"`
+				Size   int64  `json:"size"`
+				SHA256 string `json:"sha256"`
+			} `json:"artifacts"`
+		}
+		data, err := os.ReadFile(filepath.Join(dl, "list.json"))
+		if err != nil || json.Unmarshal(data, &list) != nil || len(list.Artifacts) != len(want) {
+			t.Fatalf("agora artifacts --json = %s, %v; want %d artifacts", data, err, len(want))
+		}
+		for _, a := range list.Artifacts {
+			content, ok := want[a.Name]
+			if !ok {
+				t.Errorf("unexpected artifact %+v (out/notes.txt matches no glob)", a)
+				continue
+			}
+			got, err := os.ReadFile(filepath.Join(dl, filepath.FromSlash(a.Name)))
+			sum := sha256.Sum256(got)
+			if err != nil || string(got) != content || hex.EncodeToString(sum[:]) != a.SHA256 {
+				t.Errorf("downloaded %s = %q (%v), sha256 %x; want %q with the listed sha256 %s", a.Name, got, err, sum, content, a.SHA256)
+			}
+		}
+		if !strings.Contains(string(out), "report.txt") || !strings.Contains(string(out), "✓") {
+			t.Errorf("agora artifacts -d output lacks the downloaded files:\n%s", out)
+		}
+		agora(t, s.env, "result", "ci-result").want(t, "agora result", 0, []string{`{"verdict":"ok","files":2}`}, nil)
+		agora(t, s.env, "result", "ci-text").want(t, "agora result of a string", 0, []string{"all 3 checks passed\n"}, nil)
+		if r := agora(t, s.env, "result", "ci-text", "--json"); r.stdout != "\"all 3 checks passed\"\n" {
+			t.Errorf("agora result --json = %s, want the JSON string", r)
+		}
+	})
+
+	t.Run("a batch of 20", func(t *testing.T) {
+		t.Parallel()
+		var lines []string
+		for i := 1; i <= 20; i++ {
+			lines = append(lines, fmt.Sprintf(`{"subagent":{"name":"counter","runtime":"exec","command":["/bin/sh","-c","printf '{\"n\":%d}' > .agora/result.json"]}}`, i))
+		}
+		file := batchFile(t, t.TempDir(), "b20.jsonl", lines...)
+		agora(t, s.env, "batch", "submit", file, "--batch", "b20").want(t, "batch submit", 0, nil, nil)
+		testutil.Eventually(t, 3*time.Minute, "the 20 tasks to finish", func() bool {
+			page, err := s.orch.List(ctx, orchestrator.ListOptions{Label: batchLabel + "=b20", State: orchestrator.StateFinished, Limit: 100})
+			return err == nil && len(page.Tasks) == 20
+		})
+		res := agora(t, s.env, "batch", "results", "b20")
+		if res.code != 0 {
+			t.Fatalf("batch results = %s", res)
+		}
+		sc := bufio.NewScanner(strings.NewReader(res.stdout))
+		n := 0
+		for sc.Scan() {
+			n++
+			var line batchResult
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				t.Fatalf("line %d %q: %v", n, sc.Text(), err)
+			}
+			if want := fmt.Sprintf("b20-%d", n); line.ID != want || line.State != orchestrator.StateFinished || string(line.Result) != fmt.Sprintf(`{"n":%d}`, n) || line.Outcome == nil {
+				t.Errorf("line %d = %s, want task %s finished with result {\"n\":%d} and its outcome", n, sc.Text(), want, n)
+			}
+		}
+		if n != 20 {
+			t.Errorf("batch results printed %d lines, want 20:\n%s", n, res.stdout)
+		}
+	})
+}
