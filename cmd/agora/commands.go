@@ -441,6 +441,9 @@ func names(v any) []string {
 		}
 		return out
 	case map[string]any:
+		if l, ok := v["artifacts"].([]any); ok && v["id"] == nil { // agora artifacts: their names
+			return names(l)
+		}
 		for _, k := range []string{"id", "task_id"} {
 			if s, ok := v[k].(string); ok && s != "" {
 				return []string{s}
