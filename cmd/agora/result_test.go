@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/schemas"
 )
 
 // ciResultScript is a CI step as a user writes it: the result of the
@@ -157,4 +159,67 @@ func TestResultsEndToEnd(t *testing.T) {
 			t.Errorf("batch results printed %d lines, want 20:\n%s", n, res.stdout)
 		}
 	})
+}
+
+func TestWriteResult(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`"hello"`:                "hello\n",
+		`"two\nlines\n"`:         "two\nlines\n",
+		`{"a": 1,  "b": [1, 2]}`: `{"a":1,"b":[1,2]}` + "\n",
+		`42`:                     "42\n",
+		`null`:                   "",
+		``:                       "",
+		`""`:                     "\n",
+	} {
+		var b strings.Builder
+		if err := writeResult(&b, json.RawMessage(in)); err != nil || b.String() != want {
+			t.Errorf("writeResult(%s) = %q, %v; want %q", in, b.String(), err, want)
+		}
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	t.Parallel()
+	ids := []string{"b-10", "b-2", "b-1", "a-3", "b-02x", "b-20"}
+	slices.SortFunc(ids, naturalCompare)
+	if want := []string{"a-3", "b-1", "b-2", "b-02x", "b-10", "b-20"}; !slices.Equal(ids, want) {
+		t.Errorf("sorted = %v, want %v", ids, want)
+	}
+}
+
+// TestResultVerbs: agora result and agora artifacts through the real API
+// and orchestrator, the test playing the runner.
+func TestResultVerbs(t *testing.T) {
+	t.Parallel()
+	s := newTaskServer(t)
+	for _, id := range []string{"rv-done", "rv-failed", "rv-queued", "rv-none"} {
+		agora(t, s.env, "dispatch", "--command", "true", "--task-id", id).want(t, "dispatch "+id, 0, nil, nil)
+	}
+	zero, one, ms := 0, 1, int64(5)
+	for id, ev := range map[string]schemas.Event{
+		"rv-done":   {Kind: schemas.KindFinished, ExitCode: &zero, Result: json.RawMessage(`"all good"`)},
+		"rv-none":   {Kind: schemas.KindFinished, ExitCode: &zero},
+		"rv-failed": {Kind: schemas.KindFailed, ExitCode: &one, Failure: &schemas.Failure{Reason: schemas.ReasonProviderFailed, Detail: "exit 1"}},
+	} {
+		ev.DispatchID, ev.Time, ev.DurationMS = id+"-r1", time.Now().UTC(), &ms
+		if _, err := s.bus.PublishEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 30*time.Second, id+" ended", func() bool {
+			task, err := s.orch.Get(t.Context(), id)
+			return err == nil && task.State.Terminal()
+		})
+	}
+	agora(t, s.env, "result", "rv-done").want(t, "result of a finished task", 0, []string{"all good\n"}, nil)
+	if r := agora(t, s.env, "result", "rv-none"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "finished without a result") {
+		t.Errorf("result of a task without one = %s; want exit 0, nothing on stdout, a note on stderr", r)
+	}
+	agora(t, s.env, "result", "rv-failed").want(t, "result of a failed task", 1, nil, []string{"task rv-failed failed: round 1 failed: exit 1; it has no result"})
+	agora(t, s.env, "result", "rv-queued").want(t, "result of a queued task", 1, nil, []string{"task rv-queued is queued: its result comes when it finishes"})
+	agora(t, s.env, "result").want(t, "result without a task", 2, nil, []string{"want one TASK"})
+	agora(t, s.env, "artifacts", "rv-done").want(t, "artifacts of a task without any", 0, nil, []string{"task rv-done has no artifacts"})
+	agora(t, s.env, "artifacts", "rv-done", "a.txt").want(t, "NAME without -d", 2, nil, []string{"give -d DIR too"})
+	agora(t, s.env, "artifacts", "rv-done", "../a.txt", "-d", t.TempDir()).want(t, "a NAME that escapes", 2, nil, []string{`artifact name "../a.txt"`})
+	agora(t, s.env, "artifacts", "rv-done", "a.txt", "-d", t.TempDir()).want(t, "an unknown NAME", 1, nil, []string{`task rv-done has no artifact "a.txt" (it has: none)`})
 }
