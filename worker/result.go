@@ -45,14 +45,14 @@ func (l ArtifactLimits) withDefaults() ArtifactLimits {
 // finished dispatch from ending.
 const maxArtifactWalk = 200_000
 
-// ResultError is a result or an artifact the worker cannot hand back: the
+// resultError is a result or an artifact the worker cannot hand back: the
 // dispatch fails with worker-failed and this detail.
-type ResultError struct {
+type resultError struct {
 	Path   string
 	Reason string
 }
 
-func (e *ResultError) Error() string { return e.Path + ": " + e.Reason }
+func (e *resultError) Error() string { return e.Path + ": " + e.Reason }
 
 // collectResult fills a finished round's event with its result (the
 // result file, else the runtime's final text) and artifacts, storing what
@@ -81,8 +81,8 @@ func (w *run) collectResult(ctx context.Context, ev *schemas.Event, runtimeText 
 		}
 	}
 	if w.store == nil {
-		if n := countArtifactCandidates(w.cfg.Workspace, w.spec.Subagent.Outputs); n > 0 {
-			w.log.Warn("no storage (AGORA_STORAGE_URI) to copy artifacts to; none are handed back", "files", n)
+		if _, err := os.Lstat(filepath.Join(w.cfg.Workspace, filepath.FromSlash(schemas.ArtifactsDir))); err == nil || len(w.spec.Subagent.Outputs) > 0 {
+			w.log.Warn("no storage (AGORA_STORAGE_URI) to copy artifacts to; none are handed back")
 		}
 		return nil
 	}
@@ -122,7 +122,7 @@ func (w *run) placeResult(ctx context.Context, ev *schemas.Event, result []byte)
 
 // readResult reads <ws>/.agora/result.json: nil when there is none, its
 // compacted JSON when it is a regular file of at most ResultMaxBytes
-// holding one JSON value, else a *ResultError saying what is wrong. Links
+// holding one JSON value, else a *resultError saying what is wrong. Links
 // are not followed, neither at the file nor on the way to it.
 func readResult(ws string) (json.RawMessage, error) {
 	root, err := os.OpenRoot(ws)
@@ -135,7 +135,7 @@ func readResult(ws string) (json.RawMessage, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", schemas.AgoraDir, err)
 	} else if !fi.IsDir() {
-		return nil, &ResultError{Path: schemas.ResultPath, Reason: fmt.Sprintf("%s is a %s, not a directory", schemas.AgoraDir, fsutil.FileKind(fi.Mode()))}
+		return nil, &resultError{Path: schemas.ResultPath, Reason: fmt.Sprintf("%s is a %s, not a directory", schemas.AgoraDir, fsutil.FileKind(fi.Mode()))}
 	}
 	fi, err := root.Lstat(schemas.ResultPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -145,22 +145,22 @@ func readResult(ws string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("inspect %s: %w", schemas.ResultPath, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &ResultError{Path: schemas.ResultPath, Reason: "not a regular file (" + fsutil.FileKind(fi.Mode()) + ")"}
+		return nil, &resultError{Path: schemas.ResultPath, Reason: "not a regular file (" + fsutil.FileKind(fi.Mode()) + ")"}
 	}
 	if fi.Size() > schemas.ResultMaxBytes {
 		return nil, resultTooLarge(fi.Size())
 	}
 	f, err := root.OpenFile(schemas.ResultPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &ResultError{Path: schemas.ResultPath, Reason: "cannot open: " + err.Error()}
+		return nil, &resultError{Path: schemas.ResultPath, Reason: "cannot open: " + err.Error()}
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, &ResultError{Path: schemas.ResultPath, Reason: "not a regular file"}
+		return nil, &resultError{Path: schemas.ResultPath, Reason: "not a regular file"}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, schemas.ResultMaxBytes+1))
 	if err != nil {
-		return nil, &ResultError{Path: schemas.ResultPath, Reason: "cannot read: " + err.Error()}
+		return nil, &resultError{Path: schemas.ResultPath, Reason: "cannot read: " + err.Error()}
 	}
 	if len(data) > schemas.ResultMaxBytes {
 		return nil, resultTooLarge(-1)
@@ -171,7 +171,7 @@ func readResult(ws string) (json.RawMessage, error) {
 		if err != nil {
 			reason += ": " + err.Error()
 		}
-		return nil, &ResultError{Path: schemas.ResultPath, Reason: reason + " (write one JSON value: a string, a number, an object, …)"}
+		return nil, &resultError{Path: schemas.ResultPath, Reason: reason + " (write one JSON value: a string, a number, an object, …)"}
 	}
 	return buf.Bytes(), nil
 }
@@ -181,7 +181,7 @@ func resultTooLarge(size int64) error {
 	if size >= 0 {
 		what = fmt.Sprintf("%d bytes,", size)
 	}
-	return &ResultError{Path: schemas.ResultPath, Reason: fmt.Sprintf("%s larger than the 1 MiB (%d bytes) cap; store a large output as an artifact and put its name in the result", what, schemas.ResultMaxBytes)}
+	return &resultError{Path: schemas.ResultPath, Reason: fmt.Sprintf("%s larger than the 1 MiB (%d bytes) cap; store a large output as an artifact and put its name in the result", what, schemas.ResultMaxBytes)}
 }
 
 // artifactFile is one file to hand back: its name and its path relative
@@ -200,10 +200,10 @@ type artifactFile struct {
 func findArtifacts(ws string, outputs []string, lim ArtifactLimits, warn io.Writer) ([]artifactFile, error) {
 	for _, g := range outputs {
 		if !schemas.ValidArtifactName(g) {
-			return nil, &ResultError{Path: "outputs", Reason: fmt.Sprintf("glob %q is not a relative path inside the workspace", g)}
+			return nil, &resultError{Path: "outputs", Reason: fmt.Sprintf("glob %q is not a relative path inside the workspace", g)}
 		}
 		if _, err := path.Match(g, ""); err != nil {
-			return nil, &ResultError{Path: "outputs", Reason: fmt.Sprintf("glob %q: %v", g, err)}
+			return nil, &resultError{Path: "outputs", Reason: fmt.Sprintf("glob %q: %v", g, err)}
 		}
 	}
 	root, err := os.OpenRoot(ws)
@@ -227,7 +227,7 @@ func findArtifacts(ws string, outputs []string, lim ArtifactLimits, warn io.Writ
 			return nil
 		}
 		if other, dup := seen[name]; dup {
-			return &ResultError{Path: rel, Reason: fmt.Sprintf("artifact name %q is also %s; rename one", name, other)}
+			return &resultError{Path: rel, Reason: fmt.Sprintf("artifact name %q is also %s; rename one", name, other)}
 		}
 		fi, err := d.Info()
 		if err != nil {
@@ -237,10 +237,10 @@ func findArtifacts(ws string, outputs []string, lim ArtifactLimits, warn io.Writ
 		total += fi.Size()
 		out = append(out, artifactFile{name: name, rel: rel, size: fi.Size()})
 		if len(out) > lim.Files {
-			return &ResultError{Path: rel, Reason: fmt.Sprintf("more than %d artifacts, this runner's maximum (agora runner --max-artifacts); name fewer files in outputs or %s", lim.Files, schemas.ArtifactsDir+"/")}
+			return &resultError{Path: rel, Reason: fmt.Sprintf("more than %d artifacts, this runner's maximum (agora runner --max-artifacts); name fewer files in outputs or %s", lim.Files, schemas.ArtifactsDir+"/")}
 		}
 		if total > lim.Bytes {
-			return &ResultError{Path: rel, Reason: fmt.Sprintf("the artifacts hold more than %d bytes, this runner's maximum (agora runner --max-artifacts-mb %d); hand back less", lim.Bytes, lim.Bytes>>20)}
+			return &resultError{Path: rel, Reason: fmt.Sprintf("the artifacts hold more than %d bytes, this runner's maximum (agora runner --max-artifacts-mb %d); hand back less", lim.Bytes, lim.Bytes>>20)}
 		}
 		return nil
 	}
@@ -253,7 +253,7 @@ func findArtifacts(ws string, outputs []string, lim ArtifactLimits, warn io.Writ
 				return fmt.Errorf("look for artifacts: %w", err)
 			}
 			if walked++; walked > maxArtifactWalk {
-				return &ResultError{Path: start, Reason: fmt.Sprintf("more than %d files and directories to look through for outputs; name narrower globs", maxArtifactWalk)}
+				return &resultError{Path: start, Reason: fmt.Sprintf("more than %d files and directories to look through for outputs; name narrower globs", maxArtifactWalk)}
 			}
 			return fn(rel, d)
 		})
@@ -331,16 +331,6 @@ func matchSegments(glob, segs []string, prefix bool) bool {
 	return matchSegments(glob[1:], segs[1:], prefix)
 }
 
-// countArtifactCandidates tells, without limits, roughly how many files a
-// round would hand back (for a warning when there is no storage).
-func countArtifactCandidates(ws string, outputs []string) int {
-	files, err := findArtifacts(ws, outputs, ArtifactLimits{Files: maxArtifactWalk, Bytes: 1 << 62}, io.Discard)
-	if err != nil {
-		return 1
-	}
-	return len(files)
-}
-
 // storeArtifact copies one file into storage by its sha256. The file is
 // opened without following a link and must still be the regular file that
 // was found.
@@ -352,12 +342,12 @@ func storeArtifact(ctx context.Context, store storage.Store, ws string, f artifa
 	defer root.Close()
 	file, err := root.OpenFile(filepath.FromSlash(f.rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return schemas.Artifact{}, workerFailed("%w", &ResultError{Path: f.rel, Reason: "cannot open artifact: " + err.Error()})
+		return schemas.Artifact{}, workerFailed("%w", &resultError{Path: f.rel, Reason: "cannot open artifact: " + err.Error()})
 	}
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return schemas.Artifact{}, workerFailed("%w", &ResultError{Path: f.rel, Reason: "artifact is no longer a regular file"})
+		return schemas.Artifact{}, workerFailed("%w", &resultError{Path: f.rel, Reason: "artifact is no longer a regular file"})
 	}
 	// Read no more than was counted against the limits.
 	_, ref, err := storage.PutBlob(ctx, store, io.LimitReader(file, f.size))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"path"
 	"strconv"
@@ -69,7 +70,7 @@ func (h *handler) artifact(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("Content-Length", strconv.FormatInt(a.Size, 10))
-	hd.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(name)))
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(name)}))
 	hd.Set("ETag", wire.ArtifactETag(a.SHA256))
 	hd.Set("Repr-Digest", "sha-256=:"+b64+":")
 	hd.Set("Digest", "sha-256="+b64)
