@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -253,6 +255,42 @@ func TestMatchSegments(t *testing.T) {
 		}
 		if got := matchSegments(g, p, true); got != tt.dir {
 			t.Errorf("matchSegments(%q, %q, dir) = %v, want %v", tt.glob, tt.path, got, tt.dir)
+		}
+	}
+}
+
+// BenchmarkCollectArtifacts hands back the default maximum, 100 files of
+// 1 MiB, into file storage as the worker opens it (each blob spooled to
+// hash it, then written and fsynced): what a finished round's collection
+// costs. On the project's shared 2-core machine: 2.7 s (38 MB/s); 1.2 s
+// with the fsyncs off.
+func BenchmarkCollectArtifacts(b *testing.B) {
+	ws := b.TempDir()
+	dir := filepath.Join(ws, ".agora", "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	chunk := []byte(strings.Repeat("0123456789abcdef", 1<<16)) // 1 MiB
+	for i := range schemas.DefaultMaxArtifacts {
+		data := append([]byte(strconv.Itoa(i)), chunk[:len(chunk)-len(strconv.Itoa(i))]...)
+		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(schemas.DefaultMaxArtifacts) << 20)
+	for b.Loop() {
+		store, err := storage.Open(context.Background(), "file://"+b.TempDir(), storage.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		files, err := findArtifacts(ws, nil, ArtifactLimits{}.withDefaults(), io.Discard)
+		if err != nil || len(files) != schemas.DefaultMaxArtifacts {
+			b.Fatalf("findArtifacts = %d files, %v", len(files), err)
+		}
+		for _, f := range files {
+			if _, err := storeArtifact(context.Background(), store, ws, f); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
