@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/agoradev/agora/internal/fsutil"
 	"github.com/agoradev/agora/internal/storage"
@@ -97,6 +98,12 @@ func (w *run) collectResult(ctx context.Context, ev *schemas.Event, runtimeText 
 		}
 		ev.Artifacts = append(ev.Artifacts, a)
 	}
+	// The event must still fit one NATS message (with headroom for
+	// headers): a thousand long names may not.
+	if data, err := json.Marshal(ev); err == nil && int64(len(data)) > w.emit.maxPayload()-8<<10 {
+		return workerFailed("%w", &resultError{Path: "artifacts", Reason: fmt.Sprintf("the list of %d artifacts makes the event %d bytes, more than one NATS message holds (%d); hand back fewer files or use shorter names",
+			len(ev.Artifacts), len(data), w.emit.maxPayload())})
+	}
 	return nil
 }
 
@@ -164,6 +171,9 @@ func readResult(ws string) (json.RawMessage, error) {
 	}
 	if len(data) > schemas.ResultMaxBytes {
 		return nil, resultTooLarge(-1)
+	}
+	if !utf8.Valid(data) {
+		return nil, &resultError{Path: schemas.ResultPath, Reason: "not valid UTF-8 (JSON text is UTF-8)"}
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, data); err != nil || !json.Valid(data) {

@@ -141,6 +141,9 @@ func TestResultAndArtifactFailures(t *testing.T) {
 	}{
 		{"result not JSON", `printf 'done, all fine' > .agora/result.json`, nil, ArtifactLimits{}, ".agora/result.json: not valid JSON"},
 		{"two values", `printf '1 2' > .agora/result.json`, nil, ArtifactLimits{}, ".agora/result.json: not valid JSON"},
+		{"not UTF-8", `printf '"\377"' > .agora/result.json`, nil, ArtifactLimits{}, ".agora/result.json: not valid UTF-8"},
+		{"a list too long for one event", `s=$(printf '%0250d' 0); d=.agora/artifacts/$s/$s/$s/$s; mkdir -p $d; i=0; while [ $i -lt 950 ]; do : > $d/$i; i=$((i+1)); done`,
+			nil, ArtifactLimits{Files: 1000}, "more than one NATS message holds"},
 		{"result a link", `ln -s /etc/passwd .agora/result.json`, nil, ArtifactLimits{}, ".agora/result.json: not a regular file (symlink)"},
 		{"result a directory", `mkdir .agora/result.json`, nil, ArtifactLimits{}, ".agora/result.json: not a regular file (directory)"},
 		{"result a fifo", `mkfifo .agora/result.json`, nil, ArtifactLimits{}, ".agora/result.json: not a regular file"},
