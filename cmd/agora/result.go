@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,25 +214,36 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 }
 
 // download writes artifact f of task id under dir: to a temporary file
-// beside its place, renamed once its sha256 and size check out. A name
-// that would leave dir is refused (the API refuses to name one, and this
-// does not trust it to).
+// beside its place, renamed once its sha256 and size check out. Every
+// path is opened through an os.Root on dir, so neither the name (which
+// the API never lists outside one) nor a symbolic link already in dir can
+// put a file outside it.
 func download(ctx context.Context, c *client.Client, id string, f wire.Artifact, dir string) (string, error) {
 	if err := wire.CheckArtifactName(f.Name); err != nil {
 		return "", fmt.Errorf("task %s: %w; not downloaded", id, err)
 	}
-	target := filepath.Join(dir, filepath.FromSlash(f.Name))
-	if rel, err := filepath.Rel(dir, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", fmt.Errorf("artifact %q of task %s would be written outside %s; not downloaded", f.Name, id, dir)
-	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("download %s: %w", f.Name, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), ".agora-download-*")
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", fmt.Errorf("download %s: %w", f.Name, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
+	defer root.Close()
+	target := filepath.FromSlash(f.Name)
+	if err := root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	var suffix [6]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return "", err
+	}
+	tmpName := filepath.Join(filepath.Dir(target), ".agora-download-"+hex.EncodeToString(suffix[:]))
+	tmp, err := root.OpenFile(tmpName, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	defer root.Remove(tmpName) // fails harmlessly after the rename
 	served, err := c.DownloadArtifact(ctx, id, f.Name, tmp)
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -244,10 +257,10 @@ func download(ctx context.Context, c *client.Client, id string, f wire.Artifact,
 		}
 		return "", fmt.Errorf("download artifact %s of task %s: %w", f.Name, id, err)
 	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		return "", fmt.Errorf("download %s: %w", f.Name, err)
+	if err := root.Rename(tmpName, target); err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
 	}
-	return target, nil
+	return filepath.Join(dir, target), nil
 }
 
 // ---- agora batch results

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +22,11 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // ciResultScript is a CI step as a user writes it: the result of the
@@ -222,4 +227,65 @@ func TestResultVerbs(t *testing.T) {
 	agora(t, s.env, "artifacts", "rv-done", "a.txt").want(t, "NAME without -d", 2, nil, []string{"give -d DIR too"})
 	agora(t, s.env, "artifacts", "rv-done", "../a.txt", "-d", t.TempDir()).want(t, "a NAME that escapes", 2, nil, []string{`artifact name "../a.txt"`})
 	agora(t, s.env, "artifacts", "rv-done", "a.txt", "-d", t.TempDir()).want(t, "an unknown NAME", 1, nil, []string{`task rv-done has no artifact "a.txt" (it has: none)`})
+}
+
+// TestArtifactsDownloadStaysInDir: agora artifacts -d writes only inside
+// DIR — a symbolic link already there is not followed out of it — and a
+// download that fails its sha256 check leaves nothing behind.
+func TestArtifactsDownloadStaysInDir(t *testing.T) {
+	t.Parallel()
+	good := "the real bytes\n"
+	sum := sha256.Sum256([]byte(good))
+	arts := []wire.Artifact{{Name: "out/a.txt", Size: int64(len(good)), SHA256: hex.EncodeToString(sum[:])},
+		{Name: "b.txt", Size: int64(len(good)), SHA256: hex.EncodeToString(sum[:])}}
+	svc := &apitest.Service{
+		GetFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
+			return &orchestrator.Task{ID: id, State: orchestrator.StateFinished, Artifacts: arts}, nil
+		},
+		OpenArtifactFunc: func(_ context.Context, _, name string) (wire.Artifact, io.ReadCloser, error) {
+			body := good
+			if name == "b.txt" {
+				body = "the fake bytes\n" // same length, other content
+			}
+			for _, a := range arts {
+				if a.Name == name {
+					return a, io.NopCloser(strings.NewReader(body)), nil
+				}
+			}
+			return wire.Artifact{}, nil, wire.ErrNotFound
+		},
+	}
+	h, err := api.NewHandler(api.Config{Service: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	env := []string{"AGORA_SERVER=" + srv.URL, "HOME=" + t.TempDir()}
+
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	r := agora(t, env, "artifacts", "t-1", "out/a.txt", "-d", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "download out/a.txt into") {
+		t.Errorf("download through a link out of DIR = %s; want it refused", r)
+	}
+	if left, _ := os.ReadDir(outside); len(left) != 0 {
+		t.Errorf("files written outside DIR through the link: %v", left)
+	}
+
+	dir = t.TempDir()
+	// The server checks what storage gives as it sends it and cuts the
+	// response; the client's own check (client.TestDownloadArtifactTampered)
+	// is behind it.
+	agora(t, env, "artifacts", "t-1", "b.txt", "-d", dir).want(t, "a tampered artifact", 1, nil,
+		[]string{"download artifact b.txt of task t-1", "the server cuts an artifact whose stored bytes are not its own"})
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("DIR after a failed check holds %v; want nothing", left)
+	}
+	agora(t, env, "artifacts", "t-1", "out/a.txt", "-d", dir).want(t, "a good artifact", 0, []string{"a.txt", "✓"}, nil)
+	if got, err := os.ReadFile(filepath.Join(dir, "out", "a.txt")); err != nil || string(got) != good {
+		t.Errorf("downloaded out/a.txt = %q, %v", got, err)
+	}
 }

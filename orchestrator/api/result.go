@@ -80,6 +80,9 @@ func (h *handler) artifact(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
+	// The headers go out first: a body cut short below then reads as a
+	// truncated download, not as a server that never answered.
+	_ = http.NewResponseController(w).Flush()
 	hash := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, hash), io.LimitReader(rc, a.Size))
 	if err == nil && n == a.Size {
