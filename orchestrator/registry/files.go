@@ -267,6 +267,10 @@ func explain(schema string, doc *yaml.Node, p schemas.Problem) []FileProblem {
 		}
 		return out
 	}
+	if len(tokens) == 2 && tokens[0] == "outputs" && strings.HasPrefix(p.Message, "does not match pattern") && node != nil {
+		// The pattern says it exactly, but not in words.
+		return []FileProblem{{Line: line, Field: field, Message: fmt.Sprintf("%q is not a glob of files inside the workspace: want a relative path with '/' separators, no leading '/', no '.' or '..' segment, no backslash, e.g. dist/*.tar.gz or reports/**", node.Value)}}
+	}
 	return []FileProblem{{Line: line, Field: field, Message: p.Message}}
 }
 
