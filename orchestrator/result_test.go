@@ -153,3 +153,22 @@ func TestResultKeepsTheRecordSmall(t *testing.T) {
 		t.Errorf("task %s outcome %+v, %d artifacts; want failed max_task_size naming the 200 artifacts, none kept", task.State, task.Outcome, len(task.Artifacts))
 	}
 }
+
+// TestSubmitRefusesBadOutputs: a glob that leaves the workspace, or that
+// path.Match cannot use, is refused at submit, not found after the work.
+func TestSubmitRefusesBadOutputs(t *testing.T) {
+	t.Parallel()
+	s := newLimitsStack(t, Maximums{})
+	for glob, want := range map[string]string{
+		"../x/*":   `subagent.outputs: glob "../x/*" is not a relative path inside the workspace`,
+		"/etc/*":   `subagent.outputs: glob "/etc/*" is not a relative path inside the workspace`,
+		"dist/[a-": `subagent.outputs: glob "dist/[a-": syntax error in pattern`,
+	} {
+		sub := script("out", "true")
+		sub.Outputs = []string{"ok/*.txt", glob}
+		_, err := s.orch.Submit(t.Context(), SubmitRequest{Subagent: sub})
+		if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Submit(outputs %q) = %v; want ErrInvalidRequest containing %q", glob, err, want)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package schemas
 
-import "regexp"
+import (
+	"fmt"
+	"path"
+	"regexp"
+)
 
 // Paths inside the workspace that belong to the contract, relative to it.
 const (
@@ -54,4 +58,19 @@ var artifactName = regexp.MustCompile(ArtifactNamePattern)
 // be.
 func ValidArtifactName(name string) bool {
 	return len(name) <= 1024 && artifactName.MatchString(name)
+}
+
+// CheckOutputs says what is wrong with a sub-agent's outputs globs: each
+// must be a name ValidArtifactName accepts and a pattern path.Match can
+// use ("[a-" is not).
+func CheckOutputs(globs []string) error {
+	for _, g := range globs {
+		if !ValidArtifactName(g) {
+			return fmt.Errorf("outputs: glob %q is not a relative path inside the workspace (no leading '/', no '.' or '..' segment, no backslash)", g)
+		}
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("outputs: glob %q: %v", g, err)
+		}
+	}
+	return nil
 }

@@ -208,13 +208,8 @@ type artifactFile struct {
 // are skipped with a line on warn; nothing is followed out of the
 // workspace. Over the limits, or two files of one name, is an error.
 func findArtifacts(ws string, outputs []string, lim ArtifactLimits, warn io.Writer) ([]artifactFile, error) {
-	for _, g := range outputs {
-		if !schemas.ValidArtifactName(g) {
-			return nil, &resultError{Path: "outputs", Reason: fmt.Sprintf("glob %q is not a relative path inside the workspace", g)}
-		}
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, &resultError{Path: "outputs", Reason: fmt.Sprintf("glob %q: %v", g, err)}
-		}
+	if err := schemas.CheckOutputs(outputs); err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(ws)
 	if err != nil {

@@ -151,7 +151,7 @@ func TestResultAndArtifactFailures(t *testing.T) {
 		{"too many artifacts", `mkdir -p .agora/artifacts; for i in 1 2 3; do echo $i > .agora/artifacts/$i; done`, nil, ArtifactLimits{Files: 2}, "more than 2 artifacts, this runner's maximum (agora runner --max-artifacts)"},
 		{"too many bytes", `mkdir out; head -c 3000000 /dev/zero > out/big`, []string{"out/*"}, ArtifactLimits{Bytes: 2 << 20}, "more than 2097152 bytes, this runner's maximum (agora runner --max-artifacts-mb 2)"},
 		{"one name twice", `mkdir -p .agora/artifacts; echo a > .agora/artifacts/a.txt; echo b > a.txt`, []string{"*.txt"}, ArtifactLimits{}, `artifact name "a.txt" is also .agora/artifacts/a.txt`},
-		{"bad glob", `true`, []string{"[a-"}, ArtifactLimits{}, `glob "[a-"`},
+		{"bad glob", `true`, []string{"[a-"}, ArtifactLimits{}, `outputs: glob "[a-": syntax error in pattern`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

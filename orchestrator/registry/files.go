@@ -83,6 +83,9 @@ func ParseSubagent(file string, data []byte) (*Subagent, error) {
 	if err := parse(file, data, schemas.SchemaSubagent, &s); err != nil {
 		return nil, err
 	}
+	if err := schemas.CheckOutputs(s.Outputs); err != nil {
+		return nil, fileErr(file, 0, "outputs", "%v", strings.TrimPrefix(err.Error(), "outputs: "))
+	}
 	return &s, nil
 }
 

@@ -55,6 +55,8 @@ func TestParseFileErrors(t *testing.T) {
 			[]string{"line 1: field name: does not match pattern"}},
 		{"an outputs glob leaving the workspace", "a.yaml", "name: a\nruntime: exec\ncommand: x\noutputs:\n  - dist/*.tgz\n  - ../secrets/*\n", subagent,
 			[]string{`line 6: field outputs.1: "../secrets/*" is not a glob of files inside the workspace`}},
+		{"an outputs glob path.Match cannot use", "a.yaml", "name: a\nruntime: exec\ncommand: x\noutputs: [\"[a-\"]\n", subagent,
+			[]string{`a.yaml: field outputs: glob "[a-": syntax error in pattern`}},
 		{"not YAML", "a.yaml", "name: [unclosed\n", subagent,
 			[]string{"a.yaml: line ", "not valid YAML or JSON"}},
 		{"empty", "a.yaml", "", subagent, []string{"a.yaml: the file is empty"}},
