@@ -113,7 +113,7 @@ func (o *Orchestrator) readResult(ctx context.Context, taskID string, ref schema
 	}
 	data, err := storage.GetVerified(ctx, o.cfg.Store, storage.BlobKey(ref.SHA256), ref.SHA256, schemas.ResultMaxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("result of task %s: %w", taskID, err)
+		return nil, fmt.Errorf("result of task %s: %w%s", taskID, err, notStoredYet(err))
 	}
 	if int64(len(data)) != ref.Size {
 		return nil, fmt.Errorf("result of task %s: %d bytes in storage, want %d", taskID, len(data), ref.Size)
@@ -161,9 +161,19 @@ func (o *Orchestrator) OpenArtifact(ctx context.Context, taskID, name string) (w
 	}
 	rc, err := o.cfg.Store.Get(ctx, storage.BlobKey(a.SHA256))
 	if err != nil {
-		return wire.Artifact{}, nil, fmt.Errorf("artifact %s of task %s (sha256 %s): %w: %w", name, t.ID, a.SHA256, ErrArtifactStorage, err)
+		return wire.Artifact{}, nil, fmt.Errorf("artifact %s of task %s (sha256 %s): %w: %w%s", name, t.ID, a.SHA256, ErrArtifactStorage, err, notStoredYet(err))
 	}
 	return *a, rc, nil
+}
+
+// notStoredYet explains a blob missing from storage: a worker that
+// publishes its own events (--worker-nats) can report a round before its
+// runner has uploaded what the round stored.
+func notStoredYet(err error) string {
+	if errors.Is(err, storage.ErrNotFound) {
+		return " (not in this server's storage: where workers publish their own events, the runner uploads a round's blobs moments after it ends — try again; otherwise the runner could not upload it, see its log)"
+	}
+	return ""
 }
 
 func clipNames(names []string, n int) []string {
