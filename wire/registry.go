@@ -42,6 +42,8 @@ type Subagent struct {
 	// Outputs are globs of the workspace files a finished round hands
 	// back as artifacts (docs/contract.md, "The result").
 	Outputs []string `json:"outputs,omitempty"`
+	// Retry is a task's retry policy when its request gives none.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // SubagentLimits are a task's limits as a sub-agent file gives them.

@@ -81,6 +81,10 @@ type SubmitRequest struct {
 	Limits      Limits `json:"limits,omitempty"`
 	// Labels are free-form, e.g. a batch id.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Retry dispatches a round that failed for a transient reason again,
+	// after a backoff; nil (the default, unless the registered sub-agent
+	// gives one) never retries.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // Limits bound a task; each ends in an explained outcome.
@@ -182,6 +186,9 @@ const (
 	ActionCancel   = "cancel"
 	ActionRespawn  = "respawn"
 	ActionContinue = "continue"
+	// ActionRetry is a dispatch the retry policy queued again after a
+	// failure; By is "retry policy".
+	ActionRetry = "retry"
 )
 
 // HistoryEntry is one action on a task.
@@ -234,8 +241,12 @@ type Round struct {
 	Artifacts []Artifact         `json:"artifacts,omitempty"`
 	// FollowUp is the message that started this round by `continue`.
 	FollowUp string `json:"follow_up,omitempty"`
-	// Attempt counts dispatches of this round (respawn adds one).
+	// Attempt counts dispatches of this round (respawn and retry add one).
 	Attempt int `json:"attempt"`
+	// RetryAt, on an attempt the retry policy queued, is when it is put on
+	// the queue (after the backoff); until then the task is queued and
+	// the round not enqueued.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Enqueued: the dispatch request is on the queue (the outbox flag a
 	// restarted orchestrator checks).
 	Enqueued bool `json:"enqueued"`
@@ -306,6 +317,9 @@ type QuestionView struct {
 	Action     string    `json:"action"`
 	// IfUnanswered is what happens if nobody answers, and when.
 	IfUnanswered *IfUnanswered `json:"if_unanswered,omitempty"`
+	// StepFailures says which route steps failed to ask the question, and
+	// why (a refused Slack post, a failed webhook).
+	StepFailures string `json:"step_failures,omitempty"`
 }
 
 // Summary counts tasks by state.

@@ -26,6 +26,7 @@ type maxFlags struct {
 	inputKB        int
 	partialStateKB int
 	taskKB         int
+	retryAttempts  int
 	workspaceMB    int64
 	artifacts      int
 	artifactsMB    int64
@@ -35,7 +36,7 @@ type maxFlags struct {
 // Flag names of one role (--max-memory-mb, --max-cpus, --max-pids and
 // --max-timeout belong to both).
 var (
-	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb"}
+	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-retry-attempts"}
 	maxFlagsRunner       = []string{"max-workspace-mb", "max-artifacts", "max-artifacts-mb"}
 )
 
@@ -59,6 +60,7 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 		fs.DurationVar(&m.wait, "max-wait", time.Duration(def.WaitSeconds)*time.Second, "refuse a task that may wait longer than `DURATION` for answers in all (limits.max_wait_seconds)")
 		fs.IntVar(&m.inputKB, "max-input-kb", def.InputBytes>>10, "refuse a task whose input is over `KB` KiB")
 		fs.IntVar(&m.partialStateKB, "max-partial-state-kb", int(def.PartialStateBytes>>10), "fail a task whose round leaves a partial_state over `KB` KiB")
+		fs.IntVar(&m.retryAttempts, "max-retry-attempts", def.RetryAttempts, "refuse a task whose retry policy allows more than `N` dispatches of a round (retry.attempts)")
 		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
 	}
 	if runnerRole {
@@ -90,6 +92,8 @@ func (m *maxFlags) check() error {
 			return usagef("--max-input-kb %d: want 1 to %d", m.inputKB, 1<<20)
 		case m.partialStateKB < 1 || m.partialStateKB > 1<<20:
 			return usagef("--max-partial-state-kb %d: want 1 to %d", m.partialStateKB, 1<<20)
+		case m.retryAttempts < 1 || m.retryAttempts > orchestrator.MaxRetryAttempts:
+			return usagef("--max-retry-attempts %d: want 1 to %d", m.retryAttempts, orchestrator.MaxRetryAttempts)
 		case m.taskKB < 16 || m.taskKB > 1<<20:
 			return usagef("--max-task-kb %d: want 16 to %d (and under the NATS server's max payload)", m.taskKB, 1<<20)
 		}
@@ -113,6 +117,6 @@ func (m *maxFlags) maximums() orchestrator.Maximums {
 		MemoryMB: m.memoryMB, CPUs: m.cpus, Pids: m.pids,
 		TimeoutSeconds: int(m.timeout / time.Second), Rounds: m.rounds, WaitSeconds: int(m.wait / time.Second),
 		InputBytes: m.inputKB << 10, PartialStateBytes: int64(m.partialStateKB) << 10, TaskBytes: m.taskKB << 10,
-		AllowHostNetwork: m.hostNetwork,
+		RetryAttempts: m.retryAttempts, AllowHostNetwork: m.hostNetwork,
 	}
 }

@@ -239,9 +239,17 @@ func TestTokensScoped(t *testing.T) {
 	if code, body := s.call(t, bob, "GET", "/v1/parked-events", ""); code != 403 {
 		t.Errorf("bob: GET /v1/parked-events = %d %v; want 403 (every task's events)", code, body)
 	}
-	// Submitting under alice's task id does not hand bob her task.
-	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 {
-		t.Errorf("bob resubmits alice's id = %d %v; want 409", code, body)
+	// Submitting under alice's task id does not hand bob her task, nor
+	// tell him what her request holds; alice is told what differs.
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 || body["differences"] != nil {
+		t.Errorf("bob resubmits alice's id = %d %v; want 409 without differences", code, body)
+	}
+	other := `{"task_id":"ta","subagent":{"name":"s","runtime":"exec","command":["true"]},"route":"memory"}`
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", other); code != 409 || body["differences"] != nil || strings.Contains(fmt.Sprint(body), "route") {
+		t.Errorf("bob submits another request under alice's id = %d %v; want 409 naming nothing of hers", code, body)
+	}
+	if code, body := s.call(t, alice, "POST", "/v1/tasks", other); code != 409 || len(items(body, "differences")) != 1 {
+		t.Errorf("alice submits another request under her id = %d %v; want 409 with the route's difference", code, body)
 	}
 	// Alice answers as herself only.
 	if code, body := s.call(t, alice, "POST", "/v1/tasks/ta/answer", `{"answer":"A","by":"carol"}`); code != 403 {
@@ -378,5 +386,40 @@ func TestLocalSecretsGranted(t *testing.T) {
 	}
 	if code, body := revoked.call(t, root, "POST", "/v1/tasks/mine/respawn", ""); code != 200 {
 		t.Errorf("the admin respawns it = %d %v; want 200", code, body)
+	}
+}
+
+// TestFailedTokensLimited: wrong bearer tokens from one client are
+// limited — after ten, 429 with Retry-After, the right token included —
+// while another client is not affected.
+func TestFailedTokensLimited(t *testing.T) {
+	t.Parallel()
+	s := newScopeServer(t, api.Config{Tokens: []string{"alice:al1ce"}})
+	for i := range 10 {
+		if code, _ := s.call(t, fmt.Sprintf("guess-%d", i), "GET", "/v1/tasks", ""); code != 401 {
+			t.Fatalf("wrong token %d: %d, want 401", i, code)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.srv.URL+"/v1/tasks", nil)
+	req.Header.Set("Authorization", "Bearer al1ce")
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"rate_limited"`) {
+		t.Errorf("the right token after 10 wrong ones: %d, Retry-After %q, %s; want 429 rate_limited with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	// Another client address (here: the same server reached through a
+	// handler that sees another peer) is not limited by this one's failures.
+	other := httptest.NewRequest("GET", "/v1/tasks", nil)
+	other.RemoteAddr = "192.0.2.7:5555"
+	other.Header.Set("Authorization", "Bearer al1ce")
+	rec := httptest.NewRecorder()
+	s.srv.Config.Handler.ServeHTTP(rec, other)
+	if rec.Code != 200 {
+		t.Errorf("the right token from another client: %d, want 200", rec.Code)
 	}
 }
