@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
@@ -287,5 +289,47 @@ func TestArtifactsDownloadStaysInDir(t *testing.T) {
 	agora(t, env, "artifacts", "t-1", "out/a.txt", "-d", dir).want(t, "a good artifact", 0, []string{"a.txt", "✓"}, nil)
 	if got, err := os.ReadFile(filepath.Join(dir, "out", "a.txt")); err != nil || string(got) != good {
 		t.Errorf("downloaded out/a.txt = %q, %v", got, err)
+	}
+}
+
+// TestDispatchWaitPrintsTheResult: dispatch --wait prints the result alone
+// on stdout — read through the API when the task keeps it by ref — and
+// the closing line on stderr; --json prints the task with the result read
+// in; -o name its id.
+func TestDispatchWaitPrintsTheResult(t *testing.T) {
+	t.Parallel()
+	s := newTaskServer(t)
+	big := strings.Repeat("long line of the result\n", 1000)
+	raw, _ := json.Marshal(big)
+	_, ref, err := storage.PutBlob(t.Context(), s.store, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		id, flag   string
+		check      func(stdout string) bool
+		wantStderr string
+	}{
+		{"w-text", "", func(out string) bool { return out == big }, "w-text finished after 1 round in"},
+		{"w-json", "--json", func(out string) bool {
+			var task wire.Task
+			var got string
+			return json.Unmarshal([]byte(out), &task) == nil && task.ResultRef != nil && json.Unmarshal(task.Result, &got) == nil && got == big
+		}, ""},
+		{"w-name", "-o name", func(out string) bool { return out == "w-name\n" }, ""},
+	} {
+		args := []string{"dispatch", "--command", "true", "--task-id", tt.id, "--wait"}
+		if tt.flag != "" {
+			args = append(args, strings.Fields(tt.flag)...)
+		}
+		d := start(t.Context(), s.env, args...)
+		testutil.Eventually(t, 30*time.Second, "task "+tt.id, func() bool { _, err := s.orch.Get(t.Context(), tt.id); return err == nil })
+		s.event(t, schemas.KindStarted, tt.id+"-r1", nil)
+		s.event(t, schemas.KindFinished, tt.id+"-r1", func(ev *schemas.Event) {
+			ev.ResultRef = &schemas.ObjectRef{URI: ref.URI, SHA256: ref.SHA256, Size: ref.Size}
+		})
+		if code := d.wait(t, time.Minute); code != 0 || !tt.check(d.stdout.String()) || !strings.Contains(d.stderr.String(), tt.wantStderr) {
+			t.Errorf("dispatch --wait %s: exit %d, stdout %.200q, stderr %q", tt.flag, code, d.stdout.String(), d.stderr.String())
+		}
 	}
 }
