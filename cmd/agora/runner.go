@@ -247,6 +247,8 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		Max:               max,
 		MaxWorkspaceBytes: f.max.workspaceMB << 20,
 		EgressUplink:      f.max.egressUplink,
+		MaxArtifacts:      f.max.artifacts,
+		MaxArtifactBytes:  f.max.artifactsMB << 20,
 		Listen:            f.listen,
 		Tokens:            f.tokens,
 		Metrics:           f.listen != "",
