@@ -39,6 +39,9 @@ type Maximums struct {
 	// RetryAttempts bounds retry.attempts, a round's dispatches under its
 	// retry policy (--max-retry-attempts).
 	RetryAttempts int
+	// EgressHosts bounds the entries of a task's egress allow-list
+	// (--max-egress-hosts).
+	EgressHosts int
 	// AllowHostNetwork lets a task ask for network "host", which gives its
 	// sub-agent the host's loopback (NATS, the API): off unless the
 	// operator turns it on (--allow-host-network).
@@ -66,6 +69,7 @@ func DefaultMaximums() Maximums {
 		// the dispatch request built from the record must fit.
 		TaskBytes:     768 << 10,
 		RetryAttempts: 10,
+		EgressHosts:   32,
 	}
 }
 
@@ -102,6 +106,9 @@ func (m Maximums) WithDefaults() Maximums {
 	if m.RetryAttempts <= 0 {
 		m.RetryAttempts = d.RetryAttempts
 	}
+	if m.EgressHosts <= 0 {
+		m.EgressHosts = d.EgressHosts
+	}
 	return m
 }
 
@@ -122,6 +129,9 @@ func (m Maximums) Validate() error {
 	}
 	if m.Rounds > schemas.MaxRounds {
 		errs = append(errs, fmt.Errorf("--max-rounds %d is over the contract's %d", m.Rounds, schemas.MaxRounds))
+	}
+	if m.EgressHosts > schemas.MaxEgressHosts {
+		errs = append(errs, fmt.Errorf("--max-egress-hosts %d is over the contract's %d", m.EgressHosts, schemas.MaxEgressHosts))
 	}
 	if m.WaitSeconds > schemas.MaxWaitSeconds {
 		errs = append(errs, fmt.Errorf("--max-wait %ds is over the contract's %ds (365 days)", m.WaitSeconds, schemas.MaxWaitSeconds))
@@ -195,6 +205,9 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 	if req.Network == schemas.NetworkHost && !m.AllowHostNetwork {
 		return fmt.Errorf("%w: network %q%s is not allowed on this server: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with --allow-host-network",
 			ErrInvalidRequest, req.Network, from("network"))
+	}
+	if n := len(req.Egress); n > m.EgressHosts {
+		return over("egress", fmt.Sprintf("(%d hosts)", n), strconv.Itoa(m.EgressHosts), "--max-egress-hosts")
 	}
 	switch {
 	case req.TimeoutSeconds < 0:

@@ -418,7 +418,12 @@ func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (pins *r
 		}
 	}
 	req.Image = orDefault(req.Image, def.Image)
-	req.Network = orDefault(req.Network, def.Network)
+	// The network and its allow-list are one policy: the definition's
+	// applies whole, only when the request gives neither.
+	if req.Network == "" && len(req.Egress) == 0 {
+		req.Network, req.Egress = def.Network, def.Egress
+		given["network"], given["egress"] = true, true
+	}
 	req.Workspace = orDefault(req.Workspace, def.Workspace)
 	if req.Resources == nil {
 		req.Resources = def.Resources
@@ -445,6 +450,11 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 			return bad("input must be a JSON object: %v", err)
 		}
 	}
+	network, err := schemas.CheckNetwork(req.Network, req.Egress)
+	if err != nil {
+		return bad("%v", err)
+	}
+	req.Network = network
 	switch req.Workspace {
 	case "", schemas.WorkspacePersist, schemas.WorkspaceFresh:
 	default:
@@ -452,6 +462,9 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	}
 	if _, err := answer.ParseRoute(routeOf(*req)); err != nil {
 		return bad("route: %v", err)
+	}
+	if err := schemas.CheckOutputs(req.Subagent.Outputs); err != nil {
+		return bad("subagent.%v", err)
 	}
 	// The first round's request must pass its schema, as the runner's will.
 	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}

@@ -319,6 +319,9 @@ func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
 				fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
 			}
 		}
+		if len(s.Egress) > 0 {
+			fmt.Fprintf(w, "egress: %s\n", strings.Join(s.Egress, ", "))
+		}
 		if s.Prompt != "" {
 			fmt.Fprintf(w, "prompt: %s\n", clipText(s.Prompt, 200))
 		}

@@ -179,6 +179,9 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:           true,
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
+		EgressUplink:      max.egressUplink,
+		MaxArtifacts:      max.artifacts,
+		MaxArtifactBytes:  max.artifactsMB << 20,
 		Slack:             slackCfg,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {
