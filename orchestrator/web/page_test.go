@@ -8,10 +8,12 @@ package web_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -84,6 +86,33 @@ func (s *stubService) Logs(_ context.Context, id string, round int, _ bool, w io
 	return nil
 }
 
+func (s *stubService) Result(_ context.Context, id string) (json.RawMessage, error) {
+	t, err := s.Get(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Result == nil {
+		return json.RawMessage("null"), nil
+	}
+	return t.Result, nil
+}
+
+// OpenArtifact serves an artifact's content from outputs["id/artifact/name"].
+func (s *stubService) OpenArtifact(_ context.Context, id, name string) (wire.Artifact, io.ReadCloser, error) {
+	t, err := s.Get(context.Background(), id)
+	if err != nil {
+		return wire.Artifact{}, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range t.Artifacts {
+		if a.Name == name {
+			return a, io.NopCloser(strings.NewReader(s.outputs[id+"/artifact/"+name])), nil
+		}
+	}
+	return wire.Artifact{}, nil, fmt.Errorf("artifact %s: %w", name, wire.ErrNotFound)
+}
+
 func (s *stubService) Watch(ctx context.Context, _ func(wire.Change)) error {
 	<-ctx.Done()
 	return nil
@@ -97,10 +126,10 @@ type pageFixture struct {
 	now time.Time
 }
 
-func newPageFixture(t *testing.T, now time.Time) *pageFixture {
+func newPageFixture(t *testing.T, now time.Time, tokens ...string) *pageFixture {
 	t.Helper()
 	f := &pageFixture{svc: &stubService{tasks: map[string]*wire.Task{}, outputs: map[string]string{}}, now: now}
-	auth, err := api.NewAuth(nil)
+	auth, err := api.NewAuth(tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +318,8 @@ func TestResultAndArtifacts(t *testing.T) {
 	body := f.get(t, "/tasks/r-text")
 	for _, want := range []string{
 		`<pre class="result-value text">&lt;script&gt;alert(1)&lt;/script&gt;` + "\nline two</pre>",
-		`<a href="/v1/tasks/r-text/artifacts/out%2Freport.md" download>out/report.md</a> <small>2.0 KiB · sha256 <code title="9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08">9f86d081884c</code></small>`,
-		`href="/v1/tasks/r-text/artifacts/x%22%3E%3Cimg%20src=x%20onerror=alert%281%29%3E%3F%23.txt"`,
+		`<a href="/ui/tasks/r-text/artifacts/out/report.md" download>out/report.md</a> <small>2.0 KiB · sha256 <code title="9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08">9f86d081884c</code></small>`,
+		`href="/ui/tasks/r-text/artifacts/x%22%3E%3Cimg%20src=x%20onerror=alert%281%29%3E%3F%23.txt"`,
 		`>x&#34;&gt;&lt;img src=x onerror=alert(1)&gt;?#.txt</a>`,
 	} {
 		if !strings.Contains(body, want) {
@@ -306,7 +335,7 @@ func TestResultAndArtifacts(t *testing.T) {
 }</pre>`) {
 		t.Errorf("a JSON result is not shown indented and escaped")
 	}
-	if body := f.get(t, "/tasks/r-ref"); !strings.Contains(body, `too large to show here (3.0 MiB, sha256 <code>e3b0c44298fc</code>): <a href="/v1/tasks/r-ref/result">download it</a>`) {
+	if body := f.get(t, "/tasks/r-ref"); !strings.Contains(body, `too large to show here (3.0 MiB, sha256 <code>e3b0c44298fc</code>): <a href="/ui/tasks/r-ref/result">open it</a>`) {
 		t.Errorf("a large result is not linked")
 	}
 }
@@ -336,6 +365,62 @@ func TestDurations(t *testing.T) {
 	for _, bad := range []string{" ms<", "80000", "12.3s"} {
 		if strings.Contains(body, bad) {
 			t.Errorf("a page shows a raw duration %q", bad)
+		}
+	}
+}
+
+// TestResultAndArtifactLinks: the page's links to a result and an
+// artifact work with the session cookie (the API's routes want a bearer
+// token): the artifact as a download with its size and sha256, checked as
+// sent; signed out, they send to the sign-in page; a name the API refuses
+// is refused here too.
+func TestResultAndArtifactLinks(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC()
+	f := newPageFixture(t, now, "alice:wonderland:answerer")
+	task := question("links", now.Add(-time.Minute), nil)
+	task.State, task.Rounds[0].State, task.Rounds[0].Question = wire.StateFinished, wire.StateFinished, nil
+	task.Result = json.RawMessage(`{"pages":40}`)
+	content := "# Q3 report\n"
+	task.Artifacts = []wire.Artifact{{Name: "out/report.md", Size: int64(len(content)), SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(content)))}}
+	f.svc.tasks["links"] = task
+	f.svc.outputs["links/artifact/out/report.md"] = content
+
+	b := &browser{t: t, base: f.srv.URL, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	b.c.Jar, _ = cookiejar.New(nil)
+	if status, loc, _ := b.get("/ui/tasks/links/artifacts/out/report.md"); status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/login?next=") {
+		t.Errorf("artifact signed out: %d to %q, want the sign-in page", status, loc)
+	}
+	b.login("wonderland")
+	_, _, page := b.get("/tasks/links")
+	if !strings.Contains(page, `href="/ui/tasks/links/artifacts/out/report.md"`) {
+		t.Fatalf("the task page does not link the artifact")
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/ui/tasks/links/artifacts/out/report.md", nil)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != content || resp.Header.Get("ETag") == "" ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), `filename=report.md`) {
+		t.Errorf("artifact: %d %q %v, want the file as a download with its ETag", resp.StatusCode, body, resp.Header)
+	}
+	if status, _, body := b.get("/ui/tasks/links/result"); status != http.StatusOK || body != `{"pages":40}`+"\n" {
+		t.Errorf("result: %d %q, want the JSON", status, body)
+	}
+	for _, bad := range []struct {
+		path string
+		want int
+	}{
+		{"/ui/tasks/links/artifacts/a%5Cb", http.StatusBadRequest},
+		{"/ui/tasks/links/artifacts/a/%2E%2E/b", http.StatusBadRequest},
+		{"/ui/tasks/links/artifacts/missing.md", http.StatusNotFound},
+		{"/ui/tasks/nope/result", http.StatusNotFound},
+	} {
+		if status, _, _ := b.get(bad.path); status != bad.want {
+			t.Errorf("GET %s: %d, want %d", bad.path, status, bad.want)
 		}
 	}
 }

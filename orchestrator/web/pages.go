@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,18 +42,18 @@ type page struct {
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
-		"since":       since,
-		"between":     between,
-		"ms":          func(ms int64) string { return human(time.Duration(ms) * time.Millisecond) },
-		"clock":       clock,
-		"isDefault":   isDefault,
-		"bytes":       units.Bytes,
-		"short":       func(s string) string { return s[:min(len(s), 12)] },
-		"pathPart":    url.PathEscape,
-		"consequence": consequence,
-		"stateText":   func(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") },
-		"countOf":     func(s *wire.Summary, st string) int { return s.Counts[wire.State(st)] },
-		"batchOf":     func(t *wire.Task) string { return t.Request.Labels[wire.BatchLabel] },
+		"since":        since,
+		"between":      between,
+		"ms":           func(ms int64) string { return human(time.Duration(ms) * time.Millisecond) },
+		"clock":        clock,
+		"isDefault":    isDefault,
+		"bytes":        units.Bytes,
+		"short":        func(s string) string { return s[:min(len(s), 12)] },
+		"artifactPath": artifactPath,
+		"consequence":  consequence,
+		"stateText":    func(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") },
+		"countOf":      func(s *wire.Summary, st string) int { return s.Counts[wire.State(st)] },
+		"batchOf":      func(t *wire.Task) string { return t.Request.Labels[wire.BatchLabel] },
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"inbox", "task", "login", "error"} {
