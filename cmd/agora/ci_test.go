@@ -1,0 +1,451 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/build"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/images"
+	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/runner"
+)
+
+// ciRoute is the test server's --ci-route: short, so a CI job's question
+// ends by its default (or expires) within seconds.
+const ciRoute = "human=3s"
+
+// ciServer is a real `agora serve` process, as a CI job reaches it: its
+// own data directory, a free port, the worker image built here, and the
+// short CI route.
+type ciServer struct {
+	url    string
+	agora  string // the agora binary
+	eng    *docker.Engine
+	client *client.Client
+}
+
+func startCIServe(t *testing.T) *ciServer {
+	t.Helper()
+	eng := computetest.Docker(t)
+	computetest.Busybox(t)
+	ctx := context.Background()
+	tag := fmt.Sprintf("agora-worker:ci-test-%d", os.Getpid())
+	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
+	runnerID := fmt.Sprintf("ci-test-%d", os.Getpid())
+	// Registered before serve starts, so it runs after serve has stopped
+	// (which leaves running containers to the next process): after a
+	// passing test no container is left; after a failure it is removed.
+	t.Cleanup(func() {
+		left, err := eng.List(context.Background(), map[string]string{runner.LabelRunner: runnerID})
+		if err != nil {
+			t.Errorf("list containers of runner %s: %v", runnerID, err)
+		}
+		for _, c := range left {
+			if !t.Failed() {
+				t.Errorf("container %s (task %s) left behind", c.ID[:12], c.Labels[compute.LabelTaskID])
+			}
+			_ = eng.Remove(context.Background(), c.ID)
+		}
+	})
+	s := &ciServer{agora: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true), eng: eng}
+	addr := freeAddr(t)
+	s.url = "http://" + addr
+	s.client = client.New(s.url, "")
+	logs := &testWriter{t: t}
+	t.Cleanup(logs.stop)
+	cmd := exec.Command(s.agora, "serve", "--data-dir", t.TempDir(), "--listen", addr, "--image", tag, "--id", runnerID, "--slots", "4",
+		"--ci-route", ciRoute)
+	cmd.Env, cmd.Stdout, cmd.Stderr = withoutCI(os.Environ()), logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	return s
+}
+
+// withoutCI is environ without CI: each test says whether it is a CI job.
+func withoutCI(environ []string) []string {
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "CI=") })
+}
+
+// jobEnv is the environment of a CI job's step against server: agora on
+// PATH, AGORA_SERVER set, plus extra.
+func (s *ciServer) jobEnv(server string, extra ...string) []string {
+	env := append(withoutCI(os.Environ()), "PATH="+filepath.Dir(s.agora)+":"+os.Getenv("PATH"), "AGORA_SERVER="+server, "AGORA_TOKEN=")
+	return append(env, extra...)
+}
+
+// proc is a process of the test: its output, and its exit code once it ended.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+	done           chan struct{}
+	code           int
+}
+
+func startProc(t *testing.T, env []string, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(name, args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.stdout, p.stderr
+	// Its own process group, as a CI runner starts a step: the test can
+	// signal the group as timeout(1) does, and a test's ^C does not reach it.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait returns the exit code, failing the test when the process has not
+// ended within timeout.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(timeout):
+		t.Fatalf("%s did not end within %s; stdout %q, stderr %q", strings.Join(p.cmd.Args, " "), timeout, p.stdout.String(), p.stderr.String())
+		return -1
+	}
+}
+
+// waitRunning waits until task id runs in a container.
+func (s *ciServer) waitRunning(t *testing.T, id string) {
+	t.Helper()
+	testutil.Eventually(t, 2*time.Minute, "task "+id+" to run in a container", func() bool {
+		task, err := s.client.Get(context.Background(), id)
+		if err != nil || task.State != orchestrator.StateRunning {
+			return false
+		}
+		cs, err := s.eng.List(context.Background(), map[string]string{compute.LabelTaskID: id})
+		return err == nil && len(cs) > 0
+	})
+}
+
+// waitCancelled checks that task id ended cancelled and its container is
+// gone within a bounded wait.
+func (s *ciServer) waitCancelled(t *testing.T, id string) {
+	t.Helper()
+	task, err := s.client.Get(context.Background(), id)
+	if err != nil || task.State != orchestrator.StateCancelled {
+		t.Fatalf("task %s = %+v, %v; want it cancelled", id, task, err)
+	}
+	testutil.Eventually(t, time.Minute, "task "+id+"'s container to be gone", func() bool {
+		cs, err := s.eng.List(context.Background(), map[string]string{compute.LabelTaskID: id})
+		return err == nil && len(cs) == 0
+	})
+}
+
+func (s *ciServer) cancel(t *testing.T, id string) {
+	t.Helper()
+	if _, err := s.client.Cancel(context.Background(), id); err != nil && !errors.Is(err, orchestrator.ErrWrongState) {
+		t.Errorf("cancel %s: %v", id, err)
+	}
+}
+
+// TestDispatchCI runs a real `agora dispatch --wait` process, as a CI job
+// does, against a real `agora serve` with Docker: a signal cancels the
+// task and its container goes (one signal is one, under timeout(1) too; a
+// second exits at once; --detach-on-signal leaves it running), agora
+// cancel of an ended task exits 0, a CI job's question without a route
+// ends by its default or expires within the server's CI route, with the
+// waiting lines; and the CI examples run as their runners would run them.
+func TestDispatchCI(t *testing.T) {
+	t.Parallel()
+	s := startCIServe(t)
+	sleeper := "echo working; sleep 300"
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		name := signalName(sig)
+		t.Run(name+" cancels the task", func(t *testing.T) {
+			t.Parallel()
+			id := "sig-" + strings.ToLower(name)
+			d := startProc(t, s.jobEnv(s.url), s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait")
+			s.waitRunning(t, id)
+			if err := d.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := d.wait(t, time.Minute); code != 128+int(sig) {
+				t.Errorf("dispatch --wait after %s exited %d, want %d; stderr %q", name, code, 128+int(sig), d.stderr.String())
+			}
+			for _, want := range []string{"agora dispatch: " + name + ": cancelling task " + id + " (--detach-on-signal would leave it running)\n",
+				"agora dispatch: task " + id + " cancelled (cancelled while running); 'agora respawn " + id + "' runs it again\n"} {
+				if !strings.Contains(d.stderr.String(), want) {
+					t.Errorf("dispatch --wait stderr lacks %q:\n%s", want, d.stderr.String())
+				}
+			}
+			s.waitCancelled(t, id)
+		})
+	}
+
+	t.Run("one TERM to the process and its group is one signal", func(t *testing.T) {
+		t.Parallel()
+		id := "sig-group"
+		d := startProc(t, s.jobEnv(s.url), s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait")
+		s.waitRunning(t, id)
+		// What timeout(1) does: the command, then the command's group.
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := d.wait(t, time.Minute); code != 143 || strings.Contains(d.stderr.String(), "second signal") {
+			t.Errorf("dispatch --wait after one TERM sent twice exited %d, stderr %q; want 143 and no second signal", code, d.stderr.String())
+		}
+		s.waitCancelled(t, id)
+	})
+
+	t.Run("under timeout(1)", func(t *testing.T) {
+		t.Parallel()
+		id := "sig-timeout"
+		d := startProc(t, s.jobEnv(s.url), "timeout", "8", s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait")
+		if code := d.wait(t, 2*time.Minute); code != 124 {
+			t.Errorf("timeout 8 agora dispatch --wait exited %d, want timeout's 124; stderr %q", code, d.stderr.String())
+		}
+		if strings.Contains(d.stderr.String(), "second signal") || !strings.Contains(d.stderr.String(), "SIGTERM: cancelling task "+id) {
+			t.Errorf("timeout 8 agora dispatch --wait: stderr %q; want the cancel, and no second signal", d.stderr.String())
+		}
+		s.waitCancelled(t, id)
+	})
+
+	t.Run("a second signal exits at once", func(t *testing.T) {
+		t.Parallel()
+		// A proxy that holds the cancel, so the first signal's work is
+		// still going on when the second comes.
+		held, release := make(chan struct{}, 1), make(chan struct{})
+		target, _ := url.Parse(s.url)
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel") {
+				held <- struct{}{}
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(front.Close)
+		t.Cleanup(func() { close(release) })
+		id := "sig-twice"
+		t.Cleanup(func() { s.cancel(t, id) })
+		d := startProc(t, s.jobEnv(front.URL), s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait")
+		s.waitRunning(t, id)
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-held:
+		case <-time.After(time.Minute):
+			t.Fatalf("no cancel reached the server after SIGTERM; stderr %q", d.stderr.String())
+		}
+		if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if code := d.wait(t, 10*time.Second); code != 130 || !strings.Contains(d.stderr.String(), "agora: second signal (interrupt): exiting now without waiting") {
+			t.Errorf("dispatch --wait after a second signal exited %d, stderr %q; want 130 at once", code, d.stderr.String())
+		}
+	})
+
+	t.Run("--detach-on-signal leaves it running; cancel exits 0 however the task ended", func(t *testing.T) {
+		t.Parallel()
+		id := "sig-detach"
+		d := startProc(t, s.jobEnv(s.url), s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait", "--detach-on-signal")
+		s.waitRunning(t, id)
+		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := d.wait(t, time.Minute); code != 1 || !strings.Contains(d.stderr.String(), "SIGTERM: stopped waiting; task "+id+" goes on") {
+			t.Errorf("dispatch --wait --detach-on-signal after SIGTERM exited %d, stderr %q; want 1, the task going on", code, d.stderr.String())
+		}
+		if task, err := s.client.Get(context.Background(), id); err != nil || task.State != orchestrator.StateRunning {
+			t.Fatalf("task %s after a detached --wait = %+v, %v; want it running", id, task, err)
+		}
+		env := s.jobEnv(s.url)
+		for _, c := range []struct {
+			name, task string
+			code       int
+			out        string
+		}{
+			{"cancel", id, 0, id + " cancelled (cancelled while running)"},
+			{"cancel again", id, 0, id + " had already ended: cancelled (cancelled while running); nothing to cancel"},
+			{"cancel of an unknown task", "no-such-task", 1, "agora cancel: no task no-such-task on " + s.url},
+		} {
+			p := startProc(t, env, s.agora, "cancel", c.task)
+			if code := p.wait(t, time.Minute); code != c.code || !strings.Contains(p.stdout.String()+p.stderr.String(), c.out) {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q; want %d, %q", c.name, code, p.stdout.String(), p.stderr.String(), c.code, c.out)
+			}
+		}
+		s.waitCancelled(t, id)
+	})
+
+	t.Run("cancel of a finished task exits 0", func(t *testing.T) {
+		t.Parallel()
+		id := "done-then-cancel"
+		env := s.jobEnv(s.url)
+		if code := startProc(t, env, s.agora, "dispatch", "--command", "echo done", "--task-id", id, "--wait").wait(t, 2*time.Minute); code != 0 {
+			t.Fatalf("dispatch --wait of echo exited %d", code)
+		}
+		p := startProc(t, env, s.agora, "cancel", id)
+		if code := p.wait(t, time.Minute); code != 0 || !strings.Contains(p.stdout.String(), id+" had already ended: finished (") {
+			t.Errorf("cancel of a finished task: exit %d, stdout %q, stderr %q; want 0 and how it ended", code, p.stdout.String(), p.stderr.String())
+		}
+	})
+
+	asker := func(def string) string {
+		ask := `agora-worker ask "Publish the notes or keep a draft?" --option publish --option draft`
+		if def != "" {
+			ask += " --default " + def
+		}
+		return `if [ -z "${AGORA_ANSWER:-}" ]; then ` + ask + `; exit 0; fi; echo "notes: $AGORA_ANSWER"`
+	}
+
+	t.Run("a CI job's question ends by its default within the CI route", func(t *testing.T) {
+		t.Parallel()
+		id := "ci-default"
+		d := startProc(t, s.jobEnv(s.url, "CI=true"), s.agora, "dispatch", "--command", asker("draft"), "--task-id", id, "--heartbeat", "1s", "--wait")
+		if code := d.wait(t, 3*time.Minute); code != 0 {
+			t.Fatalf("dispatch --wait exited %d, want 0; stderr %q", code, d.stderr.String())
+		}
+		task, err := s.client.Get(context.Background(), id)
+		if err != nil || task.Request.Route != ciRoute || !task.Request.FromCI {
+			t.Fatalf("task %s = %+v, %v; want the CI route %s", id, task, err, ciRoute)
+		}
+		stderr := d.stderr.String()
+		for _, want := range []string{
+			"still waiting: the answer may come from anyone with access, or from the route (" + ciRoute + "); at ",
+			" the default `draft` is taken\n",
+			"  still waiting for an answer to round 1 (asked ",
+			"  nobody answered round 1 by ",
+			": the default `draft` was taken (human timed out: no answer within 3s)\n",
+		} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("dispatch --wait stderr lacks %q:\n%s", want, stderr)
+			}
+		}
+	})
+
+	t.Run("a CI job's question without a default expires within the CI route", func(t *testing.T) {
+		t.Parallel()
+		id := "ci-expire"
+		d := startProc(t, s.jobEnv(s.url, "CI=true"), s.agora, "dispatch", "--command", asker(""), "--task-id", id, "--wait")
+		if code := d.wait(t, 3*time.Minute); code != 3 {
+			t.Fatalf("dispatch --wait exited %d, want 3; stderr %q", code, d.stderr.String())
+		}
+		for _, want := range []string{" it expires\n", "agora dispatch: task " + id + " expired: nobody answered"} {
+			if !strings.Contains(d.stderr.String(), want) {
+				t.Errorf("dispatch --wait stderr lacks %q:\n%s", want, d.stderr.String())
+			}
+		}
+	})
+
+	t.Run("outside CI the route stays the default", func(t *testing.T) {
+		t.Parallel()
+		id := "not-ci"
+		t.Cleanup(func() { s.cancel(t, id) })
+		if code := startProc(t, s.jobEnv(s.url, "CI=false"), s.agora, "dispatch", "--command", "true", "--task-id", id).wait(t, time.Minute); code != 0 {
+			t.Fatalf("dispatch exited %d", code)
+		}
+		if task, err := s.client.Get(context.Background(), id); err != nil || task.Request.Route != "" || task.Request.FromCI {
+			t.Errorf("task %s = %+v, %v; want no route (the default human)", id, task, err)
+		}
+	})
+
+	t.Run("the GitHub Actions example through act", func(t *testing.T) {
+		t.Parallel()
+		act := actPath(t)
+		workflow, err := filepath.Abs("../../examples/ci/github-actions.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo := actRepo(t, workflow)
+		runAct := func(runID string, vars ...string) *proc {
+			args := []string{"push", "-P", "ubuntu-latest=-self-hosted", "--var", "AGORA_SERVER=" + s.url, "--secret", "AGORA_TOKEN=",
+				"--env", "GITHUB_RUN_ID=" + runID}
+			for _, v := range vars {
+				args = append(args, "--var", v)
+			}
+			env := append(s.jobEnv(s.url), "XDG_CACHE_HOME="+t.TempDir())
+			p := startProc(t, env, act, args...)
+			p.cmd.Dir = repo
+			return p
+		}
+		_ = runAct
+	})
+}
+
+// actPath finds nektos/act (make tools installs it) on PATH or in
+// GOPATH/bin. Without it the act test is skipped, except in CI, where it
+// fails.
+func actPath(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("act"); err == nil {
+		return p
+	}
+	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
+		p := filepath.Join(dir, "bin", "act")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	const msg = "act not found on PATH or in GOPATH/bin; install it with make tools"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
