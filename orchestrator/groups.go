@@ -65,7 +65,7 @@ func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOption
 			nq := q.r.Question
 			groups = append(groups, wire.QuestionGroup{ID: id, Key: key, Batch: batch, Question: nq.Question,
 				Options: nq.Options, Context: nq.Context, Default: nq.Default, AskedAt: q.r.AskedAt,
-				Action: answerAction(q.t.ID, nq)})
+				Action: answerAction(q.t.ID, nq), IfUnanswered: ifUnanswered(q.t, q.r, o.now())})
 		}
 		g := &groups[i]
 		g.Count++

@@ -687,7 +687,7 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 		q := r.Question
 		out = append(out, QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
-			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q)})
+			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now)})
 	})
 	sort.Slice(out, func(i, j int) bool {
 		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0
@@ -763,6 +763,9 @@ func currentRound(t *Task) *Round {
 
 // view fills the derived fields a reader sees.
 func (o *Orchestrator) view(t *Task) *Task {
+	if r := currentRound(t); r != nil {
+		r.IfUnanswered = ifUnanswered(t, r, o.now())
+	}
 	t.Attention = o.attention(t)
 	return t
 }

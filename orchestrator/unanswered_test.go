@@ -1,0 +1,92 @@
+package orchestrator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
+)
+
+// TestIfUnanswered: the consequence of no answer, for each place on a
+// route and each limit, is what the router will do (route.go's step).
+func TestIfUnanswered(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	draft := "draft"
+	tests := []struct {
+		name     string
+		route    string
+		step     int
+		deadline time.Time
+		def      *string
+		maxWait  int
+		waitedMS int64
+		want     wire.IfUnanswered
+	}{
+		{"escalates to the next step", "memory,human=5m,slack:#ops=1h", 1, now.Add(5 * time.Minute), nil, 0, 0,
+			wire.IfUnanswered{At: now.Add(5 * time.Minute), Action: wire.IfUnansweredEscalate, Next: "slack:#ops",
+				Text: "at 14:05 UTC it goes to `slack:#ops`"}},
+		{"the last step takes the default", "human=5m", 0, now.Add(5 * time.Minute), &draft, 0, 0,
+			wire.IfUnanswered{At: now.Add(5 * time.Minute), Action: wire.IfUnansweredDefault, Default: "draft",
+				Text: "at 14:05 UTC the default `draft` is taken"}},
+		{"the last step without a default expires", "human=5m", 0, now.Add(5 * time.Minute), nil, 0, 0,
+			wire.IfUnanswered{At: now.Add(5 * time.Minute), Action: wire.IfUnansweredExpire,
+				Text: "at 14:05 UTC it expires (no default)"}},
+		{"the total wait runs out first", "human=24h", 0, now.Add(24 * time.Hour), &draft, 600, 0,
+			wire.IfUnanswered{At: now.Add(10 * time.Minute), Action: wire.IfUnansweredExpire,
+				Text: "at 14:10 UTC it fails: the task's total wait for answers (limits.max_wait_seconds) runs out"}},
+		{"earlier rounds' waits count", "human=24h", 0, now.Add(24 * time.Hour), nil, 600, 300_000,
+			wire.IfUnanswered{At: now.Add(5 * time.Minute), Action: wire.IfUnansweredExpire,
+				Text: "at 14:05 UTC it fails: the task's total wait for answers (limits.max_wait_seconds) runs out"}},
+		{"a day or more away carries the date", "human=48h", 0, now.Add(48 * time.Hour), nil, 0, 0,
+			wire.IfUnanswered{At: now.Add(48 * time.Hour), Action: wire.IfUnansweredExpire,
+				Text: "at 2026-11-28 14:00 UTC it expires (no default)"}},
+	}
+	for _, tt := range tests {
+		task := &Task{ID: "t", State: StateNeedsInput, WaitedMS: tt.waitedMS,
+			Request: SubmitRequest{Route: tt.route, Limits: Limits{MaxWaitSeconds: tt.maxWait}},
+			Rounds: []Round{{N: 1, State: StateNeedsInput, AskedAt: now, Step: tt.step, StepDeadline: tt.deadline,
+				Question: &schemas.NeedsInput{Question: "which?", Default: tt.def}}}}
+		got := ifUnanswered(task, &task.Rounds[0], now)
+		if got == nil || *got != tt.want {
+			t.Errorf("%s: ifUnanswered = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	answered := &Task{State: StateNeedsInput, Rounds: []Round{{Question: &schemas.NeedsInput{Question: "q"}, Answer: &Answer{Value: "a"}}}}
+	if got := ifUnanswered(answered, &answered.Rounds[0], now); got != nil {
+		t.Errorf("ifUnanswered of an answered round = %+v, want nil", got)
+	}
+	finished := &Task{State: StateFinished, Rounds: []Round{{Question: &schemas.NeedsInput{Question: "q"}}}}
+	if got := ifUnanswered(finished, &finished.Rounds[0], now); got != nil {
+		t.Errorf("ifUnanswered of a finished task = %+v, want nil", got)
+	}
+}
+
+// TestIfUnansweredShown: a task read back, the questions list and the
+// question groups all carry the consequence of the open question.
+func TestIfUnansweredShown(t *testing.T) {
+	t.Parallel()
+	s := newLimitsStack(t, Maximums{})
+	ctx := t.Context()
+	def := "keep"
+	task := s.askedTask(t, "consequence", schemas.NeedsInput{Question: "which file?", Options: []string{"keep", "drop"}, Default: &def})
+	u := task.Rounds[0].IfUnanswered
+	if u == nil || u.Action != wire.IfUnansweredDefault || u.Default != "keep" || !u.At.Equal(task.Rounds[0].StepDeadline) {
+		t.Fatalf("Get: round 1's IfUnanswered = %+v, want the default keep at the step deadline %s", u, task.Rounds[0].StepDeadline)
+	}
+	page, err := s.orch.Questions(ctx, PageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Questions) != 1 || page.Questions[0].IfUnanswered == nil || page.Questions[0].IfUnanswered.Text != u.Text {
+		t.Errorf("Questions = %+v, want one with IfUnanswered %q", page.Questions, u.Text)
+	}
+	groups, err := s.orch.QuestionGroups(ctx, wire.GroupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 1 || groups[0].IfUnanswered == nil || groups[0].IfUnanswered.Text != u.Text {
+		t.Errorf("QuestionGroups = %+v, want one with IfUnanswered %q", groups, u.Text)
+	}
+}
