@@ -124,8 +124,14 @@ type proc struct {
 
 func startProc(t *testing.T, env []string, name string, args ...string) *proc {
 	t.Helper()
+	return startProcIn(t, "", env, name, args...)
+}
+
+// startProcIn starts name in directory dir (empty: the test's).
+func startProcIn(t *testing.T, dir string, env []string, name string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(name, args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.stdout, p.stderr
+	p.cmd.Dir, p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = dir, env, p.stdout, p.stderr
 	// Its own process group, as a CI runner starts a step: the test can
 	// signal the group as timeout(1) does, and a test's ^C does not reach it.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -386,7 +392,7 @@ func TestDispatchCI(t *testing.T) {
 		if code := d.wait(t, 3*time.Minute); code != 3 {
 			t.Fatalf("dispatch --wait exited %d, want 3; stderr %q", code, d.stderr.String())
 		}
-		for _, want := range []string{" it expires\n", "agora dispatch: task " + id + " expired: nobody answered"} {
+		for _, want := range []string{" it expires (no default)\n", "agora dispatch: task " + id + " expired: nobody answered"} {
 			if !strings.Contains(d.stderr.String(), want) {
 				t.Errorf("dispatch --wait stderr lacks %q:\n%s", want, d.stderr.String())
 			}
@@ -408,24 +414,94 @@ func TestDispatchCI(t *testing.T) {
 	t.Run("the GitHub Actions example through act", func(t *testing.T) {
 		t.Parallel()
 		act := actPath(t)
-		workflow, err := filepath.Abs("../../examples/ci/github-actions.yml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo := actRepo(t, workflow)
+		repo := actRepo(t, "../../examples/ci/github-actions.yml")
 		runAct := func(runID string, vars ...string) *proc {
 			args := []string{"push", "-P", "ubuntu-latest=-self-hosted", "--var", "AGORA_SERVER=" + s.url, "--secret", "AGORA_TOKEN=",
 				"--env", "GITHUB_RUN_ID=" + runID}
 			for _, v := range vars {
 				args = append(args, "--var", v)
 			}
-			env := append(s.jobEnv(s.url), "XDG_CACHE_HOME="+t.TempDir())
-			p := startProc(t, env, act, args...)
-			p.cmd.Dir = repo
-			return p
+			// act's own cache (its self-hosted work directories) in the test's.
+			return startProcIn(t, repo, append(s.jobEnv(s.url), "XDG_CACHE_HOME="+t.TempDir()), act, args...)
 		}
-		_ = runAct
+
+		// Nobody answers: the server's CI route (act sets CI=true) takes the
+		// default, the notes reach the later step and the later job.
+		p := runAct("101")
+		if code := p.wait(t, 5*time.Minute); code != 0 {
+			t.Fatalf("act exited %d:\n%s%s", code, p.stdout.String(), p.stderr.String())
+		}
+		out := p.stdout.String() + p.stderr.String()
+		t.Logf("act, nobody answering:\n%s", out)
+		task, err := s.client.Get(context.Background(), "ci-101-1")
+		if err != nil || task.State != orchestrator.StateFinished || task.Request.Route != ciRoute {
+			t.Fatalf("task ci-101-1 = %+v, %v; want it finished on the CI route", task, err)
+		}
+		notes := dispatchStdout(task)
+		for _, want := range []string{"| the notes: " + notes, "| publishing: " + notes, "nobody answered round 1 by ", "the default `draft` was taken"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("act's output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "Main cancel the task") {
+			t.Errorf("the cancel step ran in a job that succeeded:\n%s", out)
+		}
+
+		// The job is interrupted while the question waits for a person:
+		// act kills the dispatch step, and the cleanup step cancels the task.
+		p = runAct("102", "AGORA_ROUTE=human=10m")
+		testutil.Eventually(t, 3*time.Minute, "the question of ci-102-1", func() bool {
+			task, err := s.client.Get(context.Background(), "ci-102-1")
+			return err == nil && task.State == orchestrator.StateNeedsInput
+		})
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.wait(t, 2*time.Minute); code == 0 {
+			t.Errorf("act exited 0 after an interrupt")
+		}
+		out = p.stdout.String() + p.stderr.String()
+		t.Logf("act, interrupted:\n%s", out)
+		if !strings.Contains(out, "| ci-102-1 cancelled (cancelled while needs input)") {
+			t.Errorf("act's output lacks the cleanup step's cancel:\n%s", out)
+		}
+		s.waitCancelled(t, "ci-102-1")
 	})
+}
+
+// dispatchStdout is what `agora dispatch --wait` printed on stdout for
+// finished task t.
+func dispatchStdout(t *orchestrator.Task) string {
+	rounds := 0
+	for _, r := range t.Rounds {
+		rounds = max(rounds, r.N)
+	}
+	return fmt.Sprintf("%s finished after %d round%s in ", t.ID, rounds, pluralS(rounds))
+}
+
+// actRepo is a git repository holding workflow as its only workflow, for
+// act to run.
+func actRepo(t *testing.T, workflow string) string {
+	t.Helper()
+	data, err := os.ReadFile(workflow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".github", "workflows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".github", "workflows", filepath.Base(workflow)), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "the example"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=agora", "-c", "user.email=agora@example.invalid"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return dir
 }
 
 // actPath finds nektos/act (make tools installs it) on PATH or in

@@ -480,8 +480,8 @@ func answerText(r *orchestrator.Round) string {
 	}
 	var why []string
 	for _, d := range r.Decisions {
-		if d.Result == "pending" {
-			continue
+		if d.Result == "pending" || d.Result == "answered" {
+			continue // waiting, or the default's own entry
 		}
 		w := d.Step + " " + d.Result
 		if d.Detail != "" {
@@ -500,8 +500,12 @@ func answerText(r *orchestrator.Round) string {
 // ago, 5m 0s left): at 14:10:00 UTC the default `draft` is taken".
 func heartbeatLine(t *orchestrator.Task, r *orchestrator.Round, now time.Time) string {
 	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, humanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
-	if at := ifUnansweredAt(r); !at.IsZero() {
-		line += ", " + humanDuration(max(at.Sub(now), 0).Truncate(time.Second)) + " left"
+	switch at := ifUnansweredAt(r); {
+	case at.IsZero():
+	case at.Sub(now) < time.Second:
+		line += ", due now"
+	default:
+		line += ", " + humanDuration(at.Sub(now).Truncate(time.Second)) + " left"
 	}
 	line += ")"
 	if then := ifUnansweredText(t, r); then != "" {
@@ -564,7 +568,7 @@ func consequenceText(at time.Time, action, def, next string) string {
 	case wire.IfUnansweredEscalate:
 		return fmt.Sprintf("at %s it goes to `%s`", clockText(at), next)
 	}
-	return fmt.Sprintf("at %s it expires", clockText(at))
+	return fmt.Sprintf("at %s it expires (no default)", clockText(at))
 }
 
 // clockText is a moment as a CI log shows it: the UTC time of day.

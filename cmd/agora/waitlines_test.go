@@ -26,7 +26,7 @@ func TestIfUnansweredText(t *testing.T) {
 		want  string
 	}{
 		{name: "the last step, a default", route: "human=10m", def: &draft, want: "at 14:10:00 UTC the default `draft` is taken"},
-		{name: "the last step, no default", route: "human=10m", want: "at 14:10:00 UTC it expires"},
+		{name: "the last step, no default", route: "human=10m", want: "at 14:10:00 UTC it expires (no default)"},
 		{name: "a step before another", route: "human=10m,slack:#ops=1h", def: &draft, want: "at 14:10:00 UTC it goes to `slack:#ops`"},
 		{name: "the second of two steps", route: "human=5m,slack:#ops=10m", step: 1, def: &draft, want: "at 14:10:00 UTC the default `draft` is taken"},
 		{name: "the server's text", route: "human=10m", iu: &wire.IfUnanswered{At: asked.Add(time.Minute), Action: wire.IfUnansweredExpire,
@@ -98,7 +98,7 @@ func TestWaitLinesHeartbeat(t *testing.T) {
 			r.State = orchestrator.StateFinished
 			r.Answer = &orchestrator.Answer{Value: "draft", By: "nobody (the route ended)", Channel: "default", At: t0.Add(10 * time.Minute), Assumed: true}
 			r.Decisions = []orchestrator.Decision{{Step: "human", Result: "pending"}, {Step: "human", Result: "timed out", Detail: "no answer within 5m0s"},
-				{Step: "slack:#ops", Result: "timed out", Detail: "no answer within 5m0s"}}
+				{Step: "slack:#ops", Result: "timed out", Detail: "no answer within 5m0s"}, {Step: "default", Result: "answered", Detail: "by nobody (the route ended)"}}
 			return r
 		}(), orchestrator.Round{N: 2, DispatchID: "ci-7-r2", State: orchestrator.StateQueued}), []string{
 			"  nobody answered round 1 by 14:10:00 UTC: the default `draft` was taken (human timed out: no answer within 5m0s; slack:#ops timed out: no answer within 5m0s)",
@@ -135,7 +135,7 @@ func TestWaitLinesAnswered(t *testing.T) {
 	p.update(&orchestrator.Task{ID: "x", State: orchestrator.StateNeedsInput, Request: orchestrator.SubmitRequest{Route: "human=1h"}, Rounds: []orchestrator.Round{r}})
 	r.Answer = &orchestrator.Answer{Value: "B", By: "carol", Channel: "cli", At: t0.Add(time.Minute)}
 	p.update(&orchestrator.Task{ID: "x", State: orchestrator.StateQueued, Rounds: []orchestrator.Round{r, {N: 2, DispatchID: "x-r2", State: orchestrator.StateQueued}}})
-	for _, want := range []string{"at 15:00:00 UTC it expires", "  round 1 answered: `B` by carol via cli\nx queued · round 2"} {
+	for _, want := range []string{"at 15:00:00 UTC it expires (no default)", "  round 1 answered: `B` by carol via cli\nx queued · round 2"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("progress wrote\n%s\nwant it to contain %q", out.String(), want)
 		}
