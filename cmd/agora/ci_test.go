@@ -27,6 +27,7 @@ import (
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
+	"go.yaml.in/yaml/v3"
 )
 
 // ciRoute is the test server's --ci-route: short, so a CI job's question
@@ -467,6 +468,120 @@ func TestDispatchCI(t *testing.T) {
 		}
 		s.waitCancelled(t, "ci-102-1")
 	})
+
+	t.Run("the GitLab CI example's job, as a shell runner runs it", func(t *testing.T) {
+		t.Parallel()
+		jobs := gitlabJobs(t, "../../examples/ci/gitlab-ci.yml")
+		notesJob, publish := jobs["release-notes"], jobs["publish"]
+		dir := t.TempDir() // the job's checkout; notes.txt is its artifact
+		// runJob runs lines as the shell executor does: one bash, -e and
+		// pipefail, the job's variables expanded in its environment.
+		runJob := func(job gitlabJob, lines []string, extra ...string) *proc {
+			env := s.jobEnv(s.url, append([]string{"CI=true", "CI_PIPELINE_ID=7", "CI_COMMIT_SHA=0123abc"}, extra...)...)
+			lookup := func(k string) string { return getenv(env, k) }
+			for k, v := range job.Variables {
+				if v.Expand != nil && !*v.Expand {
+					env = append(env, k+"="+v.Value)
+					continue
+				}
+				env = append(env, k+"="+os.Expand(v.Value, lookup))
+			}
+			return startProcIn(t, dir, env, "bash", "-c", "set -eo pipefail\n"+strings.Join(lines, "\n"))
+		}
+
+		// Nobody answers: the CI route's default; the later job reads the
+		// artifact; after_script leaves a successful job alone.
+		p := runJob(notesJob, notesJob.Script, "CI_JOB_ID=201")
+		if code := p.wait(t, 3*time.Minute); code != 0 {
+			t.Fatalf("the job's script exited %d: %s", code, p.stderr.String())
+		}
+		task, err := s.client.Get(context.Background(), "ci-7-201")
+		if err != nil || task.State != orchestrator.StateFinished || task.Request.Route != ciRoute {
+			t.Fatalf("task ci-7-201 = %+v, %v; want it finished on the CI route", task, err)
+		}
+		if after := runJob(notesJob, notesJob.AfterScript, "CI_JOB_ID=201", "CI_JOB_STATUS=success"); after.wait(t, time.Minute) != 0 || after.stdout.String() != "" {
+			t.Errorf("after_script of a successful job: exit %d, stdout %q, stderr %q; want nothing done", after.code, after.stdout.String(), after.stderr.String())
+		}
+		pub := runJob(publish, publish.Script, "CI_JOB_ID=203")
+		if code := pub.wait(t, time.Minute); code != 0 || !strings.Contains(pub.stdout.String(), "publishing: "+dispatchStdout(task)) {
+			t.Errorf("the publish job: exit %d, stdout %q, stderr %q; want the notes", code, pub.stdout.String(), pub.stderr.String())
+		}
+
+		// The job is cancelled while the question waits: the runner's
+		// SIGTERM reaches the job's processes, dispatch --wait cancels the
+		// task, and after_script's cancel finds it ended (exit 0).
+		p = runJob(notesJob, notesJob.Script, "CI_JOB_ID=202", "AGORA_ROUTE=human=10m")
+		testutil.Eventually(t, 3*time.Minute, "the question of ci-7-202", func() bool {
+			task, err := s.client.Get(context.Background(), "ci-7-202")
+			return err == nil && task.State == orchestrator.StateNeedsInput
+		})
+		if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		p.wait(t, time.Minute)
+		testutil.Eventually(t, time.Minute, "dispatch --wait to cancel ci-7-202", func() bool {
+			task, err := s.client.Get(context.Background(), "ci-7-202")
+			return err == nil && task.State == orchestrator.StateCancelled
+		})
+		after := runJob(notesJob, notesJob.AfterScript, "CI_JOB_ID=202", "CI_JOB_STATUS=canceled")
+		if code := after.wait(t, time.Minute); code != 0 || !strings.Contains(after.stdout.String(), "ci-7-202 had already ended: cancelled") {
+			t.Errorf("after_script of a cancelled job: exit %d, stdout %q, stderr %q; want 0 and the task ended", code, after.stdout.String(), after.stderr.String())
+		}
+	})
+}
+
+// gitlabJob is what the test runs of a GitLab CI job.
+type gitlabJob struct {
+	Variables   map[string]gitlabVariable `yaml:"variables"`
+	Script      []string                  `yaml:"script"`
+	AfterScript []string                  `yaml:"after_script"`
+}
+
+// gitlabVariable is a job's variable: a string, or {value, expand}.
+type gitlabVariable struct {
+	Value  string
+	Expand *bool
+}
+
+func (v *gitlabVariable) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&v.Value)
+	}
+	var full struct {
+		Value  string `yaml:"value"`
+		Expand *bool  `yaml:"expand"`
+	}
+	if err := n.Decode(&full); err != nil {
+		return err
+	}
+	v.Value, v.Expand = full.Value, full.Expand
+	return nil
+}
+
+// gitlabJobs reads the jobs of a .gitlab-ci.yml (the keys that are not
+// GitLab's own).
+func gitlabJobs(t *testing.T, file string) map[string]gitlabJob {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	jobs := map[string]gitlabJob{}
+	for name, node := range top {
+		if name == "stages" || name == "variables" || name == "default" || name == "include" || name == "workflow" {
+			continue
+		}
+		var job gitlabJob
+		if err := node.Decode(&job); err != nil {
+			t.Fatalf("%s: job %s: %v", file, name, err)
+		}
+		jobs[name] = job
+	}
+	return jobs
 }
 
 // dispatchStdout is what `agora dispatch --wait` printed on stdout for
