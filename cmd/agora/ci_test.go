@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"go/build"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -639,4 +640,17 @@ func actPath(t *testing.T) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// TestOrchestratorCIRouteFlag: agora orchestrator takes --ci-route as
+// serve does, checked before anything is contacted.
+func TestOrchestratorCIRouteFlag(t *testing.T) {
+	t.Parallel()
+	nats := []string{"orchestrator", "--nats", "nats://127.0.0.1:1"}
+	agora(t, nil, append(nats, "--ci-route", "human=-1m")...).want(t, "orchestrator --ci-route human=-1m", 2, nil,
+		[]string{`agora orchestrator: --ci-route "human=-1m": route step 1 "human=-1m": timeout: "-1m": must be positive; e.g. --ci-route human=10m`})
+	f, err := parseOrchestratorFlags([]string{"--nats", "x", "--ci-route", "memory,human=5m"}, io.Discard)
+	if err != nil || *f.ciRoute != "memory,human=5m" {
+		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", *f.ciRoute, err)
+	}
 }
