@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/build"
@@ -28,6 +30,7 @@ import (
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -652,5 +655,34 @@ func TestOrchestratorCIRouteFlag(t *testing.T) {
 	f, err := parseOrchestratorFlags([]string{"--nats", "x", "--ci-route", "memory,human=5m"}, io.Discard)
 	if err != nil || *f.ciRoute != "memory,human=5m" {
 		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", *f.ciRoute, err)
+	}
+}
+
+// TestDispatchCIOlderServer: a server older than from_ci refuses the
+// field; dispatch under CI=true submits as an older CLI did, and says the
+// task gets the default route.
+func TestDispatchCIOlderServer(t *testing.T) {
+	t.Parallel()
+	s := newTaskServer(t)
+	target, _ := url.Parse(s.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/tasks" {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"from_ci"`) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_ = json.NewEncoder(w).Encode(wire.ErrorBody{Code: wire.CodeInvalid, Error: `request body: unknown field "from_ci"`})
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(older.Close)
+	agora(t, []string{"AGORA_SERVER=" + older.URL, "CI=true"}, "dispatch", "--command", "true", "--task-id", "older").want(t, "dispatch to an older server", 0,
+		[]string{"older queued"}, []string{"agora dispatch: the server at " + older.URL + " is older than this agora and has no CI route: the task gets its default route (human); pass --route, e.g. --route human=10m"})
+	if task := s.get(t, "older"); task.Request.FromCI || task.Request.Route != "" {
+		t.Errorf("task submitted to an older server = %+v; want no from_ci, no route", task.Request)
 	}
 }

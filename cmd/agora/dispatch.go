@@ -260,6 +260,14 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	}
 	start := time.Now()
 	t, err := c.Submit(ctx, req)
+	if req.FromCI && unknownField(err, "from_ci") {
+		// A server older than this CLI: it has no CI route. Submit as an
+		// older CLI would, and say what that means.
+		fmt.Fprintf(stderr, "agora dispatch: the server at %s is older than this agora and has no CI route: the task gets its default route (%s); pass --route, e.g. --route %s\n",
+			a.server, orchestrator.DefaultRoute, orchestrator.DefaultCIRoute)
+		req.FromCI = false
+		t, err = c.Submit(ctx, req)
+	}
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -315,6 +323,13 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
 	}
 	return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
+}
+
+// unknownField says whether err is the server refusing a request body for
+// an unknown field name, as a server older than the field does.
+func unknownField(err error, name string) bool {
+	e, ok := errors.AsType[*client.Error](err)
+	return ok && e.Code == string(wire.CodeInvalid) && strings.Contains(e.Message, `unknown field "`+name+`"`)
 }
 
 // isCI says whether environ is a CI job's: CI=true (GitHub Actions,
