@@ -76,6 +76,7 @@ func verbs() []verb {
 			run: func(_ context.Context, args, _ []string, stdout, stderr io.Writer) int {
 				return runValidate(args, os.Stdin, stdout, stderr)
 			}},
+		{name: "token", short: "make a strong API token: create NAME (the secret once, and its hashed line for --tokens-file)", subs: []string{"create"}, run: runToken},
 		{name: "config", short: "named contexts (server, token) in the config file", subs: configSubs, run: runConfig},
 		{name: "version", short: "print the version", synopsis: "[--json]", run: runVersion},
 	}

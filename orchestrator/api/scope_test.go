@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
@@ -27,9 +28,24 @@ import (
 // file storage, a registry, no runner: rounds stay queued unless the test
 // publishes their events) with the tokens of issue 10's finding 4.
 type scopeServer struct {
-	srv *httptest.Server
-	bus *bus.Bus
-	reg *registry.Registry
+	srv  *httptest.Server
+	bus  *bus.Bus
+	reg  *registry.Registry
+	orch *orchestrator.Orchestrator
+}
+
+// withConfig serves the same orchestrator and registry under another
+// token configuration, as a restarted serve with changed flags would.
+func (s *scopeServer) withConfig(t *testing.T, cfg api.Config) *scopeServer {
+	t.Helper()
+	cfg.Service, cfg.Registry, cfg.Logger = s.orch, s.reg, natstest.Logger(t)
+	h, err := api.NewHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch}
 }
 
 func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
@@ -55,7 +71,7 @@ func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: b, reg: reg}
+	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o}
 }
 
 // call sends method path with body as the holder of token and returns the
@@ -330,5 +346,35 @@ func TestLocalSecretsGranted(t *testing.T) {
 	}
 	if code, body := s.call(t, root, "POST", "/v1/tasks", `{"task_id":"ops","subagent_ref":"printer"}`); code != 201 {
 		t.Errorf("the admin submits it = %d %v; want 201", code, body)
+	}
+
+	// The grant is taken away (serve restarted without it): alice can no
+	// longer run her task again, by respawn or by continue; the admin can.
+	if code, body := s.call(t, alice, "POST", "/v1/tasks/mine/cancel", ""); code != 200 {
+		t.Fatalf("alice cancels her task = %d %v", code, body)
+	}
+	if code, body := s.call(t, alice, "POST", "/v1/tasks", `{"task_id":"done","subagent_ref":"printer"}`); code != 201 {
+		t.Fatalf("alice submits a second task = %d %v", code, body)
+	}
+	zero, ms := 0, int64(5)
+	if _, err := s.bus.PublishEvent(t.Context(), schemas.Event{Kind: schemas.KindFinished, DispatchID: "done-r1", TaskID: "done", Round: 1,
+		Time: time.Now().UTC(), ExitCode: &zero, DurationMS: &ms}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "task done finished", func() bool {
+		task, err := s.orch.Get(orchestrator.WithIdentity(t.Context(), orchestrator.Identity{Admin: true}), "done")
+		return err == nil && task.State == orchestrator.StateFinished
+	})
+	revoked := s.withConfig(t, api.Config{Tokens: []string{"alice:al1ce", "bob:b0b", "root:r00t:admin"}})
+	code, body = revoked.call(t, alice, "POST", "/v1/tasks/mine/respawn", "")
+	if code != 422 || !strings.Contains(body["error"].(string), "local:github (env bundle gh") {
+		t.Errorf("alice respawns after her grant was taken away = %d %v; want 422 naming local:github", code, body)
+	}
+	code, body = revoked.call(t, alice, "POST", "/v1/tasks/done/continue", `{"message":"again"}`)
+	if code != 422 || !strings.Contains(body["error"].(string), "local:github (env bundle gh") {
+		t.Errorf("alice continues after her grant was taken away = %d %v; want 422 naming local:github", code, body)
+	}
+	if code, body := revoked.call(t, root, "POST", "/v1/tasks/mine/respawn", ""); code != 200 {
+		t.Errorf("the admin respawns it = %d %v; want 200", code, body)
 	}
 }

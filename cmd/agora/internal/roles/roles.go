@@ -39,6 +39,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/compute/ecs"
+	"github.com/agoradev/agora/internal/httplimit"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/storage"
@@ -429,8 +430,8 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if cfg.local() {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			return s, fmt.Errorf("data dir: %w", err)
+		if err := privateDataDir(cfg.DataDir, s.log); err != nil {
+			return s, err
 		}
 		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 			return s, err
@@ -461,7 +462,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if s.ln != nil {
-		if err := s.serve(); err != nil {
+		if err := s.serve(ctx); err != nil {
 			return s, err
 		}
 	}
@@ -646,7 +647,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 
 // serve starts the HTTP server on the listener bound in Start: /metrics,
 // and the API when the orchestrator runs.
-func (s *Stack) serve() error {
+func (s *Stack) serve(ctx context.Context) error {
 	mux := http.NewServeMux()
 	// One token rule for everything this listener serves.
 	auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
@@ -661,6 +662,12 @@ func (s *Stack) serve() error {
 		mux.Handle("GET /metrics", m)
 	}
 	if s.orch != nil {
+		// Signing out ends a session on every replica of this bus.
+		sessions, err := orchestrator.OpenSessions(ctx, s.bus)
+		if err != nil {
+			return err
+		}
+		auth.UseSessionStore(sessions)
 		var reg api.Registry
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
@@ -694,7 +701,10 @@ func (s *Stack) serve() error {
 	// by a client following /v1/events.
 	streams, end := context.WithCancel(context.Background())
 	s.endStreams = end
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// Every body is capped (the largest route's cap: a capability upload;
+	// each route caps its own lower) and must arrive within its deadline.
+	handler := httplimit.Bodies(mux, registry.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
+	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	srv, ln := s.srv, s.ln
 	go func() {
@@ -882,7 +892,7 @@ func runnerID(dataDir, runnerDir string) (string, error) {
 		_, _ = rand.Read(suffix[:]) // never fails
 		id = host + "-" + hex.EncodeToString(suffix[:])
 	}
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("runner id: %w", err)
 	}
 	return id, nil
