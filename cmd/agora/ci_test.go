@@ -588,9 +588,17 @@ func gitlabJobs(t *testing.T, file string) map[string]gitlabJob {
 	return jobs
 }
 
-// dispatchStdout is what `agora dispatch --wait` printed on stdout for
-// finished task t.
+// dispatchStdout is what `agora dispatch --wait` prints on stdout for
+// finished task t: its result (a string as its text), or, from an agora
+// whose tasks carry no result yet, the start of its summary line.
 func dispatchStdout(t *orchestrator.Task) string {
+	if len(t.Result) > 0 {
+		var text string
+		if json.Unmarshal(t.Result, &text) == nil {
+			return text
+		}
+		return string(t.Result)
+	}
 	rounds := 0
 	for _, r := range t.Rounds {
 		rounds = max(rounds, r.N)
