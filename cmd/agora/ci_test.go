@@ -225,10 +225,14 @@ func TestDispatchCI(t *testing.T) {
 			id := "sig-" + strings.ToLower(name)
 			d := startProc(t, s.jobEnv(s.url), s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait")
 			s.waitRunning(t, id)
+			sent := time.Now()
 			if err := d.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			if code := d.wait(t, time.Minute); code != 128+int(sig) {
+			code := d.wait(t, time.Minute)
+			exited := time.Since(sent)
+			defer func() { t.Logf("%s: dispatch --wait exited after %s, the container was gone after %s", name, exited, time.Since(sent)) }()
+			if code != 128+int(sig) {
 				t.Errorf("dispatch --wait after %s exited %d, want %d; stderr %q", name, code, 128+int(sig), d.stderr.String())
 			}
 			for _, want := range []string{"agora dispatch: " + name + ": cancelling task " + id + " (--detach-on-signal would leave it running)\n",
