@@ -425,7 +425,7 @@ func (p *progress) update(t *orchestrator.Task) {
 	waiting := t.State == orchestrator.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
 	then := ""
 	if waiting {
-		then = ifUnansweredText(t, r)
+		then = roundConsequence(t, r)
 	}
 	key := string(t.State) + "/" + roundText(r)
 	if key != p.last {
@@ -515,7 +515,7 @@ func answerText(r *orchestrator.Round) string {
 // ago, 5m 0s left): at 14:10:00 UTC the default `draft` is taken".
 func heartbeatLine(t *orchestrator.Task, r *orchestrator.Round, now time.Time) string {
 	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, humanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
-	switch at := ifUnansweredAt(r); {
+	switch at := consequenceAt(r); {
 	case at.IsZero():
 	case at.Sub(now) < time.Second:
 		line += ", due now"
@@ -523,7 +523,7 @@ func heartbeatLine(t *orchestrator.Task, r *orchestrator.Round, now time.Time) s
 		line += ", " + humanDuration(at.Sub(now).Truncate(time.Second)) + " left"
 	}
 	line += ")"
-	if then := ifUnansweredText(t, r); then != "" {
+	if then := roundConsequence(t, r); then != "" {
 		line += ": " + then
 	} else {
 		line += ": the route (" + routeText(t) + ") has no deadline to tell"
@@ -538,11 +538,11 @@ func thenSuffix(then string) string {
 	return "; " + then
 }
 
-// ifUnansweredText is what happens to round r's open question if nobody
+// roundConsequence is what happens to round r's open question if nobody
 // answers, and when: the server's IfUnanswered, or, from a server that
 // does not fill it in, the same worked out from the route and the step's
 // deadline. Empty when neither says.
-func ifUnansweredText(t *orchestrator.Task, r *orchestrator.Round) string {
+func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
 	if iu := r.IfUnanswered; iu != nil {
 		if iu.Text != "" {
 			return iu.Text
@@ -565,8 +565,8 @@ func ifUnansweredText(t *orchestrator.Task, r *orchestrator.Round) string {
 	return consequenceText(r.StepDeadline, wire.IfUnansweredExpire, "", "")
 }
 
-// ifUnansweredAt is when round r's open question's consequence comes.
-func ifUnansweredAt(r *orchestrator.Round) time.Time {
+// consequenceAt is when round r's open question's consequence comes.
+func consequenceAt(r *orchestrator.Round) time.Time {
 	if r.IfUnanswered != nil {
 		return r.IfUnanswered.At
 	}

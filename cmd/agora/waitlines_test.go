@@ -10,10 +10,10 @@ import (
 	"github.com/agoradev/agora/wire"
 )
 
-// TestIfUnansweredText: what a waiting line says happens if nobody
+// TestRoundConsequence: what a waiting line says happens if nobody
 // answers, and when: the server's words when it gives them, else worked
 // out from the route, the step and the question's default.
-func TestIfUnansweredText(t *testing.T) {
+func TestRoundConsequence(t *testing.T) {
 	t.Parallel()
 	asked := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
 	draft := "draft"
@@ -37,8 +37,8 @@ func TestIfUnansweredText(t *testing.T) {
 		r := orchestrator.Round{N: 1, Question: &schemas.NeedsInput{Question: "Publish?", Default: tt.def}, AskedAt: asked, Step: tt.step,
 			StepDeadline: asked.Add(10 * time.Minute), IfUnanswered: tt.iu}
 		task := &orchestrator.Task{ID: "t", Request: orchestrator.SubmitRequest{Route: tt.route}, Rounds: []orchestrator.Round{r}}
-		if got := ifUnansweredText(task, &task.Rounds[0]); got != tt.want {
-			t.Errorf("%s: ifUnansweredText = %q, want %q", tt.name, got, tt.want)
+		if got := roundConsequence(task, &task.Rounds[0]); got != tt.want {
+			t.Errorf("%s: roundConsequence = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
