@@ -430,8 +430,10 @@ func TestDispatchCI(t *testing.T) {
 			for _, v := range vars {
 				args = append(args, "--var", v)
 			}
-			// act's own cache (its self-hosted work directories) in the test's.
-			return startProcIn(t, repo, append(s.jobEnv(s.url), "XDG_CACHE_HOME="+t.TempDir()), act, args...)
+			// act's own cache (its self-hosted work directories) and config
+			// in the test's.
+			env := append(s.jobEnv(s.url), "XDG_CACHE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+			return startProcIn(t, repo, env, act, args...)
 		}
 
 		// Nobody answers: the server's CI route (act sets CI=true) takes the
