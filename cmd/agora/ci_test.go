@@ -231,7 +231,9 @@ func TestDispatchCI(t *testing.T) {
 			}
 			code := d.wait(t, time.Minute)
 			exited := time.Since(sent)
-			defer func() { t.Logf("%s: dispatch --wait exited after %s, the container was gone after %s", name, exited, time.Since(sent)) }()
+			defer func() {
+				t.Logf("%s: dispatch --wait exited after %s, the container was gone after %s", name, exited, time.Since(sent))
+			}()
 			if code != 128+int(sig) {
 				t.Errorf("dispatch --wait after %s exited %d, want %d; stderr %q", name, code, 128+int(sig), d.stderr.String())
 			}
