@@ -28,7 +28,13 @@ func (o *Orchestrator) attention(t *Task) Attention {
 		if len(q.Options) > 0 {
 			summary += " (" + strings.Join(q.Options, " / ") + ")"
 		}
-		return Attention{Required: true, Kind: "needs_answer", Summary: summary, Action: answerAction(t.ID, q)}
+		action := answerAction(t.ID, q)
+		// A step that could not ask (Slack refused the post, a webhook
+		// failed) is said, with what answers the question instead.
+		if failed := stepFailures(r); failed != "" {
+			summary += " — " + failed + "; answer with: " + action
+		}
+		return Attention{Required: true, Kind: "needs_answer", Summary: summary, Action: action}
 	}
 	a := Attention{Kind: "terminal", Summary: string(t.State)}
 	if t.Outcome != nil {
@@ -41,6 +47,18 @@ func (o *Orchestrator) attention(t *Task) Attention {
 		a.Action = "agora continue " + t.ID + ` "<follow-up message>"`
 	}
 	return a
+}
+
+// stepFailures says which route steps of r failed to ask its question,
+// and why ("" when none did).
+func stepFailures(r *Round) string {
+	var out []string
+	for _, d := range r.Decisions {
+		if d.Result == "error" {
+			out = append(out, "route step "+d.Step+" failed: "+d.Detail)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // answerAction is the exact command that answers q.

@@ -687,7 +687,8 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 		q := r.Question
 		out = append(out, QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
-			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now)})
+			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now),
+			StepFailures: stepFailures(r)})
 	})
 	sort.Slice(out, func(i, j int) bool {
 		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0

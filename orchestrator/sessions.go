@@ -41,10 +41,9 @@ func (s *Sessions) EndSession(ctx context.Context, id string, until time.Time) e
 	return nil
 }
 
-// EndSessionsOf ends every session of holder issued up to before (to the
-// millisecond: a session issued in the same millisecond is ended too).
+// EndSessionsOf ends every session of holder issued up to before.
 func (s *Sessions) EndSessionsOf(ctx context.Context, holder string, before time.Time) error {
-	if _, err := s.kv.Put(ctx, "holder."+holder, []byte(strconv.FormatInt(before.UnixMilli(), 10))); err != nil {
+	if _, err := s.kv.Put(ctx, "holder."+holder, []byte(strconv.FormatInt(before.UnixNano(), 10))); err != nil {
 		return fmt.Errorf("end sessions: %w", err)
 	}
 	return nil
@@ -69,5 +68,5 @@ func (s *Sessions) SessionEnded(ctx context.Context, id, holder string, issued t
 	if err != nil {
 		return false, fmt.Errorf("session store: holder %s: %w", holder, err)
 	}
-	return issued.UnixMilli() <= before, nil
+	return issued.UnixNano() <= before, nil
 }

@@ -114,11 +114,15 @@ const (
 	// CodeInternal (500): anything else, e.g. storage unavailable. No
 	// sentinel.
 	CodeInternal Code = "internal"
+	// CodeRateLimited (429): too many failed attempts (wrong tokens) from
+	// this client; the Retry-After header says when to try again. No
+	// sentinel.
+	CodeRateLimited Code = "rate_limited"
 )
 
 // Codes lists the vocabulary.
 var Codes = []Code{CodeNotFound, CodeConflict, CodeInvalid, CodeInvalidAnswer, CodeAlreadyAnswered,
-	CodeNoQuestion, CodeWrongState, CodeUnauthorized, CodeNoRoute, CodeInternal}
+	CodeNoQuestion, CodeWrongState, CodeUnauthorized, CodeNoRoute, CodeInternal, CodeRateLimited}
 
 // sentinels pairs each code with the orchestrator error it stands for, in
 // the order classify tries them.

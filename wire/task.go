@@ -312,6 +312,9 @@ type QuestionView struct {
 	Action     string    `json:"action"`
 	// IfUnanswered is what happens if nobody answers, and when.
 	IfUnanswered *IfUnanswered `json:"if_unanswered,omitempty"`
+	// StepFailures says which route steps failed to ask the question, and
+	// why (a refused Slack post, a failed webhook).
+	StepFailures string `json:"step_failures,omitempty"`
 }
 
 // Summary counts tasks by state.

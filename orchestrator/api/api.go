@@ -189,6 +189,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
 			}
+			if after, ok := RateLimited(err); ok {
+				sw.Header().Set("Retry-After", after)
+			}
 			h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
 			h.fail(sw, r, err)
 			return

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agoradev/agora/orchestrator"
 )
@@ -57,6 +58,8 @@ type Auth struct {
 	open     []byte
 	// sessions, when set, ends sessions before they expire (sign-out).
 	sessions SessionStore
+	// failures limits wrong secrets per client.
+	failures failures
 }
 
 // NewAuth reads tokens as Config.Tokens takes them: SECRET,
@@ -112,8 +115,13 @@ func parseLocalSecrets(raw []string, tokens []token) (map[string][]string, error
 func (a *Auth) Wrap(h http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := a.authenticate(r); err != nil {
-			re, _ := errors.AsType[*requestError](err)
 			log.Warn("request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
+			if after, ok := RateLimited(err); ok {
+				w.Header().Set("Retry-After", after)
+				writeBody(w, http.StatusTooManyRequests, ErrorBody{Error: err.Error(), Code: CodeRateLimited})
+				return
+			}
+			re, _ := errors.AsType[*requestError](err)
 			if re.status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
 			}
@@ -243,6 +251,10 @@ func (a *Auth) match(r *http.Request) (int, error) {
 		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized,
 			"missing bearer token: send the header Authorization: Bearer <token>"}
 	}
+	client, now := ClientOf(r), time.Now()
+	if err := a.failures.check(client, now); err != nil {
+		return -1, err
+	}
 	sum := sha256.Sum256([]byte(secret))
 	match := -1
 	for i := range a.tokens { // every token, always: no early exit to time
@@ -251,6 +263,7 @@ func (a *Auth) match(r *http.Request) (int, error) {
 		}
 	}
 	if match < 0 {
+		a.failures.failed(client, now)
 		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
 	}
 	return match, nil

@@ -378,3 +378,38 @@ func TestLocalSecretsGranted(t *testing.T) {
 		t.Errorf("the admin respawns it = %d %v; want 200", code, body)
 	}
 }
+
+// TestFailedTokensLimited: wrong bearer tokens from one client are
+// limited — after ten, 429 with Retry-After, the right token included —
+// while another client is not affected.
+func TestFailedTokensLimited(t *testing.T) {
+	t.Parallel()
+	s := newScopeServer(t, api.Config{Tokens: []string{"alice:al1ce"}})
+	for i := range 10 {
+		if code, _ := s.call(t, fmt.Sprintf("guess-%d", i), "GET", "/v1/tasks", ""); code != 401 {
+			t.Fatalf("wrong token %d: %d, want 401", i, code)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.srv.URL+"/v1/tasks", nil)
+	req.Header.Set("Authorization", "Bearer al1ce")
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"rate_limited"`) {
+		t.Errorf("the right token after 10 wrong ones: %d, Retry-After %q, %s; want 429 rate_limited with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	// Another client address (here: the same server reached through a
+	// handler that sees another peer) is not limited by this one's failures.
+	other := httptest.NewRequest("GET", "/v1/tasks", nil)
+	other.RemoteAddr = "192.0.2.7:5555"
+	other.Header.Set("Authorization", "Bearer al1ce")
+	rec := httptest.NewRecorder()
+	s.srv.Config.Handler.ServeHTTP(rec, other)
+	if rec.Code != 200 {
+		t.Errorf("the right token from another client: %d, want 200", rec.Code)
+	}
+}

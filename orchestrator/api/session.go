@@ -20,7 +20,7 @@ import (
 
 // Browser sessions: the web inbox logs a person in with the same token the
 // API takes, once, and then carries a cookie instead of the secret. The
-// cookie is "v2.<issued, unix ms>.<expiry, unix s>.<mac>", the MAC keyed with the token's
+// cookie is "v2.<issued, unix ns>.<expiry, unix s>.<mac>", the MAC keyed with the token's
 // secret hash, so every orchestrator behind a load balancer accepts it and
 // removing a token from the configuration ends its sessions at once. What
 // ends a session earlier — signing out, or out everywhere — is kept in a
@@ -112,9 +112,14 @@ func (a *Auth) Open() bool { return len(a.tokens) == 0 }
 
 // Login checks secret against the tokens and returns a session that lasts
 // ttl from now. It fails with ErrLogin for a secret that is no token.
-func (a *Auth) Login(secret string, now time.Time, ttl time.Duration) (Session, error) {
+// Failed logins count against client (ClientOf) with failed bearer tokens:
+// past the limit Login fails with an error RateLimited recognises.
+func (a *Auth) Login(client, secret string, now time.Time, ttl time.Duration) (Session, error) {
 	if a.Open() {
 		return Session{}, errors.New("this agora has no tokens: no login is needed (loopback only)")
+	}
+	if err := a.failures.check(client, now); err != nil {
+		return Session{}, err
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 	match := -1
@@ -124,10 +129,11 @@ func (a *Auth) Login(secret string, now time.Time, ttl time.Duration) (Session, 
 		}
 	}
 	if match < 0 {
+		a.failures.failed(client, now)
 		return Session{}, ErrLogin
 	}
-	issued, exp := now.Truncate(time.Millisecond), now.Add(ttl).Truncate(time.Second)
-	stamp := strconv.FormatInt(issued.UnixMilli(), 10) + "." + strconv.FormatInt(exp.Unix(), 10)
+	issued, exp := now, now.Add(ttl).Truncate(time.Second)
+	stamp := strconv.FormatInt(issued.UnixNano(), 10) + "." + strconv.FormatInt(exp.Unix(), 10)
 	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].sum[:], stamp)
 	return Session{Identity: a.identity(match), Value: value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}, nil
 }
@@ -160,7 +166,7 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
 	}
 	stamp := issuedText + "." + expText
-	issued, exp := time.UnixMilli(issuedUnix), time.Unix(expUnix, 0)
+	issued, exp := time.Unix(0, issuedUnix), time.Unix(expUnix, 0)
 	match := -1
 	for i := range a.tokens {
 		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].sum[:], stamp))) == 1 {
