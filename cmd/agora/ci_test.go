@@ -201,7 +201,7 @@ func (s *ciServer) waitCancelled(t *testing.T, id string) {
 
 func (s *ciServer) cancel(t *testing.T, id string) {
 	t.Helper()
-	if _, err := s.client.Cancel(context.Background(), id); err != nil && !errors.Is(err, orchestrator.ErrWrongState) {
+	if _, err := s.client.Cancel(context.Background(), id); err != nil && !errors.Is(err, orchestrator.ErrWrongState) && !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("cancel %s: %v", id, err)
 	}
 }
@@ -317,6 +317,58 @@ func TestDispatchCI(t *testing.T) {
 			t.Errorf("dispatch --wait after a second signal exited %d, stderr %q; want 130 at once", code, d.stderr.String())
 		}
 	})
+
+	for _, created := range []bool{true, false} {
+		t.Run(fmt.Sprintf("a signal while submitting, the task created %v", created), func(t *testing.T) {
+			t.Parallel()
+			// A proxy that holds the submit's answer until the client gives
+			// up; the server gets the submit (or not) all the same.
+			held := make(chan struct{}, 1)
+			target, _ := url.Parse(s.url)
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/tasks" {
+					if created {
+						proxy.ServeHTTP(httptest.NewRecorder(), r.WithContext(context.WithoutCancel(r.Context())))
+					} else {
+						// Read, or the server would not notice the client leave.
+						_, _ = io.Copy(io.Discard, r.Body)
+					}
+					select {
+					case held <- struct{}{}:
+					default:
+					}
+					<-r.Context().Done()
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(front.Close)
+			id := fmt.Sprintf("sig-submit-%v", created)
+			t.Cleanup(func() { s.cancel(t, id) })
+			d := startProc(t, s.jobEnv(front.URL), s.agora, "dispatch", "--command", sleeper, "--task-id", id, "--wait")
+			select {
+			case <-held:
+			case <-time.After(time.Minute):
+				t.Fatalf("no submit reached the proxy; stderr %q", d.stderr.String())
+			}
+			if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			want := "agora dispatch: interrupted before task " + id + " was submitted; nothing runs\n"
+			if created {
+				want = "agora dispatch: task " + id + " cancelled (cancelled while "
+			}
+			if code := d.wait(t, time.Minute); code != 143 || !strings.Contains(d.stderr.String(), want) {
+				t.Errorf("dispatch --wait after SIGTERM while submitting: exit %d, stderr %q; want 143 and %q", code, d.stderr.String(), want)
+			}
+			if created {
+				s.waitCancelled(t, id)
+			} else if _, err := s.client.Get(context.Background(), id); !errors.Is(err, wire.ErrNotFound) {
+				t.Errorf("task %s = %v; want none", id, err)
+			}
+		})
+	}
 
 	t.Run("--detach-on-signal leaves it running; cancel exits 0 however the task ended", func(t *testing.T) {
 		t.Parallel()

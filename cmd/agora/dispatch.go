@@ -268,6 +268,11 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		req.FromCI = false
 		t, err = c.Submit(ctx, req)
 	}
+	if err != nil && ctx.Err() != nil && f.wait && req.TaskID != "" {
+		// Interrupted while submitting: the task may exist already, and
+		// its id is known, so the cancel reaches it as it would later.
+		return stopWaiting(ctx, c, a, req.TaskID, f.detachOnSignal, stderr)
+	}
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -297,7 +302,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return fmt.Errorf("task %s was removed while waiting for it", t.ID)
 	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
+		if ctx.Err() != nil {
 			return stopWaiting(ctx, c, a, t.ID, f.detachOnSignal, stderr)
 		}
 		return a.explain(err, t.ID)
@@ -358,6 +363,9 @@ func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
 	t, err := c.Cancel(cctx, id)
+	if errors.Is(err, wire.ErrNotFound) {
+		return exitOutcome{code: code, msg: fmt.Sprintf("interrupted before task %s was submitted; nothing runs", id)}
+	}
 	if errors.Is(err, wire.ErrWrongState) {
 		// It ended between the last update and the cancel.
 		if got, gerr := c.Get(cctx, id); gerr == nil && got.State.Terminal() {
