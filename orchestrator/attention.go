@@ -14,6 +14,14 @@ func (o *Orchestrator) attention(t *Task) Attention {
 	r := currentRound(t)
 	switch t.State {
 	case StateQueued:
+		if now := o.now(); waitingRetry(r, now) {
+			reason := "a failure"
+			if n := len(t.Rounds); n >= 2 && t.Rounds[n-2].Failure != nil {
+				reason = string(t.Rounds[n-2].Failure.Reason)
+			}
+			return Attention{Kind: "none", Summary: fmt.Sprintf("round %d attempt %d of %d is retried at %s (after %s); no action needed",
+				r.N, r.Attempt, t.Request.Retry.Attempts, r.RetryAt.Format("15:04:05 UTC"), reason)}
+		}
 		return Attention{Kind: "none", Summary: fmt.Sprintf("round %d queued for a runner slot; no action needed", r.N)}
 	case StateRunning:
 		elapsed := o.now().Sub(r.StartedAt)

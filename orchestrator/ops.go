@@ -156,6 +156,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 		return nil, err
 	}
 	o.schedule(taskID, time.Time{})
+	o.scheduleRetry(taskID, time.Time{})
 	return o.view(t), nil
 }
 

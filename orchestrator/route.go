@@ -57,6 +57,9 @@ func (o *Orchestrator) route(ctx context.Context) {
 			for _, id := range due {
 				o.advance(ctx, id)
 			}
+			for _, id := range o.dueRetries(now) {
+				o.dispatchRetry(ctx, id)
+			}
 		}
 	}
 }

@@ -169,6 +169,13 @@ type ErrorBody struct {
 	// answered by alice via cli at 2025-06-01T10:00:00Z (answer "B")".
 	Error string `json:"error"`
 	Code  Code   `json:"code"`
+	// Differences, on a conflict (409, code conflict) from POST /v1/tasks,
+	// are the fields in which the request differs from the one stored
+	// under its task id (ConflictError); absent when the caller may not
+	// see the stored request.
+	Differences []Difference `json:"differences,omitempty"`
+	// MoreDifferences counts the differences past MaxDifferences.
+	MoreDifferences int `json:"more_differences,omitempty"`
 }
 
 // Server-sent event names.

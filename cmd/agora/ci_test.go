@@ -502,7 +502,7 @@ func TestDispatchCI(t *testing.T) {
 		if err != nil || task.State != orchestrator.StateFinished || task.Request.Route != ciRoute {
 			t.Fatalf("task ci-101-1 = %+v, %v; want it finished on the CI route", task, err)
 		}
-		notes := dispatchStdout(task)
+		notes := dispatchStdout(t, task)
 		for _, want := range []string{"| the notes: " + notes, "| publishing: " + notes, "nobody answered round 1 by ", "the default `draft` was taken"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("act's output lacks %q:\n%s", want, out)
@@ -567,7 +567,7 @@ func TestDispatchCI(t *testing.T) {
 			t.Errorf("after_script of a successful job: exit %d, stdout %q, stderr %q; want nothing done", after.code, after.stdout.String(), after.stderr.String())
 		}
 		pub := runJob(publish, publish.Script, "CI_JOB_ID=203")
-		if code := pub.wait(t, time.Minute); code != 0 || !strings.Contains(pub.stdout.String(), "publishing: "+dispatchStdout(task)) {
+		if code := pub.wait(t, time.Minute); code != 0 || !strings.Contains(pub.stdout.String(), "publishing: "+dispatchStdout(t, task)) {
 			t.Errorf("the publish job: exit %d, stdout %q, stderr %q; want the notes", code, pub.stdout.String(), pub.stderr.String())
 		}
 
@@ -649,21 +649,14 @@ func gitlabJobs(t *testing.T, file string) map[string]gitlabJob {
 }
 
 // dispatchStdout is what `agora dispatch --wait` prints on stdout for
-// finished task t: its result (a string as its text), or, from an agora
-// whose tasks carry no result yet, the start of its summary line.
-func dispatchStdout(t *orchestrator.Task) string {
-	if len(t.Result) > 0 {
-		var text string
-		if json.Unmarshal(t.Result, &text) == nil {
-			return text
-		}
-		return string(t.Result)
+// finished task t: its result, a string as its text.
+func dispatchStdout(t *testing.T, task *orchestrator.Task) string {
+	t.Helper()
+	var text string
+	if err := json.Unmarshal(task.Result, &text); err != nil {
+		t.Fatalf("task %s's result %s: %v; want the string the example's sub-agent leaves", task.ID, task.Result, err)
 	}
-	rounds := 0
-	for _, r := range t.Rounds {
-		rounds = max(rounds, r.N)
-	}
-	return fmt.Sprintf("%s finished after %d round%s in ", t.ID, rounds, pluralS(rounds))
+	return text
 }
 
 // actRepo is a git repository holding workflow as its only workflow, for

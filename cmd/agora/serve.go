@@ -184,6 +184,9 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
 		CIRoute:           *ciRoute,
+		EgressUplink:      max.egressUplink,
+		MaxArtifacts:      max.artifacts,
+		MaxArtifactBytes:  max.artifactsMB << 20,
 		Slack:             slackCfg,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
@@ -28,10 +29,11 @@ import (
 // file storage, a registry, no runner: rounds stay queued unless the test
 // publishes their events) with the tokens of issue 10's finding 4.
 type scopeServer struct {
-	srv  *httptest.Server
-	bus  *bus.Bus
-	reg  *registry.Registry
-	orch *orchestrator.Orchestrator
+	srv   *httptest.Server
+	bus   *bus.Bus
+	reg   *registry.Registry
+	orch  *orchestrator.Orchestrator
+	store storage.Store
 }
 
 // withConfig serves the same orchestrator and registry under another
@@ -45,7 +47,7 @@ func (s *scopeServer) withConfig(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch}
+	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch, store: s.store}
 }
 
 func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
@@ -71,7 +73,7 @@ func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o}
+	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o, store: store}
 }
 
 // call sends method path with body as the holder of token and returns the
@@ -237,9 +239,17 @@ func TestTokensScoped(t *testing.T) {
 	if code, body := s.call(t, bob, "GET", "/v1/parked-events", ""); code != 403 {
 		t.Errorf("bob: GET /v1/parked-events = %d %v; want 403 (every task's events)", code, body)
 	}
-	// Submitting under alice's task id does not hand bob her task.
-	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 {
-		t.Errorf("bob resubmits alice's id = %d %v; want 409", code, body)
+	// Submitting under alice's task id does not hand bob her task, nor
+	// tell him what her request holds; alice is told what differs.
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 || body["differences"] != nil {
+		t.Errorf("bob resubmits alice's id = %d %v; want 409 without differences", code, body)
+	}
+	other := `{"task_id":"ta","subagent":{"name":"s","runtime":"exec","command":["true"]},"route":"memory"}`
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", other); code != 409 || body["differences"] != nil || strings.Contains(fmt.Sprint(body), "route") {
+		t.Errorf("bob submits another request under alice's id = %d %v; want 409 naming nothing of hers", code, body)
+	}
+	if code, body := s.call(t, alice, "POST", "/v1/tasks", other); code != 409 || len(items(body, "differences")) != 1 {
+		t.Errorf("alice submits another request under her id = %d %v; want 409 with the route's difference", code, body)
 	}
 	// Alice answers as herself only.
 	if code, body := s.call(t, alice, "POST", "/v1/tasks/ta/answer", `{"answer":"A","by":"carol"}`); code != 403 {
