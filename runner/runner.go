@@ -59,6 +59,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err := r.prepareBlobsDir(); err != nil {
 		return fmt.Errorf("start runner: %w", err)
 	}
+	if r.cfg.CheckHostPaths && !r.cfg.NoHostMounts {
+		if err := r.checkHostPaths(ctx); err != nil {
+			return fmt.Errorf("start runner: %w", err)
+		}
+	}
 	if err := r.cfg.Bus.EnsureEventStream(ctx); err != nil {
 		return fmt.Errorf("start runner: %w", err)
 	}

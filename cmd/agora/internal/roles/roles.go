@@ -563,6 +563,7 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 
 func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 	image := s.cfg.Image
+	var dockerEngine bool
 	if e := s.cfg.ECS; e != nil {
 		cfg := e.Engine
 		cfg.Logger = s.log
@@ -585,6 +586,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 			return err
 		}
 		s.engine = local
+		_, dockerEngine = local.(*docker.Engine)
 	}
 	var err error
 	id := s.cfg.RunnerID
@@ -625,6 +627,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		WorkerNATSSigner:  signer,
 		Engine:            s.engine,
 		NoHostMounts:      s.cfg.ECS != nil && s.cfg.ECS.Engine.WithDefaults().Fargate(),
+		CheckHostPaths:    dockerEngine,
 		Logger:            s.log,
 	})
 	if err != nil {
