@@ -77,6 +77,7 @@ func verbs() []verb {
 				return runValidate(args, os.Stdin, stdout, stderr)
 			}},
 		{name: "config", short: "named contexts (server, token) in the config file", subs: configSubs, run: runConfig},
+		{name: "health", short: "is the server up? (GET /healthz; the image's HEALTHCHECK)", run: runHealth},
 		{name: "version", short: "print the version", synopsis: "[--json]", run: runVersion},
 	}
 }

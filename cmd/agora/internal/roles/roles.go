@@ -303,6 +303,17 @@ func (c Config) WithDefaults() Config {
 // orchestrator on a remote NATS keeps none.
 func (c Config) local() bool { return c.NATSURL == "" || c.Runner }
 
+// spoolDir is where this process's temp files go: bytes on their way into
+// storage (a workspace snapshot, a blob being hashed, an S3 upload). Under
+// the data dir, private with the rest of it, and there in a container
+// whose /tmp is not writable; "" (os.TempDir) without a data dir.
+func (c Config) spoolDir() string {
+	if c.DataDir == "" || !c.local() {
+		return ""
+	}
+	return filepath.Join(c.DataDir, "tmp")
+}
+
 // Validate names every problem with the configuration (after WithDefaults).
 func (c Config) Validate() error {
 	var errs []error
@@ -428,6 +439,11 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 			return s, err
 		}
+		// Spool files a crash left; only the process holding the lock
+		// writes there.
+		if err := os.RemoveAll(cfg.spoolDir()); err != nil {
+			return s, fmt.Errorf("clear %s: %w", cfg.spoolDir(), err)
+		}
 	}
 	if cfg.Orchestrator || cfg.Metrics {
 		// Bound first: a taken port fails before anything is built.
@@ -439,7 +455,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return s, err
 	}
 	if !cfg.NoStorage {
-		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log, S3: s3Options(cfg.AWSEnv)}); err != nil {
+		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log, S3: s3Options(cfg.AWSEnv), SpoolDir: cfg.spoolDir()}); err != nil {
 			return s, err
 		}
 	}
