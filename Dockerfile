@@ -13,7 +13,7 @@
 # containers by host path; agora refuses to start otherwise), owned by the
 # image's user 65532, and a token:
 #   sudo install -d -m 0700 -o 65532 -g 65532 /var/lib/agora
-#   docker run -d --name agora \
+#   docker run -d --name agora --restart unless-stopped \
 #     -v /var/run/docker.sock:/var/run/docker.sock \
 #     --group-add "$(stat -c %g /var/run/docker.sock)" \
 #     -v /var/lib/agora:/var/lib/agora -e AGORA_DATA_DIR=/var/lib/agora \
@@ -57,7 +57,7 @@ LABEL org.opencontainers.image.title="agora" org.opencontainers.image.version="$
 USER 65532:65532
 EXPOSE 7070
 # `agora health` GETs /healthz on the listener $AGORA_LISTEN names.
-HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["/usr/local/bin/agora", "health"]
 ENTRYPOINT ["/usr/local/bin/agora"]
 CMD ["serve"]

@@ -434,7 +434,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	}
 	if cfg.local() {
 		if err := privateDataDir(cfg.DataDir, s.log); err != nil {
-			return s, err
+			return s, hostFix(err, cfg.DataDir, inContainer())
 		}
 		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 			return s, err
