@@ -370,4 +370,3 @@ func workerImages(t *testing.T) map[string]bool {
 	}
 	return got
 }
-
