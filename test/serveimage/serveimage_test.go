@@ -186,12 +186,16 @@ func TestServeImage(t *testing.T) {
 	if _, err := docker(t.Context(), nil, "buildx", "version"); err != nil {
 		env = append(env, "DOCKER_BUILDKIT=0")
 	}
+	danglingBefore := dangling(t)
 	start := time.Now()
 	if _, err := docker(t.Context(), env, "build", "-q", "--build-arg", "GO_IMAGE="+base, "--build-arg", "VERSION="+version,
 		"--label", testLabel+"="+run, "-t", tag, repoRoot); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("docker build (from %s): %s", base, time.Since(start).Round(time.Second))
+	if env != nil {
+		dropBuildStage(t, base, danglingBefore)
+	}
 	t.Cleanup(func() {
 		if _, err := docker(context.Background(), nil, "rmi", tag); err != nil {
 			t.Errorf("remove the test image: %v", err)
@@ -347,6 +351,52 @@ func userDir(t *testing.T) string {
 		need(t, "a data dir for uid 65532 (run as root, as install -d -o 65532 does): %v", err)
 	}
 	return dir
+}
+
+// dangling are the engine's untagged images nothing else is built on.
+func dangling(t *testing.T) map[string]bool {
+	t.Helper()
+	out, err := docker(context.Background(), nil, "images", "-q", "--no-trunc", "--filter", "dangling=true")
+	if err != nil {
+		t.Errorf("list dangling images: %v", err)
+	}
+	got := map[string]bool{}
+	for _, id := range strings.Fields(out) {
+		got[id] = true
+	}
+	return got
+}
+
+// dropBuildStage removes what the classic builder keeps of the build stage
+// this run compiled — about 200 MB a run, never reused, as VERSION differs
+// each time — but keeps its layers up to `go mod download` (apt-get, the
+// modules) under a tag per Go image, for the next run to start from. An
+// image that another run is still building on cannot be removed and is
+// left to that run.
+func dropBuildStage(t *testing.T, base string, before map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	cacheTag := "agora-serve-test-cache:" + strings.ReplaceAll(strings.TrimPrefix(base, "agora-test-golang-warm:"), ":", "-")
+	for id := range dangling(t) {
+		if before[id] {
+			continue
+		}
+		hist, err := docker(ctx, nil, "history", "--no-trunc", "--format", "{{.ID}}\t{{.CreatedBy}}", id)
+		if err != nil || !strings.Contains(hist, "go mod download") {
+			continue // not a build stage of the Dockerfile
+		}
+		for line := range strings.SplitSeq(hist, "\n") {
+			if layer, cmd, _ := strings.Cut(line, "\t"); strings.Contains(cmd, "go mod download") && layer != "<missing>" {
+				if _, err := docker(ctx, nil, "tag", layer, cacheTag); err != nil {
+					t.Logf("keep the build cache: %v", err)
+				}
+				break
+			}
+		}
+		if _, err := docker(ctx, nil, "rmi", id); err != nil {
+			t.Logf("remove the build stage: %v", err)
+		}
+	}
 }
 
 // dockerLogs is a container's output, stdout and stderr together.
