@@ -23,7 +23,7 @@
 # from the agora-worker beside it, or `agora image build` does
 # (images/worker.Dockerfile is the same with a registry).
 # images/dockerfile_test.go keeps this file's layout in step with the images
-# package; images.TestServeImage builds it and runs a task that asks, is
+# package; test/serveimage.TestServeImage builds it and runs a task that asks, is
 # answered and resumes in it.
 ARG GO_IMAGE=golang:1.26
 FROM ${GO_IMAGE} AS build
