@@ -76,13 +76,15 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		"HOME=/tmp",
 	}
 	network := req.NetworkMode()
-	// A container without a network cannot reach NATS: the runner relays.
-	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone {
+	// A container without a network cannot reach NATS, nor one whose only
+	// way out is its egress proxy: the runner relays.
+	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone && network != schemas.NetworkEgress {
 		env = append(env, "AGORA_NATS_URL="+cfg.WorkerNATSURL)
 		if p.KeyDir != "" && p.NATSCreds {
 			env = append(env, "AGORA_NATS_CREDS_FILE="+containerNATSCredsFile)
 		}
 	}
+	env = append(env, artifactEnv(cfg)...)
 	if p.Secrets.Dir != "" {
 		env = append(env, "AGORA_SECRETS_DIR="+containerSecretsDir)
 	}
@@ -115,6 +117,14 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		mounts = append(mounts, compute.Mount{Source: p.Secrets.Dir, Target: containerSecretsDir, ReadOnly: true})
 	}
 	res := containerResources(req, cfg) // limits.go: checked, at most the maximums
+	var userNetwork string
+	var dns []string
+	if network == schemas.NetworkEgress {
+		// The dispatch's internal network, whose only way out is its
+		// proxy (egress.go).
+		network, userNetwork, dns = "", egressName(cfg.ID, spec.DispatchID), []string{unreachableDNS}
+		env = append(env, egressEnv()...)
+	}
 	return compute.ContainerSpec{
 		Name:        containerName(cfg.ID, spec.DispatchID),
 		Image:       image,
@@ -124,6 +134,8 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		WorkingDir:  containerWorkspace,
 		Mounts:      mounts,
 		NetworkMode: network,
+		Network:     userNetwork,
+		DNS:         dns,
 		Resources:   res,
 		Init:        true,
 		StopTimeout: cfg.Grace,
@@ -148,6 +160,7 @@ func compileRemote(req *schemas.DispatchRequest, cfg Config, rf remoteFiles, ima
 	if cfg.MaxWorkspaceBytes > 0 {
 		env = append(env, "AGORA_MAX_WORKSPACE_BYTES="+strconv.FormatInt(cfg.MaxWorkspaceBytes, 10))
 	}
+	env = append(env, artifactEnv(cfg)...)
 	if !req.Fresh() {
 		env = append(env, "AGORA_SNAPSHOT_WORKSPACE=true")
 	}
@@ -201,4 +214,17 @@ func workerStorage(cfg Config, p hostPaths) string {
 		return "file://" + p.StageDir
 	}
 	return cfg.StorageURI
+}
+
+// artifactEnv tells the worker this runner's artifact caps when they are
+// not the contract's defaults, which the worker applies by itself.
+func artifactEnv(cfg Config) []string {
+	var env []string
+	if cfg.MaxArtifacts > 0 && cfg.MaxArtifacts != schemas.DefaultMaxArtifacts {
+		env = append(env, "AGORA_MAX_ARTIFACTS="+strconv.Itoa(cfg.MaxArtifacts))
+	}
+	if cfg.MaxArtifactBytes > 0 && cfg.MaxArtifactBytes != schemas.DefaultMaxArtifactBytes {
+		env = append(env, "AGORA_MAX_ARTIFACTS_BYTES="+strconv.FormatInt(cfg.MaxArtifactBytes, 10))
+	}
+	return env
 }

@@ -90,10 +90,20 @@ type Config struct {
 	// WorkspaceCheck is how often it is measured (DefaultWorkspaceCheck).
 	MaxWorkspaceBytes int64
 	WorkspaceCheck    time.Duration
+	// MaxArtifacts and MaxArtifactBytes cap the artifacts one round hands
+	// back (count, total bytes); the worker fails a round over them.
+	// Zero means schemas.DefaultMaxArtifacts and DefaultMaxArtifactBytes.
+	MaxArtifacts     int
+	MaxArtifactBytes int64
 	// AllowHostNetwork lets a request run with network "host": the host's
 	// network namespace, loopback included (NATS, the API). Off by default;
 	// such a request fails (worker-failed) naming the flag.
 	AllowHostNetwork bool
+	// EgressUplink is the network the egress proxy of a dispatch with
+	// network egress reaches the listed hosts through (egress.go): the
+	// engine's default bridge unless an operator names another network
+	// (one with the right route out, or a test's).
+	EgressUplink string
 	// NoHostMounts says the engine cannot mount this host's files into a
 	// container (ECS on Fargate): each dispatch's spec, keys, cancel
 	// marker and workspace travel through storage, which must then be S3,
@@ -178,8 +188,17 @@ func (c Config) WithDefaults() Config {
 	if c.WorkspaceCheck <= 0 {
 		c.WorkspaceCheck = DefaultWorkspaceCheck
 	}
+	if c.MaxArtifacts <= 0 {
+		c.MaxArtifacts = schemas.DefaultMaxArtifacts
+	}
+	if c.MaxArtifactBytes <= 0 {
+		c.MaxArtifactBytes = schemas.DefaultMaxArtifactBytes
+	}
 	if c.PublishWindow <= 0 {
 		c.PublishWindow = DefaultPublishWindow
+	}
+	if c.EgressUplink == "" {
+		c.EgressUplink = DefaultEgressUplink
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -219,6 +238,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPids > schemas.MaxPids {
 		errs = append(errs, fmt.Errorf("--max-pids %d is over the contract's %d", c.MaxPids, schemas.MaxPids))
+	}
+	if c.MaxArtifacts > MaxArtifacts {
+		errs = append(errs, fmt.Errorf("--max-artifacts %d is over %d, what one event lists", c.MaxArtifacts, MaxArtifacts))
 	}
 	if c.MaxWorkspaceBytes > MaxWorkspaceMB<<20 {
 		errs = append(errs, fmt.Errorf("--max-workspace-mb %d is over %d (16 TiB)", c.MaxWorkspaceBytes>>20, MaxWorkspaceMB))

@@ -124,7 +124,7 @@ limits: {max_rounds: 4}
 	}
 	agora(t, s.env, args...).want(t, "the same dispatch again", 0, []string{"tri-1 queued"}, nil)
 	agora(t, s.env, append(args[:len(args)-1], "--route", "human")...).want(t, "the same id, another request", 1, nil,
-		[]string{"task tri-1: task id already used for a different request (submit it under another id, or remove the task first)"})
+		[]string{`task tri-1: task id already used for a different request: route differs: stored "memory,human=24h", now "human"; allow_memory differs: stored true, now false (submit it under another id, or remove the task first)`})
 
 	r = agora(t, s.env, "dispatch", "--command", "echo hi", "--name", "greeter", "--json")
 	var got orchestrator.Task
@@ -184,8 +184,8 @@ echo "kept $AGORA_ANSWER"`
 		if code := d.wait(t, waitFor); code != 0 {
 			t.Fatalf("dispatch --wait exited %d, want 0; stdout %q, stderr %q", code, d.stdout.String(), d.stderr.String())
 		}
-		if out := d.stdout.String(); !strings.Contains(out, "e2e-ask finished after 2 rounds in") || !strings.Contains(out, "round 2 finished") {
-			t.Errorf("dispatch --wait stdout = %q", out)
+		if out := d.stderr.String(); !strings.Contains(out, "e2e-ask finished after 2 rounds in") || !strings.Contains(out, "round 2 finished") || d.stdout.String() != "" {
+			t.Errorf("dispatch --wait stderr = %q, stdout %q; want the summary on stderr and no result on stdout", out, d.stdout.String())
 		}
 		for _, want := range []string{"e2e-ask queued · round 1", "e2e-ask needs input · round 1", "? Keep a.conf or b.conf? (a.conf / b.conf)",
 			"still waiting", "e2e-ask finished · round 2"} {

@@ -70,7 +70,7 @@ func WorkerScope() jwt.UserPermissionLimits {
 // registry.Bucket and slackanswer.Bucket, whose click records answer
 // questions, spelt out: this package imports nothing of the module;
 // stack.TestEmbeddedNATSRequiresCredentials holds them together).
-var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack"}
+var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack", "agora_sessions"}
 
 // RunnerPermissions are the runner user's: everything in the account but
 // writing the orchestrator's buckets (a put, a delete, a change to their

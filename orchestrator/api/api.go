@@ -129,6 +129,9 @@ func (h *handler) routes() {
 		{http.MethodPost, "/v1/tasks/{id}/respawn", h.respawn},
 		{http.MethodPost, "/v1/tasks/{id}/continue", h.continueTask},
 		{http.MethodGet, "/v1/tasks/{id}/logs", h.logs},
+		{http.MethodGet, "/v1/tasks/{id}/result", h.result},
+		{http.MethodGet, "/v1/tasks/{id}/artifacts", h.artifacts},
+		{http.MethodGet, "/v1/tasks/{id}/artifacts/{name...}", h.artifact},
 		{http.MethodPost, "/v1/tasks/{id}/answer-all-like", h.answerAllLike},
 		{http.MethodGet, "/v1/questions", h.questions},
 		{http.MethodGet, "/v1/question-groups", h.questionGroups},
@@ -188,6 +191,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
+			}
+			if after, ok := RateLimited(err); ok {
+				sw.Header().Set("Retry-After", after)
 			}
 			h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
 			h.fail(sw, r, err)
@@ -422,7 +428,11 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 && r.Context().Err() == nil {
 		h.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
 	}
-	h.write(w, r, status, ErrorBody{Error: err.Error(), Code: code})
+	body := ErrorBody{Error: err.Error(), Code: code}
+	if ce, ok := errors.AsType[*wire.ConflictError](err); ok {
+		body.Differences, body.MoreDifferences = ce.Differences, ce.More
+	}
+	h.write(w, r, status, body)
 }
 
 func (h *handler) write(w http.ResponseWriter, r *http.Request, status int, v any) {

@@ -25,6 +25,14 @@ func TestParseSubagentFile(t *testing.T) {
 	if len(s.Capabilities) != 1 || s.Capabilities[0] != "review-skill" || s.Env[0] != "review-env" {
 		t.Errorf("capabilities %v, env %v", s.Capabilities, s.Env)
 	}
+	if r := s.Retry; r == nil || r.Attempts != 3 || r.Backoff == nil || r.Backoff.InitialSeconds != 5 || r.Backoff.Multiplier != 3 ||
+		len(r.On) != 2 || r.On[0] != "worker-lost" || r.On[1] != "timeout" {
+		t.Errorf("retry = %+v", r)
+	}
+	if _, err := ParseSubagent("r.yaml", []byte("name: r\nruntime: exec\ncommand: x\nretry: {attempts: 2, on: [fetch-failed]}\n")); err == nil ||
+		!strings.Contains(err.Error(), `line 4: field retry.on.0: value must be one of "worker-lost", "provider-failed", "timeout"`) {
+		t.Errorf("a retry on fetch-failed: %v; want an error naming retry.on.0 and the reasons", err)
+	}
 }
 
 // Every error names the file, the line and the field, and says what is
@@ -53,6 +61,10 @@ func TestParseFileErrors(t *testing.T) {
 			[]string{"line 6: field capabilities.1: does not match pattern"}},
 		{"bad name", "a.yaml", "name: has space\nruntime: exec\ncommand: x\n", subagent,
 			[]string{"line 1: field name: does not match pattern"}},
+		{"an outputs glob leaving the workspace", "a.yaml", "name: a\nruntime: exec\ncommand: x\noutputs:\n  - dist/*.tgz\n  - ../secrets/*\n", subagent,
+			[]string{`line 6: field outputs.1: "../secrets/*" is not a glob of files inside the workspace`}},
+		{"an outputs glob path.Match cannot use", "a.yaml", "name: a\nruntime: exec\ncommand: x\noutputs: [\"[a-\"]\n", subagent,
+			[]string{`a.yaml: field outputs: glob "[a-": syntax error in pattern`}},
 		{"not YAML", "a.yaml", "name: [unclosed\n", subagent,
 			[]string{"a.yaml: line ", "not valid YAML or JSON"}},
 		{"empty", "a.yaml", "", subagent, []string{"a.yaml: the file is empty"}},

@@ -13,7 +13,8 @@
 // agora_answer_wait_seconds, agora_task_rounds,
 // agora_dispatch_duration_seconds{outcome} — computed from the stored tasks
 // at each scrape — agora_runner_slots{runner},
-// agora_runner_slots_in_use{runner}, and the Go and process collectors.
+// agora_runner_slots_in_use{runner}, agora_runner_egress_denied_total{runner},
+// and the Go and process collectors.
 //
 // It holds no logic of its own beyond the wiring, the defaults, the data
 // dir layout and the metrics. Nothing in the module below cmd imports it.
@@ -206,6 +207,13 @@ type Config struct {
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
 	MaxWorkspaceBytes int64
+	// EgressUplink is the network egress proxies reach their hosts
+	// through; "" means runner.DefaultEgressUplink.
+	EgressUplink string
+	// MaxArtifacts and MaxArtifactBytes cap what one round hands back
+	// (runner.Config); zero means the contract's defaults.
+	MaxArtifacts     int
+	MaxArtifactBytes int64
 	// WorkerEnv is extra KEY=value lines for every worker, e.g. credentials
 	// for aws-sm: secret refs; never passed on to sub-agents.
 	WorkerEnv []string
@@ -470,7 +478,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if s.ln != nil {
-		if err := s.serve(); err != nil {
+		if err := s.serve(ctx); err != nil {
 			return s, err
 		}
 	}
@@ -638,6 +646,9 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		MaxPids:           s.cfg.Max.Pids,
 		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
 		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
+		EgressUplink:      s.cfg.EgressUplink,
+		MaxArtifacts:      s.cfg.MaxArtifacts,
+		MaxArtifactBytes:  s.cfg.MaxArtifactBytes,
 		AllowHostNetwork:  s.cfg.Max.AllowHostNetwork,
 		Bus:               s.runnerBus,
 		WorkerNATSSigner:  signer,
@@ -658,7 +669,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 
 // serve starts the HTTP server on the listener bound in Start: /metrics,
 // and the API when the orchestrator runs.
-func (s *Stack) serve() error {
+func (s *Stack) serve(ctx context.Context) error {
 	mux := http.NewServeMux()
 	// One token rule for everything this listener serves.
 	auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
@@ -673,6 +684,12 @@ func (s *Stack) serve() error {
 		mux.Handle("GET /metrics", m)
 	}
 	if s.orch != nil {
+		// Signing out ends a session on every replica of this bus.
+		sessions, err := orchestrator.OpenSessions(ctx, s.bus)
+		if err != nil {
+			return err
+		}
+		auth.UseSessionStore(sessions)
 		var reg api.Registry
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
