@@ -11,13 +11,15 @@
 # Run it with the Docker socket, the data directory mounted at the same
 # path as on the host (the runner bind-mounts files from it into dispatch
 # containers by host path; agora refuses to start otherwise), owned by the
-# image's user 65532, and a token:
+# image's user 65532, and a token (its hash in a file there):
 #   sudo install -d -m 0700 -o 65532 -g 65532 /var/lib/agora
+#   docker run --rm agora token create ci   # the secret, and the line below
+#   echo 'ci:sha256=…' | sudo install -m 0600 -o 65532 -g 65532 /dev/stdin /var/lib/agora/tokens
 #   docker run -d --name agora --restart unless-stopped \
 #     -v /var/run/docker.sock:/var/run/docker.sock \
 #     --group-add "$(stat -c %g /var/run/docker.sock)" \
 #     -v /var/lib/agora:/var/lib/agora -e AGORA_DATA_DIR=/var/lib/agora \
-#     -p 7070:7070 agora serve --token ci:SECRET
+#     -e AGORA_TOKENS_FILE=/var/lib/agora/tokens -p 7070:7070 agora serve
 # --group-add lets 65532 use the socket. The worker image that dispatches
 # run in is built apart: `agora serve` builds it through the Docker API
 # from the agora-worker beside it, or `agora image build` does

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -218,9 +219,20 @@ func TestServeImage(t *testing.T) {
 		}
 	})
 
+	// The token, made as docs/image.md says: the secret for the client,
+	// the hashed line for the server.
+	var token struct {
+		Secret string `json:"secret"`
+		Line   string `json:"tokens_file_line"`
+	}
+	if err := json.Unmarshal([]byte(mustDocker(t, "run", "--rm", "--label", testLabel+"="+run, tag, "token", "create", "ci", "--json")), &token); err != nil || token.Secret == "" || token.Line == "" {
+		t.Fatalf("docker run IMAGE token create ci --json: %+v, %v", token, err)
+	}
+
 	// serve is the documented command's shape: the socket and its group,
-	// the data dir at dataDir on the host mounted at mountAt, a port.
-	serve := func(t *testing.T, name, dataDir, mountAt string) string {
+	// the data dir at dataDir on the host mounted at mountAt, the tokens
+	// file in it (tokensEnv, else AGORA_TOKENS with the hashed line), a port.
+	serve := func(t *testing.T, name, dataDir, mountAt, tokensEnv string) string {
 		t.Helper()
 		_, _ = docker(context.Background(), nil, "rm", "-f", name)
 		t.Cleanup(func() {
@@ -230,9 +242,9 @@ func TestServeImage(t *testing.T) {
 		})
 		return mustDocker(t, "run", "-d", "--name", name, "--label", testLabel+"="+run,
 			"-v", sock+":/var/run/docker.sock", "--group-add", fmt.Sprint(sockGID),
-			"-v", dataDir+":"+mountAt, "-e", "AGORA_DATA_DIR="+mountAt,
+			"-v", dataDir+":"+mountAt, "-e", "AGORA_DATA_DIR="+mountAt, "-e", tokensEnv,
 			"-p", "127.0.0.1::7070",
-			tag, "serve", "--token", "ci:SECRET")
+			tag, "serve")
 	}
 	// exits waits for the container to stop and returns its logs.
 	exits := func(t *testing.T, name string) string {
@@ -252,7 +264,7 @@ func TestServeImage(t *testing.T) {
 		// A fresh host: the dir does not exist, so Docker makes it, as root.
 		dir := filepath.Join(t.TempDir(), "agora")
 		name := "agora-serveimage-rootdir-" + run
-		serve(t, name, dir, dir)
+		serve(t, name, dir, dir, "AGORA_TOKENS="+token.Line)
 		logs := exits(t, name)
 		for _, want := range []string{"owned by uid 0", "sudo install -d -m 0700 -o 65532 -g 65532 " + dir} {
 			if !strings.Contains(logs, want) {
@@ -264,7 +276,7 @@ func TestServeImage(t *testing.T) {
 	t.Run("data dir at another path", func(t *testing.T) {
 		dir := userDir(t)
 		name := "agora-serveimage-elsewhere-" + run
-		serve(t, name, dir, "/var/lib/agora")
+		serve(t, name, dir, "/var/lib/agora", "AGORA_TOKENS="+token.Line)
 		logs := exits(t, name)
 		if want := "mounted at the same path as on the host"; !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)
@@ -273,10 +285,17 @@ func TestServeImage(t *testing.T) {
 
 	t.Run("ask, answer, resume", func(t *testing.T) {
 		dir := userDir(t)
+		tokens := filepath.Join(dir, "tokens")
+		if err := os.WriteFile(tokens, []byte(token.Line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(tokens, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
 		name := "agora-serveimage-" + run
-		serve(t, name, dir, dir)
+		serve(t, name, dir, dir, "AGORA_TOKENS_FILE="+tokens)
 		hostPort := mustDocker(t, "port", name, "7070/tcp")
-		c := client.New("http://"+hostPort, "SECRET")
+		c := client.New("http://"+hostPort, token.Secret)
 		ctx := t.Context()
 		testutil.Eventually(t, 2*time.Minute, "the API answers", func() bool {
 			if state, _ := docker(ctx, nil, "inspect", "--format", "{{.State.Status}}", name); state != "running" {
