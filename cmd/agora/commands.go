@@ -273,6 +273,8 @@ exit codes (every command):
   2  a usage error or bad input, found by the CLI or refused by the server
      (HTTP 400/422 "invalid"): nothing was changed
   3  the task expired or was cancelled (dispatch --wait)
+  130, 143  interrupted by SIGINT or SIGTERM (dispatch --wait: the task was
+     cancelled, unless --detach-on-signal)
 
 Run 'agora <command> -h' (or 'agora help <command>') for a command's flags.
 `)

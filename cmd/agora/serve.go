@@ -19,7 +19,7 @@ import (
 )
 
 const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... " +
-	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
+	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
@@ -69,6 +69,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.StringVar(&secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default <data-dir>/secrets, where 'agora secret set' writes)")
 	fs.StringVar(&rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
+	ciRoute := ciRouteFlag(fs)
 	var workerPath string
 	fs.StringVar(&workerPath, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
 	var max maxFlags
@@ -91,7 +92,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		case slices.Contains([]string{"slots", "image", "id", "worker-env", "worker", "secrets-dir"}, fl.Name),
 			slices.Contains(maxFlagsRunner, fl.Name):
 			runnerFlagsGiven = append(runnerFlagsGiven, "--"+fl.Name)
-		case slices.Contains([]string{"rules", "webhook-secret", "public-url"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name),
+		case slices.Contains([]string{"rules", "webhook-secret", "public-url", "ci-route"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name),
 			strings.HasPrefix(fl.Name, "slack-"):
 			orchestratorFlagsGiven = append(orchestratorFlagsGiven, "--"+fl.Name)
 		case fl.Name == "max-cpus":
@@ -128,6 +129,9 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
 			return f, usagef("--worker-env %q: want KEY=VALUE", kv)
 		}
+	}
+	if err := checkCIRoute(*ciRoute); err != nil {
+		return f, err
 	}
 	slackCfg, err := slackF.config(environ)
 	if err != nil {
@@ -182,6 +186,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:           true,
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
+		CIRoute:           *ciRoute,
 		EgressUplink:      max.egressUplink,
 		MaxArtifacts:      max.artifacts,
 		MaxArtifactBytes:  max.artifactsMB << 20,

@@ -204,6 +204,9 @@ type Config struct {
 	// orchestrator.DefaultMaximums, but CPUs the host's cores when a runner
 	// runs here.
 	Max orchestrator.Maximums
+	// CIRoute is the route of a task submitted from CI without one
+	// (SubmitRequest.FromCI); empty means orchestrator.DefaultCIRoute.
+	CIRoute string
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
 	MaxWorkspaceBytes int64
@@ -356,6 +359,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Max.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.CIRoute != "" {
+		if _, err := answer.ParseRoute(c.CIRoute); err != nil {
+			errs = append(errs, fmt.Errorf("CI route %q: %w", c.CIRoute, err))
+		}
 	}
 	if c.ECS != nil {
 		errs = append(errs, c.ECS.validate(c)...)
@@ -565,7 +573,7 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 			return fmt.Errorf("open the registry: %w", err)
 		}
 	}
-	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, Logger: s.log})
+	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, CIRoute: s.cfg.CIRoute, Logger: s.log})
 	if err != nil {
 		return err
 	}
