@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 # tool only, so not in go.mod.
 ACT_VERSION         := v0.2.89
 
-.PHONY: build tools check test bench bench-throughput bench-cli fuzz faults busybox demo clean
+.PHONY: build tools check test bench bench-throughput bench-cli fuzz faults busybox demo image clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
@@ -45,6 +45,10 @@ busybox: ## Debian's static busybox, /bin/sh in the worker image: installed as r
 
 demo: busybox build ## a sub-agent asks, you answer, the same sub-agent resumes and finishes
 	bin/agora demo
+
+GO_IMAGE ?= golang:1.26
+image: ## the agora serve image (docs/image.md): docker build, the version stamped; GO_IMAGE=agora-test-golang:… where golang:1.26 cannot be pulled
+	docker build --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) -t agora:$(VERSION) .
 
 clean:
 	rm -rf bin

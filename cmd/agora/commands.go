@@ -80,6 +80,7 @@ func verbs() []verb {
 			}},
 		{name: "token", short: "make a strong API token: create NAME (the secret once, and its hashed line for --tokens-file)", subs: []string{"create"}, run: runToken},
 		{name: "config", short: "named contexts (server, token) in the config file", subs: configSubs, run: runConfig},
+		{name: "health", short: "is the server up? (GET /healthz; the image's HEALTHCHECK)", run: runHealth},
 		{name: "version", short: "print the version", synopsis: "[--json]", run: runVersion},
 	}
 }

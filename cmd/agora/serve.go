@@ -56,7 +56,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	natsAuth.register(fs)
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
-	fs.StringVar(&listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
+	fs.StringVar(&listen, "listen", "", "serve the HTTP API and /metrics on `ADDR` (default $AGORA_LISTEN, else "+roles.DefaultListen+")")
 	tokenF.register(fs, "accept API and metrics bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
 	fs.Var(&localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.IntVar(&slots, "slots", 4, "run at most `N` dispatches at once")
@@ -139,6 +139,9 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	}
 	if runnerOnly {
 		slackCfg = nil // $AGORA_SLACK_TOKEN in the environment of a runner
+	}
+	if listen == "" {
+		listen = getenv(environ, "AGORA_LISTEN") // the serve image sets it
 	}
 	if dataDir == "" {
 		var err error
