@@ -76,7 +76,14 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 			o.log.Warn("remember answer", "task_id", t.ID, "error", err)
 		}
 	}
-	o.log.Info("answer accepted", "task_id", t.ID, "by", by, "via", via, "channel", channel, "assumed", assumed)
+	if prev := previousRound(t); assumed && prev != nil {
+		// Nobody answered: say which default was taken and why, so the log
+		// of an unattended run explains its outcome.
+		o.log.Info("default taken", "task_id", t.ID, "round", prev.N, "answer", prev.Answer.Value,
+			"why", fmt.Sprintf("nobody answered along the route %s", routeOf(t.Request)), "waited", time.Duration(prev.Answer.WaitMS)*time.Millisecond)
+	} else {
+		o.log.Info("answer accepted", "task_id", t.ID, "by", by, "via", via, "channel", channel, "assumed", assumed)
+	}
 	t, err = o.enqueue(ctx, t)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,14 @@
 package orchestrator
 
 import (
+	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -92,4 +97,40 @@ func TestIfUnansweredShown(t *testing.T) {
 	if len(groups) != 1 || groups[0].IfUnanswered == nil || groups[0].IfUnanswered.Text != u.Text {
 		t.Errorf("QuestionGroups = %+v, want one with IfUnanswered %q", groups, u.Text)
 	}
+}
+
+// TestDefaultTakenLogged: when nobody answers and the route ends, the
+// default is taken and serve's log says which and why.
+func TestDefaultTakenLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	b, store := testenv.Bus(t), testenv.FileStore(t)
+	o, err := New(Config{Bus: b, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Stop(context.Background()) })
+	if _, err := o.Submit(t.Context(), SubmitRequest{TaskID: "unattended", Route: "human=1s", Subagent: script("s", "true")}); err != nil {
+		t.Fatal(err)
+	}
+	def := "draft"
+	zero, ms := 0, int64(5)
+	for _, ev := range []schemas.Event{{Kind: schemas.KindStarted, DispatchID: "unattended-r1"},
+		{Kind: schemas.KindNeedsInput, DispatchID: "unattended-r1", ExitCode: &zero, DurationMS: &ms,
+			NeedsInput: &schemas.NeedsInput{Question: "Publish?", Options: []string{"draft", "publish"}, Default: &def}}} {
+		ev.Time = time.Now().UTC()
+		if _, err := b.PublishEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 30*time.Second, "the default taken", func() bool {
+		task, err := o.Get(t.Context(), "unattended")
+		return err == nil && task.Rounds[0].Answer != nil
+	})
+	testutil.Eventually(t, 10*time.Second, "the log line", func() bool {
+		return strings.Contains(logs.String(), `msg="default taken" task_id=unattended round=1 answer=draft why="nobody answered along the route human=1s"`)
+	})
 }
