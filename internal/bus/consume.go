@@ -120,6 +120,9 @@ type eventDelivery struct {
 	seq        uint64
 	deliveries uint64
 	stored     time.Time
+	// runner is the runner whose subject carried the event, "" for the
+	// dispatch's own subject.
+	runner string
 }
 
 // ConsumeEvents starts c on AGORA_EVENTS (creating the stream and the
@@ -218,7 +221,8 @@ func (b *Bus) readEvent(c *EventConsumer, msg jetstream.Msg) (eventDelivery, boo
 		_ = msg.Term()
 		return d, false
 	}
-	if msg.Subject() != EventSubject(ev.DispatchID) {
+	id, runner, ok := ParseEventSubject(msg.Subject())
+	if !ok || id != ev.DispatchID {
 		c.stats.Invalid.Add(1)
 		b.log.Warn("event whose dispatch id is not its subject's; dropped", "subject", msg.Subject(), "dispatch_id", ev.DispatchID, "seq", d.seq)
 		_ = msg.Term()
@@ -230,7 +234,7 @@ func (b *Bus) readEvent(c *EventConsumer, msg jetstream.Msg) (eventDelivery, boo
 		_ = msg.Ack()
 		return d, false
 	}
-	d.ev = *ev
+	d.ev, d.runner = *ev, runner
 	return d, true
 }
 
@@ -238,7 +242,17 @@ func (b *Bus) readEvent(c *EventConsumer, msg jetstream.Msg) (eventDelivery, boo
 // or parks it.
 func (b *Bus) applyOne(ctx context.Context, c *EventConsumer, d eventDelivery) {
 	log := b.log.With("kind", d.ev.Kind, "dispatch_id", d.ev.DispatchID, "seq", d.seq, "delivery", d.deliveries)
-	err := c.applyBounded(ctx, d.ev)
+	var err error
+	if d.runner != "" {
+		// A runner's event counts only when that runner holds the claim.
+		err = b.CheckRunnerEvent(ctx, d.ev, d.runner)
+		if errors.Is(err, ErrNotClaimant) {
+			log.Error("event from a runner that does not hold the dispatch's claim; refused", "runner", d.runner, "error", err)
+		}
+	}
+	if err == nil {
+		err = c.applyBounded(ctx, d.ev)
+	}
 	if err == nil {
 		c.stats.Applied.Add(1)
 		if err := d.msg.DoubleAck(ctx); err != nil && ctx.Err() == nil {
@@ -249,7 +263,7 @@ func (b *Bus) applyOne(ctx context.Context, c *EventConsumer, d eventDelivery) {
 	if ctx.Err() != nil {
 		return // stopping: redelivered to whoever consumes next
 	}
-	if d.deliveries < uint64(c.MaxDeliveries) {
+	if d.deliveries < uint64(c.MaxDeliveries) && !errors.Is(err, ErrNotClaimant) {
 		c.stats.Retried.Add(1)
 		delay := retryDelay(d.deliveries)
 		log.Warn("event not applied; retrying", "error", err, "retry_in", delay, "max_deliveries", c.MaxDeliveries)
@@ -291,4 +305,33 @@ func laneOf(dispatchID string, n int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(dispatchID))
 	return int(h.Sum32() % uint32(n))
+}
+
+// ErrNotClaimant means an event came on a runner's subject
+// (RunnerEventSubject) while another runner, or none, holds the
+// dispatch's claim: it is refused and parked, never applied.
+var ErrNotClaimant = errors.New("the runner does not hold the dispatch's claim")
+
+// CheckRunnerEvent reports whether runnerID may have sent ev: it holds
+// ev's dispatch's claim (running, or settled as lost by it), or the claim
+// is a cancel's and ev is that dispatch.cancelled (the runner that met the
+// cancel makes sure the event exists). ErrNotClaimant otherwise; another
+// error when the claim could not be read.
+func (b *Bus) CheckRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string) error {
+	c, err := b.GetClaim(ctx, ev.DispatchID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c == nil:
+		return fmt.Errorf("%s of %s from runner %s: %w (no claim)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
+	case c.State == ClaimCancelled:
+		if ev.Kind == schemas.KindCancelled {
+			return nil
+		}
+		return fmt.Errorf("%s of %s from runner %s: %w (cancelled before any runner took it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
+	case c.Runner != runnerID:
+		return fmt.Errorf("%s of %s from runner %s: %w (runner %s holds it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, c.Runner)
+	}
+	return nil
 }
