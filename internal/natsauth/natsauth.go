@@ -154,7 +154,17 @@ func (id *Identities) Path(name string) string { return filepath.Join(id.Dir, na
 // the accounts are signed again on every call from the kept seeds, so a
 // newer agora's permissions apply after an upgrade; users' credentials stay
 // valid because the account keys do not change.
-func Ensure(dir string) (*Identities, error) {
+func Ensure(dir string) (*Identities, error) { return EnsureLimits(dir, Limits{}) }
+
+// Limits are the AGORA account's JetStream limits, in bytes; zero (or
+// negative) is no account limit: the servers' own max_file_store and
+// max_memory_store bound it.
+type Limits struct {
+	DiskStorage, MemoryStorage int64
+}
+
+// EnsureLimits is Ensure with the account's JetStream limits.
+func EnsureLimits(dir string, limits Limits) (*Identities, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nats identities: %w", err)
 	}
@@ -199,6 +209,12 @@ func Ensure(dir string) (*Identities, error) {
 	ac.Name = AccountName
 	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit,
 		Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
+	if limits.DiskStorage > 0 {
+		ac.Limits.JetStreamLimits.DiskStorage = limits.DiskStorage
+	}
+	if limits.MemoryStorage > 0 {
+		ac.Limits.JetStreamLimits.MemoryStorage = limits.MemoryStorage
+	}
 	scope := jwt.NewUserScope()
 	scope.Key, scope.Role, scope.Template = signerPub, WorkerRole, WorkerScope()
 	scope.Description = "one dispatch's worker: its own events and logs, nothing else"
@@ -484,4 +500,65 @@ func CheckRunnerCreds(path, runnerID string) error {
 		return nil
 	}
 	return fmt.Errorf("nats credentials %s are runner %q's, not this runner's (--id %s): make its own with `agora nats-auth init DIR --runner %s`", path, uc.Name, runnerID, runnerID)
+}
+
+// ServerConfigFile is the nats-server configuration include that Init
+// writes: operator mode with agora's operator and accounts.
+const ServerConfigFile = "agora-auth.conf"
+
+// ServerConfig is the nats-server configuration that trusts these
+// identities: the operator JWT, the system account and a memory resolver
+// preloaded with both account JWTs. Every node of a cluster includes the
+// same text; a server with it refuses anonymous clients.
+func (id *Identities) ServerConfig() string {
+	var b strings.Builder
+	b.WriteString("# Made by agora nats-auth init; made again (same keys) on every run.\n")
+	b.WriteString("# Include it in every node's nats-server.conf: include " + ServerConfigFile + "\n")
+	b.WriteString("# Clients need a user of the AGORA account: anonymous ones are refused.\n")
+	fmt.Fprintf(&b, "operator: %q\n", id.OperatorJWT)
+	fmt.Fprintf(&b, "system_account: %s\n", id.SystemAccount)
+	b.WriteString("resolver: MEMORY\nresolver_preload: {\n")
+	for _, acc := range []struct{ name, key string }{{SystemAccountName, id.SystemAccount}, {AccountName, id.Account}} {
+		fmt.Fprintf(&b, "  # %s\n  %s: %q\n", acc.name, acc.key, id.AccountJWTs[acc.key])
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// Init makes (or keeps, and brings up to date) what an external NATS
+// server or cluster needs for agora in dir (0700, every file 0600): the
+// seeds, the orchestrator's credentials, one runner-<id>.creds per runner
+// id, the workers' scoped signing key, and ServerConfigFile for the
+// servers. Run again, it keeps every key: credentials already handed out
+// stay valid, and runners can be added. It returns the files it holds.
+func Init(dir string, runners []string, limits Limits) (*Identities, []string, error) {
+	ids, err := EnsureLimits(dir, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := []string{ServerConfigFile, OrchestratorCredFile}
+	for _, r := range runners {
+		if _, err := ids.RunnerCreds(r, RunnerCredsFile(r)); err != nil {
+			return nil, nil, err
+		}
+		files = append(files, RunnerCredsFile(r))
+	}
+	files = append(files, WorkerSignerFile)
+	conf := []byte(ids.ServerConfig())
+	path := ids.Path(ServerConfigFile)
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(conf) {
+		return ids, files, nil
+	} else if err == nil {
+		err = replaceSecret(path, conf)
+		if err != nil {
+			return nil, nil, err
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		if err := writeSecret(path, conf); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		return nil, nil, fmt.Errorf("nats identities: %w", err)
+	}
+	return ids, files, nil
 }
