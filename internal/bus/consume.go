@@ -319,19 +319,31 @@ var ErrNotClaimant = errors.New("the runner does not hold the dispatch's claim")
 // error when the claim could not be read.
 func (b *Bus) CheckRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string) error {
 	c, err := b.GetClaim(ctx, ev.DispatchID)
-	if err != nil {
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return err
+	}
+	if claimAllows(c, ev, runnerID) {
+		return nil
 	}
 	switch {
 	case c == nil:
 		return fmt.Errorf("%s of %s from runner %s: %w (no claim)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
 	case c.State == ClaimCancelled:
-		if ev.Kind == schemas.KindCancelled {
-			return nil
-		}
 		return fmt.Errorf("%s of %s from runner %s: %w (cancelled before any runner took it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
-	case c.Runner != runnerID:
+	default:
 		return fmt.Errorf("%s of %s from runner %s: %w (runner %s holds it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, c.Runner)
 	}
-	return nil
+}
+
+// claimAllows is CheckRunnerEvent's rule: runnerID holds c, or c is a
+// cancel's and ev the cancelled event.
+func claimAllows(c *Claim, ev schemas.Event, runnerID string) bool {
+	switch {
+	case c == nil:
+		return false
+	case c.State == ClaimCancelled:
+		return ev.Kind == schemas.KindCancelled
+	default:
+		return c.Runner == runnerID
+	}
 }

@@ -106,6 +106,8 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 		return nil, err
 	}
 	events := make([]schemas.Event, 0, len(stored))
+	var claim *Claim
+	claimRead := false
 	for _, se := range stored {
 		log := b.log.With("dispatch_id", dispatchID, "seq", se.Sequence, "kind", se.Kind)
 		if !se.Kind.Known() {
@@ -120,6 +122,21 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 		if ev.DispatchID != dispatchID {
 			log.Warn("skip event of another dispatch", "event_dispatch_id", ev.DispatchID)
 			continue
+		}
+		// Another runner's event counts only as the orchestrator counts
+		// it: from the runner that holds the claim (CheckRunnerEvent). So
+		// a runner cannot make another believe its dispatch settled.
+		if _, runner, _ := ParseEventSubject(se.Subject); runner != "" && runner != b.runner {
+			if !claimRead {
+				if claim, err = b.GetClaim(ctx, dispatchID); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+					return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
+				}
+				claimRead = true
+			}
+			if !claimAllows(claim, ev, runner) {
+				log.Warn("skip event of a runner that does not hold the claim", "runner", runner)
+				continue
+			}
 		}
 		events = append(events, ev)
 	}

@@ -195,7 +195,7 @@ func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte) (Publi
 
 func (b *Bus) jsPublish(ctx context.Context, ev schemas.Event, subject string, data []byte) (*jetstream.PubAck, error) {
 	return b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data},
-		jetstream.WithMsgID(ev.MsgID()),
+		jetstream.WithMsgID(b.msgID(ev)),
 		jetstream.WithExpectStream(EventStream),
 		// No stream answering is handled above (ensure, then once more);
 		// do not let the client sleep on it first.
@@ -210,6 +210,19 @@ func (b *Bus) eventSubject(dispatchID string) string {
 		return RunnerEventSubject(dispatchID, b.runner)
 	}
 	return EventSubject(dispatchID)
+}
+
+// msgID is the de-duplication id of ev as this Bus publishes it: the
+// event's own (MsgID, "<dispatch_id>.<kind>"), with ".<runner_id>" on a
+// runner's Bus, so an event another runner stores first for the same
+// dispatch and kind (refused by the orchestrator) cannot make this
+// runner's copy a duplicate and drop it. The same runner, restarted,
+// still stores each of its events once.
+func (b *Bus) msgID(ev schemas.Event) string {
+	if b.runner != "" {
+		return ev.MsgID() + "." + b.runner
+	}
+	return ev.MsgID()
 }
 
 // AsRunner is a view of b, on the same connection, that publishes events
