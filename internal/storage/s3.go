@@ -283,7 +283,7 @@ func (s *s3Store) Check(ctx context.Context) error {
 	var nf *types.NotFound
 	var nsb *types.NoSuchBucket
 	if errors.As(err, &nf) || errors.As(err, &nsb) {
-		return fmt.Errorf("storage %s: %w: create it (e.g. aws s3 mb s3://%s) or fix --storage", s.URI(""), ErrNoBucket, s.loc.bucket)
+		return fmt.Errorf("storage %s: bucket s3://%s: %w: create it (e.g. aws s3 mb s3://%s) or fix --storage", s.URI(""), s.loc.bucket, ErrNoBucket, s.loc.bucket)
 	}
 	return fmt.Errorf("storage %s: check the bucket: %w", s.URI(""), err)
 }

@@ -1,14 +1,20 @@
 package roles
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -193,5 +199,94 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 	var out strings.Builder
 	if err := c.Logs(ctx, done.ID, 1, false, &out); err != nil || !strings.Contains(out.String(), "done-by-its-runner") {
 		t.Errorf("output = %q, %v; want its own runner's run", out.String(), err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAnonymousBus (issue 20, finding 9): on an external NATS that lets
+// anonymous clients in, a role given credentials refuses to start unless
+// allowed, and one without credentials starts with a loud warning; a
+// runner refuses another runner's credentials; S3 storage whose bucket does
+// not exist fails the start, naming it.
+func TestAnonymousBus(t *testing.T) {
+	t.Parallel()
+	open := natstest.Start(t).ClientURL()
+	ids, err := natsauth.Ensure(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	orchCreds := bus.Auth{CredsFile: ids.Path(natsauth.OrchestratorCredFile)}
+	otherRunner, err := ids.RunnerCreds("someone-else", natsauth.RunnerCredsFile("someone-else"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := s3mem.New()
+	if err := backend.CreateBucket("there"); err != nil {
+		t.Fatal(err)
+	}
+	s3srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3srv.Close)
+	awsEnv := []string{"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1"}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		wantErr string // "" starts
+		wantLog string
+	}{
+		{name: "credentials on an open bus", cfg: Config{NATSAuth: orchCreds, Orchestrator: true},
+			wantErr: "lets clients in without credentials"},
+		{name: "credentials on an open bus, allowed", cfg: Config{NATSAuth: orchCreds, NATSAllowAnonymous: true, Orchestrator: true},
+			wantLog: "NATS LETS ANYONE IN"},
+		{name: "no credentials on an open bus", cfg: Config{Orchestrator: true}, wantLog: "NATS LETS ANYONE IN"},
+		{name: "another runner's credentials", cfg: Config{NATSAuth: bus.Auth{CredsFile: otherRunner}, Runner: true, RunnerID: "me", Image: "unused"},
+			wantErr: `runner "someone-else"'s, not this runner's (--id me)`},
+		{name: "a bucket that does not exist", cfg: Config{Orchestrator: true, NoStorage: false, AWSEnv: awsEnv,
+			StorageURI: "s3://not-there/agora?endpoint=" + s3srv.URL + "&path_style=true"},
+			wantErr: "bucket s3://not-there: the bucket does not exist: create it (e.g. aws s3 mb s3://not-there)"},
+		{name: "a bucket that exists", cfg: Config{Orchestrator: true, AWSEnv: awsEnv,
+			StorageURI: "s3://there/agora?endpoint=" + s3srv.URL + "&path_style=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs lockedBuffer
+			cfg := tc.cfg
+			cfg.DataDir, cfg.NATSURL, cfg.Listen = t.TempDir(), open, "127.0.0.1:0"
+			cfg.NoStorage = cfg.StorageURI == "" && !cfg.Runner
+			if cfg.Runner && cfg.StorageURI == "" {
+				cfg.StorageURI = "file://" + t.TempDir()
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			s, err := Start(ctx, cfg)
+			if err == nil {
+				defer func() { _ = s.Stop(context.Background()) }()
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Start: %v; want it started", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Start = %v; want an error with %q", err, tc.wantErr)
+			}
+			if !strings.Contains(logs.String(), tc.wantLog) {
+				t.Errorf("logs lack %q:\n%s", tc.wantLog, logs.String())
+			}
+		})
 	}
 }
