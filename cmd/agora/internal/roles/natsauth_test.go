@@ -257,6 +257,8 @@ func TestAnonymousBus(t *testing.T) {
 		{name: "no credentials on an open bus", cfg: Config{Orchestrator: true}, wantLog: "NATS LETS ANYONE IN"},
 		{name: "another runner's credentials", cfg: Config{NATSAuth: bus.Auth{CredsFile: otherRunner}, Runner: true, RunnerID: "me", Image: "unused"},
 			wantErr: `runner "someone-else"'s, not this runner's (--id me)`},
+		{name: "a runner id that cannot end a subject", cfg: Config{Runner: true, RunnerID: "a b", Image: "unused"},
+			wantErr: "must not contain '*', '>' or white space: it ends the runner's NATS subjects (--id)"},
 		{name: "a bucket that does not exist", cfg: Config{Orchestrator: true, NoStorage: false, AWSEnv: awsEnv,
 			StorageURI: "s3://not-there/agora?endpoint=" + s3srv.URL + "&path_style=true"},
 			wantErr: "bucket s3://not-there: the bucket does not exist: create it (e.g. aws s3 mb s3://not-there)"},

@@ -183,7 +183,9 @@ type Config struct {
 	// DataDir/runner-id, made once from the host name and a random suffix
 	// (two data dirs on a host never share one) — or the bare host name when
 	// RunnerDataDir already holds dispatches from before the file existed,
-	// so an upgraded `agora runner` still adopts its containers.
+	// so an upgraded `agora runner` still adopts its containers. It ends
+	// the runner's NATS subjects (bus.RunnerEventSubject): no '*', '>',
+	// white space or empty '.'-parts.
 	RunnerID string
 	// RunnerDataDir holds the runner's dispatch specs and workspaces;
 	// default DataDir/runner.
@@ -438,10 +440,15 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 			return s, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 		}
 	}
-	if cfg.Runner && s.cfg.RunnerID == "" {
+	if cfg.Runner {
 		// Before the bus: the runner's NATS user and subjects carry it.
-		if s.cfg.RunnerID, err = runnerID(cfg.DataDir, cfg.RunnerDataDir); err != nil {
-			return s, err
+		if s.cfg.RunnerID == "" {
+			if s.cfg.RunnerID, err = runnerID(cfg.DataDir, cfg.RunnerDataDir); err != nil {
+				return s, err
+			}
+		}
+		if err := bus.ValidateRunnerID(s.cfg.RunnerID); err != nil {
+			return s, fmt.Errorf("%w: it ends the runner's NATS subjects (--id)", err)
 		}
 	}
 	if err := s.startBus(ctx); err != nil {
