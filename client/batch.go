@@ -22,8 +22,19 @@ type BatchLine struct {
 	Result string     `json:"result"`
 	State  wire.State `json:"state,omitempty"`
 	Error  string     `json:"error,omitempty"`
+	// Conflict is set when the line's task id is taken by a different
+	// request: the fields that differ (empty when the server does not
+	// say, e.g. another owner's task).
+	Conflict *Conflict `json:"conflict,omitempty"`
 	// Request is the line's submit request; nil when the line is failed.
 	Request *wire.SubmitRequest `json:"-"`
+}
+
+// Conflict is what differs between a batch line and the task stored
+// under its id.
+type Conflict struct {
+	Differences []wire.Difference `json:"differences"`
+	More        int               `json:"more,omitempty"`
 }
 
 // Results of a batch line.
@@ -176,6 +187,9 @@ func (c *Client) SubmitBatch(ctx context.Context, batch string, lines []BatchLin
 				switch {
 				case err != nil:
 					l.Result, l.Error = BatchFailed, describe(err)
+					if e, ok := errors.AsType[*Error](err); ok && errors.Is(err, wire.ErrConflict) {
+						l.Conflict = &Conflict{Differences: e.Differences, More: e.MoreDifferences}
+					}
 				case there[t.ID]:
 					l.Result, l.State = BatchExisting, t.State
 				default:

@@ -315,6 +315,11 @@ type Error struct {
 	Code string
 	// Message is the API's message, e.g. "task t-42: task not found".
 	Message string
+	// Differences, on a conflict, are the fields in which a submit request
+	// differs from the one stored under its task id (wire.ConflictError);
+	// MoreDifferences counts those past wire.MaxDifferences.
+	Differences     []wire.Difference
+	MoreDifferences int
 }
 
 func (e *Error) Error() string {
@@ -340,7 +345,8 @@ func errorOf(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var body wire.ErrorBody
 	if json.Unmarshal(data, &body) == nil && body.Code != "" {
-		return &Error{Status: resp.StatusCode, Code: string(body.Code), Message: body.Error}
+		return &Error{Status: resp.StatusCode, Code: string(body.Code), Message: body.Error,
+			Differences: body.Differences, MoreDifferences: body.MoreDifferences}
 	}
 	msg := strings.TrimSpace(string(data))
 	if len(msg) > 200 {

@@ -228,7 +228,7 @@ func TestClient_Errors(t *testing.T) {
 			_, err := c.Answer(t.Context(), orchestrator.AnswerRequest{TaskID: "t-1", Answer: "B"})
 			want := &client.Error{Status: tt.wantStatus, Code: tt.wantCode, Message: tt.err.Error()}
 			got, ok := errors.AsType[*client.Error](err)
-			if !ok || *got != *want {
+			if !ok || !reflect.DeepEqual(got, want) {
 				t.Fatalf("Answer error = %#v, want %#v", err, want)
 			}
 			for _, s := range sentinels {
@@ -268,7 +268,7 @@ func TestClient_ErrorsOutsideTheService(t *testing.T) {
 	defer proxy.Close()
 	_, err = client.New(proxy.URL, "s3cret", client.WithHTTPClient(proxy.Client())).Get(ctx, "t-1")
 	want := &client.Error{Status: 502, Message: "upstream unavailable"}
-	if got, ok := errors.AsType[*client.Error](err); !ok || *got != *want {
+	if got, ok := errors.AsType[*client.Error](err); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("Get through a failing proxy = %#v, want %#v", err, want)
 	}
 	if want := "agora api: upstream unavailable (HTTP 502)"; err.Error() != want {
@@ -344,7 +344,7 @@ func TestClient_WatchErrors(t *testing.T) {
 	}}
 	err := newClient(t, failing, "s3cret").Watch(t.Context(), "", func(orchestrator.Change) {})
 	want := &client.Error{Code: "internal", Message: "nats: connection closed"}
-	if got, ok := errors.AsType[*client.Error](err); !ok || *got != *want {
+	if got, ok := errors.AsType[*client.Error](err); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("Watch of a failing service = %#v, want %#v", err, want)
 	}
 

@@ -29,9 +29,9 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	if err != nil {
 		return err
 	}
-	var asked bool
+	var asked, retried bool
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
-		asked = false
+		asked, retried = false, false
 		idx := -1
 		for i := range t.Rounds {
 			if t.Rounds[i].DispatchID == ev.DispatchID {
@@ -79,8 +79,15 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 		case schemas.KindFinished:
 			t.State, t.Outcome = StateFinished, &Outcome{Reason: "finished", Detail: fmt.Sprintf("round %d finished", r.N)}
 		case schemas.KindFailed:
+			if t.Request.Retry.Retries(ev.Failure.Reason, r.Attempt) && o.retry(t, r, ev.Failure, now) {
+				retried = true
+				return nil
+			}
 			t.State = StateFailed
 			t.Outcome = &Outcome{Reason: string(ev.Failure.Reason), Detail: fmt.Sprintf("round %d failed: %s", r.N, ev.Failure.Detail)}
+			if detail, ok := exhausted(t, r, ev.Failure); ok {
+				t.Outcome.Detail = detail
+			}
 		case schemas.KindCancelled:
 			// Worded as Cancel words it: the event and the call race.
 			t.State, t.Outcome = StateCancelled, &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
@@ -112,6 +119,14 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	if asked {
 		o.schedule(t.ID, wakeAt(t, currentRound(t)))
 		o.poke(t.ID)
+	}
+	if retried {
+		if r := currentRound(t); waitingRetry(r, o.now()) {
+			o.scheduleRetry(t.ID, r.RetryAt)
+		} else if _, err := o.enqueue(ctx, t); err != nil {
+			// Stored: the outbox sweep enqueues it.
+			o.log.Warn("retry: enqueue; the outbox sweep tries again", "task_id", t.ID, "error", err)
+		}
 	}
 	return nil
 }

@@ -14,6 +14,14 @@ func (o *Orchestrator) attention(t *Task) Attention {
 	r := currentRound(t)
 	switch t.State {
 	case StateQueued:
+		if now := o.now(); waitingRetry(r, now) {
+			reason := "a failure"
+			if n := len(t.Rounds); n >= 2 && t.Rounds[n-2].Failure != nil {
+				reason = string(t.Rounds[n-2].Failure.Reason)
+			}
+			return Attention{Kind: "none", Summary: fmt.Sprintf("round %d attempt %d of %d is retried at %s (after %s); no action needed",
+				r.N, r.Attempt, t.Request.Retry.Attempts, r.RetryAt.Format("15:04:05 UTC"), reason)}
+		}
 		return Attention{Kind: "none", Summary: fmt.Sprintf("round %d queued for a runner slot; no action needed", r.N)}
 	case StateRunning:
 		elapsed := o.now().Sub(r.StartedAt)
@@ -28,7 +36,13 @@ func (o *Orchestrator) attention(t *Task) Attention {
 		if len(q.Options) > 0 {
 			summary += " (" + strings.Join(q.Options, " / ") + ")"
 		}
-		return Attention{Required: true, Kind: "needs_answer", Summary: summary, Action: answerAction(t.ID, q)}
+		action := answerAction(t.ID, q)
+		// A step that could not ask (Slack refused the post, a webhook
+		// failed) is said, with what answers the question instead.
+		if failed := stepFailures(r); failed != "" {
+			summary += " — " + failed + "; answer with: " + action
+		}
+		return Attention{Required: true, Kind: "needs_answer", Summary: summary, Action: action}
 	}
 	a := Attention{Kind: "terminal", Summary: string(t.State)}
 	if t.Outcome != nil {
@@ -41,6 +55,18 @@ func (o *Orchestrator) attention(t *Task) Attention {
 		a.Action = "agora continue " + t.ID + ` "<follow-up message>"`
 	}
 	return a
+}
+
+// stepFailures says which route steps of r failed to ask its question,
+// and why ("" when none did).
+func stepFailures(r *Round) string {
+	var out []string
+	for _, d := range r.Decisions {
+		if d.Result == "error" {
+			out = append(out, "route step "+d.Step+" failed: "+d.Detail)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // answerAction is the exact command that answers q.

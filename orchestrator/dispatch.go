@@ -47,7 +47,7 @@ func (o *Orchestrator) request(t *Task, r *Round) schemas.DispatchRequest {
 		spec.Resume = res
 		spec.Input = withAnswer(req.Input, prev.Answer.Value)
 	}
-	dr := schemas.DispatchRequest{Spec: spec, Image: req.Image, Network: req.Network, Resources: req.Resources}
+	dr := schemas.DispatchRequest{Spec: spec, Image: req.Image, Network: req.Network, Egress: req.Egress, Resources: req.Resources}
 	if req.Workspace == schemas.WorkspaceFresh {
 		dr.Workspace = &schemas.WorkspaceRequest{Mode: schemas.WorkspaceFresh}
 	} else if prev != nil && prev.Question != nil {

@@ -25,7 +25,9 @@
 //
 // finished, failed, cancelled and expired are terminal; respawn (from the
 // last round) and continue (a follow-up message as the next answer) start a
-// new round. Every change is a compare-and-swap on the task's KV revision,
+// new round. A failure that the task's retry policy names, with attempts
+// left, does not fail the task: the round's next attempt is queued (retry.go)
+// and enqueued after the backoff, the task queued meanwhile. Every change is a compare-and-swap on the task's KV revision,
 // so replayed events and two orchestrator replicas are harmless; an event is
 // acknowledged only after its change is stored. A round's dispatch request
 // is enqueued after the change that created it is stored (an outbox flag,

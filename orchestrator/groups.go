@@ -71,7 +71,7 @@ func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOption
 		g.Count++
 		g.TaskIDs = append(g.TaskIDs, q.t.ID)
 		g.Questions = append(g.Questions, wire.GroupMember{TaskID: q.t.ID, Round: q.r.N,
-			Subagent: q.t.Request.Subagent.Name, AskedAt: q.r.AskedAt})
+			Subagent: q.t.Request.Subagent.Name, AskedAt: q.r.AskedAt, StepFailures: stepFailures(q.r)})
 		if g.Count == 2 {
 			g.Action = allLikeAction(g.Action, g.TaskIDs[0], g.Options)
 		}

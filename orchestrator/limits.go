@@ -36,6 +36,12 @@ type Maximums struct {
 	// TaskBytes bounds a task's stored record: the request, every round,
 	// question and answer (--max-task-kb).
 	TaskBytes int
+	// RetryAttempts bounds retry.attempts, a round's dispatches under its
+	// retry policy (--max-retry-attempts).
+	RetryAttempts int
+	// EgressHosts bounds the entries of a task's egress allow-list
+	// (--max-egress-hosts).
+	EgressHosts int
 	// AllowHostNetwork lets a task ask for network "host", which gives its
 	// sub-agent the host's loopback (NATS, the API): off unless the
 	// operator turns it on (--allow-host-network).
@@ -61,7 +67,9 @@ func DefaultMaximums() Maximums {
 		PartialStateBytes: 1 << 20,
 		// Under NATS's default max payload of 1 MiB, which a KV value and
 		// the dispatch request built from the record must fit.
-		TaskBytes: 768 << 10,
+		TaskBytes:     768 << 10,
+		RetryAttempts: 10,
+		EgressHosts:   32,
 	}
 }
 
@@ -95,6 +103,12 @@ func (m Maximums) WithDefaults() Maximums {
 	if m.TaskBytes <= 0 {
 		m.TaskBytes = d.TaskBytes
 	}
+	if m.RetryAttempts <= 0 {
+		m.RetryAttempts = d.RetryAttempts
+	}
+	if m.EgressHosts <= 0 {
+		m.EgressHosts = d.EgressHosts
+	}
 	return m
 }
 
@@ -116,11 +130,21 @@ func (m Maximums) Validate() error {
 	if m.Rounds > schemas.MaxRounds {
 		errs = append(errs, fmt.Errorf("--max-rounds %d is over the contract's %d", m.Rounds, schemas.MaxRounds))
 	}
+	if m.EgressHosts > schemas.MaxEgressHosts {
+		errs = append(errs, fmt.Errorf("--max-egress-hosts %d is over the contract's %d", m.EgressHosts, schemas.MaxEgressHosts))
+	}
 	if m.WaitSeconds > schemas.MaxWaitSeconds {
 		errs = append(errs, fmt.Errorf("--max-wait %ds is over the contract's %ds (365 days)", m.WaitSeconds, schemas.MaxWaitSeconds))
 	}
+	if m.RetryAttempts > MaxRetryAttempts {
+		errs = append(errs, fmt.Errorf("--max-retry-attempts %d is over the contract's %d", m.RetryAttempts, MaxRetryAttempts))
+	}
 	return errors.Join(errs...)
 }
+
+// MaxRetryAttempts is the contract's ceiling on retry.attempts
+// (schemas/subagent.schema.json).
+const MaxRetryAttempts = 100
 
 // ErrInvalidID: a task id breaks the id rule. It is an ErrInvalidRequest
 // too; the API answers it 400 (an id in the path), never 500.
@@ -182,6 +206,9 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 		return fmt.Errorf("%w: network %q%s is not allowed on this server: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with --allow-host-network",
 			ErrInvalidRequest, req.Network, from("network"))
 	}
+	if n := len(req.Egress); n > m.EgressHosts {
+		return over("egress", fmt.Sprintf("(%d hosts)", n), strconv.Itoa(m.EgressHosts), "--max-egress-hosts")
+	}
 	switch {
 	case req.TimeoutSeconds < 0:
 		return below("timeout_seconds", int64(req.TimeoutSeconds), "want at least 1 (0 or none: the runner's default)")
@@ -195,6 +222,12 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 		return below("limits.max_wait_seconds", int64(req.Limits.MaxWaitSeconds), "want at least 1 (0 or none: the default 7 days)")
 	case req.Limits.MaxWaitSeconds > m.WaitSeconds:
 		return over("limits.max_wait_seconds", strconv.Itoa(req.Limits.MaxWaitSeconds), strconv.Itoa(m.WaitSeconds), "--max-wait")
+	case req.Retry != nil:
+		if err := req.Retry.Check(m.RetryAttempts); err != nil {
+			return fmt.Errorf("%w: %v%s", ErrInvalidRequest, err, from("retry"))
+		}
+	}
+	switch {
 	case len(req.Input) > m.InputBytes:
 		return fmt.Errorf("%w: input is %d bytes, over this server's maximum %d (--max-input-kb %d); pass large data through a capability bundle or object storage instead",
 			ErrInvalidRequest, len(req.Input), m.InputBytes, m.InputBytes>>10)

@@ -156,13 +156,20 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 		return nil, err
 	}
 	o.schedule(taskID, time.Time{})
+	o.scheduleRetry(taskID, time.Time{})
 	return o.view(t), nil
 }
 
 // Respawn runs the last round of a failed, cancelled or expired task again,
 // as a new dispatch with the same inputs.
 func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error) {
-	if _, err := o.owned(ctx, taskID); err != nil {
+	cur, err := o.owned(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	// Grants are the operator's now, not as they were at submit: a token
+	// whose local: secrets were taken away cannot run them again.
+	if err := o.checkLocalSecrets(ctx, cur.Request.Env); err != nil {
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
@@ -199,7 +206,11 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 	if strings.TrimSpace(message) == "" {
 		return nil, fmt.Errorf("%w: the follow-up message is empty", ErrInvalidRequest)
 	}
-	if _, err := o.owned(ctx, taskID); err != nil {
+	cur, err := o.owned(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkLocalSecrets(ctx, cur.Request.Env); err != nil {
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {

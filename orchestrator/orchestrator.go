@@ -78,6 +78,7 @@ type Orchestrator struct {
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
+	retries    map[string]time.Time // task id → when its queued retry is due
 	lastOutput map[string]string    // dispatch id → last output line
 	kick       chan string
 
@@ -104,7 +105,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	if err := max.Validate(); err != nil {
 		return nil, fmt.Errorf("orchestrator config: %w", err)
 	}
-	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, lastOutput: map[string]string{},
+	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
 		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
 }
 
@@ -204,6 +205,8 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 	c.eachOpen(func(t *Task) {
 		if r := currentRound(t); r != nil && t.State == StateNeedsInput {
 			o.schedule(t.ID, wakeAt(t, r))
+		} else if t.State == StateQueued && waitingRetry(r, o.now()) {
+			o.scheduleRetry(t.ID, r.RetryAt)
 		}
 	})
 	return o.sweepOutbox(ctx, c, 0)
@@ -219,7 +222,10 @@ func (o *Orchestrator) sweepOutbox(ctx context.Context, c *taskCache, minAge tim
 	var pending []string
 	now := o.now()
 	c.eachOpen(func(t *Task) {
-		if r := currentRound(t); r != nil && t.State == StateQueued && !r.Enqueued && now.Sub(r.QueuedAt) >= minAge {
+		// A retry waiting for its backoff is the retry timer's; past it,
+		// the sweep's like any other round.
+		if r := currentRound(t); r != nil && t.State == StateQueued && !r.Enqueued && !waitingRetry(r, now) &&
+			now.Sub(later(r.QueuedAt, r.RetryAt)) >= minAge {
 			pending = append(pending, t.ID)
 		}
 	})
@@ -231,7 +237,7 @@ func (o *Orchestrator) sweepOutbox(ctx context.Context, c *taskCache, minAge tim
 		if err != nil {
 			return err
 		}
-		if r := currentRound(t); t.State != StateQueued || r == nil || r.Enqueued {
+		if r := currentRound(t); t.State != StateQueued || r == nil || r.Enqueued || waitingRetry(r, o.now()) {
 			continue // enqueued or moved on meanwhile
 		}
 		o.log.Info("enqueueing a round whose enqueue did not complete", "task_id", id, "dispatch_id", currentRound(t).DispatchID)
@@ -342,8 +348,13 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 		if gerr != nil {
 			return nil, gerr
 		}
-		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted || !caller(ctx).owns(existing) {
-			return nil, fmt.Errorf("task %s: %w (submit it under another id, or remove the task first)", req.TaskID, ErrConflict)
+		if !caller(ctx).owns(existing) {
+			// Another owner's task: nothing of its request is told.
+			return nil, &wire.ConflictError{TaskID: req.TaskID}
+		}
+		if orDefault(existing.SubmitHash, requestHash(existing.Request)) != submitted {
+			diffs, more := requestDifferences(existing.Request, req)
+			return nil, &wire.ConflictError{TaskID: req.TaskID, Differences: diffs, More: more}
 		}
 		return o.view(existing), nil
 	} else if err != nil {
@@ -407,13 +418,22 @@ func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (pins *r
 		}
 	}
 	req.Image = orDefault(req.Image, def.Image)
-	req.Network = orDefault(req.Network, def.Network)
+	// The network and its allow-list are one policy: the definition's
+	// applies whole, only when the request gives neither.
+	if req.Network == "" && len(req.Egress) == 0 {
+		req.Network, req.Egress = def.Network, def.Egress
+		given["network"], given["egress"] = true, true
+	}
 	req.Workspace = orDefault(req.Workspace, def.Workspace)
 	if req.Resources == nil {
 		req.Resources = def.Resources
 		given["resources"] = true
 	}
 	req.AllowMemory = req.AllowMemory || def.AllowMemory
+	if req.Retry == nil && def.Retry != nil {
+		req.Retry = def.Retry
+		given["retry"] = true
+	}
 	return pins, from, nil
 }
 
@@ -430,6 +450,11 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 			return bad("input must be a JSON object: %v", err)
 		}
 	}
+	network, err := schemas.CheckNetwork(req.Network, req.Egress)
+	if err != nil {
+		return bad("%v", err)
+	}
+	req.Network = network
 	switch req.Workspace {
 	case "", schemas.WorkspacePersist, schemas.WorkspaceFresh:
 	default:
@@ -480,6 +505,13 @@ func (o *Orchestrator) checkRoute(ctx context.Context, route string) error {
 		}
 	}
 	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func orDefault(s, def string) string {
@@ -668,7 +700,8 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 		q := r.Question
 		out = append(out, QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
-			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now)})
+			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now),
+			StepFailures: stepFailures(r)})
 	})
 	sort.Slice(out, func(i, j int) bool {
 		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0

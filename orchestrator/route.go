@@ -57,6 +57,9 @@ func (o *Orchestrator) route(ctx context.Context) {
 			for _, id := range due {
 				o.advance(ctx, id)
 			}
+			for _, id := range o.dueRetries(now) {
+				o.dispatchRetry(ctx, id)
+			}
 		}
 	}
 }
@@ -106,7 +109,11 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 			_, err := o.accept(ctx, t.ID, r.N, *d, "nobody (the route ended)", "default", true)
 			return false, ignoreAnswered(err)
 		}
-		return false, o.expire(ctx, t, "expired", fmt.Sprintf("nobody answered %q along the route %s, and it has no default", r.Question.Question, routeOf(t.Request)))
+		detail := fmt.Sprintf("nobody answered %q along the route %s, and it has no default", r.Question.Question, routeOf(t.Request))
+		if failed := stepFailures(r); failed != "" {
+			detail += " (" + failed + ")"
+		}
+		return false, o.expire(ctx, t, "expired", detail)
 	}
 	s := steps[r.Step]
 	if !now.Before(r.StepDeadline) {

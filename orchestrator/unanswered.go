@@ -45,11 +45,12 @@ func ifUnanswered(t *Task, r *Round, now time.Time) *wire.IfUnanswered {
 	return u
 }
 
-// clock renders at for a person: the time of day in UTC when it is within
-// a day of now, with the date otherwise.
+// clock renders at for a person: the time of day in UTC when it falls on
+// the same UTC day as now, with the date otherwise ("08:54 UTC" must never
+// mean tomorrow's).
 func clock(at, now time.Time) string {
-	at = at.UTC()
-	if d := at.Sub(now); d < 24*time.Hour && d > -24*time.Hour {
+	at, now = at.UTC(), now.UTC()
+	if at.YearDay() == now.YearDay() && at.Year() == now.Year() {
 		return at.Format("15:04 MST")
 	}
 	return at.Format("2006-01-02 15:04 MST")

@@ -42,6 +42,9 @@ func TestIfUnanswered(t *testing.T) {
 		{"a day or more away carries the date", "human=48h", 0, now.Add(48 * time.Hour), nil, 0, 0,
 			wire.IfUnanswered{At: now.Add(48 * time.Hour), Action: wire.IfUnansweredExpire,
 				Text: "at 2026-11-28 14:00 UTC it expires (no default)"}},
+		{"tomorrow, under a day away, carries the date", "human=12h", 0, now.Add(12 * time.Hour), nil, 0, 0,
+			wire.IfUnanswered{At: now.Add(12 * time.Hour), Action: wire.IfUnansweredExpire,
+				Text: "at 2026-11-27 02:00 UTC it expires (no default)"}},
 	}
 	for _, tt := range tests {
 		task := &Task{ID: "t", State: StateNeedsInput, WaitedMS: tt.waitedMS,

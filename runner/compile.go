@@ -76,8 +76,9 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		"HOME=/tmp",
 	}
 	network := req.NetworkMode()
-	// A container without a network cannot reach NATS: the runner relays.
-	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone {
+	// A container without a network cannot reach NATS, nor one whose only
+	// way out is its egress proxy: the runner relays.
+	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone && network != schemas.NetworkEgress {
 		env = append(env, "AGORA_NATS_URL="+cfg.WorkerNATSURL)
 		if p.KeyDir != "" && p.NATSCreds {
 			env = append(env, "AGORA_NATS_CREDS_FILE="+containerNATSCredsFile)
@@ -115,6 +116,14 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		mounts = append(mounts, compute.Mount{Source: p.Secrets.Dir, Target: containerSecretsDir, ReadOnly: true})
 	}
 	res := containerResources(req, cfg) // limits.go: checked, at most the maximums
+	var userNetwork string
+	var dns []string
+	if network == schemas.NetworkEgress {
+		// The dispatch's internal network, whose only way out is its
+		// proxy (egress.go).
+		network, userNetwork, dns = "", egressName(cfg.ID, spec.DispatchID), []string{unreachableDNS}
+		env = append(env, egressEnv()...)
+	}
 	return compute.ContainerSpec{
 		Name:        containerName(cfg.ID, spec.DispatchID),
 		Image:       image,
@@ -124,6 +133,8 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		WorkingDir:  containerWorkspace,
 		Mounts:      mounts,
 		NetworkMode: network,
+		Network:     userNetwork,
+		DNS:         dns,
 		Resources:   res,
 		Init:        true,
 		StopTimeout: cfg.Grace,

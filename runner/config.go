@@ -94,6 +94,11 @@ type Config struct {
 	// network namespace, loopback included (NATS, the API). Off by default;
 	// such a request fails (worker-failed) naming the flag.
 	AllowHostNetwork bool
+	// EgressUplink is the network the egress proxy of a dispatch with
+	// network egress reaches the listed hosts through (egress.go): the
+	// engine's default bridge unless an operator names another network
+	// (one with the right route out, or a test's).
+	EgressUplink string
 	// NoHostMounts says the engine cannot mount this host's files into a
 	// container (ECS on Fargate): each dispatch's spec, keys, cancel
 	// marker and workspace travel through storage, which must then be S3,
@@ -173,6 +178,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PublishWindow <= 0 {
 		c.PublishWindow = DefaultPublishWindow
+	}
+	if c.EgressUplink == "" {
+		c.EgressUplink = DefaultEgressUplink
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -268,6 +268,12 @@ func (d *dispatch) run(ctx context.Context) {
 		fail(schemas.ReasonWorkerLost, "prepare the dispatch on the runner host: "+err.Error())
 		return
 	}
+	if req.NetworkMode() == schemas.NetworkEgress {
+		if err := d.prepareEgress(ctx); err != nil {
+			fail(schemas.ReasonWorkerLost, "prepare the dispatch's egress proxy: "+err.Error())
+			return
+		}
+	}
 	d.createAndStart(ctx, compileContainer(req, r.cfg, hostPaths{SpecDir: r.specDir(d.id), Workspace: r.workspace(d.id),
 		StageDir: r.stageDir(d.id), Secrets: secrets, KeyDir: r.keyDir(d.id), NATSCreds: natsCreds, CancelDir: r.cancelDir(d.id)}), fail)
 }
@@ -488,7 +494,8 @@ func (d *dispatch) follow(ctx context.Context) {
 	}
 	d.started = time.Now()
 	cid := d.containerID
-	relay := r.cfg.WorkerNATSURL == "" || r.cfg.NoHostMounts || d.req == nil || d.req.NetworkMode() == schemas.NetworkNone
+	egressMode := d.req != nil && d.req.NetworkMode() == schemas.NetworkEgress
+	relay := r.cfg.WorkerNATSURL == "" || r.cfg.NoHostMounts || d.req == nil || d.req.NetworkMode() == schemas.NetworkNone || egressMode
 	logs := newLogSink(r.cfg.LogCap, func(p []byte) {
 		if err := r.cfg.Bus.PublishLog(d.id, p); err != nil {
 			d.log.Debug("publish log chunk", "error", err)
@@ -502,6 +509,9 @@ func (d *dispatch) follow(ctx context.Context) {
 	defer stopFollowing()
 	if !r.cfg.NoHostMounts { // else the workspace is the task's, bounded by its storage
 		go d.watchWorkspace(followCtx, cid)
+	}
+	if egressMode {
+		go d.followEgress(followCtx, logs)
 	}
 	var timedOut atomic.Bool
 	timeout := r.cfg.DefaultTimeout
@@ -854,6 +864,9 @@ func (d *dispatch) finish(ctx context.Context) {
 		d.loadEventKey()
 	}
 	r.removeExchange(ctx, d.eventKey, d.log)
+	if d.req == nil || d.req.NetworkMode() == schemas.NetworkEgress {
+		r.removeEgress(ctx, d.id)
+	}
 	for _, p := range r.hostFiles(d.id) {
 		if err := os.RemoveAll(p); err != nil {
 			d.log.Error("remove dispatch files", "path", p, "error", err)
@@ -1008,6 +1021,7 @@ func (r *Runner) removeLeftovers(ctx context.Context, id string) {
 	if key, err := readKey(r.keyFile(id)); err == nil {
 		r.removeExchange(ctx, key, r.log.With("dispatch_id", id))
 	}
+	r.removeEgress(ctx, id)
 	for _, p := range r.hostFiles(id) {
 		if err := os.RemoveAll(p); err != nil {
 			r.log.Error("remove leftover dispatch files", "dispatch_id", id, "path", p, "error", err)

@@ -53,6 +53,14 @@ func checkLimits(req *schemas.DispatchRequest, cfg Config) error {
 	if req.NetworkMode() == schemas.NetworkHost && !cfg.AllowHostNetwork {
 		return fmt.Errorf("network %q is not allowed on this runner: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with agora runner --allow-host-network", schemas.NetworkHost)
 	}
+	if req.NetworkMode() == schemas.NetworkEgress {
+		if _, ok := cfg.Engine.(compute.Networker); !ok || cfg.NoHostMounts {
+			return fmt.Errorf("network %q needs a Docker runner, which makes the sub-agent's internal network and proxy; this runner's engine cannot: run the task with network none or bridge, or on a Docker runner", schemas.NetworkEgress)
+		}
+		if _, err := schemas.CheckNetwork(req.Network, req.Egress); err != nil {
+			return err
+		}
+	}
 	if max := int64(cfg.MaxTimeout / time.Second); int64(req.Spec.TimeoutSeconds) > max {
 		return over("timeout_seconds", req.Spec.TimeoutSeconds, max, "--max-timeout "+cfg.MaxTimeout.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -23,6 +24,9 @@ type Runner struct {
 
 	mu     sync.Mutex
 	active map[string]*dispatch
+
+	// egressDenied counts the requests egress proxies refused (egress.go).
+	egressDenied atomic.Int64
 
 	cancel context.CancelFunc
 	// stopping is closed when Stop is called.
@@ -186,6 +190,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		keep[c.Labels[compute.LabelDispatchID]] = true
 	}
 	r.sweepSecrets(keep)
+	r.sweepEgress(ctx, keep)
 	for _, c := range found {
 		id := c.Labels[compute.LabelDispatchID]
 		if id == "" {

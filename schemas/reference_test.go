@@ -116,6 +116,7 @@ var seeds = map[string][]string{
 	SchemaSubagent: {
 		`{"name":"rev","runtime":"exec","command":"make test","capabilities":["go@0123456789ab"],"env":["e"],"allow_memory":true,"timeout_seconds":5,"limits":{"max_rounds":3,"max_wait_seconds":60},"image":"img","network":"bridge","resources":{"cpus":1.5,"memory_mb":512,"pids":100},"workspace":"fresh"}`,
 		`{"name":"c","runtime":"claude-code","prompt":"p","model":"m","command":["a","b"]}`,
+		`{"name":"r","runtime":"exec","command":"x","retry":{"attempts":3,"backoff":{"initial_seconds":1,"max_seconds":60,"multiplier":1.5},"on":["worker-lost","timeout"]}}`,
 	},
 	SchemaCapability: {`{"name":"go","path":"./tools"}`},
 	SchemaEnv: {

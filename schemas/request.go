@@ -16,9 +16,12 @@ const (
 // DispatchRequest is one message on the AGORA_QUEUE work queue
 // (dispatch-request.schema.json): the spec plus how to run its container.
 type DispatchRequest struct {
-	Spec      DispatchSpec      `json:"spec"`
-	Image     string            `json:"image,omitempty"`
-	Network   string            `json:"network,omitempty"`
+	Spec    DispatchSpec `json:"spec"`
+	Image   string       `json:"image,omitempty"`
+	Network string       `json:"network,omitempty"`
+	// Egress is the allow-list of network egress: [*.]NAME[:PORT]
+	// entries (ParseEgressRule).
+	Egress    []string          `json:"egress,omitempty"`
 	Resources *Resources        `json:"resources,omitempty"`
 	Workspace *WorkspaceRequest `json:"workspace,omitempty"`
 }

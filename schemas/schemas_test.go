@@ -274,6 +274,8 @@ func TestMaximumsMatchSchemas(t *testing.T) {
 		{"subagent pids", maximum(SchemaSubagent, res("pids")...), MaxPids},
 		{"subagent max_rounds", maximum(SchemaSubagent, "properties", "limits", "properties", "max_rounds", "maximum"), MaxRounds},
 		{"subagent max_wait_seconds", maximum(SchemaSubagent, "properties", "limits", "properties", "max_wait_seconds", "maximum"), MaxWaitSeconds},
+		{"dispatch-request egress", maximum(SchemaRequest, "properties", "egress", "maxItems"), MaxEgressHosts},
+		{"subagent egress", maximum(SchemaSubagent, "properties", "egress", "maxItems"), MaxEgressHosts},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

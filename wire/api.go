@@ -114,11 +114,15 @@ const (
 	// CodeInternal (500): anything else, e.g. storage unavailable. No
 	// sentinel.
 	CodeInternal Code = "internal"
+	// CodeRateLimited (429): too many failed attempts (wrong tokens) from
+	// this client; the Retry-After header says when to try again. No
+	// sentinel.
+	CodeRateLimited Code = "rate_limited"
 )
 
 // Codes lists the vocabulary.
 var Codes = []Code{CodeNotFound, CodeConflict, CodeInvalid, CodeInvalidAnswer, CodeAlreadyAnswered,
-	CodeNoQuestion, CodeWrongState, CodeUnauthorized, CodeNoRoute, CodeInternal}
+	CodeNoQuestion, CodeWrongState, CodeUnauthorized, CodeNoRoute, CodeInternal, CodeRateLimited}
 
 // sentinels pairs each code with the orchestrator error it stands for, in
 // the order classify tries them.
@@ -165,6 +169,13 @@ type ErrorBody struct {
 	// answered by alice via cli at 2025-06-01T10:00:00Z (answer "B")".
 	Error string `json:"error"`
 	Code  Code   `json:"code"`
+	// Differences, on a conflict (409, code conflict) from POST /v1/tasks,
+	// are the fields in which the request differs from the one stored
+	// under its task id (ConflictError); absent when the caller may not
+	// see the stored request.
+	Differences []Difference `json:"differences,omitempty"`
+	// MoreDifferences counts the differences past MaxDifferences.
+	MoreDifferences int `json:"more_differences,omitempty"`
 }
 
 // Server-sent event names.

@@ -42,6 +42,10 @@ type GroupMember struct {
 	Round    int       `json:"round"`
 	Subagent string    `json:"subagent"`
 	AskedAt  time.Time `json:"asked_at"`
+	// StepFailures says which route steps failed to ask this question,
+	// and why (e.g. "route step slack:#ops failed: Slack refused the
+	// question (invalid_blocks: …)"), so it is not lost silently.
+	StepFailures string `json:"step_failures,omitempty"`
 }
 
 // GroupOptions filter the question groups.

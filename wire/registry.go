@@ -23,22 +23,27 @@ var Kinds = []Kind{KindSubagent, KindCapability, KindEnv}
 // Subagent is a sub-agent definition: what runs, and the defaults of a task
 // of it. Its file format is schemas/subagent.schema.json.
 type Subagent struct {
-	Name           string             `json:"name"`
-	Description    string             `json:"description,omitempty"`
-	Runtime        schemas.Runtime    `json:"runtime"`
-	Command        Command            `json:"command,omitempty"`
-	Prompt         string             `json:"prompt,omitempty"`
-	Model          string             `json:"model,omitempty"`
-	Capabilities   []string           `json:"capabilities,omitempty"`
-	Env            []string           `json:"env,omitempty"`
-	Route          string             `json:"route,omitempty"`
-	AllowMemory    bool               `json:"allow_memory,omitempty"`
-	TimeoutSeconds int                `json:"timeout_seconds,omitempty"`
-	Limits         *SubagentLimits    `json:"limits,omitempty"`
-	Image          string             `json:"image,omitempty"`
-	Network        string             `json:"network,omitempty"`
-	Resources      *schemas.Resources `json:"resources,omitempty"`
-	Workspace      string             `json:"workspace,omitempty"`
+	Name           string          `json:"name"`
+	Description    string          `json:"description,omitempty"`
+	Runtime        schemas.Runtime `json:"runtime"`
+	Command        Command         `json:"command,omitempty"`
+	Prompt         string          `json:"prompt,omitempty"`
+	Model          string          `json:"model,omitempty"`
+	Capabilities   []string        `json:"capabilities,omitempty"`
+	Env            []string        `json:"env,omitempty"`
+	Route          string          `json:"route,omitempty"`
+	AllowMemory    bool            `json:"allow_memory,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	Limits         *SubagentLimits `json:"limits,omitempty"`
+	Image          string          `json:"image,omitempty"`
+	Network        string          `json:"network,omitempty"`
+	// Egress is the only hosts the sub-agent may reach (network egress,
+	// implied when network is empty): [*.]NAME[:PORT] entries.
+	Egress    []string           `json:"egress,omitempty"`
+	Resources *schemas.Resources `json:"resources,omitempty"`
+	Workspace string             `json:"workspace,omitempty"`
+	// Retry is a task's retry policy when its request gives none.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // SubagentLimits are a task's limits as a sub-agent file gives them.

@@ -66,10 +66,17 @@ type SubmitRequest struct {
 	Capabilities []schemas.BundleRef `json:"capabilities,omitempty"`
 	Env          []schemas.BundleRef `json:"env,omitempty"`
 	// TimeoutSeconds bounds each round's dispatch.
-	TimeoutSeconds int                `json:"timeout_seconds,omitempty"`
-	Image          string             `json:"image,omitempty"`
-	Network        string             `json:"network,omitempty"`
-	Resources      *schemas.Resources `json:"resources,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	Image          string `json:"image,omitempty"`
+	Network        string `json:"network,omitempty"`
+	// Egress is the only hosts the sub-agent may reach, through the
+	// runner's HTTP(S) proxy: entries [*.]NAME[:PORT], e.g.
+	// "api.anthropic.com", "*.githubusercontent.com". It implies network
+	// "egress" (docs/runner.md, "Egress allow-list"). A registered
+	// sub-agent's network and egress fill in together, only when the
+	// request gives neither.
+	Egress    []string           `json:"egress,omitempty"`
+	Resources *schemas.Resources `json:"resources,omitempty"`
 	// Workspace is "persist" (default) or "fresh".
 	Workspace string `json:"workspace,omitempty"`
 	// Route is the ordered answerers, e.g. "memory,lookup,human=24h";
@@ -80,6 +87,10 @@ type SubmitRequest struct {
 	Limits      Limits `json:"limits,omitempty"`
 	// Labels are free-form, e.g. a batch id.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Retry dispatches a round that failed for a transient reason again,
+	// after a backoff; nil (the default, unless the registered sub-agent
+	// gives one) never retries.
+	Retry *RetryPolicy `json:"retry,omitempty"`
 }
 
 // Limits bound a task; each ends in an explained outcome.
@@ -180,6 +191,9 @@ const (
 	ActionCancel   = "cancel"
 	ActionRespawn  = "respawn"
 	ActionContinue = "continue"
+	// ActionRetry is a dispatch the retry policy queued again after a
+	// failure; By is "retry policy".
+	ActionRetry = "retry"
 )
 
 // HistoryEntry is one action on a task.
@@ -232,8 +246,12 @@ type Round struct {
 	Artifacts []Artifact         `json:"artifacts,omitempty"`
 	// FollowUp is the message that started this round by `continue`.
 	FollowUp string `json:"follow_up,omitempty"`
-	// Attempt counts dispatches of this round (respawn adds one).
+	// Attempt counts dispatches of this round (respawn and retry add one).
 	Attempt int `json:"attempt"`
+	// RetryAt, on an attempt the retry policy queued, is when it is put on
+	// the queue (after the backoff); until then the task is queued and
+	// the round not enqueued.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Enqueued: the dispatch request is on the queue (the outbox flag a
 	// restarted orchestrator checks).
 	Enqueued bool `json:"enqueued"`
@@ -304,6 +322,9 @@ type QuestionView struct {
 	Action     string    `json:"action"`
 	// IfUnanswered is what happens if nobody answers, and when.
 	IfUnanswered *IfUnanswered `json:"if_unanswered,omitempty"`
+	// StepFailures says which route steps failed to ask the question, and
+	// why (a refused Slack post, a failed webhook).
+	StepFailures string `json:"step_failures,omitempty"`
 }
 
 // Summary counts tasks by state.

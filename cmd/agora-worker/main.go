@@ -44,6 +44,8 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		switch args[0] {
 		case "ask":
 			return runAsk(args[1:], environ, stdin, stderr)
+		case "egress-proxy":
+			return runEgressProxy(ctx, environ, stdout, stderr)
 		case "version", "--version":
 			fmt.Fprintln(stdout, "agora-worker", version)
 			return 0
@@ -121,6 +123,8 @@ const usage = `usage:
   agora-worker ask QUESTION [--option A]... [--context TEXT] [--default ANSWER]
                    [--state FILE|-] [--workspace DIR]
                                write the needs_input sentinel and return; then exit your script
+  agora-worker egress-proxy   relay to the hosts of AGORA_EGRESS_ALLOW only (the runner's
+                               proxy of a dispatch with network egress; docs/runner.md)
   agora-worker version
 `
 

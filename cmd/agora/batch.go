@@ -37,6 +37,8 @@ var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
 const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R] [--json]
        agora batch status ID [--json]
+       agora batch cancel ID [--yes] [--json]
+       agora batch retry ID [--state STATE] [--yes] [--json]
 
   submit  submit one task per line of FILE (an orchestrator submit request in
           JSON; - reads stdin); every task is labelled agora.batch=ID (default:
@@ -44,11 +46,16 @@ const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R
           same file again submits only what is missing
   status  the batch's tasks by state and its open questions, identical ones
           grouped ('agora answer --all-like TASK ANSWER' answers a group)
+  cancel  cancel the batch's tasks that have not ended (agora cancel --batch ID)
+  retry   respawn the batch's failed and expired tasks from their last round
+          (agora respawn --batch ID --state failed --state expired; --state
+          narrows it); cancelled ones are left alone: somebody meant it
+  Both count the tasks first and ask on a terminal; --yes for scripts.
 `
 
 func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl or status ID; 'agora batch -h' explains them")
+		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl, status ID, cancel ID or retry ID; 'agora batch -h' explains them")
 		return 2
 	}
 	switch args[0] {
@@ -56,11 +63,15 @@ func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		return verbExit(stderr, "agora batch submit", batchSubmitMain(ctx, args[1:], environ, stdout, stderr))
 	case "status":
 		return verbExit(stderr, "agora batch status", batchStatusMain(ctx, args[1:], environ, stdout))
+	case "cancel":
+		return verbExit(stderr, "agora batch cancel", batchBulkMain(ctx, "agora batch cancel", bulkCancel, args[1:], environ, stdout, stderr))
+	case "retry":
+		return verbExit(stderr, "agora batch retry", batchBulkMain(ctx, "agora batch retry", bulkRespawn, args[1:], environ, stdout, stderr))
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, batchUsage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit or status\n", args[0])
+	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit, status, cancel or retry\n", args[0])
 	return 2
 }
 
@@ -205,7 +216,7 @@ func writeBatchSummary(w io.Writer, r *batchSubmitReport) {
 		r.Batch, r.File, r.Lines, pluralS(r.Lines), r.Submitted, r.Existing, r.Failed)
 	if r.Failed > 0 {
 		fmt.Fprintln(w, "failed:")
-		for _, g := range groupFailures(r.Results) {
+		for _, g := range groupFailures(r.Results, r.Batch) {
 			fmt.Fprintf(w, "  %s: %s\n", lineList(g.lines), g.err)
 		}
 	}
@@ -221,23 +232,83 @@ type failureGroup struct {
 }
 
 // groupFailures groups the failed lines by their error, in the order of
-// each error's first line: 400 lines with the same typo are one group.
-func groupFailures(results []batchLine) []failureGroup {
+// each error's first line: 400 lines with the same typo are one group, and
+// so are 40 lines whose task ids are taken by requests that differ in the
+// same fields (conflictText words them).
+func groupFailures(results []batchLine, batch string) []failureGroup {
 	var groups []failureGroup
 	index := map[string]int{}
+	members := map[int][]batchLine{}
 	for _, l := range results {
 		if l.Result != lineFailed {
 			continue
 		}
-		i, ok := index[l.Error]
+		key := "error:" + l.Error
+		if l.Conflict != nil {
+			key = "conflict:" + conflictFields(l.Conflict)
+		}
+		i, ok := index[key]
 		if !ok {
 			i = len(groups)
-			index[l.Error] = i
+			index[key] = i
 			groups = append(groups, failureGroup{err: l.Error})
 		}
 		groups[i].lines = append(groups[i].lines, l.Line)
+		members[i] = append(members[i], l)
+	}
+	for i := range groups {
+		if first := members[i][0]; first.Conflict != nil {
+			groups[i].err = conflictText(members[i], batch)
+		}
 	}
 	return groups
+}
+
+// conflictFields names the fields a conflict is about, in its order.
+func conflictFields(c *client.Conflict) string {
+	names := make([]string, 0, len(c.Differences))
+	for _, d := range c.Differences {
+		names = append(names, d.Field)
+	}
+	return strings.Join(names, ",") + fmt.Sprintf("+%d", c.More)
+}
+
+// conflictText words the conflict of lines whose requests differ from
+// the stored ones in the same fields: a field whose two values are the
+// same on every line is shown with them (route differs: stored "human",
+// now "memory,human"), one that varies from line to line by its name, and
+// what to do.
+func conflictText(lines []batchLine, batch string) string {
+	first := lines[0].Conflict
+	var parts []string
+	for i, d := range first.Differences {
+		same := true
+		for _, l := range lines[1:] {
+			if o := l.Conflict.Differences[i]; o.Stored != d.Stored || o.Now != d.Now {
+				same = false
+				break
+			}
+		}
+		if same {
+			parts = append(parts, wire.DescribeDifference(d))
+		} else {
+			parts = append(parts, d.Field+" differs (line by line)")
+		}
+	}
+	if first.More > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more field%s", first.More, pluralS(first.More)))
+	}
+	what := "task id already used for a different request"
+	if len(parts) > 0 {
+		what += " (" + strings.Join(parts, "; ") + ")"
+	}
+	n := len(lines)
+	if n == 1 {
+		id := lines[0].TaskID
+		return fmt.Sprintf("task %s: %s; give the line another task_id, or remove the task first (agora rm %s)", id, what, id)
+	}
+	return fmt.Sprintf("%d task%s: %s; submit them under a new batch id (--batch %s-2), or remove the batch's tasks first (agora rm --batch %s --yes)",
+		n, pluralS(n), what, batch, batch)
 }
 
 // maxListedLines is how many line numbers a list shows before "…".
@@ -336,6 +407,52 @@ func (b *batchBar) done(r *batchSubmitReport) {
 	}
 	done, text := b.counts(r)
 	fmt.Fprintf(b.w, "batch %s: %d/%d lines: %s\n", b.batch, done, b.total, text)
+}
+
+// ---- batch cancel, batch retry
+
+const batchBulkSynopsis = "ID [--yes] [--json] [--server URL] [--token TOKEN]"
+
+// retryStates are what batch retry respawns by default: the failed tasks
+// and the expired ones (a question nobody answered is asked again);
+// cancelled ones were stopped on purpose.
+var retryStates = []wire.State{wire.StateFailed, wire.StateExpired}
+
+// batchBulkMain is batch cancel and batch retry: the bulk verb on the
+// batch's tasks.
+func batchBulkMain(ctx context.Context, name string, op bulkOp, args, environ []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	yes := fs.Bool("yes", false, op.verb+" them without asking (scripts; without a terminal it is required)")
+	synopsis := batchBulkSynopsis
+	var states *[]string
+	if op.verb == bulkRespawn.verb {
+		states = fs.StringArray("state", nil, "respawn the batch's tasks in `STATE` (repeat; default failed and expired)")
+		synopsis = "ID [--state STATE] [--yes] [--json] [--server URL] [--token TOKEN]"
+	}
+	pos, err := parseVerb(fs, synopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one batch ID, e.g. %s nightly", name)
+	}
+	sf := selectorFlags{batch: pos[0]}
+	if states != nil {
+		sf.states = *states
+	}
+	sel, err := sf.selector()
+	if err != nil {
+		return err
+	}
+	if op.verb == bulkRespawn.verb && len(sel.States) == 0 {
+		sel.States = retryStates
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	return bulkMain(ctx, c, a, op, sel, *yes, stdout, stderr)
 }
 
 // ---- batch status

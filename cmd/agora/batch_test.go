@@ -120,7 +120,7 @@ func TestBatchSubmit(t *testing.T) {
 		echo("5"), `{"subagent":{"name":"x","runtime":"nope"}}`, `{"task_id":"b1-5","subagent":{"name":"echoer","runtime":"exec","command":["echo","hi"]},"input":{"n":5}}`)
 	r = agora(t, s.env, "batch", "submit", other, "--batch", "b1", "--route", "human=24h")
 	for _, want := range []string{"7 lines · 1 submitted · 0 already there · 6 failed",
-		"line 1: task b1-1: task id already used for a different request (submit it under another id",
+		"line 1: task b1-1: task id already used for a different request (input.n differs: stored 1, now 99); give the line another task_id, or remove the task first (agora rm b1-1)",
 		"line 2: bad JSON: the line ends inside a value",
 		"line 3: not a JSON object (an array)",
 		"line 6: invalid dispatch request: /spec/subagent/runtime",
@@ -157,7 +157,7 @@ func TestBatchSubmit(t *testing.T) {
 		[]string{"agora batch submit: cannot reach the agora server"})
 	agora(t, s.env, "batch").want(t, "batch alone", 2, nil, []string{"want a subcommand"})
 	agora(t, s.env, "batch", "-h").want(t, "batch -h", 0, []string{"agora batch status ID"}, nil)
-	agora(t, s.env, "batch", "frobnicate").want(t, "batch frobnicate", 2, nil, []string{"want submit or status"})
+	agora(t, s.env, "batch", "frobnicate").want(t, "batch frobnicate", 2, nil, []string{"want submit, status, cancel or retry"})
 	agora(t, s.env, "batch", "status", "nope").want(t, "status of an unknown batch", 1, nil, []string{"no tasks in batch nope"})
 }
 

@@ -48,11 +48,11 @@ func verbs() []verb {
 		{name: "answer", short: "answer a task's question (an option or its number)", run: runAnswer},
 		{name: "watch", short: "the tasks, live, until interrupted", run: runWatch},
 		{name: "logs", short: "a round's output; -f follows a running round", run: runLogs},
-		{name: "cancel", short: "stop a queued, running or waiting task", run: runCancel},
-		{name: "respawn", short: "run a failed, cancelled or expired task's last round again", run: runRespawn},
+		{name: "cancel", short: "stop a queued, running or waiting task, or all a selector picks (--batch, --label, --state)", run: runCancel},
+		{name: "respawn", short: "run a failed, cancelled or expired task's last round again (one, or by selector)", run: runRespawn},
 		{name: "continue", short: "a new round of a finished task, with a follow-up message", run: runContinue},
-		{name: "rm", short: "remove a task and its stored output", run: runRemove},
-		{name: "batch", short: "submit a task per JSONL line; the status of a batch", subs: []string{"submit", "status"}, run: runBatch},
+		{name: "rm", short: "remove a task and its stored output (one, or by selector)", run: runRemove},
+		{name: "batch", short: "submit a task per JSONL line; a batch's status; cancel or retry a batch", subs: []string{"submit", "status", "cancel", "retry"}, run: runBatch},
 		{name: "events", short: "lifecycle events the orchestrator parked: parked, retry SEQ, discard SEQ", run: runEvents},
 		registryVerb("subagent", "sub-agent"),
 		registryVerb("capability", "capability"),
@@ -77,6 +77,7 @@ func verbs() []verb {
 			run: func(_ context.Context, args, _ []string, stdout, stderr io.Writer) int {
 				return runValidate(args, os.Stdin, stdout, stderr)
 			}},
+		{name: "token", short: "make a strong API token: create NAME (the secret once, and its hashed line for --tokens-file)", subs: []string{"create"}, run: runToken},
 		{name: "config", short: "named contexts (server, token) in the config file", subs: configSubs, run: runConfig},
 		{name: "version", short: "print the version", synopsis: "[--json]", run: runVersion},
 	}

@@ -211,7 +211,7 @@ func readSubagentFile(name string) (*registry.Subagent, error) {
 // request's, as a registered sub-agent's do on the server.
 func inlineRequest(def *registry.Subagent) orchestrator.SubmitRequest {
 	req := orchestrator.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
-		Image: def.Image, Network: def.Network, Resources: def.Resources, Workspace: def.Workspace, AllowMemory: def.AllowMemory}
+		Image: def.Image, Network: def.Network, Egress: def.Egress, Resources: def.Resources, Workspace: def.Workspace, AllowMemory: def.AllowMemory, Retry: def.Retry}
 	if def.Limits != nil {
 		req.Limits = orchestrator.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
 	}

@@ -124,7 +124,7 @@ limits: {max_rounds: 4}
 	}
 	agora(t, s.env, args...).want(t, "the same dispatch again", 0, []string{"tri-1 queued"}, nil)
 	agora(t, s.env, append(args[:len(args)-1], "--route", "human")...).want(t, "the same id, another request", 1, nil,
-		[]string{"task tri-1: task id already used for a different request (submit it under another id, or remove the task first)"})
+		[]string{`task tri-1: task id already used for a different request: route differs: stored "memory,human=24h", now "human"; allow_memory differs: stored true, now false (submit it under another id, or remove the task first)`})
 
 	r = agora(t, s.env, "dispatch", "--command", "echo hi", "--name", "greeter", "--json")
 	var got orchestrator.Task

@@ -26,15 +26,18 @@ type maxFlags struct {
 	inputKB        int
 	partialStateKB int
 	taskKB         int
+	retryAttempts  int
+	egressHosts    int
 	workspaceMB    int64
+	egressUplink   string
 	hostNetwork    bool
 }
 
 // Flag names of one role (--max-memory-mb, --max-cpus, --max-pids and
 // --max-timeout belong to both).
 var (
-	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb"}
-	maxFlagsRunner       = []string{"max-workspace-mb"}
+	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-retry-attempts", "max-egress-hosts"}
+	maxFlagsRunner       = []string{"max-workspace-mb", "egress-uplink"}
 )
 
 // register adds the flags of the roles this command runs. --max-cpus
@@ -57,10 +60,13 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 		fs.DurationVar(&m.wait, "max-wait", time.Duration(def.WaitSeconds)*time.Second, "refuse a task that may wait longer than `DURATION` for answers in all (limits.max_wait_seconds)")
 		fs.IntVar(&m.inputKB, "max-input-kb", def.InputBytes>>10, "refuse a task whose input is over `KB` KiB")
 		fs.IntVar(&m.partialStateKB, "max-partial-state-kb", int(def.PartialStateBytes>>10), "fail a task whose round leaves a partial_state over `KB` KiB")
+		fs.IntVar(&m.retryAttempts, "max-retry-attempts", def.RetryAttempts, "refuse a task whose retry policy allows more than `N` dispatches of a round (retry.attempts)")
 		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
+		fs.IntVar(&m.egressHosts, "max-egress-hosts", def.EgressHosts, "refuse a task whose egress allow-list names more than `N` hosts")
 	}
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
+		fs.StringVar(&m.egressUplink, "egress-uplink", runner.DefaultEgressUplink, "the Docker `NETWORK` the egress proxy of a task with an egress allow-list reaches its hosts through")
 	}
 }
 
@@ -86,8 +92,12 @@ func (m *maxFlags) check() error {
 			return usagef("--max-input-kb %d: want 1 to %d", m.inputKB, 1<<20)
 		case m.partialStateKB < 1 || m.partialStateKB > 1<<20:
 			return usagef("--max-partial-state-kb %d: want 1 to %d", m.partialStateKB, 1<<20)
+		case m.retryAttempts < 1 || m.retryAttempts > orchestrator.MaxRetryAttempts:
+			return usagef("--max-retry-attempts %d: want 1 to %d", m.retryAttempts, orchestrator.MaxRetryAttempts)
 		case m.taskKB < 16 || m.taskKB > 1<<20:
 			return usagef("--max-task-kb %d: want 16 to %d (and under the NATS server's max payload)", m.taskKB, 1<<20)
+		case m.egressHosts < 1 || m.egressHosts > schemas.MaxEgressHosts:
+			return usagef("--max-egress-hosts %d: want 1 to %d", m.egressHosts, schemas.MaxEgressHosts)
 		}
 	}
 	if m.runner {
@@ -104,6 +114,6 @@ func (m *maxFlags) maximums() orchestrator.Maximums {
 		MemoryMB: m.memoryMB, CPUs: m.cpus, Pids: m.pids,
 		TimeoutSeconds: int(m.timeout / time.Second), Rounds: m.rounds, WaitSeconds: int(m.wait / time.Second),
 		InputBytes: m.inputKB << 10, PartialStateBytes: int64(m.partialStateKB) << 10, TaskBytes: m.taskKB << 10,
-		AllowHostNetwork: m.hostNetwork,
+		RetryAttempts: m.retryAttempts, EgressHosts: m.egressHosts, AllowHostNetwork: m.hostNetwork,
 	}
 }

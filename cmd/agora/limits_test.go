@@ -28,6 +28,8 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"serve", "--max-input-kb", "0"}, 2, "--max-input-kb 0: want 1 to"},
 		{[]string{"serve", "--max-partial-state-kb", "-1"}, 2, "--max-partial-state-kb -1: want 1 to"},
 		{[]string{"serve", "--max-task-kb", "8"}, 2, "--max-task-kb 8: want 16 to"},
+		{[]string{"serve", "--max-egress-hosts", "0"}, 2, "--max-egress-hosts 0: want 1 to 64"},
+		{[]string{"serve", "--max-egress-hosts", "65"}, 2, "--max-egress-hosts 65: want 1 to 64"},
 		{[]string{"serve", "--max-workspace-mb", "0"}, 2, "--max-workspace-mb 0: want 1 to 16777216"},
 		{[]string{"serve", "--max-workspace-mb", "17592186044416"}, 2, "--max-workspace-mb 17592186044416: want 1 to 16777216 (16 TiB)"},
 		{[]string{"serve", "--no-runner", "--max-workspace-mb", "5"}, 2, "--max-workspace-mb configure the runner, which --no-runner leaves out"},
@@ -47,8 +49,8 @@ func TestLimitFlags(t *testing.T) {
 		}
 	}
 	for cmd, want := range map[string][]string{
-		"serve":        {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb", "-max-workspace-mb"},
-		"orchestrator": {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb"},
+		"serve":        {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb", "-max-egress-hosts", "-max-workspace-mb"},
+		"orchestrator": {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb", "-max-egress-hosts"},
 		"runner":       {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-workspace-mb"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -17,6 +17,7 @@ const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE |
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
+	tokenF                                            tokenFlags
 	tokens, localSecrets                              multiFlag
 	max                                               maxFlags
 	natsAuth                                          natsAuthFlags
@@ -27,14 +28,14 @@ func runOrchestrator(ctx context.Context, args, environ []string, stdout, stderr
 	return exitCode(stderr, "agora orchestrator", orchestratorMain(ctx, args, environ, stdout, stderr))
 }
 
-func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags, error) {
+func parseOrchestratorFlags(args, environ []string, stdout io.Writer) (orchestratorFlags, error) {
 	var f orchestratorFlags
 	fs := flag.NewFlagSet("agora orchestrator", flag.ContinueOnError)
 	fs.StringVar(&f.natsURL, "nats", "", "the `URL` of the NATS server (with JetStream); required")
 	f.natsAuth.register(fs)
 	fs.StringVar(&f.storageURI, "storage", "", "object storage `URI` the runners use (file:///dir or s3://bucket/prefix), for remove and agent answers")
 	fs.StringVar(&f.listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
-	fs.Var(&f.tokens, "token", "accept API bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
+	f.tokenF.register(fs, "accept API bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
 	fs.Var(&f.localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
@@ -49,6 +50,10 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 	if f.natsURL == "" {
 		return f, usagef("--nats is required: the URL of the NATS server, e.g. --nats nats://127.0.0.1:4222")
 	}
+	var err error
+	if f.tokens, err = f.tokenF.tokens(environ); err != nil {
+		return f, err
+	}
 	if err := api.CheckBind(f.listen, f.tokens); err != nil {
 		return f, usagef("%v", err)
 	}
@@ -58,7 +63,7 @@ func parseOrchestratorFlags(args []string, stdout io.Writer) (orchestratorFlags,
 // orchestratorMain runs the roles package with the orchestrator role only:
 // the same defaults as agora serve --no-runner, /metrics beside the API.
 func orchestratorMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	f, err := parseOrchestratorFlags(args, stdout)
+	f, err := parseOrchestratorFlags(args, environ, stdout)
 	if err != nil {
 		return err
 	}

@@ -319,6 +319,9 @@ func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
 				fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
 			}
 		}
+		if len(s.Egress) > 0 {
+			fmt.Fprintf(w, "egress: %s\n", strings.Join(s.Egress, ", "))
+		}
 		if s.Prompt != "" {
 			fmt.Fprintf(w, "prompt: %s\n", clipText(s.Prompt, 200))
 		}
@@ -333,6 +336,9 @@ func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
 		}
 		if s.Limits != nil {
 			fmt.Fprintf(w, "limits: max_rounds %d, max_wait_seconds %d\n", s.Limits.MaxRounds, s.Limits.MaxWaitSeconds)
+		}
+		if s.Retry != nil {
+			fmt.Fprintf(w, "retry: %s\n", retryText(s.Retry))
 		}
 		fmt.Fprintf(w, "dispatch: %s\n", u.paint(sgrBold, "agora dispatch --subagent "+e.Ref()))
 	case e.Env != nil:
@@ -372,4 +378,24 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// retryText is a retry policy in a line: "3 attempts on worker-lost,
+// timeout; waits 10s, then ×2, at most 5m0s".
+func retryText(p *wire.RetryPolicy) string {
+	reasons := make([]string, len(p.On))
+	for i, r := range p.On {
+		reasons[i] = string(r)
+	}
+	mult, most := wire.DefaultBackoffMultiplier, wire.DefaultBackoffMaxSeconds
+	if b := p.Backoff; b != nil {
+		if b.Multiplier > 0 {
+			mult = b.Multiplier
+		}
+		if b.MaxSeconds > 0 {
+			most = b.MaxSeconds
+		}
+	}
+	return fmt.Sprintf("%d attempts on %s; waits %s, then ×%g, at most %s", p.Attempts, strings.Join(reasons, ", "),
+		p.Delay(2), mult, time.Duration(most)*time.Second)
 }

@@ -48,7 +48,8 @@ func TestRegistryVerbs(t *testing.T) {
 	agora(t, s.env, "env", "show", "review-env", "--versions").want(t, "env versions", 0, []string{"review-env", "1 ", "2 "}, nil)
 	agora(t, s.env, "env", "show", "review-env").want(t, "env show", 0, []string{"value  LOG_LEVEL=info"}, nil)
 	agora(t, s.env, "subagent", "show", "reviewer").want(t, "subagent show", 0,
-		[]string{"runtime: exec", "capabilities: review-skill", "env: review-env", "dispatch: agora dispatch --subagent reviewer@"}, nil)
+		[]string{"runtime: exec", "capabilities: review-skill", "env: review-env", "retry: 2 attempts on worker-lost, timeout; waits 10s, then ×2, at most 5m0s\n",
+			"dispatch: agora dispatch --subagent reviewer@"}, nil)
 	agora(t, s.env, "capability", "list").want(t, "capability list", 0, []string{"review-skill", "1 (latest)", "The review checklist."}, nil)
 
 	out := agora(t, s.env, "dispatch", "--subagent", "reviewer", "--task-id", "rev-1", "--json")
@@ -61,7 +62,8 @@ func TestRegistryVerbs(t *testing.T) {
 	if task.Pins == nil || task.Pins.Env[0] != env2.Entry.Ref() || task.Pins.Capabilities[0] != capRef || !strings.HasPrefix(task.Pins.Subagent, "reviewer@") {
 		t.Errorf("pins = %+v; want reviewer@…, %s, %s", task.Pins, capRef, env2.Entry.Ref())
 	}
-	if task.Request.Route != "memory,human=1h" || task.Request.TimeoutSeconds != 300 || task.Request.Limits.MaxRounds != 3 || len(task.Request.Capabilities) != 1 {
+	if task.Request.Route != "memory,human=1h" || task.Request.TimeoutSeconds != 300 || task.Request.Limits.MaxRounds != 3 || len(task.Request.Capabilities) != 1 ||
+		task.Request.Retry == nil || task.Request.Retry.Attempts != 2 {
 		t.Errorf("the definition's defaults did not reach the task: %+v", task.Request)
 	}
 	agora(t, s.env, "status", "rev-1").want(t, "status shows the pins", 0, []string{"pinned: " + task.Pins.Subagent + " with capabilities " + capRef + " and env " + env2.Entry.Ref()}, nil)

@@ -294,9 +294,9 @@ func (u ui) writeTimeline(w io.Writer, t *orchestrator.Task, now time.Time) {
 		waiting := i == len(t.Rounds)-1 && t.State == orchestrator.StateNeedsInput
 		u.writeRound(w, &t.Rounds[i], now, waiting)
 	}
-	// The actions the rounds do not show: cancel and respawn.
+	// The actions the rounds do not show: cancel, respawn and retry.
 	for _, e := range t.History {
-		if e.Action != wire.ActionCancel && e.Action != wire.ActionRespawn {
+		if e.Action != wire.ActionCancel && e.Action != wire.ActionRespawn && e.Action != wire.ActionRetry {
 			continue
 		}
 		fmt.Fprintf(w, "%s %s by %s", e.At.Local().Format("15:04:05"), e.Action, whoText(e.By, e.Via))
@@ -326,6 +326,8 @@ func pluralS(n int) string {
 func (u ui) writeRound(w io.Writer, r *orchestrator.Round, now time.Time, waiting bool) {
 	var times []string
 	switch {
+	case r.StartedAt.IsZero() && r.State == orchestrator.StateQueued && !r.Enqueued && r.RetryAt.After(now):
+		times = append(times, "retried at "+r.RetryAt.Local().Format("15:04:05")+" (in "+humanDuration(r.RetryAt.Sub(now))+")")
 	case r.StartedAt.IsZero() && r.State == orchestrator.StateQueued:
 		times = append(times, "queued for "+humanDuration(now.Sub(r.QueuedAt)))
 	case r.StartedAt.IsZero():

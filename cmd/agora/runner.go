@@ -51,6 +51,7 @@ type runnerFlags struct {
 	pids       int64
 	max        maxFlags
 	listen     string
+	tokenF     tokenFlags
 	tokens     multiFlag
 	compute    string
 	ecs        ecsFlags
@@ -79,7 +80,7 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	fs.StringVar(&f.image, "image", "", "run dispatches in the worker `IMAGE` (default: build or reuse it as 'agora image build' does)")
 	fs.StringVar(&f.id, "id", "", "name this runner `ID`; keep it across restarts so the next process adopts the containers (default: made once and kept in <data-dir>/runner-id, as agora serve does)")
 	fs.StringVar(&f.listen, "listen", "", "serve Prometheus /metrics on `ADDR`, e.g. 127.0.0.1:7071 (default: none)")
-	fs.Var(&f.tokens, "token", "accept metrics bearer token `NAME:SECRET` (repeatable); required when --listen is off loopback")
+	f.tokenF.register(fs, "accept metrics bearer token `NAME:SECRET` (repeatable); required when --listen is off loopback")
 	fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 	f.natsAuth.register(fs)
 	fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md)")
@@ -135,6 +136,11 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 			return f, usagef("%v", err)
 		}
 	}
+	tokens, err := f.tokenF.tokens(environ)
+	if err != nil {
+		return f, err
+	}
+	f.tokens = tokens
 	if f.listen != "" {
 		if err := api.CheckBind(f.listen, f.tokens); err != nil {
 			return f, usagef("%v", err)
@@ -241,6 +247,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		Resources:          &res,
 		Max:                max,
 		MaxWorkspaceBytes:  f.max.workspaceMB << 20,
+		EgressUplink:       f.max.egressUplink,
 		Listen:             f.listen,
 		Tokens:             f.tokens,
 		Metrics:            f.listen != "",

@@ -37,7 +37,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	var (
 		f                      serveFlags
 		noRunner, runnerOnly   bool
-		tokens, workerEnv      multiFlag
+		tokenF                 tokenFlags
+		workerEnv              multiFlag
 		localSecrets           multiFlag
 		dataDir, storageURI    string
 		natsURL, listen        string
@@ -56,7 +57,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
 	fs.StringVar(&listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
-	fs.Var(&tokens, "token", "accept API and metrics bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
+	tokenF.register(fs, "accept API and metrics bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
 	fs.Var(&localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.IntVar(&slots, "slots", 4, "run at most `N` dispatches at once")
 	fs.BoolVar(&noRunner, "no-runner", false, "run no runner here: runners on other hosts take the dispatches")
@@ -77,6 +78,10 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		return f, err
 	}
 	auth, err := natsAuth.auth(environ)
+	if err != nil {
+		return f, err
+	}
+	tokens, err := tokenF.tokens(environ)
 	if err != nil {
 		return f, err
 	}
@@ -175,6 +180,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:            true,
 		Max:                max.maximums(),
 		MaxWorkspaceBytes:  max.workspaceMB << 20,
+		EgressUplink:       max.egressUplink,
 		Slack:              slackCfg,
 	}}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {

@@ -505,10 +505,11 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 
 // ---- cancel, respawn, continue, rm
 
-const taskOnlySynopsis = "TASK [--json] [--server URL] [--token TOKEN]"
+// bulkSynopsis is a verb that takes one TASK or a selector.
+const bulkSynopsis = "TASK | --batch ID | --label KEY=VALUE | --state STATE [--yes] [--json] [--server URL] [--token TOKEN]"
 
 func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", args, environ, stdout,
+	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", bulkCancel, args, environ, stdout, stderr,
 		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Cancel(ctx, id) },
 		func(t *orchestrator.Task) string {
 			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, outcomeDetail(t), t.ID)
@@ -516,7 +517,7 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 }
 
 func runRespawn(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", args, environ, stdout,
+	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", bulkRespawn, args, environ, stdout, stderr,
 		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Respawn(ctx, id) },
 		func(t *orchestrator.Task) string {
 			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
@@ -530,17 +531,33 @@ func outcomeDetail(t *orchestrator.Task) string {
 	return stateLabel(t.State)
 }
 
-// taskOpMain is a verb that takes one TASK and changes it.
-func taskOpMain(ctx context.Context, name string, args, environ []string, stdout io.Writer,
+// taskOpMain is a verb that takes one TASK and changes it, or every task
+// a selector picks (bulk).
+func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []string, stdout, stderr io.Writer,
 	op func(*client.Client, string) (*orchestrator.Task, error), done func(*orchestrator.Task) string) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, taskOnlySynopsis, args, stdout)
+	sf := newSelectorFlags(fs, bulk.verb)
+	pos, err := parseVerb(fs, bulkSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
+	sel, err := sf.selector()
+	if err != nil {
+		return err
+	}
+	if !sel.Empty() {
+		if len(pos) > 0 {
+			return usagef("give one TASK or a selector (--batch, --label, --state), not both")
+		}
+		c, err := a.connect(environ)
+		if err != nil {
+			return err
+		}
+		return bulkMain(ctx, c, a, bulk, sel, sf.yes, stdout, stderr)
+	}
 	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. %s t-42 ('agora status' lists the tasks)", name)
+		return usagef("want one TASK, e.g. %s t-42, or a selector, e.g. %s --batch nightly ('agora status' lists the tasks)", name, name)
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -612,20 +629,35 @@ func continueMain(ctx context.Context, args, environ []string, stdout io.Writer)
 }
 
 func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora rm", removeMain(ctx, args, environ, stdout))
+	return verbExit(stderr, "agora rm", removeMain(ctx, args, environ, stdout, stderr))
 }
 
 // removeMain deletes a task and its stored output (cancelling it first if
-// it has not ended).
-func removeMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+// it has not ended), or every task a selector picks.
+func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agora rm", flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, taskOnlySynopsis, args, stdout)
+	sf := newSelectorFlags(fs, "remove")
+	pos, err := parseVerb(fs, bulkSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
+	sel, err := sf.selector()
+	if err != nil {
+		return err
+	}
+	if !sel.Empty() {
+		if len(pos) > 0 {
+			return usagef("give one TASK or a selector (--batch, --label, --state), not both")
+		}
+		c, err := a.connect(environ)
+		if err != nil {
+			return err
+		}
+		return bulkMain(ctx, c, a, bulkRemove, sel, sf.yes, stdout, stderr)
+	}
 	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. agora rm t-42 ('agora status' lists the tasks)")
+		return usagef("want one TASK, e.g. agora rm t-42, or a selector, e.g. agora rm --batch nightly ('agora status' lists the tasks)")
 	}
 	c, err := a.connect(environ)
 	if err != nil {

@@ -38,6 +38,19 @@ func (b *Bus) KeyValue(ctx context.Context, bucket, description string) (*KV, er
 	return &KV{kv: kv, bucket: bucket}, nil
 }
 
+// KeyValueTTL opens bucket as KeyValue does, its entries kept ttl after
+// their last write: for records that matter only for a while (ended
+// sessions), so the bucket cannot grow without bound.
+func (b *Bus) KeyValueTTL(ctx context.Context, bucket, description string, ttl time.Duration) (*KV, error) {
+	kv, err := b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: description, Storage: jetstream.FileStorage, TTL: ttl,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	return &KV{kv: kv, bucket: bucket}, nil
+}
+
 func (k *KV) wrap(op, key string, err error) error {
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):

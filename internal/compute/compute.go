@@ -180,6 +180,13 @@ type ContainerSpec struct {
 	ScratchDirs []string
 	// NetworkMode is NetworkNone (the default), NetworkBridge or NetworkHost.
 	NetworkMode string
+	// Network, instead of NetworkMode, joins the container to a
+	// user-defined network by name (one Networker.CreateNetwork made, or
+	// the operator's); NetworkAliases are its names there.
+	Network        string
+	NetworkAliases []string
+	// DNS replaces the resolvers the engine gives the container.
+	DNS []string
 	// ExtraHosts are "host:ip" lines added to /etc/hosts, e.g.
 	// "host.docker.internal:host-gateway".
 	ExtraHosts []string
@@ -247,6 +254,41 @@ type ImageRemover interface {
 // HostGatewayExtraHost.
 type HostGateway interface {
 	BridgeGateway(ctx context.Context) (netip.Addr, error)
+}
+
+// Networker is the optional capability of making networks: the runner
+// puts a sub-agent with an egress allow-list on an internal network of its
+// own, whose only other member is its proxy. Find it by type assertion.
+type Networker interface {
+	// CreateNetwork creates a network and returns its id; a name taken
+	// is ErrAlreadyExists (the caller finds it with ListNetworks).
+	CreateNetwork(ctx context.Context, spec NetworkSpec) (id string, err error)
+	// ConnectNetwork joins a container, created or running, to a network
+	// (by name or id) as well, under aliases there.
+	ConnectNetwork(ctx context.Context, network, containerID string, aliases []string) error
+	// RemoveNetwork removes a network; a missing one is not an error.
+	RemoveNetwork(ctx context.Context, id string) error
+	// ListNetworks returns the agora networks (LabelManaged) carrying all
+	// of labels.
+	ListNetworks(ctx context.Context, labels map[string]string) ([]Network, error)
+}
+
+// NetworkSpec is a network to create.
+type NetworkSpec struct {
+	Name string
+	// Internal: the network has no route out, and the host has no
+	// address on it, so its members reach one another and nothing else
+	// (not the host's services, not the outside).
+	Internal bool
+	// Labels are passed through; LabelManaged is added.
+	Labels map[string]string
+}
+
+// Network is one network as ListNetworks sees it.
+type Network struct {
+	ID     string
+	Name   string
+	Labels map[string]string
 }
 
 // HostGatewayExtraHost makes host.docker.internal resolve, in a bridged

@@ -3,9 +3,13 @@ package compute
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path"
+	"regexp"
 	"strings"
 )
+
+var networkName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // DefaultTmpfsBytes is the size of the /tmp tmpfs when the spec leaves
 // TmpfsBytes zero.
@@ -28,6 +32,19 @@ func (s ContainerSpec) Validate() error {
 	case "", NetworkNone, NetworkBridge, NetworkHost:
 	default:
 		bad("network mode %q: want %q, %q or %q", s.NetworkMode, NetworkNone, NetworkBridge, NetworkHost)
+	}
+	switch {
+	case s.Network != "" && s.NetworkMode != "":
+		bad("network %q and network mode %q: give one", s.Network, s.NetworkMode)
+	case s.Network != "" && !networkName.MatchString(s.Network):
+		bad("network %q: want letters, digits, '_', '.' and '-'", s.Network)
+	case s.Network == "" && len(s.NetworkAliases) > 0:
+		bad("network aliases %q without a network", s.NetworkAliases)
+	}
+	for _, d := range s.DNS {
+		if _, err := netip.ParseAddr(d); err != nil {
+			bad("dns %q is not an IP address", d)
+		}
 	}
 	if s.WorkingDir != "" && !path.IsAbs(s.WorkingDir) {
 		bad("working dir %q is not absolute", s.WorkingDir)

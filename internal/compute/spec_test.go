@@ -37,6 +37,11 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate with network mode %q = %v, want nil", mode, err)
 		}
 	}
+	s := valid()
+	s.Network, s.NetworkAliases, s.DNS = "agora-egress-d-1.x_y", []string{"agora-egress-proxy"}, []string{"198.51.100.53"}
+	if err := s.Validate(); err != nil {
+		t.Errorf("Validate with a user-defined network = %v, want nil", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(*compute.ContainerSpec)
@@ -50,6 +55,10 @@ func TestValidate(t *testing.T) {
 		{"root with group", func(s *compute.ContainerSpec) { s.User = "root:agora" }, "runs as root"},
 		{"only a group", func(s *compute.ContainerSpec) { s.User = ":65532" }, "runs as root"},
 		{"network", func(s *compute.ContainerSpec) { s.NetworkMode = "container:abc" }, "network mode"},
+		{"network and mode", func(s *compute.ContainerSpec) { s.Network, s.NetworkMode = "agora-egress-d-1", "bridge" }, "give one"},
+		{"network name", func(s *compute.ContainerSpec) { s.Network = "a b" }, "want letters, digits"},
+		{"aliases without network", func(s *compute.ContainerSpec) { s.NetworkAliases = []string{"proxy"} }, "without a network"},
+		{"dns not an address", func(s *compute.ContainerSpec) { s.DNS = []string{"dns.example"} }, "not an IP address"},
 		{"relative workdir", func(s *compute.ContainerSpec) { s.WorkingDir = "ws" }, "not absolute"},
 		{"relative mount source", func(s *compute.ContainerSpec) { s.Mounts[0].Source = "ws" }, "source"},
 		{"relative mount target", func(s *compute.ContainerSpec) { s.Mounts[0].Target = "ws" }, "target"},

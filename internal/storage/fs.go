@@ -27,15 +27,31 @@ type fsStore struct {
 	dir    string
 	log    *slog.Logger
 	noSync bool // Options.Scratch
+	shared bool // Options.Shared
+}
+
+// dirMode and fileMode are what the store creates: private unless shared.
+func (s *fsStore) dirMode() os.FileMode {
+	if s.shared {
+		return 0o755
+	}
+	return 0o700
+}
+
+func (s *fsStore) fileMode() os.FileMode {
+	if s.shared {
+		return 0o644
+	}
+	return 0o600
 }
 
 var _ Store = (*fsStore)(nil)
 
-func openFS(dir string, log *slog.Logger, scratch bool) (*fsStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func openFS(dir string, log *slog.Logger, opts Options) (*fsStore, error) {
+	s := &fsStore{dir: dir, log: log, noSync: opts.Scratch, shared: opts.Shared}
+	if err := os.MkdirAll(dir, s.dirMode()); err != nil {
 		return nil, fmt.Errorf("open storage %s: %w", fileURI(dir), err)
 	}
-	s := &fsStore{dir: dir, log: log, noSync: scratch}
 	// Fail now, not on first use, if dir is not a usable directory.
 	root, err := s.root()
 	if err != nil {
@@ -114,13 +130,13 @@ func (s *fsStore) Put(ctx context.Context, key string, r io.Reader) (err error) 
 
 	dir := path.Dir(key)
 	if dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := root.MkdirAll(dir, s.dirMode()); err != nil {
 			return keyShapeHint(err)
 		}
 	}
 	// The temp file sits in the key's directory so that the rename is atomic.
 	tmp := path.Join(dir, tmpPrefix+rand.Text())
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, s.fileMode())
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return openFS(dir, opts.Logger, opts.Scratch)
+		return openFS(dir, opts.Logger, opts)
 	case "s3":
 		loc, s3opts, err := parseS3URI(uri, u, opts.S3)
 		if err != nil {

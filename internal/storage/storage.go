@@ -69,6 +69,12 @@ type Options struct {
 	// A 1 MB partial_state staged for a resumed round waited 5–30 ms on it
 	// on a busy disk. It does not apply to S3.
 	Scratch bool
+	// Shared makes a file:// store's directories and files readable by
+	// every user (0755/0644), for a store another user reads, such as the
+	// staged store a container's user reads. By default they are private
+	// to the user that writes them (0700/0600): a data directory holds
+	// tasks' inputs, outputs and workspaces. It does not apply to S3.
+	Shared bool
 }
 
 // S3Options configure the S3 backend.

@@ -325,3 +325,37 @@ func TestPutBlobHonoursContextWhileSpooling(t *testing.T) {
 		t.Errorf("PutBlob(cancelled) error = %v, want context.Canceled", err)
 	}
 }
+
+// TestFSModes: a store's directories and files are private to the user
+// that writes them (a data dir holds tasks' inputs and outputs), unless it
+// is shared (the staged store a container's user reads).
+func TestFSModes(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		shared            bool
+		wantDir, wantFile os.FileMode
+	}{{false, 0o700, 0o600}, {true, 0o755, 0o644}} {
+		dir := filepath.Join(t.TempDir(), "store")
+		s, err := storage.Open(t.Context(), fileURI(dir), storage.Options{Logger: testLogger(t), Shared: tt.shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(t.Context(), "dispatches/x/spec.json", strings.NewReader("{}")); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			path string
+			want os.FileMode
+		}{{dir, tt.wantDir}, {filepath.Join(dir, "dispatches"), tt.wantDir}, {filepath.Join(dir, "dispatches", "x"), tt.wantDir},
+			{filepath.Join(dir, "dispatches", "x", "spec.json"), tt.wantFile}} {
+			info, err := os.Stat(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The umask may take bits away, never add them.
+			if got := info.Mode().Perm(); got&^c.want != 0 || tt.shared == false && got != c.want {
+				t.Errorf("shared %v: %s is %#o, want %#o", tt.shared, c.path, got, c.want)
+			}
+		}
+	}
+}

@@ -189,6 +189,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {
 				sw.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
 			}
+			if after, ok := RateLimited(err); ok {
+				sw.Header().Set("Retry-After", after)
+			}
 			h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
 			h.fail(sw, r, err)
 			return
@@ -422,7 +425,11 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 && r.Context().Err() == nil {
 		h.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
 	}
-	h.write(w, r, status, ErrorBody{Error: err.Error(), Code: code})
+	body := ErrorBody{Error: err.Error(), Code: code}
+	if ce, ok := errors.AsType[*wire.ConflictError](err); ok {
+		body.Differences, body.MoreDifferences = ce.Differences, ce.More
+	}
+	h.write(w, r, status, body)
 }
 
 func (h *handler) write(w http.ResponseWriter, r *http.Request, status int, v any) {

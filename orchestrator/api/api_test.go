@@ -388,13 +388,44 @@ func TestHandler_ServiceErrors(t *testing.T) {
 				t.Errorf("%s %s = %d, want %d", tt.method, tt.target, rec.Code, tt.wantStatus)
 			}
 			want := wire.ErrorBody{Error: tt.err.Error(), Code: tt.wantCode}
-			if got := decodeError(t, rec); got != want {
+			if got := decodeError(t, rec); got.Error != want.Error || got.Code != want.Code || got.Differences != nil || got.MoreDifferences != 0 {
 				t.Errorf("%s %s body = %+v, want %+v", tt.method, tt.target, got, want)
 			}
 			if s := tt.wantCode.Sentinel(); s != nil && !errors.Is(tt.err, s) {
 				t.Errorf("code %s stands for %v, which the service's error does not wrap", tt.wantCode, s)
 			}
 		})
+	}
+}
+
+// TestHandler_ConflictDifferences: a submit whose task id is taken by a
+// different request is 409 conflict, and the body names the fields that
+// differ ("differences"), besides the message that says the same.
+func TestHandler_ConflictDifferences(t *testing.T) {
+	t.Parallel()
+	conflict := &wire.ConflictError{TaskID: "b1-1", Differences: []wire.Difference{
+		{Field: "route", Stored: `"human"`, Now: `"memory,human"`}, {Field: "input.n", Stored: "1", Now: ""}}, More: 2}
+	svc := &apitest.Service{
+		GetFunc: func(context.Context, string) (*orchestrator.Task, error) {
+			return task("b1-1", orchestrator.StateQueued), nil
+		},
+		SubmitFunc: func(context.Context, orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+			return nil, fmt.Errorf("submit: %w", conflict)
+		},
+	}
+	rec := serve(newHandler(t, svc), "POST", "/v1/tasks", `{"task_id":"b1-1","subagent":{"name":"echo"}}`)
+	if rec.Code != http.StatusConflict {
+		t.Fatalf("POST /v1/tasks = %d %s, want 409", rec.Code, rec.Body)
+	}
+	got := decodeError(t, rec)
+	if got.Code != wire.CodeConflict || !slices.Equal(got.Differences, conflict.Differences) || got.MoreDifferences != 2 {
+		t.Errorf("conflict body = %+v, want code conflict, the differences and 2 more", got)
+	}
+	if want := `task b1-1: task id already used for a different request: route differs: stored "human", now "memory,human"; input.n differs: stored 1, now none; and 2 more fields (submit it under another id, or remove the task first)`; !strings.HasSuffix(got.Error, want) {
+		t.Errorf("conflict message = %q, want it to end %q", got.Error, want)
+	}
+	if !errors.Is(fmt.Errorf("submit: %w", conflict), orchestrator.ErrConflict) {
+		t.Error("a ConflictError is not ErrConflict")
 	}
 }
 

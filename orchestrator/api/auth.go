@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agoradev/agora/orchestrator"
 )
@@ -52,6 +56,10 @@ type Auth struct {
 	// open signs browser sessions' CSRF tokens when there are no tokens.
 	openOnce sync.Once
 	open     []byte
+	// sessions, when set, ends sessions before they expire (sign-out).
+	sessions SessionStore
+	// failures limits wrong secrets per client.
+	failures failures
 }
 
 // NewAuth reads tokens as Config.Tokens takes them: SECRET,
@@ -107,8 +115,13 @@ func parseLocalSecrets(raw []string, tokens []token) (map[string][]string, error
 func (a *Auth) Wrap(h http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := a.authenticate(r); err != nil {
-			re, _ := errors.AsType[*requestError](err)
 			log.Warn("request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
+			if after, ok := RateLimited(err); ok {
+				w.Header().Set("Retry-After", after)
+				writeBody(w, http.StatusTooManyRequests, ErrorBody{Error: err.Error(), Code: CodeRateLimited})
+				return
+			}
+			re, _ := errors.AsType[*requestError](err)
 			if re.status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
 			}
@@ -140,12 +153,48 @@ func parseTokens(raw []string) ([]token, error) {
 				t.answerer = t.answerer || r == RoleAnswerer
 			}
 		}
-		t.sum = sha256.Sum256([]byte(secret))
+		if hexSum, ok := strings.CutPrefix(secret, hashedPrefix); ok {
+			// A secret kept as its hash (a tokens file made by 'agora token
+			// create'): the server never holds the secret itself.
+			b, err := hex.DecodeString(hexSum)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("api: token %d: %s must be followed by the secret's sha256 in 64 hex digits", i+1, hashedPrefix)
+			}
+			copy(t.sum[:], b)
+		} else {
+			t.sum = sha256.Sum256([]byte(secret))
+		}
 		if seen[t.sum] {
 			return nil, fmt.Errorf("api: token %d: the same secret is given twice", i+1)
 		}
 		seen[t.sum] = true
 		out = append(out, t)
+	}
+	return out, nil
+}
+
+// hashedPrefix marks a token's secret given as its sha256
+// (NAME:sha256=HEX[:ROLE]); a secret that itself starts so cannot be given.
+const hashedPrefix = "sha256="
+
+// ParseTokensFile reads a tokens file: one token a line as Config.Tokens
+// takes them (NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE]), blank lines
+// and lines starting with # ignored. It checks each line as NewAuth does.
+func ParseTokensFile(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if _, err := parseTokens([]string{line}); err != nil {
+			return nil, fmt.Errorf("line %d: %s", n, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "api: "), "token 1: "))
+		}
+		out = append(out, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -202,6 +251,10 @@ func (a *Auth) match(r *http.Request) (int, error) {
 		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized,
 			"missing bearer token: send the header Authorization: Bearer <token>"}
 	}
+	client, now := ClientOf(r), time.Now()
+	if err := a.failures.check(client, now); err != nil {
+		return -1, err
+	}
 	sum := sha256.Sum256([]byte(secret))
 	match := -1
 	for i := range a.tokens { // every token, always: no early exit to time
@@ -210,6 +263,7 @@ func (a *Auth) match(r *http.Request) (int, error) {
 		}
 	}
 	if match < 0 {
+		a.failures.failed(client, now)
 		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
 	}
 	return match, nil

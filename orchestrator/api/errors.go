@@ -23,6 +23,9 @@ func invalid(msg string) error { return &requestError{http.StatusBadRequest, Cod
 
 // classify gives err's status and code.
 func classify(err error) (int, Code) {
+	if _, ok := RateLimited(err); ok {
+		return http.StatusTooManyRequests, CodeRateLimited
+	}
 	if re, ok := errors.AsType[*requestError](err); ok {
 		return re.status, re.code
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/registry"
@@ -27,9 +28,24 @@ import (
 // file storage, a registry, no runner: rounds stay queued unless the test
 // publishes their events) with the tokens of issue 10's finding 4.
 type scopeServer struct {
-	srv *httptest.Server
-	bus *bus.Bus
-	reg *registry.Registry
+	srv  *httptest.Server
+	bus  *bus.Bus
+	reg  *registry.Registry
+	orch *orchestrator.Orchestrator
+}
+
+// withConfig serves the same orchestrator and registry under another
+// token configuration, as a restarted serve with changed flags would.
+func (s *scopeServer) withConfig(t *testing.T, cfg api.Config) *scopeServer {
+	t.Helper()
+	cfg.Service, cfg.Registry, cfg.Logger = s.orch, s.reg, natstest.Logger(t)
+	h, err := api.NewHandler(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch}
 }
 
 func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
@@ -55,7 +71,7 @@ func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: b, reg: reg}
+	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o}
 }
 
 // call sends method path with body as the holder of token and returns the
@@ -221,9 +237,17 @@ func TestTokensScoped(t *testing.T) {
 	if code, body := s.call(t, bob, "GET", "/v1/parked-events", ""); code != 403 {
 		t.Errorf("bob: GET /v1/parked-events = %d %v; want 403 (every task's events)", code, body)
 	}
-	// Submitting under alice's task id does not hand bob her task.
-	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 {
-		t.Errorf("bob resubmits alice's id = %d %v; want 409", code, body)
+	// Submitting under alice's task id does not hand bob her task, nor
+	// tell him what her request holds; alice is told what differs.
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", submitOf("ta")); code != 409 || body["differences"] != nil {
+		t.Errorf("bob resubmits alice's id = %d %v; want 409 without differences", code, body)
+	}
+	other := `{"task_id":"ta","subagent":{"name":"s","runtime":"exec","command":["true"]},"route":"memory"}`
+	if code, body := s.call(t, bob, "POST", "/v1/tasks", other); code != 409 || body["differences"] != nil || strings.Contains(fmt.Sprint(body), "route") {
+		t.Errorf("bob submits another request under alice's id = %d %v; want 409 naming nothing of hers", code, body)
+	}
+	if code, body := s.call(t, alice, "POST", "/v1/tasks", other); code != 409 || len(items(body, "differences")) != 1 {
+		t.Errorf("alice submits another request under her id = %d %v; want 409 with the route's difference", code, body)
 	}
 	// Alice answers as herself only.
 	if code, body := s.call(t, alice, "POST", "/v1/tasks/ta/answer", `{"answer":"A","by":"carol"}`); code != 403 {
@@ -330,5 +354,70 @@ func TestLocalSecretsGranted(t *testing.T) {
 	}
 	if code, body := s.call(t, root, "POST", "/v1/tasks", `{"task_id":"ops","subagent_ref":"printer"}`); code != 201 {
 		t.Errorf("the admin submits it = %d %v; want 201", code, body)
+	}
+
+	// The grant is taken away (serve restarted without it): alice can no
+	// longer run her task again, by respawn or by continue; the admin can.
+	if code, body := s.call(t, alice, "POST", "/v1/tasks/mine/cancel", ""); code != 200 {
+		t.Fatalf("alice cancels her task = %d %v", code, body)
+	}
+	if code, body := s.call(t, alice, "POST", "/v1/tasks", `{"task_id":"done","subagent_ref":"printer"}`); code != 201 {
+		t.Fatalf("alice submits a second task = %d %v", code, body)
+	}
+	zero, ms := 0, int64(5)
+	if _, err := s.bus.PublishEvent(t.Context(), schemas.Event{Kind: schemas.KindFinished, DispatchID: "done-r1", TaskID: "done", Round: 1,
+		Time: time.Now().UTC(), ExitCode: &zero, DurationMS: &ms}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "task done finished", func() bool {
+		task, err := s.orch.Get(orchestrator.WithIdentity(t.Context(), orchestrator.Identity{Admin: true}), "done")
+		return err == nil && task.State == orchestrator.StateFinished
+	})
+	revoked := s.withConfig(t, api.Config{Tokens: []string{"alice:al1ce", "bob:b0b", "root:r00t:admin"}})
+	code, body = revoked.call(t, alice, "POST", "/v1/tasks/mine/respawn", "")
+	if code != 422 || !strings.Contains(body["error"].(string), "local:github (env bundle gh") {
+		t.Errorf("alice respawns after her grant was taken away = %d %v; want 422 naming local:github", code, body)
+	}
+	code, body = revoked.call(t, alice, "POST", "/v1/tasks/done/continue", `{"message":"again"}`)
+	if code != 422 || !strings.Contains(body["error"].(string), "local:github (env bundle gh") {
+		t.Errorf("alice continues after her grant was taken away = %d %v; want 422 naming local:github", code, body)
+	}
+	if code, body := revoked.call(t, root, "POST", "/v1/tasks/mine/respawn", ""); code != 200 {
+		t.Errorf("the admin respawns it = %d %v; want 200", code, body)
+	}
+}
+
+// TestFailedTokensLimited: wrong bearer tokens from one client are
+// limited — after ten, 429 with Retry-After, the right token included —
+// while another client is not affected.
+func TestFailedTokensLimited(t *testing.T) {
+	t.Parallel()
+	s := newScopeServer(t, api.Config{Tokens: []string{"alice:al1ce"}})
+	for i := range 10 {
+		if code, _ := s.call(t, fmt.Sprintf("guess-%d", i), "GET", "/v1/tasks", ""); code != 401 {
+			t.Fatalf("wrong token %d: %d, want 401", i, code)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.srv.URL+"/v1/tasks", nil)
+	req.Header.Set("Authorization", "Bearer al1ce")
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"rate_limited"`) {
+		t.Errorf("the right token after 10 wrong ones: %d, Retry-After %q, %s; want 429 rate_limited with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	// Another client address (here: the same server reached through a
+	// handler that sees another peer) is not limited by this one's failures.
+	other := httptest.NewRequest("GET", "/v1/tasks", nil)
+	other.RemoteAddr = "192.0.2.7:5555"
+	other.Header.Set("Authorization", "Bearer al1ce")
+	rec := httptest.NewRecorder()
+	s.srv.Config.Handler.ServeHTTP(rec, other)
+	if rec.Code != 200 {
+		t.Errorf("the right token from another client: %d, want 200", rec.Code)
 	}
 }

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,25 +20,76 @@ import (
 
 // Browser sessions: the web inbox logs a person in with the same token the
 // API takes, once, and then carries a cookie instead of the secret. The
-// cookie is "v1.<expiry>.<mac>", the MAC keyed with the token's secret
-// hash: no server state, so every orchestrator behind a load balancer
-// accepts it, and removing a token from the configuration ends its
-// sessions at once.
+// cookie is "v2.<issued, unix ns>.<expiry, unix s>.<mac>", the MAC keyed with the token's
+// secret hash, so every orchestrator behind a load balancer accepts it and
+// removing a token from the configuration ends its sessions at once. What
+// ends a session earlier — signing out, or out everywhere — is kept in a
+// SessionStore every replica shares (JetStream KV), until the session
+// would have expired anyway.
 
 // ErrLogin is a login with a secret that is no configured token.
 var ErrLogin = errors.New("that is not a token this agora accepts")
 
 // sessionVersion prefixes every session value, so its format can change.
-const sessionVersion = "v1"
+// v1 values (no issue time) are no longer accepted: sign in again.
+const sessionVersion = "v2"
+
+// SessionStore keeps which sessions have ended before their expiry, for
+// every replica alike. A session is named by ID (a hash of its cookie
+// value); a token's sessions by Holder (a hash of its secret's hash).
+type SessionStore interface {
+	// EndSession ends the session id until until (its expiry).
+	EndSession(ctx context.Context, id string, until time.Time) error
+	// EndSessionsOf ends every session of holder issued before before.
+	EndSessionsOf(ctx context.Context, holder string, before time.Time) error
+	// SessionEnded reports whether session id of holder, issued at
+	// issued, has been ended.
+	SessionEnded(ctx context.Context, id, holder string, issued time.Time) (bool, error)
+}
 
 // Session is a signed-in browser: who it is, the cookie value that proves
 // it and when it ends.
 type Session struct {
 	Identity orchestrator.Identity
 	Value    string
+	Issued   time.Time
 	Expires  time.Time
 	// key signs the session's CSRF tokens.
 	key []byte
+}
+
+// id names the session in a SessionStore; holder names its token's.
+func (s Session) id() string     { return shortHash([]byte(s.Value)) }
+func (s Session) holder() string { return shortHash(s.key) }
+
+func shortHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// UseSessionStore makes a's sessions end when signed out, on every replica
+// that shares store. Without one, signing out only clears the cookie.
+func (a *Auth) UseSessionStore(store SessionStore) { a.sessions = store }
+
+// Revocable reports whether signing out ends a session everywhere.
+func (a *Auth) Revocable() bool { return a.sessions != nil }
+
+// EndSession ends s on every replica (signing out); s's cookie is refused
+// from now on, wherever it is replayed.
+func (a *Auth) EndSession(ctx context.Context, s Session) error {
+	if a.sessions == nil || s.Expires.IsZero() {
+		return nil // no store, or not a cookie session (bearer, loopback)
+	}
+	return a.sessions.EndSession(ctx, s.id(), s.Expires)
+}
+
+// EndSessionsOf ends every session of s's token issued up to now, on
+// every replica (signing out everywhere).
+func (a *Auth) EndSessionsOf(ctx context.Context, s Session, now time.Time) error {
+	if a.sessions == nil {
+		return errors.New("this agora keeps no session store: remove the token to end its sessions")
+	}
+	return a.sessions.EndSessionsOf(ctx, s.holder(), now)
 }
 
 // CSRF is the token a form of this session carries: a MAC of the session
@@ -59,9 +112,14 @@ func (a *Auth) Open() bool { return len(a.tokens) == 0 }
 
 // Login checks secret against the tokens and returns a session that lasts
 // ttl from now. It fails with ErrLogin for a secret that is no token.
-func (a *Auth) Login(secret string, now time.Time, ttl time.Duration) (Session, error) {
+// Failed logins count against client (ClientOf) with failed bearer tokens:
+// past the limit Login fails with an error RateLimited recognises.
+func (a *Auth) Login(client, secret string, now time.Time, ttl time.Duration) (Session, error) {
 	if a.Open() {
 		return Session{}, errors.New("this agora has no tokens: no login is needed (loopback only)")
+	}
+	if err := a.failures.check(client, now); err != nil {
+		return Session{}, err
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 	match := -1
@@ -71,12 +129,13 @@ func (a *Auth) Login(secret string, now time.Time, ttl time.Duration) (Session, 
 		}
 	}
 	if match < 0 {
+		a.failures.failed(client, now)
 		return Session{}, ErrLogin
 	}
-	exp := now.Add(ttl).Truncate(time.Second)
-	stamp := strconv.FormatInt(exp.Unix(), 10)
+	issued, exp := now, now.Add(ttl).Truncate(time.Second)
+	stamp := strconv.FormatInt(issued.UnixNano(), 10) + "." + strconv.FormatInt(exp.Unix(), 10)
 	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].sum[:], stamp)
-	return Session{Identity: a.identity(match), Value: value, Expires: exp, key: a.tokens[match].sum[:]}, nil
+	return Session{Identity: a.identity(match), Value: value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}, nil
 }
 
 // SessionOf authenticates a browser request: the session cookie (or, as
@@ -99,12 +158,15 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "not signed in: sign in with your agora token"}
 	}
 	version, rest, _ := strings.Cut(c.Value, ".")
-	stamp, mac, _ := strings.Cut(rest, ".")
-	unix, err := strconv.ParseInt(stamp, 10, 64)
-	if version != sessionVersion || err != nil {
+	issuedText, rest, _ := strings.Cut(rest, ".")
+	expText, mac, _ := strings.Cut(rest, ".")
+	issuedUnix, ierr := strconv.ParseInt(issuedText, 10, 64)
+	expUnix, eerr := strconv.ParseInt(expText, 10, 64)
+	if version != sessionVersion || ierr != nil || eerr != nil {
 		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
 	}
-	exp := time.Unix(unix, 0)
+	stamp := issuedText + "." + expText
+	issued, exp := time.Unix(0, issuedUnix), time.Unix(expUnix, 0)
 	match := -1
 	for i := range a.tokens {
 		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].sum[:], stamp))) == 1 {
@@ -117,7 +179,17 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	case !now.Before(exp):
 		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session has expired: sign in again"}
 	}
-	return Session{Identity: a.identity(match), Value: c.Value, Expires: exp, key: a.tokens[match].sum[:]}, nil
+	sess := Session{Identity: a.identity(match), Value: c.Value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}
+	if a.sessions != nil {
+		ended, err := a.sessions.SessionEnded(r.Context(), sess.id(), sess.holder(), issued)
+		if err != nil {
+			return Session{}, &requestError{http.StatusServiceUnavailable, CodeInternal, "the session cannot be checked right now: " + err.Error()}
+		}
+		if ended {
+			return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session was signed out: sign in again"}
+		}
+	}
+	return sess, nil
 }
 
 // identity is the identity of token i, as authenticate gives it.

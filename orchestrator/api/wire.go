@@ -40,6 +40,7 @@ const (
 	CodeUnauthorized    = wire.CodeUnauthorized
 	CodeNoRoute         = wire.CodeNoRoute
 	CodeInternal        = wire.CodeInternal
+	CodeRateLimited     = wire.CodeRateLimited
 	EventTask           = wire.EventTask
 	EventError          = wire.EventError
 	TrailerError        = wire.TrailerError

@@ -83,6 +83,9 @@ func ParseSubagent(file string, data []byte) (*Subagent, error) {
 	if err := parse(file, data, schemas.SchemaSubagent, &s); err != nil {
 		return nil, err
 	}
+	if _, err := schemas.CheckNetwork(s.Network, s.Egress); err != nil {
+		return nil, fileErr(file, 0, "", "%v", err)
+	}
 	return &s, nil
 }
 

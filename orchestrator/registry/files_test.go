@@ -25,6 +25,14 @@ func TestParseSubagentFile(t *testing.T) {
 	if len(s.Capabilities) != 1 || s.Capabilities[0] != "review-skill" || s.Env[0] != "review-env" {
 		t.Errorf("capabilities %v, env %v", s.Capabilities, s.Env)
 	}
+	if r := s.Retry; r == nil || r.Attempts != 3 || r.Backoff == nil || r.Backoff.InitialSeconds != 5 || r.Backoff.Multiplier != 3 ||
+		len(r.On) != 2 || r.On[0] != "worker-lost" || r.On[1] != "timeout" {
+		t.Errorf("retry = %+v", r)
+	}
+	if _, err := ParseSubagent("r.yaml", []byte("name: r\nruntime: exec\ncommand: x\nretry: {attempts: 2, on: [fetch-failed]}\n")); err == nil ||
+		!strings.Contains(err.Error(), `line 4: field retry.on.0: value must be one of "worker-lost", "provider-failed", "timeout"`) {
+		t.Errorf("a retry on fetch-failed: %v; want an error naming retry.on.0 and the reasons", err)
+	}
 }
 
 // Every error names the file, the line and the field, and says what is

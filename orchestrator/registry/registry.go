@@ -108,6 +108,9 @@ func validateSubagent(s Subagent) error {
 	if err := schemas.Validate(schemas.SchemaSubagent, data); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	if _, err := schemas.CheckNetwork(s.Network, s.Egress); err != nil {
+		return fmt.Errorf("%w: sub-agent %s: %v", ErrInvalid, s.Name, err)
+	}
 	return nil
 }
 

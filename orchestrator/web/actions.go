@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agoradev/agora/internal/httplimit"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/wire"
 )
@@ -30,13 +31,40 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "login", loginData{page: page{Title: "Sign in", Now: h.now()}, Next: next})
 }
 
-// login checks the token and sets the session cookie.
+// login checks the token and sets the session cookie. Everything before
+// the check is bounded: the form's size, the sign-ins handled at once and,
+// per client, the failed attempts (api.Auth counts them with wrong bearer
+// tokens: 429 with Retry-After).
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
+	if !h.signIns.enter() {
+		h.log.Warn("web sign-in refused: too many at once", "remote_addr", r.RemoteAddr)
+		w.Header().Set("Retry-After", "1")
+		h.errorPage(w, r, http.StatusServiceUnavailable, "Too many sign-ins at once: try again in a second.")
+		return
+	}
+	defer h.signIns.leave()
+	client, now := api.ClientOf(r), h.now()
+	httplimit.MaxBytes(w, r, maxSignInBytes)
+	if err := r.ParseForm(); err != nil {
+		status, msg := http.StatusBadRequest, "The sign-in form could not be read: "+err.Error()+"."
+		if httplimit.TooLarge(err) {
+			status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("The sign-in form is over %d bytes: send the token alone.", maxSignInBytes)
+		}
+		h.log.Warn("web sign-in refused: unreadable form", "remote_addr", r.RemoteAddr, "error", err)
+		h.errorPage(w, r, status, msg)
+		return
+	}
 	next := localPath(r.PostFormValue("next"))
-	s, err := h.auth.Login(r.PostFormValue("token"), h.now(), h.ttl)
+	s, err := h.auth.Login(client, r.PostFormValue("token"), now, h.ttl)
+	if after, limited := api.RateLimited(err); limited {
+		h.log.Warn("web sign-in refused: too many failed attempts", "remote_addr", r.RemoteAddr, "error", err)
+		w.Header().Set("Retry-After", after)
+		h.errorPage(w, r, http.StatusTooManyRequests, "Not signed in: "+err.Error()+".")
+		return
+	}
 	if err != nil {
 		h.log.Warn("web sign-in refused", "remote_addr", r.RemoteAddr, "error", err)
-		d := loginData{page: page{Title: "Sign in", Now: h.now(), Error: "Not signed in: " + err.Error() + "."}, Next: next}
+		d := loginData{page: page{Title: "Sign in", Now: now, Error: "Not signed in: " + err.Error() + "."}, Next: next}
 		h.render(w, r, http.StatusUnauthorized, "login", d)
 		return
 	}
@@ -46,14 +74,27 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout clears the cookie. The session itself stays valid until it
-// expires (it is not stored anywhere to revoke); removing the token ends
-// all of them.
+// logout ends the session on every replica (the session store shared
+// through NATS) and clears the cookie; with everywhere=1 it ends every
+// session of the same token, in every browser.
 func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
 	s, err := h.auth.SessionOf(r, sessionCookie, h.now())
 	if err == nil && !s.CheckCSRF(r.PostFormValue("csrf")) {
 		h.errorPage(w, r, http.StatusForbidden, "The form's security token is missing or stale: reload the page and try again.")
 		return
+	}
+	if err == nil {
+		everywhere := r.PostFormValue("everywhere") == "1"
+		end := h.auth.EndSession(r.Context(), s)
+		if everywhere {
+			end = h.auth.EndSessionsOf(r.Context(), s, h.now())
+		}
+		if end != nil {
+			h.log.Warn("web sign-out not recorded", "name", who(s), "everywhere", everywhere, "error", end)
+			h.errorPage(w, r, http.StatusServiceUnavailable, "Not signed out: "+end.Error()+". Try again.")
+			return
+		}
+		h.log.Info("web sign-out", "name", who(s), "everywhere", everywhere, "remote_addr", r.RemoteAddr)
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteLaxMode})

@@ -27,8 +27,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -83,6 +85,7 @@ type handler struct {
 	static    http.Handler
 	mux       *http.ServeMux
 	csrf      *http.CrossOriginProtection
+	signIns   *signInGuard
 }
 
 // New returns the inbox's handler; mount it at Patterns.
@@ -92,7 +95,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	h := &handler{svc: cfg.Service, auth: cfg.Auth, log: cfg.Logger, ttl: cmp.Or(cfg.SessionTTL, DefaultSessionTTL),
 		heartbeat: cmp.Or(cfg.Heartbeat, DefaultHeartbeat), now: cfg.Now, mux: http.NewServeMux(),
-		csrf: http.NewCrossOriginProtection()}
+		csrf: http.NewCrossOriginProtection(), signIns: newSignInGuard()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -183,11 +186,26 @@ func who(s api.Session) string {
 	return cmp.Or(s.Identity.Name, orchestrator.OperatorName)
 }
 
-// localPath returns p if it is a path of this site, else "/": a sign-in
-// or an answer never redirects elsewhere.
+// localPath returns p as a path of this site, else "/": a sign-in or an
+// answer never redirects elsewhere. p is parsed as a URL and rebuilt from
+// its path (dot segments and repeated slashes removed) and query, because
+// browsers drop tabs and newlines and read a backslash as a slash before
+// they resolve a Location: "/\t/evil.example" would go to //evil.example.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
-		return "/"
+	const home = "/"
+	if strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return home
 	}
-	return p
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Opaque != "" || u.User != nil || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
+		return home
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if strings.HasPrefix(clean, "//") {
+		return home
+	}
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
 }

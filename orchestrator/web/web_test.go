@@ -27,7 +27,6 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/web"
 	"github.com/agoradev/agora/schemas"
@@ -52,7 +51,7 @@ var seq atomic.Int64
 func newFixture(t *testing.T, tokens ...string) *fixture {
 	t.Helper()
 	f := &fixture{t: t, bus: testenv.Bus(t)}
-	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: &answer.Resolver{}, Logger: natstest.Logger(t)})
+	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: refusing(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
+	dockernetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/agoradev/agora/internal/compute"
@@ -33,10 +34,10 @@ func (e *Engine) Create(ctx context.Context, spec compute.ContainerSpec) (string
 		return "", fmt.Errorf("create container %s: %w: %d secrets given, but the Docker engine has no secret store to resolve them from (the runner gives Docker containers their secrets as files)",
 			describe(spec), compute.ErrInvalidSpec, len(spec.Secrets))
 	}
-	cfg, hostCfg := e.containerConfig(spec)
+	cfg, hostCfg, netCfg := e.containerConfig(spec)
 	ctx, cancel := e.callContext(ctx)
 	defer cancel()
-	resp, err := e.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
+	resp, err := e.cli.ContainerCreate(ctx, cfg, hostCfg, netCfg, nil, spec.Name)
 	switch {
 	case cerrdefs.IsConflict(err):
 		return "", fmt.Errorf("create container %s: %w: %w", describe(spec), compute.ErrAlreadyExists, err)
@@ -61,7 +62,7 @@ func describe(spec compute.ContainerSpec) string {
 
 // containerConfig turns a validated spec into the Docker create request,
 // hardening included.
-func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config, *container.HostConfig) {
+func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config, *container.HostConfig, *dockernetwork.NetworkingConfig) {
 	labels := maps.Clone(spec.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -85,6 +86,13 @@ func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config,
 	if network == "" {
 		network = compute.NetworkNone
 	}
+	var netCfg *dockernetwork.NetworkingConfig
+	if spec.Network != "" {
+		network = spec.Network
+		netCfg = &dockernetwork.NetworkingConfig{EndpointsConfig: map[string]*dockernetwork.EndpointSettings{
+			spec.Network: {Aliases: spec.NetworkAliases},
+		}}
+	}
 	tmpfs := spec.TmpfsBytes
 	if tmpfs == 0 {
 		tmpfs = compute.DefaultTmpfsBytes
@@ -93,6 +101,7 @@ func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config,
 	hostCfg := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(network),
 		ExtraHosts:     spec.ExtraHosts,
+		DNS:            spec.DNS,
 		SecurityOpt:    []string{"no-new-privileges:true"},
 		CapDrop:        []string{"ALL"},
 		ReadonlyRootfs: !spec.WritableRootfs,
@@ -127,7 +136,7 @@ func (e *Engine) containerConfig(spec compute.ContainerSpec) (*container.Config,
 		// (owner and mode included), and Remove removes it.
 		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{Type: mount.TypeVolume, Target: dir})
 	}
-	return cfg, hostCfg
+	return cfg, hostCfg, netCfg
 }
 
 // Start implements compute.Engine.

@@ -3,10 +3,17 @@ package docker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/agoradev/agora/internal/compute"
 )
 
 // BridgeGateway implements compute.HostGateway: the host's address on the
@@ -62,4 +69,76 @@ func interfaceAddr(name string, subnet netip.Prefix) (netip.Addr, bool) {
 		}
 	}
 	return netip.Addr{}, false
+}
+
+var _ compute.Networker = (*Engine)(nil)
+
+// CreateNetwork implements compute.Networker. An internal network is a
+// bridge with --internal (no route out) and no address of the host on it
+// (com.docker.network.bridge.inhibit_ipv4): its members cannot reach the
+// host's services through a gateway address either.
+func (e *Engine) CreateNetwork(ctx context.Context, spec compute.NetworkSpec) (string, error) {
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[compute.LabelManaged] = "true"
+	opts := network.CreateOptions{Driver: "bridge", Internal: spec.Internal, Labels: labels}
+	if spec.Internal {
+		opts.Options = map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"}
+	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	resp, err := e.cli.NetworkCreate(ctx, spec.Name, opts)
+	switch {
+	case cerrdefs.IsConflict(err):
+		return "", fmt.Errorf("create network %s: %w: %w", spec.Name, compute.ErrAlreadyExists, err)
+	case err != nil:
+		return "", fmt.Errorf("create network %s: %w", spec.Name, err)
+	}
+	if resp.Warning != "" {
+		e.cfg.Logger.Warn("docker network create warning", "network", spec.Name, "warning", resp.Warning)
+	}
+	return resp.ID, nil
+}
+
+// ConnectNetwork implements compute.Networker.
+func (e *Engine) ConnectNetwork(ctx context.Context, netName, containerID string, aliases []string) error {
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	if err := e.cli.NetworkConnect(ctx, netName, containerID, &network.EndpointSettings{Aliases: aliases}); err != nil {
+		return fmt.Errorf("connect container %s to network %s: %w", containerID, netName, notFound(err))
+	}
+	return nil
+}
+
+// RemoveNetwork implements compute.Networker.
+func (e *Engine) RemoveNetwork(ctx context.Context, id string) error {
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	err := e.cli.NetworkRemove(ctx, id)
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("remove network %s: %w", id, err)
+}
+
+// ListNetworks implements compute.Networker.
+func (e *Engine) ListNetworks(ctx context.Context, labels map[string]string) ([]compute.Network, error) {
+	args := filters.NewArgs(filters.Arg("label", compute.LabelManaged+"=true"))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args.Add("label", k+"="+labels[k])
+	}
+	ctx, cancel := e.callContext(ctx)
+	defer cancel()
+	list, err := e.cli.NetworkList(ctx, network.ListOptions{Filters: args})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	out := make([]compute.Network, 0, len(list))
+	for _, n := range list {
+		out = append(out, compute.Network{ID: n.ID, Name: n.Name, Labels: n.Labels})
+	}
+	slices.SortFunc(out, func(a, b compute.Network) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -104,5 +105,79 @@ func TestReachHost(t *testing.T) {
 					tc.network, tc.host, tc.port, reached, res.ExitCode, out.String(), errb.String(), tc.reached)
 			}
 		})
+	}
+}
+
+// TestInternalNetwork: CreateNetwork makes an internal network without a
+// host address on it (a second create of the name is ErrAlreadyExists);
+// ListNetworks finds it by label; a container on it reaches a peer by
+// alias and nothing of the host; RemoveNetwork removes it, and a second
+// remove is no error.
+func TestInternalNetwork(t *testing.T) {
+	t.Parallel()
+	e := computetest.Docker(t)
+	image := computetest.BusyboxImage(t, e)
+	ctx := context.Background()
+	gw, err := e.BridgeGateway(ctx)
+	if err != nil {
+		t.Fatalf("BridgeGateway: %v", err)
+	}
+	hostPort := listen(t, net.JoinHostPort(gw.String(), "0"))
+	name := "agora-test-internal-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	labels := map[string]string{"agora.test": name}
+	id, err := e.CreateNetwork(ctx, compute.NetworkSpec{Name: name, Internal: true, Labels: labels})
+	if err != nil {
+		t.Fatalf("CreateNetwork: %v", err)
+	}
+	t.Cleanup(func() { _ = e.RemoveNetwork(context.Background(), id) })
+	if _, err := e.CreateNetwork(ctx, compute.NetworkSpec{Name: name, Internal: true}); !errors.Is(err, compute.ErrAlreadyExists) {
+		t.Errorf("second CreateNetwork = %v, want ErrAlreadyExists", err)
+	}
+	found, err := e.ListNetworks(ctx, labels)
+	if err != nil || len(found) != 1 || found[0].ID != id || found[0].Labels[compute.LabelManaged] != "true" {
+		t.Fatalf("ListNetworks = %+v, %v; want the one network, managed", found, err)
+	}
+
+	run := func(cname string, aliases []string, script string) string {
+		t.Helper()
+		cid, err := e.Create(ctx, compute.ContainerSpec{Name: cname, Image: image, User: "65532:65532", Network: name, NetworkAliases: aliases,
+			Entrypoint: []string{"/bin/sh", "-c", script}, Labels: labels})
+		if err != nil {
+			t.Fatalf("Create %s: %v", cname, err)
+		}
+		t.Cleanup(func() { _ = e.Remove(context.Background(), cid) })
+		if err := e.Start(ctx, cid); err != nil {
+			t.Fatalf("Start %s: %v", cname, err)
+		}
+		return cid
+	}
+	run(name+"-peer", []string{"peer"}, `echo peer-here | nc -l -p 7000`)
+	cid := run(name+"-probe", nil, `
+for i in 1 2 3 4 5 6 7 8 9 10; do out=$(nc peer 7000 </dev/null 2>&1) && break; sleep 0.3; done; echo "peer: $out"
+if nc -w 3 `+gw.String()+` `+strconv.Itoa(hostPort)+` </dev/null >/dev/null 2>&1; then echo "host: reached"; else echo "host: unreachable"; fi`)
+	if _, err := e.Wait(ctx, cid); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := e.Logs(ctx, cid, false, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "peer: peer-here") || !strings.Contains(out.String(), "host: unreachable") {
+		t.Errorf("on the internal network: %q; want the peer reached by its alias and the host unreachable", out.String())
+	}
+	// Containers first, then the network.
+	for _, c := range []string{name + "-peer", name + "-probe"} {
+		list, _ := e.List(ctx, map[string]string{"agora.test": name})
+		for _, found := range list {
+			if found.Name == c {
+				_ = e.Remove(ctx, found.ID)
+			}
+		}
+	}
+	if err := e.RemoveNetwork(ctx, id); err != nil {
+		t.Errorf("RemoveNetwork: %v", err)
+	}
+	if err := e.RemoveNetwork(ctx, id); err != nil {
+		t.Errorf("second RemoveNetwork = %v, want nil", err)
 	}
 }

@@ -2,6 +2,7 @@ package slackanswer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -45,7 +46,7 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 	}
 	m := &message{ID: newID(), Step: step, Target: target, Batch: batch, GroupID: gid,
 		Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default,
-		Members: []member{mb}, Next: nextStep(t, step)}
+		Members: []member{mb}, Next: nextStep(t, step), IfUnanswered: ifUnanswered(t, q.Round)}
 	m.Posted = b.now()
 	if dl, ok := ctx.Deadline(); ok {
 		m.Deadline = dl
@@ -68,7 +69,13 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("post question of task %s to %s: %w", q.TaskID, target.Channel, err)
+		// Never silent: serve's log says what Slack refused, and the
+		// error — the route step's failure, shown by agora status and the
+		// inbox — says it in plain words.
+		code, msgs := slackError(err)
+		b.log.Warn("slack refused the question", "task_id", q.TaskID, "round", q.Round, "step", step,
+			"channel", target.Channel, "slack_error", code, "slack_messages", msgs, "error", err)
+		return refusal(err)
 	}
 	if m.ThreadTS == "" {
 		if th.TS == nil {
@@ -92,7 +99,79 @@ func (b *Bot) ask(ctx context.Context, step string, target Target, q answer.Ques
 	b.index(m)
 	b.keepThread(ctx, m)
 	b.log.Info("question posted", "task_id", q.TaskID, "round", q.Round, "channel", m.ChannelID, "ts", m.TS)
+	if b.layout(m).whole {
+		b.postWhole(ctx, m)
+	}
 	return answer.ErrPending
+}
+
+// postWhole posts the whole question (context, options) in the message's
+// thread when the message could not hold it: one click away.
+func (b *Bot) postWhole(ctx context.Context, m *message) {
+	parts := b.whole(m, m.Members[0].TaskID)
+	for i, p := range parts {
+		var bl []slack.Block
+		for _, s := range p {
+			bl = append(bl, section(s))
+		}
+		text := fmt.Sprintf("The whole question of task %s (part %d of %d)", m.Members[0].TaskID, i+1, len(parts))
+		err := b.call(ctx, "chat.postMessage", func() error {
+			_, _, err := b.api.PostMessageContext(ctx, m.ChannelID, slack.MsgOptionText(text, false),
+				slack.MsgOptionBlocks(bl...), slack.MsgOptionTS(threadOf(m)))
+			return err
+		})
+		if err != nil {
+			code, msgs := slackError(err)
+			b.log.Warn("slack refused the whole question in the thread", "task_id", m.Members[0].TaskID, "step", m.Step,
+				"slack_error", code, "slack_messages", msgs, "error", err)
+			return
+		}
+	}
+}
+
+// ifUnanswered is the consequence recorded on round n of t, if any.
+func ifUnanswered(t *wire.Task, n int) *wire.IfUnanswered {
+	for i := range t.Rounds {
+		if t.Rounds[i].N == n {
+			return t.Rounds[i].IfUnanswered
+		}
+	}
+	return nil
+}
+
+// slackError is Slack's error code and the messages it gave with it
+// (response_metadata messages, else its "errors"), if err is one.
+func slackError(err error) (code string, msgs []string) {
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return "", nil
+	}
+	for _, m := range se.ResponseMetadata.Messages {
+		msgs = append(msgs, strings.TrimPrefix(m, "[ERROR] "))
+	}
+	if len(msgs) == 0 {
+		for _, e := range se.Errors {
+			if e.Message != nil {
+				msgs = append(msgs, *e.Message)
+			}
+		}
+	}
+	return se.Err, msgs
+}
+
+// refusal says in plain words why a question did not reach Slack: the
+// route step's failure.
+func refusal(err error) error {
+	code, msgs := slackError(err)
+	if code == "" {
+		return fmt.Errorf("the question could not be posted to Slack: %w", err)
+	}
+	detail := code
+	if len(msgs) > 0 {
+		detail += ": " + clip(strings.Join(msgs, "; "), 500)
+	}
+	//lint:ignore ST1005 a sentence shown to people, that starts with a name
+	return fmt.Errorf("Slack refused the question (%s)", detail)
 }
 
 func pending(err error) error {
@@ -176,7 +255,9 @@ func (b *Bot) update(ctx context.Context, m *message) {
 		return err
 	})
 	if err != nil {
-		b.log.Warn("update question message", "channel", m.ChannelID, "ts", m.TS, "error", err)
+		code, msgs := slackError(err)
+		b.log.Warn("update question message", "task_id", m.Members[0].TaskID, "step", m.Step, "channel", m.ChannelID, "ts", m.TS,
+			"slack_error", code, "slack_messages", msgs, "error", err)
 	}
 }
 
@@ -187,6 +268,7 @@ func (b *Bot) reply(ctx context.Context, channelID, threadTS, text string) {
 		return err
 	})
 	if err != nil {
-		b.log.Warn("post in thread", "channel", channelID, "thread_ts", threadTS, "error", err)
+		code, msgs := slackError(err)
+		b.log.Warn("post in thread", "channel", channelID, "thread_ts", threadTS, "slack_error", code, "slack_messages", msgs, "error", err)
 	}
 }

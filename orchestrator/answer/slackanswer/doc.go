@@ -1,6 +1,8 @@
 // Package slackanswer is the Slack answerer: a route step
 // "slack:#channel" or "slack:@user" posts a sub-agent's question to Slack
-// as a Block Kit message with a button per option, and the clicks that
+// as a Block Kit message with a button per option (a menu past five, a
+// numbered list past a hundred; long content cut readably within Slack's
+// limits, fit.go, with the whole question in the thread), and the clicks that
 // come back through the interactivity endpoint (HTTP or Socket Mode), or
 // the replies in its thread that come through the Events API endpoint (or
 // Socket Mode), answer it through the orchestrator's Answer, recorded as

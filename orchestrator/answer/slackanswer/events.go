@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -212,8 +213,9 @@ func (b *Bot) answerReply(ctx context.Context, payload []byte) (string, error) {
 	text := unescape(strings.TrimSpace(e.Text))
 	notAnswer := ":warning: An empty reply is not an answer."
 	if len(m.Options) > 0 {
-		notAnswer = fmt.Sprintf(":warning: This question takes one of its options (%s): click a button, or reply with exactly one of them. Your reply changed nothing.",
-			escape(strings.Join(m.Options, ", ")))
+		list, _ := clipMrkdwn(escape(strings.Join(m.Options, ", ")), textBudget)
+		notAnswer = fmt.Sprintf(":warning: This question takes one of its options (%s): click a button, or reply with exactly one of them (or its number). Your reply changed nothing.",
+			list)
 	}
 	return b.answer(ctx, m.ID, attempt{
 		user: slack.User{ID: e.User}, what: "reply", thread: e.ThreadTS, notAnswer: notAnswer,
@@ -227,6 +229,11 @@ func (b *Bot) answerReply(ctx context.Context, payload []byte) (string, error) {
 				if strings.EqualFold(strings.TrimSpace(o), text) {
 					return o, true
 				}
+			}
+			// Or its number in the message's list ("3", "#3"), when no
+			// option reads so.
+			if n, err := strconv.Atoi(strings.TrimPrefix(text, "#")); err == nil && n >= 1 && n <= len(m.Options) {
+				return m.Options[n-1], true
 			}
 			return "", false
 		},

@@ -1,10 +1,13 @@
 package slackanswer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/wire"
@@ -96,6 +99,13 @@ func (b *Bot) syncOnce(ctx context.Context, id string, t *wire.Task) (again bool
 		if mb.TaskID != t.ID || mb.settled() {
 			continue
 		}
+		if i == 0 || m.IfUnanswered == nil {
+			// The consequence shown is kept current: a step passed on, a
+			// deadline moved.
+			if iu := ifUnanswered(t, mb.Round); iu != nil && !sameConsequence(iu, m.IfUnanswered) {
+				m.IfUnanswered, changed = iu, true
+			}
+		}
 		settleFrom(mb, t)
 		changed = changed || mb.settled()
 		if !m.Escalated {
@@ -124,6 +134,13 @@ func (b *Bot) syncOnce(ctx context.Context, id string, t *wire.Task) (again bool
 		b.close(ctx, &m)
 	}
 	return false
+}
+
+func sameConsequence(a, b *wire.IfUnanswered) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.At.Equal(b.At) && a.Action == b.Action && a.Default == b.Default && a.Next == b.Next && a.Text == b.Text
 }
 
 // timedOut finds the decision that step timed out on round n.
@@ -159,13 +176,7 @@ func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 	if ok, err := b.load(ctx, threadKey(t.ID), &th); err != nil || !ok || th.Outcome || len(th.TS) == 0 {
 		return
 	}
-	text := fmt.Sprintf("Task `%s` is *%s*", t.ID, t.State)
-	if t.Outcome != nil && t.Outcome.Detail != "" {
-		text += ": " + escape(t.Outcome.Detail)
-	}
-	if u := b.taskURL(t.ID); u != "" {
-		text += " · <" + u + "|open>"
-	}
+	text := b.outcomeText(t)
 	// Recorded before it is posted, as reminders are: a restart in
 	// between loses the outcome's post rather than repeating it.
 	th.Outcome = true
@@ -177,4 +188,77 @@ func (b *Bot) outcome(ctx context.Context, t *wire.Task) {
 	for _, r := range th.TS {
 		b.reply(ctx, r.Channel, r.TS, text)
 	}
+}
+
+// Bounds of the result shown in the outcome message.
+const (
+	resultLines = 10
+	resultWidth = 1500
+)
+
+// outcomeText is the message a task's thread gets when it ends: its state
+// and why, the first lines of its result (a string as its text, anything
+// else as JSON) and where to read the whole.
+func (b *Bot) outcomeText(t *wire.Task) string {
+	text := fmt.Sprintf("Task `%s` is *%s*", t.ID, t.State)
+	if t.Outcome != nil && t.Outcome.Detail != "" {
+		d, _ := clipMrkdwn(escape(t.Outcome.Detail), 500)
+		text += ": " + d
+	}
+	u := b.taskURL(t.ID)
+	if u != "" {
+		text += " · <" + u + "|open>"
+	}
+	res, cut := resultHead(t.Result)
+	switch {
+	case res != "":
+		text += "\nResult:\n```\n" + res + "\n```"
+		if cut {
+			text += "\n_The result goes on: read it whole with `agora result " + t.ID + "`"
+			if u != "" {
+				text += " or on <" + u + "|the task's page>"
+			}
+			text += "._"
+		}
+	case t.ResultRef != nil:
+		text += fmt.Sprintf("\nResult: %d bytes, too large to show here: read it with `agora result %s`", t.ResultRef.Size, t.ID)
+		if u != "" {
+			text += " or on <" + u + "|the task's page>"
+		}
+		text += "."
+	}
+	return clip(text, fallbackBudget+resultWidth)
+}
+
+// resultHead is the first lines of a result, escaped for a code block;
+// cut reports whether it goes on.
+func resultHead(raw json.RawMessage) (head string, cut bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") == nil {
+			s = b.String()
+		} else {
+			s = string(raw)
+		}
+	}
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > resultLines {
+		lines, cut = lines[:resultLines], true
+	}
+	s = strings.Join(lines, "\n")
+	// A code block ends at the first ```: keep the result's own apart.
+	s = strings.ReplaceAll(escape(s), "```", "`\u200b``")
+	if width(s) > resultWidth {
+		i := fitIndex(s, resultWidth)
+		if a := strings.LastIndexByte(s[max(0, i-5):i], '&'); a >= 0 && !strings.Contains(s[max(0, i-5)+a:i], ";") {
+			i = max(0, i-5) + a
+		}
+		s, cut = s[:i]+"…", true
+	}
+	return s, cut
 }

@@ -167,11 +167,18 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 		}
 		a := cb.ActionCallback.BlockActions[0]
 		switch {
-		case strings.HasPrefix(a.ActionID, actionAnswer):
-			id, idx, _ := strings.Cut(a.Value, ":")
+		case strings.HasPrefix(a.ActionID, actionAnswer), a.ActionID == actionChoose:
+			// A button's value, or the option chosen in the menu, names the
+			// message and the option's index — never its label, which may
+			// be cut.
+			v := a.Value
+			if a.ActionID == actionChoose {
+				v = a.SelectedOption.Value
+			}
+			id, idx, _ := strings.Cut(v, ":")
 			i, err := strconv.Atoi(idx)
 			if err != nil {
-				return "bad button value " + a.Value, nil
+				return "bad answer value " + v, nil
 			}
 			return b.answer(ctx, id, attempt{user: cb.User, value: func(m *message) (string, bool) {
 				if i < 0 || i >= len(m.Options) {
@@ -293,7 +300,8 @@ func (b *Bot) answer(ctx context.Context, id string, a attempt) (string, error) 
 				theirs = mb.Answer
 			}
 		case errors.Is(err, wire.ErrInvalidAnswer):
-			tell(":warning: " + escape(err.Error()))
+			why, _ := clipMrkdwn(escape(err.Error()), textBudget)
+			tell(":warning: " + why)
 			return "invalid answer", nil
 		default:
 			return "", fmt.Errorf("answer task %s round %d: %w", mb.TaskID, mb.Round, err)
@@ -303,8 +311,9 @@ func (b *Bot) answer(ctx context.Context, id string, a attempt) (string, error) 
 	if mine == nil {
 		msg := fmt.Sprintf(":hourglass: This question is no longer open. Your %s changed nothing.", a.what)
 		if theirs != nil {
+			v, _ := clipMrkdwn(escape(theirs.Value), 300)
 			msg = fmt.Sprintf(":hourglass: Already answered by %s from %s at %s (answer *%s*). Your %s changed nothing.",
-				who(theirs.By), theirs.Channel, stamp(theirs.At), escape(theirs.Value), a.what)
+				who(theirs.By), theirs.Channel, stamp(theirs.At), v, a.what)
 		}
 		tell(msg)
 		return "late " + u.ID, nil

@@ -7,78 +7,158 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // Action ids of the message's buttons and the modal.
 const (
 	actionAnswer = "agora_answer_" // + option index; value "<message id>:<index>"
+	actionChoose = "agora_choose"  // the options' menu; each option's value "<message id>:<index>"
 	actionOther  = "agora_other"   // value: message id
 	actionAck    = "agora_ack"     // "On it": value: message id
 	callbackForm = "agora_other"   // the modal's callback id; private_metadata: message id
 	blockAnswers = "answers"
-	// Slack allows 25 elements in an actions block; one is "On it" (and
-	// "Other…" comes only without options).
-	maxButtons = 24
-	// Slack's limit on a section's text, kept under.
-	maxText = 2900
 )
 
 // fallback is the message's plain text (notifications, screen readers).
 func (b *Bot) fallback(m *message) string {
-	return fmt.Sprintf("Question from %s: %s", m.Members[0].TaskID, m.Question)
+	return clip(fmt.Sprintf("Question from %s: %s", m.Members[0].TaskID, m.Question), fallbackBudget)
 }
 
+// mrkdwn is a mrkdwn text object; s is cut readably when it would break
+// Slack's limit (the callers keep within it: this is the last guard).
 func mrkdwn(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.MarkdownType, cut(s), false, false)
+	s, _ = clipMrkdwn(s, textBudget)
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
 
-func plain(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, cut(s), false, false)
+// plain is a plain_text object of at most w.
+func plain(s string, w int) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, clip(s, w), false, false)
 }
 
-func cut(s string) string {
-	if len(s) <= maxText {
-		return s
-	}
-	return s[:maxText] + "…"
-}
+func section(s string) *slack.SectionBlock { return slack.NewSectionBlock(mrkdwn(s), nil, nil) }
 
 // escape keeps Slack from reading &, < and > as markup.
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// blocks renders the message: the question, its context, who waits, and
-// the buttons while it is open or who answered once it is not.
-func (b *Bot) blocks(m *message) []slack.Block {
-	bl := []slack.Block{slack.NewSectionBlock(mrkdwn(":question: *"+escape(m.Question)+"*"), nil, nil)}
+// layout is how a question fits in a Slack message: what the message
+// shows and whether the whole of it is also posted in the thread.
+type layout struct {
+	question string // the question as shown, cut when long
+	context  string
+	// list is the numbered list of the options, in sections, when the
+	// buttons or the menu cannot show every option whole.
+	list []string
+	// select: the options are a menu; typed: too many for a menu (more
+	// than Slack's 100), answered by a reply in the thread or elsewhere.
+	menu, typed bool
+	// whole: something is cut or left out here, and the thread has it all.
+	whole bool
+}
+
+func (b *Bot) layout(m *message) layout {
+	var l layout
+	var cut bool
+	l.question, cut = clipMrkdwn(escape(m.Question), textBudget-len(":question: **"))
+	l.whole = l.whole || cut
 	if m.Context != "" {
-		bl = append(bl, slack.NewContextBlock("", mrkdwn(escape(m.Context))))
+		l.context, cut = clipMrkdwn(escape(m.Context), textBudget)
+		l.whole = l.whole || cut
+	}
+	n := len(m.Options)
+	l.menu = n > maxButtons && n <= limitSelect
+	l.typed = n > limitSelect
+	labelsCut := false
+	for _, o := range m.Options {
+		labelsCut = labelsCut || width(o) > limitButtonText-len(" (default)")-len("100. ")
+	}
+	if n > maxButtons || labelsCut {
+		var lines []string
+		for i, o := range m.Options {
+			line, cut := clipMrkdwn(escape(o), textBudget-16)
+			l.whole = l.whole || cut
+			line = fmt.Sprintf("%d. %s", i+1, line)
+			if m.Default != nil && *m.Default == o {
+				line += " _(default)_"
+			}
+			lines = append(lines, line)
+		}
+		l.list = pack("*Options*\n", lines, textBudget)
+		if len(l.list) > maxListBlocks {
+			l.list = l.list[:maxListBlocks]
+			l.list[maxListBlocks-1] += "\n… more options in the thread"
+			l.whole = true
+		}
+	}
+	return l
+}
+
+// pack joins lines into texts of at most w each, the first starting with
+// head.
+func pack(head string, lines []string, w int) []string {
+	var out []string
+	cur := head
+	for _, line := range lines {
+		if cur != "" && cur != head && width(cur)+1+width(line) > w {
+			out = append(out, strings.TrimSuffix(cur, "\n"))
+			cur = ""
+		}
+		if cur != "" && cur != head {
+			cur += "\n"
+		}
+		cur += line
+	}
+	if cur != "" {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// blocks renders the message: the question, its context, who waits, the
+// options and what happens if nobody answers while it is open, or who
+// answered once it is not — within Slack's limits (fit.go), long content
+// cut readably with the whole of it in the thread.
+func (b *Bot) blocks(m *message) []slack.Block {
+	l := b.layout(m)
+	bl := []slack.Block{section(":question: *" + l.question + "*")}
+	if l.context != "" {
+		bl = append(bl, slack.NewContextBlock("", mrkdwn(l.context)))
+	}
+	if l.whole {
+		where := "The whole question is in the thread"
+		if u := b.taskURL(m.Members[0].TaskID); u != "" {
+			where += " and on <" + u + "|the task's page>"
+		}
+		bl = append(bl, slack.NewContextBlock("", mrkdwn(":scissors: Too long for one Slack message. "+where+".")))
+	}
+	if !m.Done {
+		for _, s := range l.list {
+			bl = append(bl, section(s))
+		}
 	}
 	bl = append(bl, slack.NewContextBlock("", mrkdwn(b.waiting(m))))
 	if !m.Done {
-		bl = append(bl, slack.NewActionBlock(blockAnswers, b.buttons(m)...))
-		var notes []string
-		if len(m.Target.Allow) > 0 {
-			var who []string
-			for _, id := range m.Target.Allow {
-				if strings.HasPrefix(id, "S") {
-					who = append(who, "<!subteam^"+id+">")
-				} else {
-					who = append(who, "<@"+id+">")
-				}
-			}
-			notes = append(notes, "Only "+strings.Join(who, ", ")+" may answer.")
+		// An actions block needs an element: a question of more options
+		// than a menu holds, once someone is on it, has none.
+		if els := b.buttons(m, l); len(els) > 0 {
+			bl = append(bl, slack.NewActionBlock(blockAnswers, els...))
 		}
-		if !m.Deadline.IsZero() {
-			next := "the route ends"
-			if m.Next != "" {
-				next = "it goes to `" + m.Next + "`"
-			}
-			notes = append(notes, fmt.Sprintf("Waits here until %s, then %s.", stamp(m.Deadline), next))
-			if m.RemindEvery > 0 && m.RemindEvery < m.Deadline.Sub(m.Posted) && m.Acked == nil {
-				notes = append(notes, "Reminders in the thread every "+short(m.RemindEvery)+" until answered or someone is on it.")
-			}
+		var notes []string
+		if l.typed {
+			notes = append(notes, fmt.Sprintf("%d options are more than a Slack menu holds: reply in the thread with an option's number or its text, or answer on the task's page or with `agora answer`.", len(m.Options)))
+		}
+		if len(m.Target.Allow) > 0 {
+			notes = append(notes, "Only "+strings.Join(mentions(m.Target.Allow), ", ")+" may answer.")
+		}
+		if c := consequence(m); c != "" {
+			notes = append(notes, c)
+		}
+		if !m.Deadline.IsZero() && m.RemindEvery > 0 && m.RemindEvery < m.Deadline.Sub(m.Posted) && m.Acked == nil {
+			notes = append(notes, "Reminders in the thread every "+short(m.RemindEvery)+" until answered or someone is on it.")
 		}
 		if m.Acked != nil {
 			notes = append(notes, fmt.Sprintf(":eyes: %s is on it (since %s).", who(m.Acked.By), stamp(m.Acked.At)))
@@ -88,23 +168,132 @@ func (b *Bot) blocks(m *message) []slack.Block {
 		}
 	}
 	var outcome []string
+	more := 0
 	for _, mb := range m.Members {
+		if !mb.settled() {
+			continue
+		}
+		if len(outcome) == maxListed {
+			more++
+			continue
+		}
 		prefix := ""
 		if len(m.Members) > 1 {
 			prefix = "`" + mb.TaskID + "`: "
 		}
 		switch {
 		case mb.Answer != nil:
+			v, _ := clipMrkdwn(escape(mb.Answer.Value), 200)
 			outcome = append(outcome, fmt.Sprintf("%s:white_check_mark: *%s* — answered by %s from %s at %s", prefix,
-				escape(mb.Answer.Value), who(mb.Answer.By), mb.Answer.Channel, stamp(mb.Answer.At)))
+				v, who(mb.Answer.By), mb.Answer.Channel, stamp(mb.Answer.At)))
 		case mb.Closed != "":
-			outcome = append(outcome, fmt.Sprintf("%s:heavy_minus_sign: no longer waiting: %s", prefix, escape(mb.Closed)))
+			why, _ := clipMrkdwn(escape(mb.Closed), 300)
+			outcome = append(outcome, fmt.Sprintf("%s:heavy_minus_sign: no longer waiting: %s", prefix, why))
 		}
 	}
-	if len(outcome) > 0 {
-		bl = append(bl, slack.NewSectionBlock(mrkdwn(strings.Join(outcome, "\n")), nil, nil))
+	if more > 0 {
+		outcome = append(outcome, fmt.Sprintf("… and %d more tasks: see each task's page.", more))
+	}
+	for _, s := range pack("", outcome, textBudget) {
+		if len(bl) < limitBlocks {
+			bl = append(bl, section(s))
+		}
 	}
 	return bl
+}
+
+// consequence says what happens to the question if nobody answers, and
+// when: the round's IfUnanswered, in the words every surface shows
+// ("at 14:05 UTC the default `draft` is taken"); without one (a record
+// from before), the step's own deadline.
+func consequence(m *message) string {
+	if iu := m.IfUnanswered; iu != nil {
+		text := ""
+		// The words every surface shows, with the time as Slack renders
+		// it for each reader (their zone, "today"/"tomorrow"): Text reads
+		// "at 14:05 UTC it goes to `human`".
+		if rest, ok := afterClock(iu.Text); ok && !iu.At.IsZero() {
+			text, _ = clipMrkdwn(escape(rest), 500)
+			text = "at " + stamp(iu.At) + " " + text
+		} else {
+			text, _ = clipMrkdwn(escape(iu.Text), 500)
+		}
+		if text == "" && !iu.At.IsZero() {
+			switch iu.Action {
+			case wire.IfUnansweredDefault:
+				d, _ := clipMrkdwn(escape(iu.Default), 200)
+				text = fmt.Sprintf("at %s the default `%s` is taken", stamp(iu.At), d)
+			case wire.IfUnansweredEscalate:
+				text = fmt.Sprintf("at %s it goes to `%s`", stamp(iu.At), escape(iu.Next))
+			default:
+				text = fmt.Sprintf("at %s it expires", stamp(iu.At))
+			}
+		}
+		if text != "" {
+			return ":hourglass_flowing_sand: If nobody answers: " + text + "."
+		}
+	}
+	if m.Deadline.IsZero() {
+		return ""
+	}
+	next := "the route ends"
+	if m.Next != "" {
+		next = "it goes to `" + m.Next + "`"
+	}
+	return fmt.Sprintf("Waits here until %s, then %s.", stamp(m.Deadline), next)
+}
+
+// afterClock is what IfUnanswered.Text says after its time: "it goes to
+// `human`" of "at 14:05 UTC it goes to `human`".
+func afterClock(text string) (string, bool) {
+	if !strings.HasPrefix(text, "at ") {
+		return "", false
+	}
+	i := strings.Index(text, " it ")
+	if j := strings.Index(text, " the "); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	if i < 0 {
+		return "", false
+	}
+	return text[i+1:], true
+}
+
+// whole is the question in full, with its context and its options, as
+// mrkdwn sections for the thread: at most maxThreadParts messages of
+// partBlocks sections; what is left beyond is named, with where to read
+// it.
+func (b *Bot) whole(m *message, taskID string) [][]string {
+	full := "*The whole question:*\n" + escape(m.Question)
+	if m.Context != "" {
+		full += "\n\n*Context:*\n" + escape(m.Context)
+	}
+	if len(m.Options) > 0 {
+		full += "\n\n*Options:*"
+		for i, o := range m.Options {
+			full += fmt.Sprintf("\n%d. %s", i+1, escape(o))
+		}
+	}
+	parts, rest := splitMrkdwn(full, textBudget, maxThreadParts*partBlocks)
+	if rest > 0 {
+		where := "with `agora questions`"
+		if u := b.taskURL(taskID); u != "" {
+			where = "on <" + u + "|the task's page> or " + where
+		}
+		last := fmt.Sprintf("… %d more characters: read them %s.", rest, where)
+		if len(parts) == maxThreadParts*partBlocks {
+			parts[len(parts)-1] = last
+		} else {
+			parts = append(parts, last)
+		}
+	}
+	var msgs [][]string
+	for len(parts) > 0 {
+		k := min(partBlocks, len(parts))
+		msgs = append(msgs, parts[:k])
+		parts = parts[k:]
+	}
+	return msgs
 }
 
 // who renders an answering person: a Slack user recorded as
@@ -125,6 +314,9 @@ func who(by string) string {
 
 // short renders a duration without its zero tail: 30m, 1h, 1h30m, 1.5s.
 func short(d time.Duration) string {
+	if d > time.Minute {
+		d = d.Round(time.Second) // a quarter of a step's timeout is not round
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -142,7 +334,11 @@ func stamp(t time.Time) string {
 // waiting says who waits for the answer, with a link to each task's page.
 func (b *Bot) waiting(m *message) string {
 	var tasks []string
-	for _, mb := range m.Members {
+	for i, mb := range m.Members {
+		if i == maxListed {
+			tasks = append(tasks, fmt.Sprintf("and %d more", len(m.Members)-maxListed))
+			break
+		}
 		name := "`" + mb.TaskID + "`"
 		if u := b.taskURL(mb.TaskID); u != "" {
 			name = "<" + u + "|" + mb.TaskID + ">"
@@ -154,52 +350,72 @@ func (b *Bot) waiting(m *message) string {
 		s = fmt.Sprintf("Waiting: %d tasks — one answer answers them all: %s", len(m.Members), strings.Join(tasks, ", "))
 	}
 	if m.Batch != "" {
-		s += " · batch `" + escape(m.Batch) + "`"
+		batch, _ := clipMrkdwn(escape(m.Batch), 200)
+		s += " · batch `" + batch + "`"
 	}
 	return s
 }
 
-func (b *Bot) buttons(m *message) []slack.BlockElement {
+// buttons are the message's answers: a button per option (at most
+// maxButtons), or a menu of them (at most Slack's 100), or none when there
+// are more; "Other…" without options; and "On it".
+func (b *Bot) buttons(m *message, l layout) []slack.BlockElement {
 	var els []slack.BlockElement
-	for i, o := range m.Options {
-		if i == maxButtons {
-			break
+	isDefault := func(o string) bool { return m.Default != nil && *m.Default == o }
+	switch {
+	case l.typed:
+	case l.menu:
+		var opts []*slack.OptionBlockObject
+		for i, o := range m.Options {
+			label := fmt.Sprintf("%d. %s", i+1, o)
+			if isDefault(o) {
+				label = clip(label, limitOptionText-len(" (default)")) + " (default)"
+			}
+			opts = append(opts, slack.NewOptionBlockObject(m.ID+":"+strconv.Itoa(i), plain(label, limitOptionText), nil))
 		}
-		label := o
-		btn := slack.NewButtonBlockElement(actionAnswer+strconv.Itoa(i), m.ID+":"+strconv.Itoa(i), plain(label))
-		if m.Default != nil && *m.Default == o {
-			btn = slack.NewButtonBlockElement(actionAnswer+strconv.Itoa(i), m.ID+":"+strconv.Itoa(i), plain(label+" (default)"))
-			btn.Style = slack.StylePrimary
+		els = append(els, slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(fmt.Sprintf("Choose one of %d answers", len(m.Options)), limitPlaceholder), actionChoose, opts...))
+	default:
+		for i, o := range m.Options {
+			label := o
+			if l.list != nil { // numbered, to find it whole in the list above
+				label = fmt.Sprintf("%d. %s", i+1, o)
+			}
+			btn := slack.NewButtonBlockElement(actionAnswer+strconv.Itoa(i), m.ID+":"+strconv.Itoa(i), plain(label, limitButtonText))
+			if isDefault(o) {
+				btn.Text = plain(clip(label, limitButtonText-len(" (default)"))+" (default)", limitButtonText)
+				btn.Style = slack.StylePrimary
+			}
+			els = append(els, btn)
 		}
-		els = append(els, btn)
 	}
 	// Free text only fits a question without options: with options an
 	// answer must be one of them.
 	if len(m.Options) == 0 {
-		els = append(els, slack.NewButtonBlockElement(actionOther, m.ID, plain("Other…")))
+		els = append(els, slack.NewButtonBlockElement(actionOther, m.ID, plain("Other…", limitButtonText)))
 	}
 	// Acknowledging stops the reminders; once someone has, the button
 	// goes.
 	if m.Acked == nil {
-		els = append(els, slack.NewButtonBlockElement(actionAck, m.ID, plain("On it")))
+		els = append(els, slack.NewButtonBlockElement(actionAck, m.ID, plain("On it", limitButtonText)))
 	}
 	return els
 }
 
 // form is the "Other…" modal.
 func form(m *message) slack.ModalViewRequest {
-	input := slack.NewPlainTextInputBlockElement(plain("Your answer"), "text")
+	input := slack.NewPlainTextInputBlockElement(plain("Your answer", limitPlaceholder), "text")
 	input.Multiline = true
+	q, _ := clipMrkdwn(escape(m.Question), textBudget-2)
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
-		Title:           plain("Answer the question"),
-		Submit:          plain("Answer"),
-		Close:           plain("Cancel"),
+		Title:           plain("Answer the question", 24),
+		Submit:          plain("Answer", 24),
+		Close:           plain("Cancel", 24),
 		CallbackID:      callbackForm,
 		PrivateMetadata: m.ID,
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(mrkdwn("*"+escape(m.Question)+"*"), nil, nil),
-			slack.NewInputBlock("answer", plain("Answer"), nil, input),
+			section("*" + q + "*"),
+			slack.NewInputBlock("answer", plain("Answer", 2000), nil, input),
 		}},
 	}
 }

@@ -108,8 +108,9 @@ func (b *Bot) remindDue(ctx context.Context) {
 		if m.Next != "" {
 			next = "it goes to `" + m.Next + "`"
 		}
+		q, _ := clipMrkdwn(escape(m.Question), 300)
 		text := fmt.Sprintf(":alarm_clock: Reminder: still waiting for an answer to *%s*. At %s %s.",
-			escape(m.Question), stamp(m.Deadline), next)
+			q, stamp(m.Deadline), next)
 		if left == 0 {
 			text += " This is the last reminder here."
 		}

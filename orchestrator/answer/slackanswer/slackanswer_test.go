@@ -43,6 +43,9 @@ type fixture struct {
 	srv  *httptest.Server
 	// tweak changes the bot's configuration before it starts.
 	tweak func(*Config)
+	// refusals is set by a test that makes Slack refuse calls: every other
+	// test fails on any call the strict fake refused.
+	refusals bool
 }
 
 var seq atomic.Int64
@@ -79,6 +82,14 @@ func newFixture(t *testing.T, tweak ...func(*Config)) *fixture {
 		f.bot.Handler().ServeHTTP(w, r) // the current bot, across restarts
 	}))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() {
+		if f.refusals {
+			return
+		}
+		for _, c := range f.fake.Refused() {
+			t.Errorf("Slack (the strict fake) refused %s: %s %q; blocks: %s", c.Method, c.Error, c.Messages, c.Params.Get("blocks"))
+		}
+	})
 	return f
 }
 
@@ -218,7 +229,7 @@ func (f *fixture) updated(ts, want string) slackfake.Call {
 	})
 	waitFor(f.t, fmt.Sprintf("chat.update of %s saying %q", ts, want), func() bool {
 		for _, c := range f.fake.Calls("chat.update") {
-			if c.Status == http.StatusOK && c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
+			if c.OK() && c.Params.Get("ts") == ts && strings.Contains(c.Params.Get("blocks"), want) {
 				call = c
 				return true
 			}
@@ -233,7 +244,7 @@ func (f *fixture) ephemeral(user, want string) {
 	f.t.Helper()
 	waitFor(f.t, fmt.Sprintf("an ephemeral reply to %s saying %q", user, want), func() bool {
 		for _, c := range f.fake.Calls("chat.postEphemeral") {
-			if c.Status == http.StatusOK && c.Params.Get("user") == user && strings.Contains(c.Params.Get("text"), want) {
+			if c.OK() && c.Params.Get("user") == user && strings.Contains(c.Params.Get("text"), want) {
 				return true
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/wire"
 )
 
 // message is one question posted to Slack: a task's round, or the rounds
@@ -46,6 +47,12 @@ type message struct {
 	Reminded  bool      `json:"reminded,omitempty"`
 	Next      string    `json:"next"`
 	Escalated bool      `json:"escalated,omitempty"`
+	// IfUnanswered is what happens to the question if nobody answers, and
+	// when (the round's, kept current as the task changes).
+	IfUnanswered *wire.IfUnanswered `json:"if_unanswered,omitempty"`
+	// Whole: the question did not fit whole in the message, and its
+	// whole text was posted in the thread.
+	Whole bool `json:"whole,omitempty"`
 	// Acked is who clicked "On it" first, and when: the reminders stop.
 	Acked *acked `json:"acked,omitempty"`
 	// Done: every member is answered or closed; the buttons are gone.

@@ -17,7 +17,7 @@ import (
 // error message of the next one.
 func lockDataDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, "lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock data dir: %w", err)
 	}

@@ -72,6 +72,9 @@ func runnerCollectors(r *runner.Runner, id string, slots int) []prometheus.Colle
 			// Active, not InUse: InUse also counts the slot held while
 			// waiting for the next request.
 			func() float64 { return float64(len(r.Active())) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agora_runner_egress_denied_total", ConstLabels: labels,
+			Help: "Requests the egress proxies of this runner's dispatches refused (network egress), since it started."},
+			func() float64 { return float64(r.EgressDenied()) }),
 	}
 }
 

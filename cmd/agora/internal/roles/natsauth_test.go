@@ -83,7 +83,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 
 	// The runner may not write the orchestrator's buckets.
-	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket}
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket}
 	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
 		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
 	}

@@ -13,7 +13,8 @@
 // agora_answer_wait_seconds, agora_task_rounds,
 // agora_dispatch_duration_seconds{outcome} — computed from the stored tasks
 // at each scrape — agora_runner_slots{runner},
-// agora_runner_slots_in_use{runner}, and the Go and process collectors.
+// agora_runner_slots_in_use{runner}, agora_runner_egress_denied_total{runner},
+// and the Go and process collectors.
 //
 // It holds no logic of its own beyond the wiring, the defaults, the data
 // dir layout and the metrics. Nothing in the module below cmd imports it.
@@ -39,6 +40,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/compute/ecs"
+	"github.com/agoradev/agora/internal/httplimit"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/storage"
@@ -211,6 +213,9 @@ type Config struct {
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
 	MaxWorkspaceBytes int64
+	// EgressUplink is the network egress proxies reach their hosts
+	// through; "" means runner.DefaultEgressUplink.
+	EgressUplink string
 	// WorkerEnv is extra KEY=value lines for every worker, e.g. credentials
 	// for aws-sm: secret refs; never passed on to sub-agents.
 	WorkerEnv []string
@@ -427,8 +432,8 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if cfg.local() {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			return s, fmt.Errorf("data dir: %w", err)
+		if err := privateDataDir(cfg.DataDir, s.log); err != nil {
+			return s, err
 		}
 		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 			return s, err
@@ -478,7 +483,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		}
 	}
 	if s.ln != nil {
-		if err := s.serve(); err != nil {
+		if err := s.serve(ctx); err != nil {
 			return s, err
 		}
 	}
@@ -681,6 +686,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		MaxPids:           s.cfg.Max.Pids,
 		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
 		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
+		EgressUplink:      s.cfg.EgressUplink,
 		AllowHostNetwork:  s.cfg.Max.AllowHostNetwork,
 		Bus:               s.runnerBus,
 		WorkerNATSSigner:  signer,
@@ -700,7 +706,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 
 // serve starts the HTTP server on the listener bound in Start: /metrics,
 // and the API when the orchestrator runs.
-func (s *Stack) serve() error {
+func (s *Stack) serve(ctx context.Context) error {
 	mux := http.NewServeMux()
 	// One token rule for everything this listener serves.
 	auth, err := api.NewAuthLocal(s.cfg.Tokens, s.cfg.LocalSecrets)
@@ -715,6 +721,12 @@ func (s *Stack) serve() error {
 		mux.Handle("GET /metrics", m)
 	}
 	if s.orch != nil {
+		// Signing out ends a session on every replica of this bus.
+		sessions, err := orchestrator.OpenSessions(ctx, s.bus)
+		if err != nil {
+			return err
+		}
+		auth.UseSessionStore(sessions)
 		var reg api.Registry
 		if s.reg != nil { // a nil *Registry in the interface would not be nil
 			reg = s.reg
@@ -748,7 +760,10 @@ func (s *Stack) serve() error {
 	// by a client following /v1/events.
 	streams, end := context.WithCancel(context.Background())
 	s.endStreams = end
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// Every body is capped (the largest route's cap: a capability upload;
+	// each route caps its own lower) and must arrive within its deadline.
+	handler := httplimit.Bodies(mux, registry.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
+	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	srv, ln := s.srv, s.ln
 	go func() {
@@ -936,7 +951,7 @@ func runnerID(dataDir, runnerDir string) (string, error) {
 		_, _ = rand.Read(suffix[:]) // never fails
 		id = host + "-" + hex.EncodeToString(suffix[:])
 	}
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("runner id: %w", err)
 	}
 	return id, nil

@@ -130,6 +130,7 @@ func TestServeStopRestart(t *testing.T) {
 		`agora_dispatch_duration_seconds_count{outcome="finished"} 1`,
 		`agora_dispatch_duration_seconds_count{outcome="needs_input"} 1`,
 		fmt.Sprintf(`agora_runner_slots{runner=%q} 2`, id),
+		fmt.Sprintf(`agora_runner_egress_denied_total{runner=%q} 0`, id),
 		`go_goroutines `,
 	)
 	// The runner lets go of the slot after the terminal event, once the

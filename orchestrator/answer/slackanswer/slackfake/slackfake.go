@@ -1,8 +1,10 @@
 // Package slackfake is a Slack Web API on loopback for tests: it answers
 // the methods the Slack answerer calls (auth.test, chat.postMessage,
 // chat.update, chat.postEphemeral, views.open, users.info,
-// usergroups.users.list), records every call with its time, can answer
-// 429 with a Retry-After of any length on any method, and builds the
+// usergroups.users.list), refuses a message or a modal that breaks one of
+// Slack's documented Block Kit limits as Slack does (limits.go), records
+// every call with its time, can answer 429 with a Retry-After of any
+// length on any method or any Slack error (Refuse), and builds the
 // signed interaction payloads and Events API events Slack would POST to
 // the interactivity and events endpoints (or send over Socket Mode). Slack itself cannot be reached from the
 // machines agora is tested on; slack-go's slacktest lacks chat.update,
@@ -40,7 +42,18 @@ type Call struct {
 	// when rate limited, else 200).
 	At     time.Time
 	Status int
+	// Error is the error Slack's answer carried ("" when ok), Errors and
+	// Messages its "errors" and response_metadata "messages" (for
+	// invalid_blocks, one per broken limit, with its JSON pointer).
+	Error            string
+	Errors, Messages []string
+	// Truncated: the top-level text was longer than 40,000 characters and
+	// was cut, as Slack cuts it (warning message_truncated).
+	Truncated bool
 }
+
+// OK reports whether the call went through: not rate limited, not refused.
+func (c Call) OK() bool { return c.Status == http.StatusOK && c.Error == "" }
 
 // Button is one button of a message's blocks.
 type Button struct {
@@ -81,6 +94,100 @@ func (c Call) Buttons() []Button {
 	return out
 }
 
+// Select is one static_select menu of a message's blocks.
+type Select struct {
+	ActionID, Placeholder string
+	Options               []Option
+}
+
+// Option is one option of a select menu.
+type Option struct{ Text, Value string }
+
+// Selects returns the static_select menus of the call's "blocks".
+func (c Call) Selects() []Select {
+	var out []Select
+	walkBlocks(c.Params.Get("blocks"), func(v map[string]any) bool {
+		if v["type"] != "static_select" {
+			return false
+		}
+		s := Select{}
+		s.ActionID, _ = v["action_id"].(string)
+		s.Placeholder = textOf(v["placeholder"])
+		opts, _ := v["options"].([]any)
+		for _, o := range opts {
+			om, _ := o.(map[string]any)
+			val, _ := om["value"].(string)
+			s.Options = append(s.Options, Option{Text: textOf(om["text"]), Value: val})
+		}
+		out = append(out, s)
+		return true
+	})
+	return out
+}
+
+// Texts returns the text of every section, context and header of the
+// call's "blocks", in order: what a person reads in the message (buttons
+// and menus aside).
+func (c Call) Texts() []string {
+	var out []string
+	var bl []any
+	if json.Unmarshal([]byte(c.Params.Get("blocks")), &bl) != nil {
+		return nil
+	}
+	for _, b := range bl {
+		bm, _ := b.(map[string]any)
+		switch bm["type"] {
+		case "section", "header":
+			if t := textOf(bm["text"]); t != "" {
+				out = append(out, t)
+			}
+			fields, _ := bm["fields"].([]any)
+			for _, f := range fields {
+				out = append(out, textOf(f))
+			}
+		case "context":
+			els, _ := bm["elements"].([]any)
+			for _, e := range els {
+				if t := textOf(e); t != "" {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func textOf(v any) string {
+	m, _ := v.(map[string]any)
+	s, _ := m["text"].(string)
+	return s
+}
+
+// walkBlocks calls fn on every object of the blocks JSON; fn returns true
+// to not descend into the object.
+func walkBlocks(blocks string, fn func(map[string]any) bool) {
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if fn(v) {
+				return
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	var root any
+	if json.Unmarshal([]byte(blocks), &root) == nil {
+		walk(root)
+	}
+}
+
 // Server is the fake. Use New; URL is what slack.OptionAPIURL takes.
 type Server struct {
 	srv *httptest.Server
@@ -89,6 +196,7 @@ type Server struct {
 	calls     []Call
 	seq       int
 	limited   map[string]limit
+	refusals  map[string][]*refusal
 	users     map[string]User
 	groups    map[string][]string
 	sock      *websocket.Conn // the Socket Mode connection, once dialled
@@ -98,7 +206,7 @@ type Server struct {
 
 // New starts a fake on loopback, closed at the end of the test.
 func New(t testing.TB) *Server {
-	s := &Server{limited: map[string]limit{}, users: map[string]User{}, groups: map[string][]string{}}
+	s := &Server{limited: map[string]limit{}, refusals: map[string][]*refusal{}, users: map[string]User{}, groups: map[string][]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	t.Cleanup(func() { // before Close: it does not wait for hijacked connections
@@ -154,6 +262,30 @@ func (s *Server) RateLimitFor(method string, n, retryAfter int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.limited[method] = limit{n: n, retryAfter: retryAfter}
+}
+
+// Refuse makes the next n calls of method answer Slack's error code, with
+// errs as its "errors" and, each prefixed "[ERROR] ", as its
+// response_metadata "messages" — the shape of Slack's own refusals:
+//
+//	{"ok":false,"error":"invalid_blocks","errors":["…"],"response_metadata":{"messages":["[ERROR] …"]}}
+func (s *Server) Refuse(method string, n int, code string, errs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.refusals[method] = append(s.refusals[method], refused(code, errs))
+	}
+}
+
+// Refused returns the calls Slack's rules (or Refuse) refused.
+func (s *Server) Refused() []Call {
+	var out []Call
+	for _, c := range s.Calls("") {
+		if c.Error != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Calls returns the recorded calls of method ("" for all), oldest first.
@@ -247,6 +379,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"ok":false,"error":"ratelimited"}`)
 		return
 	}
+	call := &s.calls[len(s.calls)-1]
+	var refusal *refusal
+	if q := s.refusals[method]; len(q) > 0 {
+		refusal, s.refusals[method] = q[0], q[1:]
+	} else {
+		switch method {
+		case "chat.postMessage", "chat.update", "chat.postEphemeral":
+			refusal = checkMessage(method, params)
+		case "views.open":
+			refusal = checkView(params.Get("view"))
+		}
+	}
+	if refusal != nil {
+		call.Error, call.Errors, call.Messages = refusal.code, refusal.errors, refusal.messages
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(refusal.body())
+		return
+	}
+	var warn map[string]any
+	if t := params.Get("text"); chars(t) > MaxMessageText && strings.HasPrefix(method, "chat.") {
+		call.Truncated = true
+		params.Set("text", string([]rune(t)[:MaxMessageText]))
+		warn = map[string]any{"warnings": []string{truncatedWarning}, "messages": []string{truncatedMessage}}
+	}
 	s.seq++
 	ts := fmt.Sprintf("1700000000.%06d", s.seq)
 	users, groups := s.users, s.groups
@@ -287,6 +444,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if _, ok := resp["ok"]; !ok {
 		resp["ok"] = true
+	}
+	if warn != nil {
+		resp["response_metadata"] = warn
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
@@ -420,6 +580,27 @@ func Click(userID, userName, channel, ts string, b Button) map[string]any {
 		"message":   map[string]any{"ts": ts},
 		"actions": []any{map[string]any{"type": "button", "block_id": "answers", "action_id": b.ActionID, "value": b.Value,
 			"action_ts": ts}},
+	}
+}
+
+// Choose is the block_actions payload of user choosing the option of
+// value in the static_select menu sel of the message at channel/ts.
+func Choose(userID, userName, channel, ts string, sel Select, value string) map[string]any {
+	text := ""
+	for _, o := range sel.Options {
+		if o.Value == value {
+			text = o.Text
+		}
+	}
+	return map[string]any{
+		"type": "block_actions", "trigger_id": "trig-" + ts + "-" + sel.ActionID + "-" + userID,
+		"user":      map[string]any{"id": userID, "username": userName, "name": userName},
+		"channel":   map[string]any{"id": channel},
+		"container": map[string]any{"type": "message", "message_ts": ts, "channel_id": channel},
+		"message":   map[string]any{"ts": ts},
+		"actions": []any{map[string]any{"type": "static_select", "block_id": "answers", "action_id": sel.ActionID,
+			"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": text}, "value": value},
+			"action_ts":       ts}},
 	}
 }
 

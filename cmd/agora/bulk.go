@@ -1,0 +1,221 @@
+package main
+
+// Bulk operations: cancel, respawn and rm of every task a selector picks
+// (--batch, --label, --state), and batch cancel|retry. The selection is
+// read first, page by page through the API's list, and counted; nothing
+// changes until it is confirmed on a terminal or by --yes. Each task is
+// then changed through its own endpoint, a few at a time, so the token's
+// scope holds for each as for one (docs/orchestrator.md#bulk-operations).
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/wire"
+)
+
+// selectorFlags are a bulk verb's --batch, --label, --state and --yes.
+type selectorFlags struct {
+	batch  string
+	labels []string
+	states []string
+	yes    bool
+}
+
+func newSelectorFlags(fs *flag.FlagSet, verb string) *selectorFlags {
+	s := &selectorFlags{}
+	fs.StringVar(&s.batch, "batch", "", "act on the tasks of batch `ID` (the label "+wire.BatchLabel+"=ID)")
+	fs.StringArrayVar(&s.labels, "label", nil, "act on the tasks labelled `KEY=VALUE` (repeat: all of them)")
+	fs.StringArrayVar(&s.states, "state", nil, "act on the tasks in `STATE` (repeat: any of them)")
+	fs.BoolVar(&s.yes, "yes", false, verb+" what the selector picks without asking (scripts; without a terminal it is required)")
+	return s
+}
+
+func (s *selectorFlags) selector() (client.Selector, error) {
+	sel := client.Selector{Batch: s.batch, Labels: s.labels}
+	for _, st := range s.states {
+		sel.States = append(sel.States, wire.State(st))
+	}
+	if s.batch != "" && !batchIDPattern.MatchString(s.batch) {
+		return sel, usagef("--batch %q: want a batch id (letters, digits, '-' and '_')", s.batch)
+	}
+	if err := sel.Check(); err != nil {
+		return sel, usagef("--%v", err)
+	}
+	return sel, nil
+}
+
+// bulkOp is one verb's bulk form.
+type bulkOp struct {
+	verb, done string // cancel, cancelled
+	// fits reports whether the verb applies to a task in state; the others
+	// are left alone and counted, with why.
+	fits  func(wire.State) bool
+	other string
+	call  func(ctx context.Context, c *client.Client, id string) (*wire.Task, error)
+}
+
+var (
+	bulkCancel = bulkOp{verb: "cancel", done: "cancelled", fits: func(s wire.State) bool { return !s.Terminal() },
+		other: "already ended", call: func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) { return c.Cancel(ctx, id) }}
+	bulkRespawn = bulkOp{verb: "respawn", done: "respawned", fits: func(s wire.State) bool {
+		return s == wire.StateFailed || s == wire.StateCancelled || s == wire.StateExpired
+	}, other: "not failed, cancelled or expired", call: func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) }}
+	bulkRemove = bulkOp{verb: "remove", done: "removed", fits: func(wire.State) bool { return true },
+		call: func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) {
+			return nil, c.Remove(ctx, id)
+		}}
+)
+
+// bulkReport is a bulk verb's --json output.
+type bulkReport struct {
+	Operation string `json:"operation"`
+	Selector  string `json:"selector"`
+	// Matched counts the tasks the selector picked; LeftAlone those the
+	// operation does not apply to (not sent).
+	Matched   int               `json:"matched"`
+	LeftAlone int               `json:"left_alone"`
+	Done      int               `json:"done"`
+	Skipped   int               `json:"skipped"`
+	Failed    int               `json:"failed"`
+	Results   []client.BulkItem `json:"results"`
+}
+
+// bulkMain selects, counts, confirms and acts.
+func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel client.Selector, yes bool, stdout, stderr io.Writer) error {
+	picked, err := c.Select(ctx, sel)
+	if err != nil {
+		return a.explain(err, "")
+	}
+	var ids []string
+	for _, p := range picked {
+		if op.fits(p.State) {
+			ids = append(ids, p.TaskID)
+		}
+	}
+	rep := bulkReport{Operation: op.verb, Selector: sel.String(), Matched: len(picked), LeftAlone: len(picked) - len(ids), Results: []client.BulkItem{}}
+	count := fmt.Sprintf("%d task%s match %s", len(picked), pluralS(len(picked)), sel)
+	if rep.LeftAlone > 0 {
+		count += fmt.Sprintf("; %d %s, left alone", rep.LeftAlone, op.other)
+	}
+	if len(ids) == 0 {
+		if a.json {
+			return writeJSON(stdout, rep)
+		}
+		fmt.Fprintf(stdout, "%s; nothing to %s\n", count, op.verb)
+		return nil
+	}
+	if !yes {
+		if err := confirm(os.Stdin, isTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stderr, "%s: %s\n", op.verb, count)
+	}
+	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: bulkProgress(stderr, op, len(ids))},
+		func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
+	for _, it := range rep.Results {
+		switch it.Result {
+		case client.BulkDone:
+			rep.Done++
+		case client.BulkSkipped:
+			rep.Skipped++
+		default:
+			rep.Failed++
+		}
+	}
+	if a.json {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		writeBulkSummary(stdout, op, rep)
+	}
+	if rep.Failed > 0 {
+		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), pluralS(len(ids)), op.done)}
+	}
+	return nil
+}
+
+// bulkProgress redraws "cancel: 500/1963" in place on a terminal, at
+// most every 100 ms, and clears it at the end; nil elsewhere (the summary
+// follows).
+func bulkProgress(w io.Writer, op bulkOp, total int) func(client.BulkItem) {
+	if !isTTY(w) {
+		return nil
+	}
+	done, last := 0, time.Time{}
+	return func(client.BulkItem) {
+		done++
+		switch {
+		case done == total:
+			fmt.Fprint(w, "\r\x1b[K")
+		case time.Since(last) >= 100*time.Millisecond:
+			last = time.Now()
+			fmt.Fprintf(w, "\r\x1b[K%s: %d/%d", op.verb, done, total)
+		}
+	}
+}
+
+// confirm shows the count and asks on a terminal, wanting y or yes;
+// without a terminal it refuses in one line, saying to add --yes.
+func confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) error {
+	if !tty {
+		return usagef("%s; nothing changed: no terminal on stdin to confirm on, so add --yes to %s them", count, verb)
+	}
+	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, pluralS(n))
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
+		return nil
+	}
+	return exitOutcome{code: 1, msg: "not confirmed; nothing changed"}
+}
+
+// writeBulkSummary writes the counts, then the tasks that were not
+// changed, grouped by why.
+func writeBulkSummary(w io.Writer, op bulkOp, r bulkReport) {
+	fmt.Fprintf(w, "%s %d of %d task%s (%s)", op.done, r.Done, r.Matched, pluralS(r.Matched), r.Selector)
+	if r.LeftAlone > 0 {
+		fmt.Fprintf(w, " · %d %s, left alone", r.LeftAlone, op.other)
+	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, " · %d skipped", r.Skipped)
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(w, " · %d failed", r.Failed)
+	}
+	fmt.Fprintln(w)
+	type group struct {
+		result, err string
+		ids         []string
+	}
+	var groups []*group
+	for _, it := range r.Results {
+		if it.Result == client.BulkDone {
+			continue
+		}
+		// One line per cause, not per task: the task's id is left out.
+		why := strings.ReplaceAll(it.Error, it.TaskID, "…")
+		if it.Result == client.BulkSkipped {
+			why = "its state changed meanwhile"
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.result == it.Result && g.err == why })
+		if i < 0 {
+			groups = append(groups, &group{result: it.Result, err: why})
+			i = len(groups) - 1
+		}
+		groups[i].ids = append(groups[i].ids, it.TaskID)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "  %s, %d task%s (%s): %s\n", g.result, len(g.ids), pluralS(len(g.ids)), taskList(g.ids, 60), g.err)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/orchestrator/api"
+)
+
+// tokenFlags are the bearer tokens a server accepts, as an operator keeps
+// secrets: --tokens-file FILE (default $AGORA_TOKENS_FILE), $AGORA_TOKENS,
+// and --token, which still works but shows the secret to every local user
+// in the process list.
+type tokenFlags struct {
+	flags multiFlag
+	file  string
+}
+
+func (t *tokenFlags) register(fs *flag.FlagSet, usage string) {
+	fs.Var(&t.flags, "token", usage+"; --tokens-file or $AGORA_TOKENS keep it out of the process list")
+	fs.StringVar(&t.file, "tokens-file", "", "accept the tokens in `FILE`, one a line: NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE] ('agora token create' makes one), # comments; mode 0600 or stricter (default $AGORA_TOKENS_FILE)")
+}
+
+// tokens are every token given: the flags', the file's and $AGORA_TOKENS'
+// (white-space separated).
+func (t *tokenFlags) tokens(environ []string) ([]string, error) {
+	out := append([]string(nil), t.flags...)
+	file := t.file
+	if file == "" {
+		file = getenv(environ, "AGORA_TOKENS_FILE")
+	}
+	if file != "" {
+		fromFile, err := readTokensFile(file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fromFile...)
+	}
+	out = append(out, strings.Fields(getenv(environ, "AGORA_TOKENS"))...)
+	return out, nil
+}
+
+// readTokensFile reads a tokens file, refusing one other users may read.
+func readTokensFile(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, usagef("--tokens-file: %v", err)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return nil, usagef("--tokens-file %s is mode %#o, readable by other users: chmod 600 %s", path, perm, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("--tokens-file: %v", err)
+	}
+	tokens, err := api.ParseTokensFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, usagef("--tokens-file %s: %v", path, err)
+	}
+	return tokens, nil
+}
+
+// runToken makes a strong token: the secret, shown once, and the line for
+// a tokens file, which holds only its hash.
+func runToken(_ context.Context, args, _ []string, stdout, stderr io.Writer) int {
+	return exitCode(stderr, "agora token", tokenMain(args, stdout))
+}
+
+const tokenSynopsis = "agora token create NAME [--role admin|answerer|submitter] [--json]"
+
+func tokenMain(args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return usagef("want 'create NAME': usage: %s", tokenSynopsis)
+	}
+	fs := flag.NewFlagSet("agora token create", flag.ContinueOnError)
+	var roles []string
+	fs.StringSliceVar(&roles, "role", nil, "give the token `ROLE` (admin, answerer or submitter; repeatable); none: a submitter, which sees its own tasks")
+	asJSON := fs.Bool("json", false, "print JSON: name, secret, tokens_file_line")
+	pos, err := parseArgs(fs, tokenSynopsis, args[1:], stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one NAME (the identity its actions are recorded as): usage: %s", tokenSynopsis)
+	}
+	name := pos[0]
+	var raw [32]byte
+	_, _ = rand.Read(raw[:]) // never fails
+	secret := "agora_" + base64.RawURLEncoding.EncodeToString(raw[:])
+	sum := sha256.Sum256([]byte(secret))
+	line := name + ":sha256=" + hex.EncodeToString(sum[:])
+	if len(roles) > 0 {
+		line += ":" + strings.Join(roles, ",")
+	}
+	// The line must read back as the token it stands for.
+	if _, err := api.NewAuth([]string{line}); err != nil {
+		return usagef("%v", err)
+	}
+	if *asJSON {
+		return writeJSON(stdout, map[string]string{"name": name, "secret": secret, "tokens_file_line": line})
+	}
+	fmt.Fprintf(stdout, "secret:           %s\n", secret)
+	fmt.Fprintf(stdout, "tokens-file line: %s\n", line)
+	fmt.Fprintf(stdout, "\nGive the secret to %s (it is shown only now); add the line to the server's --tokens-file.\n", name)
+	return nil
+}
