@@ -241,6 +241,9 @@ type Bus struct {
 	// runner, when set, is the runner whose subject events are published
 	// on (AsRunner).
 	runner string
+	// runners is RunnerBucket, once opened (CheckRunnerEvent).
+	runnersMu sync.Mutex
+	runners   jetstream.KeyValue
 }
 
 // Connect connects to the NATS server at url. It returns once the first

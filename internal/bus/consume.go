@@ -308,42 +308,119 @@ func laneOf(dispatchID string, n int) int {
 }
 
 // ErrNotClaimant means an event came on a runner's subject
-// (RunnerEventSubject) while another runner, or none, holds the
-// dispatch's claim: it is refused and parked, never applied.
+// (RunnerEventSubject) from a runner that does not hold the dispatch: it is
+// refused and parked, never applied.
 var ErrNotClaimant = errors.New("the runner does not hold the dispatch's claim")
 
-// CheckRunnerEvent reports whether runnerID may have sent ev: it holds
-// ev's dispatch's claim (running, or settled as lost by it), or the claim
-// is a cancel's and ev is that dispatch.cancelled (the runner that met the
-// cancel makes sure the event exists). ErrNotClaimant otherwise; another
-// error when the claim could not be read.
+// RunnerBucket records, per dispatch, the runner whose events the
+// orchestrator accepted first: only the orchestrator writes it, so a runner
+// that rewrites another's claim in agora_claims (which every runner
+// writes) does not become that dispatch's runner.
+const RunnerBucket = "agora_dispatch_runners"
+
+// CheckRunnerEvent reports whether runnerID may have sent ev, and records
+// it as the dispatch's runner when it is the first: ErrNotClaimant when
+// not; another error when the claim or the record could not be read.
+//
+//   - Once a runner's event was accepted for a dispatch, only that
+//     runner's events count — but for a dispatch.failed worker-lost from
+//     the runner that took over the claim as lost (its runner stopped
+//     renewing it), which then becomes the dispatch's runner.
+//   - Before, the runner must hold the dispatch's claim.
+//   - A dispatch.cancelled counts from any runner when a cancel claimed
+//     the dispatch before any runner (the runner that met the cancel makes
+//     sure the event exists).
 func (b *Bus) CheckRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string) error {
+	return b.checkRunnerEvent(ctx, ev, runnerID, true)
+}
+
+func (b *Bus) checkRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string, record bool) error {
 	c, err := b.GetClaim(ctx, ev.DispatchID)
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return err
 	}
-	if claimAllows(c, ev, runnerID) {
-		return nil
-	}
-	switch {
-	case c == nil:
-		return fmt.Errorf("%s of %s from runner %s: %w (no claim)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
-	case c.State == ClaimCancelled:
+	if c != nil && c.State == ClaimCancelled {
+		if ev.Kind == schemas.KindCancelled {
+			return nil
+		}
 		return fmt.Errorf("%s of %s from runner %s: %w (cancelled before any runner took it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
-	default:
-		return fmt.Errorf("%s of %s from runner %s: %w (runner %s holds it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, c.Runner)
 	}
+	kv, err := b.runnersKV(ctx, record)
+	if err != nil {
+		return err
+	}
+	for range 2 {
+		pinned := ""
+		if kv != nil {
+			e, err := kv.Get(ctx, ev.DispatchID)
+			switch {
+			case err == nil:
+				pinned = string(e.Value())
+			case !errors.Is(err, jetstream.ErrKeyNotFound):
+				return fmt.Errorf("read the runner of %s: %w", ev.DispatchID, err)
+			}
+		}
+		switch {
+		case pinned == runnerID:
+			return nil
+		case pinned != "" && lostTakeover(c, ev, runnerID):
+			if record {
+				if _, err := kv.Put(ctx, ev.DispatchID, []byte(runnerID)); err != nil {
+					return fmt.Errorf("record the runner of %s: %w", ev.DispatchID, err)
+				}
+			}
+			return nil
+		case pinned != "":
+			return fmt.Errorf("%s of %s from runner %s: %w (runner %s runs it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, pinned)
+		case c == nil:
+			return fmt.Errorf("%s of %s from runner %s: %w (no claim)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
+		case c.Runner != runnerID:
+			return fmt.Errorf("%s of %s from runner %s: %w (runner %s holds it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, c.Runner)
+		case !record:
+			return nil
+		}
+		_, err := kv.Create(ctx, ev.DispatchID, []byte(runnerID))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("record the runner of %s: %w", ev.DispatchID, err)
+		}
+		// Another replica recorded one meanwhile: check against it.
+	}
+	return fmt.Errorf("record the runner of %s: it keeps changing", ev.DispatchID)
 }
 
-// claimAllows is CheckRunnerEvent's rule: runnerID holds c, or c is a
-// cancel's and ev the cancelled event.
-func claimAllows(c *Claim, ev schemas.Event, runnerID string) bool {
-	switch {
-	case c == nil:
-		return false
-	case c.State == ClaimCancelled:
-		return ev.Kind == schemas.KindCancelled
-	default:
-		return c.Runner == runnerID
+// lostTakeover reports a worker-lost failure from the runner that took the
+// claim over as lost.
+func lostTakeover(c *Claim, ev schemas.Event, runnerID string) bool {
+	return c != nil && c.State == ClaimLost && c.Runner == runnerID && ev.Kind == schemas.KindFailed &&
+		ev.Failure != nil && ev.Failure.Reason == schemas.ReasonWorkerLost
+}
+
+// runnersKV is RunnerBucket, made when create (the orchestrator's
+// consumer); nil when it does not exist and create is false.
+func (b *Bus) runnersKV(ctx context.Context, create bool) (jetstream.KeyValue, error) {
+	b.runnersMu.Lock()
+	defer b.runnersMu.Unlock()
+	if b.runners != nil {
+		return b.runners, nil
 	}
+	kv, err := b.js.KeyValue(ctx, RunnerBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
+		kv, err = b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      RunnerBucket,
+			Description: "which runner's events count for which dispatch",
+			Storage:     jetstream.FileStorage,
+			TTL:         30 * 24 * time.Hour,
+		})
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", RunnerBucket, err)
+	}
+	b.runners = kv
+	return kv, nil
 }

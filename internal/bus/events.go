@@ -106,8 +106,6 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 		return nil, err
 	}
 	events := make([]schemas.Event, 0, len(stored))
-	var claim *Claim
-	claimRead := false
 	for _, se := range stored {
 		log := b.log.With("dispatch_id", dispatchID, "seq", se.Sequence, "kind", se.Kind)
 		if !se.Kind.Known() {
@@ -124,18 +122,17 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 			continue
 		}
 		// Another runner's event counts only as the orchestrator counts
-		// it: from the runner that holds the claim (CheckRunnerEvent). So
-		// a runner cannot make another believe its dispatch settled.
+		// it (CheckRunnerEvent). A runner counts none but its own: so no
+		// runner can make another believe its dispatch settled.
 		if _, runner, _ := ParseEventSubject(se.Subject); runner != "" && runner != b.runner {
-			if !claimRead {
-				if claim, err = b.GetClaim(ctx, dispatchID); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-					return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
-				}
-				claimRead = true
-			}
-			if !claimAllows(claim, ev, runner) {
-				log.Warn("skip event of a runner that does not hold the claim", "runner", runner)
+			if b.runner != "" {
 				continue
+			}
+			if err := b.checkRunnerEvent(ctx, ev, runner, false); errors.Is(err, ErrNotClaimant) {
+				log.Warn("skip event of a runner that does not hold the dispatch", "runner", runner, "error", err)
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
 			}
 		}
 		events = append(events, ev)

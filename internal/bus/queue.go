@@ -200,6 +200,9 @@ type Claim struct {
 const (
 	ClaimRunning   = "running"
 	ClaimCancelled = "cancelled"
+	// ClaimLost is a claim another runner took over after its runner
+	// stopped renewing it; Runner is the one that settled it.
+	ClaimLost = "lost"
 )
 
 // ErrClaimed means another claim for the dispatch exists already.

@@ -148,8 +148,8 @@ func TestRunnerCredentialsScoped(t *testing.T) {
 		t.Errorf("applied = %+v; want only r1's started", evs)
 	}
 	if p := parked[0]; p.Kind != schemas.KindFinished || p.Subject != bus.RunnerEventSubject("d-1", "host2.example.com") ||
-		!strings.Contains(p.Error, "r1 holds it") {
-		t.Errorf("parked = %+v; want r2's finished, refused because r1 holds the claim", p)
+		!strings.Contains(p.Error, "r1 runs it") {
+		t.Errorf("parked = %+v; want r2's finished, refused because r1 runs it", p)
 	}
 	// Nor does any reader count it: r1 still has an outcome to publish.
 	for name, b := range map[string]*bus.Bus{"r1": r1, "orchestrator": orch} {
@@ -192,7 +192,27 @@ func TestRunnerCredentialsScoped(t *testing.T) {
 		t.Fatalf("Get(t-1) = %s, %v; want the orchestrator's value", v, err)
 	}
 
-	// The claim's holder finishes it; that applies.
+	// Nor does rewriting the claim (every runner writes agora_claims) make
+	// r2 the dispatch's runner: r1's events were accepted first.
+	cl, err := r2.GetClaim(ctx, "d-1")
+	if err != nil || cl == nil {
+		t.Fatalf("r2 GetClaim = %+v, %v", cl, err)
+	}
+	if _, err := r2.UpdateClaim(ctx, "d-1", bus.Claim{State: bus.ClaimRunning, Runner: "host2.example.com", Heartbeat: time.Now().UTC()}, cl.Revision); err != nil {
+		t.Fatalf("r2 UpdateClaim: %v", err)
+	}
+	if _, err := r2.PublishEvent(ctx, failed("d-1")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "r2's failed parked", func() bool {
+		_, parked := rec.snapshot()
+		return len(parked) == 2
+	})
+	if _, parked := rec.snapshot(); !strings.Contains(parked[1].Error, "runner r1 runs it") {
+		t.Errorf("parked = %+v; want r2's failed, refused because r1 runs it", parked[1])
+	}
+
+	// The dispatch's runner finishes it; that applies.
 	if _, err := r1.PublishEvent(ctx, finished("d-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +220,11 @@ func TestRunnerCredentialsScoped(t *testing.T) {
 		evs, _ := rec.snapshot()
 		return len(evs) == 2 && evs[1].Kind == schemas.KindFinished
 	})
-	if ev, err := r2.TerminalEvent(ctx, "d-1"); err != nil || ev == nil || ev.Kind != schemas.KindFinished {
-		t.Errorf("r2: TerminalEvent(d-1) = %+v, %v; want r1's finished", ev, err)
+	if ev, err := orch.TerminalEvent(ctx, "d-1"); err != nil || ev == nil || ev.Kind != schemas.KindFinished {
+		t.Errorf("orchestrator: TerminalEvent(d-1) = %+v, %v; want r1's finished", ev, err)
+	}
+	if evs, _ := rec.snapshot(); len(evs) != 2 {
+		t.Errorf("applied = %+v; want r1's started and finished only", evs)
 	}
 	if err := del.Ack(ctx); err != nil {
 		t.Fatalf("runner Ack: %v", err)
@@ -229,4 +252,66 @@ func runnerConn(t *testing.T, url string, ids *natsauth.Identities, runnerID str
 	}
 	t.Cleanup(nc.Close)
 	return nc, errs
+}
+
+// TestCheckRunnerEvent: whose event counts, in order — a cancel's claim
+// lets any runner's dispatch.cancelled through; the claim's holder is the
+// dispatch's runner from its first accepted event on, whatever the claim
+// says later; another runner only through a worker-lost failure after
+// taking the claim over as lost.
+func TestCheckRunnerEvent(t *testing.T) {
+	t.Parallel()
+	b := connect(t, natstest.Start(t).ClientURL(), bus.Options{})
+	ctx := testCtx(t)
+	if err := b.EnsureQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := failed("d-1")
+	lost.Failure = &schemas.Failure{Reason: schemas.ReasonWorkerLost, Detail: "runner a stopped renewing its claim"}
+	claim := func(c bus.Claim) {
+		t.Helper()
+		old, err := b.GetClaim(ctx, "d-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old == nil {
+			_, err = b.CreateClaim(ctx, "d-1", c)
+		} else {
+			_, err = b.UpdateClaim(ctx, "d-1", c, old.Revision)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled := bus.CancelledBeforeStart("d-0")
+	if _, err := b.CreateClaim(ctx, "d-0", bus.Claim{State: bus.ClaimCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		claim  *bus.Claim
+		ev     schemas.Event
+		runner string
+		ok     bool
+	}{
+		{"no claim", nil, started("d-1"), "a", false},
+		{"a cancel's claim, cancelled", nil, cancelled, "b", true},
+		{"a cancel's claim, finished", nil, finished("d-0"), "b", false},
+		{"the holder's first event", &bus.Claim{State: bus.ClaimRunning, Runner: "a"}, started("d-1"), "a", true},
+		{"another runner", nil, finished("d-1"), "b", false},
+		{"another runner after rewriting the claim", &bus.Claim{State: bus.ClaimRunning, Runner: "b"}, finished("d-1"), "b", false},
+		{"the dispatch's runner, the claim rewritten", nil, needsInput("d-1"), "a", true},
+		{"a lost claim's new holder, not worker-lost", &bus.Claim{State: bus.ClaimLost, Runner: "c"}, finished("d-1"), "c", false},
+		{"a lost claim's new holder, worker-lost", nil, lost, "c", true},
+		{"the old runner after the takeover", nil, finished("d-1"), "a", false},
+	}
+	for _, st := range steps {
+		if st.claim != nil {
+			claim(*st.claim)
+		}
+		err := b.CheckRunnerEvent(ctx, st.ev, st.runner)
+		if st.ok && err != nil || !st.ok && !errors.Is(err, bus.ErrNotClaimant) {
+			t.Errorf("%s: CheckRunnerEvent(%s of %s from %s) = %v; want ok %v", st.name, st.ev.Kind, st.ev.DispatchID, st.runner, err, st.ok)
+		}
+	}
 }
