@@ -335,20 +335,12 @@ func (b *Bus) CheckRunnerEvent(ctx context.Context, ev schemas.Event, runnerID s
 }
 
 func (b *Bus) checkRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string, record bool) error {
-	c, err := b.GetClaim(ctx, ev.DispatchID)
-	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return err
-	}
-	if c != nil && c.State == ClaimCancelled {
-		if ev.Kind == schemas.KindCancelled {
-			return nil
-		}
-		return fmt.Errorf("%s of %s from runner %s: %w (cancelled before any runner took it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
-	}
 	kv, err := b.runnersKV(ctx, record)
 	if err != nil {
 		return err
 	}
+	var c *Claim
+	claimRead := false
 	for range 2 {
 		pinned := ""
 		if kv != nil {
@@ -360,9 +352,20 @@ func (b *Bus) checkRunnerEvent(ctx context.Context, ev schemas.Event, runnerID s
 				return fmt.Errorf("read the runner of %s: %w", ev.DispatchID, err)
 			}
 		}
+		if pinned == runnerID {
+			return nil // the usual case: one read
+		}
+		if !claimRead {
+			if c, err = b.GetClaim(ctx, ev.DispatchID); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+				return err
+			}
+			claimRead = true
+		}
 		switch {
-		case pinned == runnerID:
+		case c != nil && c.State == ClaimCancelled && ev.Kind == schemas.KindCancelled:
 			return nil
+		case c != nil && c.State == ClaimCancelled:
+			return fmt.Errorf("%s of %s from runner %s: %w (cancelled before any runner took it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
 		case pinned != "" && lostTakeover(c, ev, runnerID):
 			if record {
 				if _, err := kv.Put(ctx, ev.DispatchID, []byte(runnerID)); err != nil {

@@ -71,6 +71,8 @@ func WorkerScope() jwt.UserPermissionLimits {
 // registry.Bucket and slackanswer.Bucket, whose click records answer
 // questions, spelt out: this package imports nothing of the module;
 // stack.TestEmbeddedNATSRequiresCredentials holds them together).
+// RunnerPermissions is an allow-list that names none of them, nor any
+// bucket added later.
 var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack", "agora_sessions"}
 
 // Names the runner's permissions are written with (bus's, spelt out:
