@@ -52,4 +52,8 @@ type Result struct {
 	Exit proc.ExitResult
 	// Usage is what the runtime reported about its consumption, when it did.
 	Usage *schemas.Usage
+	// Text is the runtime's own final answer, when it gives one (Claude
+	// Code's result message): the round's result when the sub-agent wrote
+	// no .agora/result.json.
+	Text *string
 }

@@ -61,6 +61,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 			return nil
 		case schemas.KindFinished:
 			r.State = StateFinished
+			o.recordResult(r, ev)
 		case schemas.KindFailed:
 			r.State, r.Failure = StateFailed, ev.Failure
 		case schemas.KindCancelled:
@@ -74,6 +75,15 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 		overLimit := o.questionOverLimits(t, r) // cuts an over-limit question down (limits.go)
 		if !current || t.State.Terminal() {
 			return nil // a stale attempt, or the task ended already (cancel)
+		}
+		// The task hands back what its last round did: nothing, unless
+		// that round finished.
+		t.Result, t.ResultRef, t.Artifacts = nil, nil, nil
+		if ev.Kind == schemas.KindFinished {
+			if out := o.setTaskResult(ctx, t, r); out != nil {
+				t.State, t.Outcome = StateFailed, out
+				return nil
+			}
 		}
 		switch ev.Kind {
 		case schemas.KindFinished:

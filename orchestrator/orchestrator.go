@@ -463,6 +463,9 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	if _, err := answer.ParseRoute(routeOf(*req)); err != nil {
 		return bad("route: %v", err)
 	}
+	if err := schemas.CheckOutputs(req.Subagent.Outputs); err != nil {
+		return bad("subagent.%v", err)
+	}
 	// The first round's request must pass its schema, as the runner's will.
 	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
 	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(probe, 1, 1)}}

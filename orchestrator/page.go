@@ -66,8 +66,10 @@ func clip(s string, n int) string {
 	return s
 }
 
-// ListView is t as lists show it: without the request's input and the
-// rounds' partial_state, which can be large (GET one task for them). The
+// ListView is t as lists show it: without the request's input, the
+// rounds' partial_state and the rounds' results and artifacts (the task's
+// own, its last round's, stay), which can be large (GET one task for
+// them). The
 // JSON field names are the task's; the fields left out are simply absent.
 // It changes t in place; the rounds are copied first, so a cached task's
 // rounds are not touched.
@@ -75,14 +77,20 @@ func ListView(t *Task) *Task {
 	t.Request.Input = nil
 	stripped := false
 	for i := range t.Rounds {
-		if q := t.Rounds[i].Question; q != nil && len(q.PartialState) > 0 {
-			if !stripped {
-				t.Rounds = append([]Round(nil), t.Rounds...)
-				stripped = true
-			}
+		q := t.Rounds[i].Question
+		heavyQ := q != nil && len(q.PartialState) > 0
+		heavyR := len(t.Rounds[i].Result) > 0 || t.Rounds[i].ResultRef != nil || len(t.Rounds[i].Artifacts) > 0
+		if (heavyQ || heavyR) && !stripped {
+			t.Rounds = append([]Round(nil), t.Rounds...)
+			stripped = true
+		}
+		if heavyQ {
 			cp := *q
 			cp.PartialState = nil
 			t.Rounds[i].Question = &cp
+		}
+		if heavyR {
+			t.Rounds[i].Result, t.Rounds[i].ResultRef, t.Rounds[i].Artifacts = nil, nil, nil
 		}
 	}
 	return t

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 
 	"github.com/agoradev/agora/wire"
@@ -31,6 +32,15 @@ type Service interface {
 	// stored output of a round that has ended; with follow, a running
 	// round's live output until it ends, then the rest from storage.
 	Logs(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+	// Result is what the task hands back (JSON): its last round's result,
+	// read from storage and verified when it is stored by ref; null when
+	// the task ended without one; ErrWrongState before it ends.
+	Result(ctx context.Context, taskID string) (json.RawMessage, error)
+	// OpenArtifact returns one of the task's artifacts and its content,
+	// read from storage by sha256; the caller verifies what it reads
+	// (sha256, size) before trusting it. ErrNotFound when the task has no
+	// artifact of that name.
+	OpenArtifact(ctx context.Context, taskID, name string) (wire.Artifact, io.ReadCloser, error)
 	// ParkedEvents lists the lifecycle events the pipeline gave up on,
 	// oldest first, and its counters.
 	ParkedEvents(ctx context.Context) ([]ParkedEvent, PipelineStats, error)

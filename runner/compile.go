@@ -84,6 +84,7 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 			env = append(env, "AGORA_NATS_CREDS_FILE="+containerNATSCredsFile)
 		}
 	}
+	env = append(env, artifactEnv(cfg)...)
 	if p.Secrets.Dir != "" {
 		env = append(env, "AGORA_SECRETS_DIR="+containerSecretsDir)
 	}
@@ -159,6 +160,7 @@ func compileRemote(req *schemas.DispatchRequest, cfg Config, rf remoteFiles, ima
 	if cfg.MaxWorkspaceBytes > 0 {
 		env = append(env, "AGORA_MAX_WORKSPACE_BYTES="+strconv.FormatInt(cfg.MaxWorkspaceBytes, 10))
 	}
+	env = append(env, artifactEnv(cfg)...)
 	if !req.Fresh() {
 		env = append(env, "AGORA_SNAPSHOT_WORKSPACE=true")
 	}
@@ -212,4 +214,17 @@ func workerStorage(cfg Config, p hostPaths) string {
 		return "file://" + p.StageDir
 	}
 	return cfg.StorageURI
+}
+
+// artifactEnv tells the worker this runner's artifact caps when they are
+// not the contract's defaults, which the worker applies by itself.
+func artifactEnv(cfg Config) []string {
+	var env []string
+	if cfg.MaxArtifacts > 0 && cfg.MaxArtifacts != schemas.DefaultMaxArtifacts {
+		env = append(env, "AGORA_MAX_ARTIFACTS="+strconv.Itoa(cfg.MaxArtifacts))
+	}
+	if cfg.MaxArtifactBytes > 0 && cfg.MaxArtifactBytes != schemas.DefaultMaxArtifactBytes {
+		env = append(env, "AGORA_MAX_ARTIFACTS_BYTES="+strconv.FormatInt(cfg.MaxArtifactBytes, 10))
+	}
+	return env
 }

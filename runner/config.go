@@ -90,6 +90,11 @@ type Config struct {
 	// WorkspaceCheck is how often it is measured (DefaultWorkspaceCheck).
 	MaxWorkspaceBytes int64
 	WorkspaceCheck    time.Duration
+	// MaxArtifacts and MaxArtifactBytes cap the artifacts one round hands
+	// back (count, total bytes); the worker fails a round over them.
+	// Zero means schemas.DefaultMaxArtifacts and DefaultMaxArtifactBytes.
+	MaxArtifacts     int
+	MaxArtifactBytes int64
 	// AllowHostNetwork lets a request run with network "host": the host's
 	// network namespace, loopback included (NATS, the API). Off by default;
 	// such a request fails (worker-failed) naming the flag.
@@ -176,6 +181,12 @@ func (c Config) WithDefaults() Config {
 	if c.WorkspaceCheck <= 0 {
 		c.WorkspaceCheck = DefaultWorkspaceCheck
 	}
+	if c.MaxArtifacts <= 0 {
+		c.MaxArtifacts = schemas.DefaultMaxArtifacts
+	}
+	if c.MaxArtifactBytes <= 0 {
+		c.MaxArtifactBytes = schemas.DefaultMaxArtifactBytes
+	}
 	if c.PublishWindow <= 0 {
 		c.PublishWindow = DefaultPublishWindow
 	}
@@ -220,6 +231,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPids > schemas.MaxPids {
 		errs = append(errs, fmt.Errorf("--max-pids %d is over the contract's %d", c.MaxPids, schemas.MaxPids))
+	}
+	if c.MaxArtifacts > MaxArtifacts {
+		errs = append(errs, fmt.Errorf("--max-artifacts %d is over %d, what one event lists", c.MaxArtifacts, MaxArtifacts))
 	}
 	if c.MaxWorkspaceBytes > MaxWorkspaceMB<<20 {
 		errs = append(errs, fmt.Errorf("--max-workspace-mb %d is over %d (16 TiB)", c.MaxWorkspaceBytes>>20, MaxWorkspaceMB))

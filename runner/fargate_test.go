@@ -95,17 +95,32 @@ mkdir -p src && echo "edited in round 1" > src/notes.txt && echo asking && agora
 
 	r2 := request(`test "$(cat src/notes.txt)" = "edited in round 1" || exit 4
 test "$AGORA_ANSWER" = staging || exit 5
-mkdir -p .agora && echo '{"answer":"done"}' > .agora/answer.json
+mkdir -p .agora/artifacts && echo '{"answer":"done"}' > .agora/answer.json
+echo "deployed" > .agora/artifacts/deploy.log
+printf '"%s"' "$(head -c 20000 /dev/zero | tr '\0' x)" > .agora/result.json
 echo "deploying to $AGORA_ANSWER"`)
 	r2.Network = schemas.NetworkBridge
 	r2.Spec.TaskID, r2.Spec.Round = r1.Spec.TaskID, 2
 	r2.Spec.Resume = &schemas.Resume{Question: ev.NeedsInput.Question, Answer: "staging"}
 	r2.Workspace = &schemas.WorkspaceRequest{RestoreFrom: r1.Spec.DispatchID}
 	h.enqueue(r2)
-	if ev := h.terminal(r2.Spec.DispatchID, fargateTimeout); ev.Kind != schemas.KindFinished {
-		t.Fatalf("round 2 ended %s %+v; output:\n%s", ev.Kind, ev.Failure, h.output(r2.Spec.DispatchID))
+	ev2 := h.terminal(r2.Spec.DispatchID, fargateTimeout)
+	if ev2.Kind != schemas.KindFinished {
+		t.Fatalf("round 2 ended %s %+v; output:\n%s", ev2.Kind, ev2.Failure, h.output(r2.Spec.DispatchID))
 	}
 	h.settled(r2.Spec.DispatchID)
+	// Its result (over the inline size) and its artifact were written to S3
+	// by the worker with the task role, content-addressed, and are there by
+	// their sha256.
+	if ev2.ResultRef == nil || len(ev2.Artifacts) != 1 || ev2.Artifacts[0].Name != "deploy.log" {
+		t.Fatalf("round 2's finished event: result_ref %+v, artifacts %+v; want a ref and deploy.log", ev2.ResultRef, ev2.Artifacts)
+	}
+	if data, err := storage.GetVerified(ctx, h.store, storage.BlobKey(ev2.ResultRef.SHA256), ev2.ResultRef.SHA256, schemas.ResultMaxBytes); err != nil || len(data) != 20002 {
+		t.Errorf("round 2's result in S3: %d bytes, %v; want 20002", len(data), err)
+	}
+	if data, err := storage.GetVerified(ctx, h.store, storage.BlobKey(ev2.Artifacts[0].SHA256), ev2.Artifacts[0].SHA256, 1<<10); err != nil || string(data) != "deployed\n" {
+		t.Errorf("round 2's artifact in S3 = %q, %v", data, err)
+	}
 	if out := h.output(r2.Spec.DispatchID); !strings.Contains(out, "deploying to staging") {
 		t.Errorf("round 2's stored output = %q", out)
 	}

@@ -26,6 +26,9 @@ const (
 	// MaxWorkspaceMB bounds the workspace maximum itself: 16 TiB, so that
 	// sizes derived from it never overflow.
 	MaxWorkspaceMB = 16 << 20
+	// MaxArtifacts bounds the artifact count maximum: the most a
+	// dispatch.finished event lists (event.schema.json, artifacts maxItems).
+	MaxArtifacts = 1000
 	// DefaultWorkspaceCheck is how often a running dispatch's workspace is
 	// measured.
 	DefaultWorkspaceCheck = time.Second

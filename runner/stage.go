@@ -224,13 +224,23 @@ func isSHA256(s string) bool {
 	return err == nil
 }
 
-// pointAtStorage rewrites an event's partial_state_ref from the staged store
-// to the uploaded copy.
+// pointAtStorage rewrites an event's refs (partial_state_ref, result_ref,
+// the artifacts') from the staged store to the uploaded copies. (Readers
+// find a blob by its sha256 in their own storage; the URI is for people.)
 func pointAtStorage(ev *schemas.Event, uris map[string]string) {
-	if ev.NeedsInput == nil || ev.NeedsInput.PartialStateRef == nil {
-		return
+	if ev.NeedsInput != nil && ev.NeedsInput.PartialStateRef != nil {
+		if u, ok := uris[ev.NeedsInput.PartialStateRef.SHA256]; ok {
+			ev.NeedsInput.PartialStateRef.URI = u
+		}
 	}
-	if u, ok := uris[ev.NeedsInput.PartialStateRef.SHA256]; ok {
-		ev.NeedsInput.PartialStateRef.URI = u
+	if ev.ResultRef != nil {
+		if u, ok := uris[ev.ResultRef.SHA256]; ok {
+			ev.ResultRef.URI = u
+		}
+	}
+	for i := range ev.Artifacts {
+		if u, ok := uris[ev.Artifacts[i].SHA256]; ok {
+			ev.Artifacts[i].URI = u
+		}
 	}
 }

@@ -98,7 +98,12 @@ func TestUnstageSkipsMismatches(t *testing.T) {
 	if ev.NeedsInput.PartialStateRef.URI != ref.URI {
 		t.Errorf("ref after pointAtStorage = %s, want %s", ev.NeedsInput.PartialStateRef.URI, ref.URI)
 	}
-
+	fin := schemas.Event{ResultRef: &schemas.ObjectRef{URI: "file:///staged/r", SHA256: ref.SHA256},
+		Artifacts: []schemas.Artifact{{Name: "a", SHA256: ref.SHA256, URI: "file:///staged/a"}, {Name: "b", SHA256: strings.Repeat("b", 64), URI: "file:///staged/b"}}}
+	pointAtStorage(&fin, uris)
+	if fin.ResultRef.URI != ref.URI || fin.Artifacts[0].URI != ref.URI || fin.Artifacts[1].URI != "file:///staged/b" {
+		t.Errorf("finished event after pointAtStorage = %+v, want the uploaded blob's URI for the result and artifact a only", fin)
+	}
 }
 
 // TestFileStorageNotShared: with file:// storage no container mounts the

@@ -288,3 +288,65 @@ func TestMaximumsMatchSchemas(t *testing.T) {
 		t.Errorf("MaxMemoryMB %d << 20 overflows an int64", MaxMemoryMB)
 	}
 }
+
+// TestArtifactNamePattern keeps ArtifactNamePattern the event schema's
+// artifact_name pattern and the sub-agent schema's output pattern, and
+// shows what it lets through.
+func TestArtifactNamePattern(t *testing.T) {
+	t.Parallel()
+	for _, src := range []struct{ schema, def string }{{SchemaEvent, "artifact_name"}, {SchemaSubagent, "output"}, {SchemaDispatchSpec, "output"}} {
+		raw, err := Schema(src.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Defs map[string]struct {
+				Pattern string `json:"pattern"`
+			} `json:"$defs"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Defs[src.def].Pattern; got != ArtifactNamePattern {
+			t.Errorf("%s $defs/%s pattern = %s, want ArtifactNamePattern %s", src.schema, src.def, got, ArtifactNamePattern)
+		}
+	}
+	for name, want := range map[string]bool{
+		"report.txt": true, "out/report.txt": true, ".hidden": true, "a/.b/c": true, "...": true, "dist/*.tar.gz": true, "reports/**": true,
+		"": false, ".": false, "..": false, "../x": false, "a/../b": false, "/etc/passwd": false, "a//b": false, "a/": false,
+		"a/.": false, `a\b`: false, "a\x00b": false, "a\nb": false,
+	} {
+		if got := ValidArtifactName(name); got != want {
+			t.Errorf("ValidArtifactName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestEventResultAndArtifacts(t *testing.T) {
+	t.Parallel()
+	code, ms := 0, int64(3)
+	ev := Event{Kind: KindFinished, DispatchID: "d-1", Time: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), ExitCode: &code, DurationMS: &ms,
+		Result:    json.RawMessage(`{"verdict":"ok"}`),
+		Artifacts: []Artifact{{Name: "out/a.txt", Size: 3, SHA256: strings.Repeat("a", 64), URI: "file:///s/blobs/sha256/" + strings.Repeat("a", 64)}},
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseEvent(data)
+	if err != nil {
+		t.Fatalf("ParseEvent(%s): %v", data, err)
+	}
+	if string(got.Result) != `{"verdict":"ok"}` || len(got.Artifacts) != 1 || got.Artifacts[0].Name != "out/a.txt" {
+		t.Errorf("round trip lost data: %s", data)
+	}
+	for name, in := range map[string]string{
+		"result and result_ref": `{"kind":"dispatch.finished","dispatch_id":"d","time":"2026-11-26T09:00:00Z","exit_code":0,"duration_ms":1,"result":1,"result_ref":{"uri":"x","sha256":"` + strings.Repeat("a", 64) + `","size":1}}`,
+		"escaping name":         `{"kind":"dispatch.finished","dispatch_id":"d","time":"2026-11-26T09:00:00Z","exit_code":0,"duration_ms":1,"artifacts":[{"name":"../x","size":1,"sha256":"` + strings.Repeat("a", 64) + `"}]}`,
+		"bad sha256":            `{"kind":"dispatch.finished","dispatch_id":"d","time":"2026-11-26T09:00:00Z","exit_code":0,"duration_ms":1,"artifacts":[{"name":"x","size":1,"sha256":"../../etc"}]}`,
+	} {
+		if _, err := ParseEvent([]byte(in)); err == nil {
+			t.Errorf("ParseEvent(%s) accepted an event with %s", in, name)
+		}
+	}
+}

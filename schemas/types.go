@@ -55,6 +55,9 @@ type Subagent struct {
 	Command []string `json:"command,omitempty"`
 	Prompt  string   `json:"prompt,omitempty"`
 	Model   string   `json:"model,omitempty"`
+	// Outputs are globs of the workspace files a finished round hands back
+	// as artifacts (docs/contract.md, "The result").
+	Outputs []string `json:"outputs,omitempty"`
 }
 
 // Resume is what a resumed round (2 and later) carries from the rounds before.
@@ -114,7 +117,24 @@ type Event struct {
 	DurationMS *int64      `json:"duration_ms,omitempty"`
 	Failure    *Failure    `json:"failure,omitempty"`
 	NeedsInput *NeedsInput `json:"needs_input,omitempty"`
-	Usage      *Usage      `json:"usage,omitempty"`
+	// Result is what a finished round hands back, inline when small;
+	// ResultRef points at a larger one in storage instead.
+	Result    json.RawMessage `json:"result,omitempty"`
+	ResultRef *ObjectRef      `json:"result_ref,omitempty"`
+	// Artifacts are the files a finished round left, stored by sha256.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+	Usage     *Usage     `json:"usage,omitempty"`
+}
+
+// Artifact is one file a finished round left, copied to storage
+// content-addressed (storage key blobs/sha256/<sha256>). A reader finds it
+// by its sha256 and verifies it; URI is where the worker or the runner
+// stored it, for people, never followed by the orchestrator.
+type Artifact struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	URI    string `json:"uri,omitempty"`
 }
 
 // MsgID is the JetStream de-duplication id: one stored event per dispatch and kind.

@@ -42,6 +42,9 @@ type Subagent struct {
 	Egress    []string           `json:"egress,omitempty"`
 	Resources *schemas.Resources `json:"resources,omitempty"`
 	Workspace string             `json:"workspace,omitempty"`
+	// Outputs are globs of the workspace files a finished round hands
+	// back as artifacts (docs/contract.md, "The result").
+	Outputs []string `json:"outputs,omitempty"`
 	// Retry is a task's retry policy when its request gives none.
 	Retry *RetryPolicy `json:"retry,omitempty"`
 }
@@ -54,7 +57,7 @@ type SubagentLimits struct {
 
 // Spec is the part of the definition the worker gets.
 func (s *Subagent) Spec() schemas.Subagent {
-	return schemas.Subagent{Name: s.Name, Runtime: s.Runtime, Command: s.Command, Prompt: s.Prompt, Model: s.Model}
+	return schemas.Subagent{Name: s.Name, Runtime: s.Runtime, Command: s.Command, Prompt: s.Prompt, Model: s.Model, Outputs: s.Outputs}
 }
 
 // Command is a command line: a list of arguments, or one string run with

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agoradev/agora/schemas"
@@ -151,7 +152,8 @@ type Task struct {
 
 // Artifact is one file a finished round left, copied to storage.
 type Artifact struct {
-	// Name is the file's path relative to the workspace, with slashes.
+	// Name is the file's path relative to the workspace (or, for a file
+	// in .agora/artifacts/, relative to that directory), with slashes.
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
@@ -354,3 +356,26 @@ type Change struct {
 	TaskID  string `json:"task_id"`
 	Removed bool   `json:"removed,omitempty"`
 }
+
+// ArtifactList is GET /v1/tasks/{id}/artifacts: the files the task's last
+// round left when it finished.
+type ArtifactList struct {
+	TaskID    string     `json:"task_id"`
+	Artifacts []Artifact `json:"artifacts"`
+}
+
+// CheckArtifactName says what is wrong with an artifact name: it must be a
+// relative path with '/' separators and no empty, '.' or '..' segment
+// (schemas.ArtifactNamePattern), so that it stays inside any directory it
+// is written under.
+func CheckArtifactName(name string) error {
+	if !schemas.ValidArtifactName(name) {
+		return fmt.Errorf("artifact name %q: want a relative path with '/' separators, no leading '/', no '.' or '..' segment, no backslash or control character", name)
+	}
+	return nil
+}
+
+// ArtifactETag is the ETag of an artifact's content: its sha256 in hex,
+// quoted. GET /v1/tasks/{id}/artifacts/{name} sends it, and the same
+// digest as Repr-Digest (RFC 9530) and Digest (RFC 3230).
+func ArtifactETag(sha256hex string) string { return `"` + sha256hex + `"` }

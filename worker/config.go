@@ -77,6 +77,9 @@ type Config struct {
 	// Exchange is what a runner that mounts nothing (ECS Fargate) passes
 	// through storage instead (ExchangeFromEnv reads it).
 	Exchange Exchange
+	// Artifacts are AGORA_MAX_ARTIFACTS and AGORA_MAX_ARTIFACTS_BYTES, the
+	// caps on what one round hands back; zero: the contract's defaults.
+	Artifacts ArtifactLimits
 	// SecretsTimeout is AGORA_SECRETS_TIMEOUT_SECONDS, the bound on one AWS
 	// Secrets Manager lookup; default awssm.DefaultTimeout.
 	SecretsTimeout time.Duration

@@ -265,6 +265,11 @@ func (w *run) execute(ctx context.Context) schemas.Event {
 	case res.Exit.Successful():
 		ev = w.event(schemas.KindFinished)
 		ev.ExitCode = intPtr(ExitOK)
+		// Stored before the terminal event, so whoever sees the event
+		// finds them.
+		if err := w.collectResult(ctx, &ev, res.Text); err != nil {
+			ev = w.failed(err, ExitFailed)
+		}
 	default:
 		code := res.Exit.ExitCode
 		if code == 0 {

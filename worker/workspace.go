@@ -311,5 +311,9 @@ func prepareWorkspace(ws string, spec *schemas.DispatchSpec, caps []capability, 
 		// A resume file restored from an earlier round would mislead a first round.
 		return fmt.Errorf("remove stale %s: %w", resumePath, err)
 	}
+	// Only a result written during this dispatch counts.
+	if err := os.RemoveAll(filepath.Join(ws, filepath.FromSlash(schemas.ResultPath))); err != nil {
+		return fmt.Errorf("remove stale %s: %w", schemas.ResultPath, err)
+	}
 	return sentinel.RemoveStale(ws)
 }

@@ -100,7 +100,7 @@ func (*Adapter) Run(ctx context.Context, inv adapters.Invocation) (adapters.Resu
 		return adapters.Result{Exit: exit}, fmt.Errorf("claude-code runtime: %w", err)
 	}
 	stdout.flush()
-	return adapters.Result{Exit: exit, Usage: stdout.Usage()}, nil
+	return adapters.Result{Exit: exit, Usage: stdout.Usage(), Text: stdout.Text()}, nil
 }
 
 // Args is claude's command line (after argv[0]) for spec, given the runtime

@@ -39,12 +39,15 @@ func TestRun(t *testing.T) {
 		wantStdout string // exact, when set
 		wantAsked  bool
 		wantEnv    map[string]string
+		// wantText is the final result text Run reports; nil: none.
+		wantText *string
 	}{
 		{
 			name: "streams usage", mode: fakeclaude.ModeOK, model: "claude-sonnet-4-5",
 			wantArgs:   []string{"--print", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-5", "--permission-mode", "bypassPermissions"},
 			wantUsage:  ptr(fakeclaude.ReportedUsage("claude-sonnet-4-5")),
 			wantStdout: fakeclaude.Transcript("claude-sonnet-4-5"),
+			wantText:   ptr(fakeclaude.ResultText),
 		},
 		{
 			name: "no model given", mode: fakeclaude.ModeOK,
@@ -65,10 +68,12 @@ func TestRun(t *testing.T) {
 			name: "fails", mode: fakeclaude.ModeFail,
 			wantCode:  fakeclaude.FailExitCode,
 			wantUsage: &schemas.Usage{Model: fakeclaude.DefaultModel, Turns: 1, CostUSD: 0.001, InputTokens: 10},
+			// An error result carries no text to hand back.
 		},
 		{
 			name: "malformed lines are passed through and ignored", mode: fakeclaude.ModeGarbage,
 			wantUsage: ptr(fakeclaude.ReportedUsage("")),
+			wantText:  ptr(fakeclaude.ResultText),
 		},
 		{
 			name: "resumed round", mode: fakeclaude.ModeOK, resume: resumed,
@@ -94,6 +99,12 @@ func TestRun(t *testing.T) {
 			}
 			if tt.wantUsage != nil && (res.Usage == nil || *res.Usage != *tt.wantUsage) {
 				t.Errorf("Run().Usage = %+v, want %+v", res.Usage, tt.wantUsage)
+			}
+			switch {
+			case tt.wantText == nil && res.Text != nil && tt.mode == fakeclaude.ModeFail:
+				t.Errorf("Run().Text = %q, want none from an error result", *res.Text)
+			case tt.wantText != nil && (res.Text == nil || *res.Text != *tt.wantText):
+				t.Errorf("Run().Text = %v, want %q", res.Text, *tt.wantText)
 			}
 			if tt.wantStdout != "" && h.stdout.String() != tt.wantStdout {
 				t.Errorf("Run() stdout = %q, want the stream unchanged: %q", h.stdout.String(), tt.wantStdout)

@@ -28,6 +28,8 @@ type streamMessage struct {
 	Subtype      string   `json:"subtype"`
 	Model        string   `json:"model"`
 	NumTurns     *int     `json:"num_turns"`
+	Result       *string  `json:"result"`
+	IsError      bool     `json:"is_error"`
 	TotalCostUSD *float64 `json:"total_cost_usd"`
 	Usage        *struct {
 		InputTokens  int64 `json:"input_tokens"`
@@ -48,6 +50,7 @@ type streamWriter struct {
 	skipping bool // the current line outgrew maxStreamLine; drop it up to its end
 	usage    schemas.Usage
 	reported bool // the stream carried an init or result message
+	text     *string
 }
 
 func newStreamWriter(dst io.Writer, log *slog.Logger) *streamWriter {
@@ -131,6 +134,10 @@ func (w *streamWriter) parse(line []byte) {
 			w.usage.InputTokens = m.Usage.InputTokens
 			w.usage.OutputTokens = m.Usage.OutputTokens
 		}
+		w.text = nil
+		if m.Result != nil && !m.IsError {
+			w.text = m.Result
+		}
 		w.reported = true
 	}
 }
@@ -145,4 +152,12 @@ func (w *streamWriter) Usage() *schemas.Usage {
 	}
 	u := w.usage
 	return &u
+}
+
+// Text is the final result message's text, nil when the stream carried no
+// successful result message with one.
+func (w *streamWriter) Text() *string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.text
 }

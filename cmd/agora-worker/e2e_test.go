@@ -777,6 +777,11 @@ func TestClaudeCode(t *testing.T) {
 			if tt.mode == fakeclaude.ModeAsk && ev.NeedsInput.Question != fakeclaude.AskSentinel().Question {
 				t.Errorf("question = %q, want the stand-in's", ev.NeedsInput.Question)
 			}
+			// With no .agora/result.json, the final result text is the
+			// round's result, as a JSON string.
+			if want, _ := json.Marshal(fakeclaude.ResultText); tt.kind == schemas.KindFinished && string(ev.Result) != string(want) {
+				t.Errorf("result = %s, want the stream's final text %s", ev.Result, want)
+			}
 			if _, err := os.Stat(filepath.Join(e.workspace, ".claude/skills/agora-needs-input/SKILL.md")); err != nil {
 				t.Errorf("SKILL not overlaid for claude-code: %v", err)
 			}

@@ -166,6 +166,19 @@ func configFromEnv(environ []string) worker.Config {
 	}
 	exchange, err := worker.ExchangeFromEnv(environ)
 	problems = append(problems, err)
+	count := func(name string) int64 {
+		v := env[name]
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			problems = append(problems, fmt.Errorf("%s=%q: want a whole number above 0", name, v))
+			return 0
+		}
+		return n
+	}
+	artifacts := worker.ArtifactLimits{Files: int(min(count("AGORA_MAX_ARTIFACTS"), math.MaxInt32)), Bytes: count("AGORA_MAX_ARTIFACTS_BYTES")}
 	return worker.Config{
 		DispatchID:              env["AGORA_DISPATCH_ID"],
 		SpecFile:                env["AGORA_SPEC_FILE"],
@@ -181,6 +194,7 @@ func configFromEnv(environ []string) worker.Config {
 		NATSCredsFile:           env["AGORA_NATS_CREDS_FILE"],
 		SecretsTimeout:          seconds("AGORA_SECRETS_TIMEOUT_SECONDS"),
 		Exchange:                exchange,
+		Artifacts:               artifacts,
 		Environ:                 environ,
 		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		EnvProblems:             errors.Join(problems...),

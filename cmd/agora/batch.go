@@ -37,6 +37,7 @@ var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
 const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R] [--json]
        agora batch status ID [--json]
+       agora batch results ID
        agora batch cancel ID [--yes] [--json]
        agora batch retry ID [--state STATE] [--yes] [--json]
 
@@ -46,6 +47,8 @@ const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R
           same file again submits only what is missing
   status  the batch's tasks by state and its open questions, identical ones
           grouped ('agora answer --all-like TASK ANSWER' answers a group)
+  results one JSON line per task of the batch, in line order: id, state,
+          outcome, result and artifacts
   cancel  cancel the batch's tasks that have not ended (agora cancel --batch ID)
   retry   respawn the batch's failed and expired tasks from their last round
           (agora respawn --batch ID --state failed --state expired; --state
@@ -55,7 +58,7 @@ const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R
 
 func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl, status ID, cancel ID or retry ID; 'agora batch -h' explains them")
+		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl, status ID, results ID, cancel ID or retry ID; 'agora batch -h' explains them")
 		return 2
 	}
 	switch args[0] {
@@ -63,6 +66,8 @@ func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		return verbExit(stderr, "agora batch submit", batchSubmitMain(ctx, args[1:], environ, stdout, stderr))
 	case "status":
 		return verbExit(stderr, "agora batch status", batchStatusMain(ctx, args[1:], environ, stdout))
+	case "results":
+		return verbExit(stderr, "agora batch results", batchResultsMain(ctx, args[1:], environ, stdout))
 	case "cancel":
 		return verbExit(stderr, "agora batch cancel", batchBulkMain(ctx, "agora batch cancel", bulkCancel, args[1:], environ, stdout, stderr))
 	case "retry":
@@ -71,7 +76,7 @@ func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 		fmt.Fprint(stdout, batchUsage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit, status, cancel or retry\n", args[0])
+	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit, status, results, cancel or retry\n", args[0])
 	return 2
 }
 

@@ -157,7 +157,7 @@ func TestBatchSubmit(t *testing.T) {
 		[]string{"agora batch submit: cannot reach the agora server"})
 	agora(t, s.env, "batch").want(t, "batch alone", 2, nil, []string{"want a subcommand"})
 	agora(t, s.env, "batch", "-h").want(t, "batch -h", 0, []string{"agora batch status ID"}, nil)
-	agora(t, s.env, "batch", "frobnicate").want(t, "batch frobnicate", 2, nil, []string{"want submit, status, cancel or retry"})
+	agora(t, s.env, "batch", "frobnicate").want(t, "batch frobnicate", 2, nil, []string{"want submit, status, results, cancel or retry"})
 	agora(t, s.env, "batch", "status", "nope").want(t, "status of an unknown batch", 1, nil, []string{"no tasks in batch nope"})
 }
 

@@ -48,11 +48,13 @@ func verbs() []verb {
 		{name: "answer", short: "answer a task's question (an option or its number)", run: runAnswer},
 		{name: "watch", short: "the tasks, live, until interrupted", run: runWatch},
 		{name: "logs", short: "a round's output; -f follows a running round", run: runLogs},
+		{name: "result", short: "what a finished task hands back (a string as its text, else JSON)", run: runResult},
+		{name: "artifacts", short: "a task's artifacts; NAME... -d DIR downloads them, sha256 checked", run: runArtifacts},
 		{name: "cancel", short: "stop a queued, running or waiting task, or all a selector picks (--batch, --label, --state)", run: runCancel},
 		{name: "respawn", short: "run a failed, cancelled or expired task's last round again (one, or by selector)", run: runRespawn},
 		{name: "continue", short: "a new round of a finished task, with a follow-up message", run: runContinue},
 		{name: "rm", short: "remove a task and its stored output (one, or by selector)", run: runRemove},
-		{name: "batch", short: "submit a task per JSONL line; a batch's status; cancel or retry a batch", subs: []string{"submit", "status", "cancel", "retry"}, run: runBatch},
+		{name: "batch", short: "submit a task per JSONL line; a batch's status and results; cancel or retry a batch", subs: []string{"submit", "status", "results", "cancel", "retry"}, run: runBatch},
 		{name: "events", short: "lifecycle events the orchestrator parked: parked, retry SEQ, discard SEQ", run: runEvents},
 		registryVerb("subagent", "sub-agent"),
 		registryVerb("capability", "capability"),
@@ -441,6 +443,9 @@ func names(v any) []string {
 		}
 		return out
 	case map[string]any:
+		if l, ok := v["artifacts"].([]any); ok && v["id"] == nil { // agora artifacts: their names
+			return names(l)
+		}
 		for _, k := range []string{"id", "task_id"} {
 			if s, ok := v[k].(string); ok && s != "" {
 				return []string{s}

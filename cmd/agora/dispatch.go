@@ -66,7 +66,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 	fs.StringVar(&f.timeout, "timeout", "", "bound each round's dispatch: `SECONDS`, or a duration like 10m")
 	fs.BoolVar(&f.allowMemory, "allow-memory", false, "let the memory answerer reuse earlier answers to the same question")
 	fs.Var(&f.labels, "label", "label the task `KEY=VALUE` (repeatable), e.g. for 'agora status --label'")
-	fs.BoolVar(&f.wait, "wait", false, "wait until the task ends, showing its progress on stderr; exit 0 finished, 1 failed, 3 expired or cancelled (2 a usage error)")
+	fs.BoolVar(&f.wait, "wait", false, "wait until the task ends, showing its progress on stderr and printing its result alone on stdout (a string as its text, else JSON; with --json the final task); exit 0 finished, 1 failed, 3 expired or cancelled (2 a usage error)")
 	pos, err := parseVerb(fs, dispatchSynopsis, args, stdout)
 	if err != nil {
 		return f, req, err
@@ -264,7 +264,13 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		}
 		return a.explain(err, t.ID)
 	}
+	// stdout carries the result alone (docs/ci.md): out=$(agora dispatch
+	// … --wait). With --json, the final task, its result read in.
+	result, rerr := taskResult(ctx, c, final)
 	if a.json {
+		if rerr == nil && len(result) > 0 {
+			final.Result = result
+		}
 		if err := writeJSON(stdout, final); err != nil {
 			return err
 		}
@@ -273,8 +279,14 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		for _, r := range final.Rounds {
 			rounds = max(rounds, r.N)
 		}
-		fmt.Fprintf(stdout, "%s %s after %d round%s in %s: %s\n", final.ID, stateLabel(final.State), rounds, pluralS(rounds),
+		fmt.Fprintf(stderr, "%s %s after %d round%s in %s: %s\n", final.ID, stateLabel(final.State), rounds, pluralS(rounds),
 			humanDuration(time.Since(start)), outcomeDetail(final))
+		if err := writeResult(stdout, result); err != nil {
+			return err
+		}
+	}
+	if rerr != nil {
+		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, stateLabel(final.State), rerr)
 	}
 	switch final.State {
 	case orchestrator.StateFinished:

@@ -184,8 +184,8 @@ echo "kept $AGORA_ANSWER"`
 		if code := d.wait(t, waitFor); code != 0 {
 			t.Fatalf("dispatch --wait exited %d, want 0; stdout %q, stderr %q", code, d.stdout.String(), d.stderr.String())
 		}
-		if out := d.stdout.String(); !strings.Contains(out, "e2e-ask finished after 2 rounds in") || !strings.Contains(out, "round 2 finished") {
-			t.Errorf("dispatch --wait stdout = %q", out)
+		if out := d.stderr.String(); !strings.Contains(out, "e2e-ask finished after 2 rounds in") || !strings.Contains(out, "round 2 finished") || d.stdout.String() != "" {
+			t.Errorf("dispatch --wait stderr = %q, stdout %q; want the summary on stderr and no result on stdout", out, d.stdout.String())
 		}
 		for _, want := range []string{"e2e-ask queued · round 1", "e2e-ask needs input · round 1", "? Keep a.conf or b.conf? (a.conf / b.conf)",
 			"still waiting", "e2e-ask finished · round 2"} {

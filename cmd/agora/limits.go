@@ -30,6 +30,8 @@ type maxFlags struct {
 	egressHosts    int
 	workspaceMB    int64
 	egressUplink   string
+	artifacts      int
+	artifactsMB    int64
 	hostNetwork    bool
 }
 
@@ -37,7 +39,7 @@ type maxFlags struct {
 // --max-timeout belong to both).
 var (
 	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-retry-attempts", "max-egress-hosts"}
-	maxFlagsRunner       = []string{"max-workspace-mb", "egress-uplink"}
+	maxFlagsRunner       = []string{"max-workspace-mb", "egress-uplink", "max-artifacts", "max-artifacts-mb"}
 )
 
 // register adds the flags of the roles this command runs. --max-cpus
@@ -67,6 +69,8 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
 		fs.StringVar(&m.egressUplink, "egress-uplink", runner.DefaultEgressUplink, "the Docker `NETWORK` the egress proxy of a task with an egress allow-list reaches its hosts through")
+		fs.IntVar(&m.artifacts, "max-artifacts", schemas.DefaultMaxArtifacts, "fail a round that hands back more than `N` artifacts")
+		fs.Int64Var(&m.artifactsMB, "max-artifacts-mb", schemas.DefaultMaxArtifactBytes>>20, "fail a round whose artifacts hold more than `MB` in all")
 	}
 }
 
@@ -101,8 +105,13 @@ func (m *maxFlags) check() error {
 		}
 	}
 	if m.runner {
-		if m.workspaceMB < 1 || m.workspaceMB > runner.MaxWorkspaceMB {
+		switch {
+		case m.workspaceMB < 1 || m.workspaceMB > runner.MaxWorkspaceMB:
 			return usagef("--max-workspace-mb %d: want 1 to %d (16 TiB)", m.workspaceMB, int64(runner.MaxWorkspaceMB))
+		case m.artifacts < 1 || m.artifacts > runner.MaxArtifacts:
+			return usagef("--max-artifacts %d: want 1 to %d", m.artifacts, runner.MaxArtifacts)
+		case m.artifactsMB < 1 || m.artifactsMB > runner.MaxWorkspaceMB:
+			return usagef("--max-artifacts-mb %d: want 1 to %d (16 TiB)", m.artifactsMB, int64(runner.MaxWorkspaceMB))
 		}
 	}
 	return nil

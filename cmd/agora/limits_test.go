@@ -32,6 +32,10 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"serve", "--max-egress-hosts", "65"}, 2, "--max-egress-hosts 65: want 1 to 64"},
 		{[]string{"serve", "--max-workspace-mb", "0"}, 2, "--max-workspace-mb 0: want 1 to 16777216"},
 		{[]string{"serve", "--max-workspace-mb", "17592186044416"}, 2, "--max-workspace-mb 17592186044416: want 1 to 16777216 (16 TiB)"},
+		{[]string{"serve", "--max-artifacts", "0"}, 2, "--max-artifacts 0: want 1 to 1000"},
+		{[]string{"serve", "--max-artifacts", "1001"}, 2, "--max-artifacts 1001: want 1 to 1000"},
+		{[]string{"serve", "--max-artifacts-mb", "0"}, 2, "--max-artifacts-mb 0: want 1 to 16777216"},
+		{append([]string{"orchestrator", "--max-artifacts", "5"}, nats...), 2, "flag provided but not defined: -max-artifacts"},
 		{[]string{"serve", "--no-runner", "--max-workspace-mb", "5"}, 2, "--max-workspace-mb configure the runner, which --no-runner leaves out"},
 		{append([]string{"serve", "--runner-only", "--max-rounds", "5"}, nats...), 2, "--max-rounds configure the orchestrator, which --runner-only leaves out"},
 		{append([]string{"orchestrator", "--max-memory-mb", "1"}, nats...), 2, "--max-memory-mb 1: want 6"},
@@ -49,9 +53,9 @@ func TestLimitFlags(t *testing.T) {
 		}
 	}
 	for cmd, want := range map[string][]string{
-		"serve":        {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb", "-max-egress-hosts", "-max-workspace-mb"},
+		"serve":        {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb", "-max-egress-hosts", "-max-workspace-mb", "-max-artifacts", "-max-artifacts-mb"},
 		"orchestrator": {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-rounds", "-max-wait", "-max-input-kb", "-max-partial-state-kb", "-max-task-kb", "-max-egress-hosts"},
-		"runner":       {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-workspace-mb"},
+		"runner":       {"-max-memory-mb", "-max-cpus", "-max-pids", "-max-timeout", "-max-workspace-mb", "-max-artifacts", "-max-artifacts-mb"},
 	} {
 		var stdout, stderr bytes.Buffer
 		run(context.Background(), []string{cmd, "-h"}, []string{"HOME=" + t.TempDir()}, &stdout, &stderr)

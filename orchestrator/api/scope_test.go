@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
@@ -28,10 +29,11 @@ import (
 // file storage, a registry, no runner: rounds stay queued unless the test
 // publishes their events) with the tokens of issue 10's finding 4.
 type scopeServer struct {
-	srv  *httptest.Server
-	bus  *bus.Bus
-	reg  *registry.Registry
-	orch *orchestrator.Orchestrator
+	srv   *httptest.Server
+	bus   *bus.Bus
+	reg   *registry.Registry
+	orch  *orchestrator.Orchestrator
+	store storage.Store
 }
 
 // withConfig serves the same orchestrator and registry under another
@@ -45,7 +47,7 @@ func (s *scopeServer) withConfig(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch}
+	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch, store: s.store}
 }
 
 func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
@@ -71,7 +73,7 @@ func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o}
+	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o, store: store}
 }
 
 // call sends method path with body as the holder of token and returns the

@@ -86,6 +86,9 @@ func ParseSubagent(file string, data []byte) (*Subagent, error) {
 	if _, err := schemas.CheckNetwork(s.Network, s.Egress); err != nil {
 		return nil, fileErr(file, 0, "", "%v", err)
 	}
+	if err := schemas.CheckOutputs(s.Outputs); err != nil {
+		return nil, fileErr(file, 0, "outputs", "%v", strings.TrimPrefix(err.Error(), "outputs: "))
+	}
 	return &s, nil
 }
 
@@ -269,6 +272,10 @@ func explain(schema string, doc *yaml.Node, p schemas.Problem) []FileProblem {
 			out = append(out, FileProblem{Line: line, Field: join(field, strings.Trim(name, "'")), Message: "missing"})
 		}
 		return out
+	}
+	if len(tokens) == 2 && tokens[0] == "outputs" && strings.HasPrefix(p.Message, "does not match pattern") && node != nil {
+		// The pattern says it exactly, but not in words.
+		return []FileProblem{{Line: line, Field: field, Message: fmt.Sprintf("%q is not a glob of files inside the workspace: want a relative path with '/' separators, no leading '/', no '.' or '..' segment, no backslash, e.g. dist/*.tar.gz or reports/**", node.Value)}}
 	}
 	return []FileProblem{{Line: line, Field: field, Message: p.Message}}
 }

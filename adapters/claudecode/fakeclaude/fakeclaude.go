@@ -56,6 +56,10 @@ const (
 	FailExitCode = 3
 	// UsageExitCode is the exit code for bad arguments or an empty prompt.
 	UsageExitCode = 2
+	// ResultText is the final result text of ModeOK, ModeAsk and
+	// ModeGarbage: what their result message carries, and so a round's
+	// result when the sub-agent wrote no .agora/result.json.
+	ResultText = "Done: the change is in place.\nTwo files changed: a.go, \"b.go\"."
 )
 
 // Modes of the fake.
@@ -320,11 +324,12 @@ func initMessage(model string) string {
 // Code's own.
 func okStream(model string) []string {
 	u := ReportedUsage(model)
+	resultJSON, _ := json.Marshal(ResultText)
 	return []string{
 		initMessage(model),
 		`{"type":"assistant","message":{"id":"msg_fake_01","type":"message","role":"assistant","model":"` + model +
 			`","content":[{"type":"text","text":"Done: the change is in place."}],"stop_reason":"end_turn","usage":{"input_tokens":600,"output_tokens":200}},"parent_tool_use_id":null,"session_id":"` + SessionID + `"}`,
-		fmt.Sprintf(`{"type":"result","subtype":"success","is_error":false,"duration_ms":2345,"duration_api_ms":2100,"num_turns":%d,"result":"Done: the change is in place.","session_id":"%s","total_cost_usd":%g,"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}}`,
-			u.Turns, SessionID, u.CostUSD, u.InputTokens, u.OutputTokens),
+		fmt.Sprintf(`{"type":"result","subtype":"success","is_error":false,"duration_ms":2345,"duration_api_ms":2100,"num_turns":%d,"result":%s,"session_id":"%s","total_cost_usd":%g,"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}}`,
+			u.Turns, resultJSON, SessionID, u.CostUSD, u.InputTokens, u.OutputTokens),
 	}
 }

@@ -8,6 +8,7 @@ package apitest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -29,6 +30,9 @@ type Service struct {
 	RemoveFunc    func(ctx context.Context, taskID string) error
 	WatchFunc     func(ctx context.Context, fn func(orchestrator.Change)) error
 	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+
+	ResultFunc       func(ctx context.Context, taskID string) (json.RawMessage, error)
+	OpenArtifactFunc func(ctx context.Context, taskID, name string) (wire.Artifact, io.ReadCloser, error)
 
 	ParkedEventsFunc  func(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error)
 	RetryParkedFunc   func(ctx context.Context, seq uint64) error
@@ -124,6 +128,20 @@ func (s *Service) Logs(ctx context.Context, taskID string, round int, follow boo
 		return unset("Logs")
 	}
 	return s.LogsFunc(ctx, taskID, round, follow, w)
+}
+
+func (s *Service) Result(ctx context.Context, taskID string) (json.RawMessage, error) {
+	if s.ResultFunc == nil {
+		return nil, unset("Result")
+	}
+	return s.ResultFunc(ctx, taskID)
+}
+
+func (s *Service) OpenArtifact(ctx context.Context, taskID, name string) (wire.Artifact, io.ReadCloser, error) {
+	if s.OpenArtifactFunc == nil {
+		return wire.Artifact{}, nil, unset("OpenArtifact")
+	}
+	return s.OpenArtifactFunc(ctx, taskID, name)
 }
 
 func (s *Service) ParkedEvents(ctx context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error) {

@@ -216,6 +216,10 @@ type Config struct {
 	// EgressUplink is the network egress proxies reach their hosts
 	// through; "" means runner.DefaultEgressUplink.
 	EgressUplink string
+	// MaxArtifacts and MaxArtifactBytes cap what one round hands back
+	// (runner.Config); zero means the contract's defaults.
+	MaxArtifacts     int
+	MaxArtifactBytes int64
 	// WorkerEnv is extra KEY=value lines for every worker, e.g. credentials
 	// for aws-sm: secret refs; never passed on to sub-agents.
 	WorkerEnv []string
@@ -687,6 +691,8 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		MaxTimeout:        time.Duration(s.cfg.Max.TimeoutSeconds) * time.Second,
 		MaxWorkspaceBytes: s.cfg.MaxWorkspaceBytes,
 		EgressUplink:      s.cfg.EgressUplink,
+		MaxArtifacts:      s.cfg.MaxArtifacts,
+		MaxArtifactBytes:  s.cfg.MaxArtifactBytes,
 		AllowHostNetwork:  s.cfg.Max.AllowHostNetwork,
 		Bus:               s.runnerBus,
 		WorkerNATSSigner:  signer,

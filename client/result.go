@@ -1,0 +1,96 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/agoradev/agora/wire"
+)
+
+// ErrIntegrity is a downloaded artifact whose bytes are not the ones its
+// sha256 and size name.
+var ErrIntegrity = errors.New("artifact failed its sha256 check")
+
+// Result returns what task taskID hands back: its last round's result as
+// JSON (a JSON string for Claude Code's final text), read from storage by
+// the server when it is large; JSON null when the task ended without one.
+// A task that has not ended is wire.ErrWrongState.
+func (c *Client) Result(ctx context.Context, taskID string) (json.RawMessage, error) {
+	path, err := taskPath(taskID, "/result")
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodGet, path, nil, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// Artifacts lists the files task taskID's last round left when it finished.
+func (c *Client) Artifacts(ctx context.Context, taskID string) ([]wire.Artifact, error) {
+	path, err := taskPath(taskID, "/artifacts")
+	if err != nil {
+		return nil, err
+	}
+	var list wire.ArtifactList
+	if err := c.do(ctx, http.MethodGet, path, nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Artifacts, nil
+}
+
+// DownloadArtifact copies artifact name of task taskID to w and checks
+// what it copied against the sha256 (the response's ETag) and the size
+// (Content-Length) the server names: a mismatch is ErrIntegrity. w has the
+// bytes by then, so write to a temporary file and keep it only when
+// DownloadArtifact returns nil. It returns the artifact as served.
+func (c *Client) DownloadArtifact(ctx context.Context, taskID, name string, w io.Writer) (wire.Artifact, error) {
+	if err := wire.CheckArtifactName(name); err != nil {
+		return wire.Artifact{}, fmt.Errorf("agora api: %w: %w", err, wire.ErrInvalidRequest)
+	}
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	path, err := taskPath(taskID, "/artifacts/"+strings.Join(segs, "/"))
+	if err != nil {
+		return wire.Artifact{}, err
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return wire.Artifact{}, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return wire.Artifact{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return wire.Artifact{}, errorOf(resp)
+	}
+	a := wire.Artifact{Name: name, Size: resp.ContentLength, SHA256: strings.Trim(resp.Header.Get("ETag"), `"`)}
+	if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != sha256.Size || a.Size < 0 {
+		return a, fmt.Errorf("agora api: GET %s: ETag %q and Content-Length %d do not name a sha256 and a size to check against: %w", path, resp.Header.Get("ETag"), resp.ContentLength, ErrIntegrity)
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return a, ctx.Err()
+		}
+		return a, fmt.Errorf("agora api: GET %s: %w (after %d of %d bytes; the server cuts an artifact whose stored bytes are not its own)", path, err, n, a.Size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); n != a.Size || got != a.SHA256 {
+		return a, fmt.Errorf("agora api: artifact %s of task %s: got %d bytes of sha256 %s, want %d bytes of sha256 %s: %w", name, taskID, n, got, a.Size, a.SHA256, ErrIntegrity)
+	}
+	return a, nil
+}

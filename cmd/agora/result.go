@@ -1,0 +1,350 @@
+package main
+
+// What a task hands back: agora result, agora artifacts, agora batch
+// results, and the result dispatch --wait prints (docs/ci.md).
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
+)
+
+// writeResult prints a result for a shell: a JSON string as its text
+// (with a newline unless it ends with one), anything else as compact JSON
+// on one line. Nothing for no result (JSON null or none).
+func writeResult(w io.Writer, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var text string
+	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return fmt.Errorf("the result is not JSON: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// taskResult is t's result: inline, or read through the API when t has it
+// by ref; nil for none.
+func taskResult(ctx context.Context, c *client.Client, t *wire.Task) (json.RawMessage, error) {
+	if len(t.Result) > 0 {
+		return t.Result, nil
+	}
+	if t.ResultRef == nil {
+		return nil, nil
+	}
+	return c.Result(ctx, t.ID)
+}
+
+// ---- agora result
+
+const resultSynopsis = "TASK [--json] [--server URL] [--token TOKEN]"
+
+func runResult(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora result", resultMain(ctx, args, environ, stdout, stderr))
+}
+
+// resultMain prints what a task hands back: a string as its text, anything
+// else as JSON (--json: always JSON). A task that has not finished has no
+// result: it says how the task stands and exits as dispatch --wait would.
+func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agora result", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	pos, err := parseVerb(fs, resultSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one TASK, e.g. agora result t-42 ('agora status' lists the tasks)")
+	}
+	id := pos[0]
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	t, err := c.Get(ctx, id)
+	if err != nil {
+		return a.explain(err, id)
+	}
+	switch t.State {
+	case orchestrator.StateFinished:
+	case orchestrator.StateFailed:
+		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, outcomeDetail(t), t.ID)}
+	case orchestrator.StateCancelled, orchestrator.StateExpired:
+		return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, stateLabel(t.State), outcomeDetail(t))}
+	default:
+		return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, stateLabel(t.State), t.ID)
+	}
+	raw, err := taskResult(ctx, c, t)
+	if err != nil {
+		return a.explain(err, id)
+	}
+	if a.json {
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		_, err := fmt.Fprintf(stdout, "%s\n", raw)
+		return err
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		fmt.Fprintf(stderr, "agora result: task %s finished without a result (its sub-agent wrote no .agora/result.json)\n", t.ID)
+		return nil
+	}
+	return writeResult(stdout, raw)
+}
+
+// ---- agora artifacts
+
+const artifactsSynopsis = "TASK [NAME...] [-d DIR] [--json] [--server URL] [--token TOKEN]"
+
+func runArtifacts(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora artifacts", artifactsMain(ctx, args, environ, stdout, stderr))
+}
+
+// artifactsMain lists a task's artifacts, or with -d downloads them (all,
+// or the NAMEs given) into DIR, each checked against its sha256 before it
+// takes its name.
+func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agora artifacts", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	var dir string
+	fs.StringVarP(&dir, "dir", "d", "", "download the artifacts (all, or the NAMEs given) into `DIR`, each checked against its sha256; names keep their sub-directories")
+	pos, err := parseVerb(fs, artifactsSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("want a TASK, e.g. agora artifacts t-42, or agora artifacts t-42 -d out/ to download them")
+	}
+	id, names := pos[0], pos[1:]
+	if len(names) > 0 && dir == "" {
+		return usagef("NAMEs are what to download: give -d DIR too, e.g. agora artifacts %s %s -d .", id, names[0])
+	}
+	for _, n := range names {
+		if err := wire.CheckArtifactName(n); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	list, err := c.Artifacts(ctx, id)
+	if err != nil {
+		return a.explain(err, id)
+	}
+	if dir == "" {
+		if a.json {
+			return writeJSON(stdout, wire.ArtifactList{TaskID: id, Artifacts: list})
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(stderr, "agora artifacts: task %s has no artifacts\n", id)
+			return nil
+		}
+		width := 0
+		for _, f := range list {
+			width = max(width, len(f.Name))
+		}
+		for _, f := range list {
+			fmt.Fprintf(stdout, "%-*s  %10s  sha256:%s\n", width, f.Name, strconv.FormatInt(f.Size, 10), f.SHA256)
+		}
+		return nil
+	}
+	want := list
+	if len(names) > 0 {
+		want = nil
+		for _, n := range names {
+			i := slices.IndexFunc(list, func(f wire.Artifact) bool { return f.Name == n })
+			if i < 0 {
+				have := make([]string, len(list))
+				for j, f := range list {
+					have[j] = f.Name
+				}
+				return fmt.Errorf("task %s has no artifact %q (it has: %s)", id, n, cmp.Or(strings.Join(have, ", "), "none"))
+			}
+			want = append(want, list[i])
+		}
+	}
+	if len(want) == 0 {
+		fmt.Fprintf(stderr, "agora artifacts: task %s has no artifacts; nothing downloaded\n", id)
+		return nil
+	}
+	var got []wire.Artifact
+	for _, f := range want {
+		path, err := download(ctx, c, id, f, dir)
+		if err != nil {
+			return err
+		}
+		got = append(got, f)
+		if !a.json {
+			fmt.Fprintf(stdout, "%s  %d bytes  sha256:%s ✓\n", path, f.Size, f.SHA256)
+		}
+	}
+	if a.json {
+		return writeJSON(stdout, wire.ArtifactList{TaskID: id, Artifacts: got})
+	}
+	return nil
+}
+
+// download writes artifact f of task id under dir: to a temporary file
+// beside its place, renamed once its sha256 and size check out. Every
+// path is opened through an os.Root on dir, so neither the name (which
+// the API never lists outside one) nor a symbolic link already in dir can
+// put a file outside it.
+func download(ctx context.Context, c *client.Client, id string, f wire.Artifact, dir string) (string, error) {
+	if err := wire.CheckArtifactName(f.Name); err != nil {
+		return "", fmt.Errorf("task %s: %w; not downloaded", id, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("download %s: %w", f.Name, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", f.Name, err)
+	}
+	defer root.Close()
+	target := filepath.FromSlash(f.Name)
+	if err := root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	var suffix [6]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return "", err
+	}
+	tmpName := filepath.Join(filepath.Dir(target), ".agora-download-"+hex.EncodeToString(suffix[:]))
+	tmp, err := root.OpenFile(tmpName, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	defer root.Remove(tmpName) // fails harmlessly after the rename
+	served, err := c.DownloadArtifact(ctx, id, f.Name, tmp)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil && (served.SHA256 != f.SHA256 || served.Size != f.Size) {
+		err = fmt.Errorf("served %d bytes of sha256 %s, the task lists %d bytes of sha256 %s: %w", served.Size, served.SHA256, f.Size, f.SHA256, client.ErrIntegrity)
+	}
+	if err != nil {
+		if errors.Is(err, client.ErrIntegrity) {
+			return "", fmt.Errorf("artifact %s of task %s failed its sha256 check; nothing written: %w", f.Name, id, err)
+		}
+		return "", fmt.Errorf("download artifact %s of task %s: %w", f.Name, id, err)
+	}
+	if err := root.Rename(tmpName, target); err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	return filepath.Join(dir, target), nil
+}
+
+// ---- agora batch results
+
+const batchResultsSynopsis = "ID [--server URL] [--token TOKEN]"
+
+// batchResult is one line of agora batch results.
+type batchResult struct {
+	ID        string             `json:"id"`
+	State     orchestrator.State `json:"state"`
+	Outcome   *wire.Outcome      `json:"outcome,omitempty"`
+	Result    json.RawMessage    `json:"result,omitempty"`
+	Artifacts []wire.Artifact    `json:"artifacts,omitempty"`
+	// Error says why the result of a task that has one could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// batchResultsMain prints one JSON line per task of the batch, in the
+// order of the batch file's lines: id, state, outcome, result (read
+// through the API when stored by ref) and artifacts.
+func batchResultsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("agora batch results", flag.ContinueOnError)
+	a := newAPIFlags(fs)
+	pos, err := parseVerb(fs, batchResultsSynopsis, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one batch ID, e.g. agora batch results tasks")
+	}
+	id := pos[0]
+	c, err := a.connect(environ)
+	if err != nil {
+		return err
+	}
+	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	if err != nil {
+		return a.explain(err, "")
+	}
+	if len(tasks) == 0 {
+		return fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
+	}
+	slices.SortFunc(tasks, func(x, y *wire.Task) int { return naturalCompare(x.ID, y.ID) })
+	enc := json.NewEncoder(stdout)
+	for _, t := range tasks {
+		line := batchResult{ID: t.ID, State: t.State, Outcome: t.Outcome, Artifacts: t.Artifacts}
+		if line.Result, err = taskResult(ctx, c, t); err != nil {
+			line.Error = "read the result: " + err.Error()
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// naturalCompare orders strings with their runs of digits compared as
+// numbers: b-2 before b-10.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
