@@ -3,6 +3,7 @@ package main
 import (
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/bus"
 )
 
@@ -48,4 +49,10 @@ func (n *natsAuthFlags) auth(environ []string) (bus.Auth, error) {
 		return a, usagef("--nats-replicas %d: want 1-%d", n.replicas, bus.MaxReplicas)
 	}
 	return a, nil
+}
+
+// config is cfg with what the flags say of the bus beyond credentials.
+func (n *natsAuthFlags) config(cfg roles.Config) roles.Config {
+	cfg.NATSAllowAnonymous = n.allowAnonymous
+	return cfg
 }
