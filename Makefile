@@ -6,17 +6,21 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 
 VERSITYGW_VERSION   := v1.8.0
 STATICCHECK_VERSION := v0.8.2
+# nektos/act runs examples/ci/github-actions.yml in cmd/agora's tests; a test
+# tool only, so not in go.mod.
+ACT_VERSION         := v0.2.89
 
-.PHONY: build tools check test bench bench-throughput bench-cli fuzz faults busybox demo clean
+.PHONY: build tools check test bench bench-throughput bench-cli fuzz faults busybox demo image clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora ./cmd/agora
 
-tools: ## test tools: versitygw (strict S3 suite), staticcheck, and Chromium for the browser tests (apt-get as root)
+tools: ## test tools: versitygw (strict S3 suite), staticcheck, act (the GitHub Actions example), and Chromium for the browser tests (apt-get as root)
 	@sh .ci/chromium
 	@test -x $(GOBIN)/versitygw || $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@test -x $(GOBIN)/act || $(GO) install github.com/nektos/act@$(ACT_VERSION)
 
 check: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -41,6 +45,10 @@ busybox: ## Debian's static busybox, /bin/sh in the worker image: installed as r
 
 demo: busybox build ## a sub-agent asks, you answer, the same sub-agent resumes and finishes
 	bin/agora demo
+
+GO_IMAGE ?= golang:1.26
+image: ## the agora serve image (docs/image.md): docker build, the version stamped; GO_IMAGE=agora-test-golang:… where golang:1.26 cannot be pulled
+	docker build --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) -t agora:$(VERSION) .
 
 clean:
 	rm -rf bin

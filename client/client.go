@@ -88,6 +88,19 @@ func (c *Client) Submit(ctx context.Context, req wire.SubmitRequest) (*wire.Task
 	return &t, nil
 }
 
+// Health asks the server whether it is up (GET /healthz, which takes no
+// token): nil when it answers {"status":"ok"}.
+func (c *Client) Health(ctx context.Context) error {
+	var h wire.Health
+	if err := c.do(ctx, http.MethodGet, "/healthz", nil, &h); err != nil {
+		return err
+	}
+	if h.Status != "ok" {
+		return fmt.Errorf("agora api: GET /healthz: status %q, want \"ok\"", h.Status)
+	}
+	return nil
+}
+
 // Get returns one task.
 func (c *Client) Get(ctx context.Context, taskID string) (*wire.Task, error) {
 	return c.task(ctx, http.MethodGet, taskID, "", nil)

@@ -25,9 +25,14 @@ import (
 
 // Defaults for a task's limits and route.
 const (
-	DefaultMaxRounds   = 10
-	DefaultMaxWait     = 7 * 24 * time.Hour
-	DefaultRoute       = "human"
+	DefaultMaxRounds = 10
+	DefaultMaxWait   = 7 * 24 * time.Hour
+	DefaultRoute     = "human"
+	// DefaultCIRoute is the route of a task submitted from CI
+	// (SubmitRequest.FromCI) without one, unless Config.CIRoute says
+	// otherwise: a person has 10 minutes, then the question's default is
+	// taken, or the task expires.
+	DefaultCIRoute     = "human=10m"
 	consumerName       = "orchestrator"
 	routerTick         = 250 * time.Millisecond
 	lastOutputMaxBytes = 200
@@ -48,8 +53,11 @@ type Config struct {
 	Registry *registry.Registry
 	// Max are this server's ceilings on what one task may ask for or hold;
 	// zero fields take DefaultMaximums.
-	Max    Maximums
-	Logger *slog.Logger
+	Max Maximums
+	// CIRoute is the route of a task submitted from CI (FromCI) that names
+	// none; empty means DefaultCIRoute.
+	CIRoute string
+	Logger  *slog.Logger
 	// Now is the clock; tests may set it.
 	Now func() time.Time
 	// EventWorkers, EventMaxPending and EventMaxDeliveries tune the event
@@ -105,6 +113,10 @@ func New(cfg Config) (*Orchestrator, error) {
 	if err := max.Validate(); err != nil {
 		return nil, fmt.Errorf("orchestrator config: %w", err)
 	}
+	cfg.CIRoute = orDefault(cfg.CIRoute, DefaultCIRoute)
+	if _, err := answer.ParseRoute(cfg.CIRoute); err != nil {
+		return nil, fmt.Errorf("orchestrator config: CI route %q: %w", cfg.CIRoute, err)
+	}
 	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
 		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
 }
@@ -140,6 +152,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	if o.cfg.Answerers.Agents == nil {
 		o.cfg.Answerers.Agents = o
+	}
+	// Found now, not at a CI job's first question.
+	if err := o.checkRoute(ctx, o.cfg.CIRoute); err != nil {
+		return fmt.Errorf("start orchestrator: the CI route %q: %w", o.cfg.CIRoute, err)
 	}
 	if err := o.cfg.Bus.EnsureQueue(ctx); err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)
@@ -312,6 +328,9 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 	pins, from, err := o.resolve(ctx, &req)
 	if err != nil {
 		return nil, err
+	}
+	if req.Route == "" && req.FromCI {
+		req.Route = o.cfg.CIRoute
 	}
 	// The maximums first: a number over them may not fit the schema's
 	// types or the arithmetic that follows.

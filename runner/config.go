@@ -110,6 +110,13 @@ type Config struct {
 	// its events are relayed from its output, and its env bundles' aws-sm
 	// secrets are resolved by the platform (exchange.go, docs/ecs.md).
 	NoHostMounts bool
+	// CheckHostPaths makes Start prove that the engine sees DataDir at the
+	// same path as this process before it takes any work (checkHostPaths):
+	// the runner hands the engine host paths under DataDir, so agora in a
+	// container must have its data dir mounted at the same path as on the
+	// host, and an engine on another machine cannot be used at all. The
+	// composition root sets it for a Docker engine.
+	CheckHostPaths bool
 	// Grace is the time between SIGTERM and SIGKILL when a container is
 	// stopped; the worker gets a shorter one for the runtime inside.
 	Grace time.Duration

@@ -502,8 +502,11 @@ func (d *dispatch) follow(ctx context.Context) {
 		}
 	})
 	lines := &lineWriter{fn: func(line []byte) { d.onStdoutLine(ctx, line, relay) }}
+	// Stored and streamed with the worker's lines marked (output.go).
+	marker := newOutputMarker(logs, d.eventKey)
+	stdout, stderr := marker.stream(), marker.stream()
 	logsDone := make(chan error, 1)
-	go func() { logsDone <- r.cfg.Engine.Logs(ctx, cid, true, io.MultiWriter(logs, lines), logs) }()
+	go func() { logsDone <- r.cfg.Engine.Logs(ctx, cid, true, io.MultiWriter(stdout, lines), stderr) }()
 
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
@@ -574,6 +577,8 @@ func (d *dispatch) follow(ctx context.Context) {
 		d.log.Warn("container output did not drain within 30s after exit")
 	}
 	lines.Flush()
+	stdout.Flush()
+	stderr.Flush()
 	if !d.sawTerminal() {
 		d.rereadOutput(ctx, cid)
 	}

@@ -15,7 +15,8 @@ import (
 // the container's user can) and then fails. Without event keys the runner
 // took that line as the outcome; now it ignores it, and the worker's own
 // failure stands. The sub-agent also finds the key file gone and the
-// worker's /proc entries closed to it.
+// worker's /proc entries closed to it. The stored output marks the
+// worker's event and log lines as agora's, and the forged line not.
 func TestForgedEventRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -37,6 +38,22 @@ exit 7`)
 	}
 	if !strings.Contains(out, "forged line written") {
 		t.Errorf("the probe did not write its line, so the test proves nothing; output:\n%s", out)
+	}
+	// The stored output marks the worker's lines, which it verified, and
+	// not the forged one: a page shows the forgery as the sub-agent's.
+	marked := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(line, `"kind":"dispatch.finished"`):
+			marked["forged"] = strings.HasPrefix(line, string(schemas.OutputMark))
+		case strings.Contains(line, `"kind":"dispatch.started"`):
+			marked["started"] = strings.HasPrefix(line, string(schemas.OutputMark))
+		case strings.Contains(line, `msg="dispatch ended"`):
+			marked["log"] = strings.HasPrefix(line, string(schemas.OutputMark)) && !strings.Contains(line, " mac=")
+		}
+	}
+	if want := map[string]bool{"forged": false, "started": true, "log": true}; fmt.Sprint(marked) != fmt.Sprint(want) {
+		t.Errorf("marked lines = %v, want %v; output:\n%q", marked, want, out)
 	}
 	for _, bad := range []string{"KEY FILE STILL THERE", "WORKER ENVIRON READABLE"} {
 		if strings.Contains(out, bad) {

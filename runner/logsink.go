@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"sync"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // logSink keeps a dispatch's output for storage, up to a cap, and forwards
@@ -64,19 +66,20 @@ func (s *logSink) Bytes() []byte {
 	defer s.mu.Unlock()
 	out := append([]byte(nil), s.buf.Bytes()...)
 	if s.dropped > 0 {
-		out = append(out, fmt.Sprintf("\n[agora: output truncated at %d bytes; %d more bytes dropped]\n", s.cap, s.dropped)...)
+		out = append(out, fmt.Sprintf("\n%c[agora: output truncated at %d bytes; %d more bytes dropped]\n", schemas.OutputMark, s.cap, s.dropped)...)
 	}
 	return out
 }
 
-// LastLine is the last non-empty line written.
+// LastLine is the last non-empty line written, without its mark.
 func (s *logSink) LastLine() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	line := s.last
 	if len(bytes.TrimSpace(s.cur)) > 0 {
-		return string(s.cur)
+		line = s.cur
 	}
-	return string(s.last)
+	return string(bytes.TrimPrefix(line, []byte{schemas.OutputMark}))
 }
 
 // lineWriter calls fn with each complete line (without the newline).

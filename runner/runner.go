@@ -71,6 +71,14 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err := r.prepareBlobsDir(); err != nil {
 		return fmt.Errorf("start runner: %w", err)
 	}
+	if err := os.RemoveAll(r.spoolDir()); err != nil {
+		return fmt.Errorf("start runner: clear its temp files: %w", err)
+	}
+	if r.cfg.CheckHostPaths && !r.cfg.NoHostMounts {
+		if err := r.checkHostPaths(ctx); err != nil {
+			return fmt.Errorf("start runner: %w", err)
+		}
+	}
 	if err := r.cfg.Bus.EnsureEventStream(ctx); err != nil {
 		return fmt.Errorf("start runner: %w", err)
 	}
@@ -220,8 +228,12 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	return nil
 }
 
-func (r *Runner) dispatchesDir() string    { return filepath.Join(r.cfg.DataDir, "dispatches") }
-func (r *Runner) workspacesDir() string    { return filepath.Join(r.cfg.DataDir, "workspaces") }
+func (r *Runner) dispatchesDir() string { return filepath.Join(r.cfg.DataDir, "dispatches") }
+func (r *Runner) workspacesDir() string { return filepath.Join(r.cfg.DataDir, "workspaces") }
+
+// spoolDir holds the runner's own temp files (a blob on its way into a
+// staged store); Start clears what a crash left.
+func (r *Runner) spoolDir() string         { return filepath.Join(r.cfg.DataDir, "tmp") }
 func (r *Runner) specDir(id string) string { return filepath.Join(r.dispatchesDir(), id) }
 func (r *Runner) workspace(id string) string {
 	return filepath.Join(r.workspacesDir(), id)

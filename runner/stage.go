@@ -62,7 +62,7 @@ func (r *Runner) stage(ctx context.Context, dir string, spec schemas.DispatchSpe
 		}
 	}
 	// Scratch: the staged copy is made again if the host goes down.
-	local, err := storage.Open(ctx, "file://"+dir, storage.Options{Scratch: true, Shared: true})
+	local, err := storage.Open(ctx, "file://"+dir, storage.Options{Scratch: true, Shared: true, SpoolDir: r.spoolDir()})
 	if err != nil {
 		return spec, fmt.Errorf("stage blobs: %w", err)
 	}

@@ -60,3 +60,53 @@ func VerifyEventLine(key, line []byte) (data []byte, ok bool) {
 	}
 	return data, true
 }
+
+// The worker's own log lines are signed too, with the same key, so that
+// the runner can tell them from the sub-agent's output on the same
+// stderr: SignLogLine appends " mac=<hex>", the HMAC-SHA256 of the line
+// (without the field) under a separate label, so that no event line's MAC
+// is a log line's or the reverse.
+
+const (
+	logMACField = " mac="
+	logMACLabel = "agora log line\n"
+)
+
+// SignLogLine returns line (no trailing newline) with " mac=<hex>" added.
+func SignLogLine(key, line []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(logMACLabel))
+	m.Write(line)
+	sum := hex.EncodeToString(m.Sum(nil))
+	out := make([]byte, 0, len(line)+len(logMACField)+len(sum))
+	out = append(out, line...)
+	out = append(out, logMACField...)
+	return append(out, sum...)
+}
+
+// VerifyLogLine checks a line SignLogLine made and returns it without the
+// field; ok is false for a line without a valid one.
+func VerifyLogLine(key, line []byte) (data []byte, ok bool) {
+	line = bytes.TrimRight(line, "\r\n")
+	const sumLen = 2 * sha256.Size
+	tail := len(logMACField) + sumLen
+	if len(line) < tail {
+		return nil, false
+	}
+	cut := len(line) - tail
+	if !bytes.Equal(line[cut:cut+len(logMACField)], []byte(logMACField)) {
+		return nil, false
+	}
+	got, err := hex.DecodeString(string(line[cut+len(logMACField):]))
+	if err != nil {
+		return nil, false
+	}
+	data = line[:cut]
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(logMACLabel))
+	m.Write(data)
+	if !hmac.Equal(m.Sum(nil), got) {
+		return nil, false
+	}
+	return data, true
+}

@@ -91,6 +91,9 @@ type Config struct {
 	// Logger receives the worker's own log lines; Run redacts secrets from
 	// their messages and attributes.
 	Logger *slog.Logger
+	// LogWriter, when Logger writes through one, gets the event key once
+	// Run has read it, and signs the worker's log lines from then on.
+	LogWriter *LogWriter
 	// EnvProblems are errors cmd found while reading the environment (a
 	// malformed number, say). They fail the dispatch with worker-failed, so
 	// they reach the bus instead of only stderr.

@@ -111,6 +111,9 @@ func Run(ctx context.Context, cfg Config) Result {
 			w.cfg = cfg
 		}
 	}
+	if cfg.LogWriter != nil && key != nil {
+		cfg.LogWriter.SetKey(key)
+	}
 	if cfg.DispatchID == "" {
 		w.log.Error("AGORA_DISPATCH_ID is required; no event can be emitted without it")
 		fmt.Fprintln(cfg.Stderr, "agora-worker: AGORA_DISPATCH_ID is required")

@@ -164,6 +164,9 @@ func configFromEnv(environ []string) worker.Config {
 	if env["AGORA_LOG_LEVEL"] == "debug" {
 		level = slog.LevelDebug
 	}
+	// The worker's log lines are signed once it has the event key: the
+	// runner then tells them from the sub-agent's output.
+	logs := worker.NewLogWriter(os.Stderr)
 	exchange, err := worker.ExchangeFromEnv(environ)
 	problems = append(problems, err)
 	count := func(name string) int64 {
@@ -196,7 +199,8 @@ func configFromEnv(environ []string) worker.Config {
 		Exchange:                exchange,
 		Artifacts:               artifacts,
 		Environ:                 environ,
-		Logger:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger:                  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})),
+		LogWriter:               logs,
 		EnvProblems:             errors.Join(problems...),
 	}
 }

@@ -472,30 +472,49 @@ type batchStatus struct {
 	Questions []questionGroup            `json:"questions"`
 }
 
-// batchStatusMain counts the batch's tasks by state and groups their open
-// questions.
-func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora batch status", flag.ContinueOnError)
+// openedBatch is a batch verb's flags, client and every task of the batch.
+type openedBatch struct {
+	api    *apiFlags
+	client *client.Client
+	id     string
+	tasks  []*wire.Task
+}
+
+// openBatch parses a batch verb's flags and one batch ID, and lists every
+// task of the batch; a batch without tasks is an error naming the server.
+func openBatch(ctx context.Context, verb, synopsis string, args, environ []string, stdout io.Writer) (*openedBatch, error) {
+	fs := flag.NewFlagSet("agora batch "+verb, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, batchStatusSynopsis, args, stdout)
+	pos, err := parseVerb(fs, synopsis, args, stdout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(pos) != 1 {
-		return usagef("want one batch ID, e.g. agora batch status tasks")
+		return nil, usagef("want one batch ID, e.g. agora batch %s tasks", verb)
 	}
 	id := pos[0]
 	c, err := a.connect(environ)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
-		return a.explain(err, "")
+		return nil, a.explain(err, "")
 	}
 	if len(tasks) == 0 {
-		return fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
+		return nil, fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
 	}
+	return &openedBatch{api: a, client: c, id: id, tasks: tasks}, nil
+}
+
+// batchStatusMain counts the batch's tasks by state and groups their open
+// questions.
+func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
+	b, err := openBatch(ctx, "status", batchStatusSynopsis, args, environ, stdout)
+	if err != nil {
+		return err
+	}
+	a, c, id, tasks := b.api, b.client, b.id, b.tasks
 	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[orchestrator.State]int{}}
 	for _, t := range tasks {
 		st.Counts[t.State]++
@@ -536,7 +555,7 @@ func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch b
 		fmt.Fprintln(w, "no open questions")
 		return
 	}
-	header := []string{"COUNT", "QUESTION", "OPTIONS", "TASKS", "ANSWER ALL WITH"}
+	header := []string{"COUNT", "QUESTION", "OPTIONS", "TASKS", "IF UNANSWERED", "ANSWER ALL WITH"}
 	if withBatch {
 		header = append([]string{"COUNT", "BATCH"}, header[1:]...)
 	}
@@ -551,7 +570,7 @@ func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch b
 			row = append(row, cell{batch, ""})
 		}
 		row = append(row, cell{clipText(g.Question, 60), sgrYellow}, cell{strings.Join(g.Options, " / "), ""},
-			cell{taskList(g.TaskIDs, 50), ""}, cell{g.Action, sgrBold})
+			cell{taskList(g.TaskIDs, 50), ""}, cell{ifUnansweredText(g.IfUnanswered, time.Now()), ""}, cell{g.Action, sgrBold})
 		rows = append(rows, row)
 	}
 	u.writeTable(w, header, rows)

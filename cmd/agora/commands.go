@@ -81,6 +81,7 @@ func verbs() []verb {
 			}},
 		{name: "token", short: "make a strong API token: create NAME (the secret once, and its hashed line for --tokens-file)", subs: []string{"create"}, run: runToken},
 		{name: "config", short: "named contexts (server, token) in the config file", subs: configSubs, run: runConfig},
+		{name: "health", short: "is the server up? (GET /healthz; the image's HEALTHCHECK)", run: runHealth},
 		{name: "version", short: "print the version", synopsis: "[--json]", run: runVersion},
 	}
 }
@@ -273,6 +274,8 @@ exit codes (every command):
   2  a usage error or bad input, found by the CLI or refused by the server
      (HTTP 400/422 "invalid"): nothing was changed
   3  the task expired or was cancelled (dispatch --wait)
+  130, 143  interrupted by SIGINT or SIGTERM (dispatch --wait: the task was
+     cancelled, unless --detach-on-signal)
 
 Run 'agora <command> -h' (or 'agora help <command>') for a command's flags.
 `)

@@ -20,10 +20,11 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 const dispatchSynopsis = `--subagent NAME[@VERSION] | --subagent-file FILE | --command "CMD" [--name NAME] [--input JSON|@FILE] [--route ROUTE]
-       [--task-id ID] [--timeout SECONDS] [--allow-memory] [--label KEY=VALUE]... [--wait]
+       [--task-id ID] [--timeout SECONDS] [--allow-memory] [--label KEY=VALUE]... [--wait [--detach-on-signal] [--heartbeat DURATION]]
        [--json] [--server URL] [--token TOKEN]`
 
 // Timings of dispatch --wait.
@@ -35,11 +36,23 @@ const (
 	// waitGiveUp is how long --wait keeps trying while the server does not
 	// answer before it fails.
 	waitGiveUp = time.Minute
+	// defaultHeartbeat is how often --wait says it still waits while a
+	// question waits for a person (--heartbeat).
+	defaultHeartbeat = time.Minute
+	// heartbeatCheck is how often --wait looks whether a heartbeat is due
+	// when stderr is no terminal (a terminal's status line ticks every
+	// second anyway).
+	heartbeatCheck = 5 * time.Second
+	// cancelTimeout bounds the cancel --wait sends after a signal: well
+	// inside the 7.5 s a GitHub Actions runner leaves between its SIGINT
+	// and its SIGTERM, and the 10 s many runners wait before SIGKILL.
+	cancelTimeout = 5 * time.Second
 )
 
 type dispatchFlags struct {
 	subagent, subagentFile, command, name, input, route, taskID, timeout string
-	allowMemory, wait                                                    bool
+	allowMemory, wait, detachOnSignal                                    bool
+	heartbeat                                                            time.Duration
 	labels                                                               multiFlag
 	api                                                                  *apiFlags
 }
@@ -66,13 +79,24 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 	fs.StringVar(&f.timeout, "timeout", "", "bound each round's dispatch: `SECONDS`, or a duration like 10m")
 	fs.BoolVar(&f.allowMemory, "allow-memory", false, "let the memory answerer reuse earlier answers to the same question")
 	fs.Var(&f.labels, "label", "label the task `KEY=VALUE` (repeatable), e.g. for 'agora status --label'")
-	fs.BoolVar(&f.wait, "wait", false, "wait until the task ends, showing its progress on stderr and printing its result alone on stdout (a string as its text, else JSON; with --json the final task); exit 0 finished, 1 failed, 3 expired or cancelled (2 a usage error)")
+	fs.BoolVar(&f.wait, "wait", false, "wait until the task ends, showing its progress on stderr and printing its result alone on stdout (a string as its text, else JSON; with --json the final task); exit 0 finished, 1 failed, 3 expired or cancelled (2 a usage error); "+
+		"SIGINT or SIGTERM cancels the task and exits 130 or 143")
+	fs.BoolVar(&f.detachOnSignal, "detach-on-signal", false, "with --wait: on SIGINT or SIGTERM stop waiting and leave the task running (exit 1), instead of cancelling it")
+	fs.DurationVar(&f.heartbeat, "heartbeat", defaultHeartbeat, "with --wait: while a question waits for a person, say so this often (`DURATION`, at least 1s)")
 	pos, err := parseVerb(fs, dispatchSynopsis, args, stdout)
 	if err != nil {
 		return f, req, err
 	}
+	for _, name := range []string{"detach-on-signal", "heartbeat"} {
+		if fs.Changed(name) && !f.wait {
+			return f, req, usagef("--%s is about --wait, which is not given: add --wait", name)
+		}
+	}
 	if len(pos) > 0 {
 		return f, req, usagef("unexpected argument %q; a command goes in quotes: --command \"%s\"", pos[0], strings.Join(pos, " "))
+	}
+	if f.heartbeat < time.Second {
+		return f, req, usagef("--heartbeat %s: want a duration of at least 1s, e.g. --heartbeat 30s", f.heartbeat)
 	}
 	given := 0
 	for _, v := range []string{f.subagent, f.subagentFile, f.command} {
@@ -224,6 +248,11 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	if req.Route == "" && isCI(environ) {
+		// Nobody watches a CI job: the server gives it its bounded CI
+		// route, not the default that waits days for a person.
+		req.FromCI = true
+	}
 	a := f.api
 	c, err := a.connect(environ)
 	if err != nil {
@@ -231,6 +260,19 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	}
 	start := time.Now()
 	t, err := c.Submit(ctx, req)
+	if req.FromCI && unknownField(err, "from_ci") {
+		// A server older than this CLI: it has no CI route. Submit as an
+		// older CLI would, and say what that means.
+		fmt.Fprintf(stderr, "agora dispatch: the server at %s is older than this agora and has no CI route: the task gets its default route (%s); pass --route, e.g. --route %s\n",
+			a.server, orchestrator.DefaultRoute, orchestrator.DefaultCIRoute)
+		req.FromCI = false
+		t, err = c.Submit(ctx, req)
+	}
+	if err != nil && ctx.Err() != nil && f.wait && req.TaskID != "" {
+		// Interrupted while submitting: the task may exist already, and
+		// its id is known, so the cancel reaches it as it would later.
+		return stopWaiting(ctx, c, a, req.TaskID, f.detachOnSignal, stderr)
+	}
 	if err != nil {
 		return a.explain(err, "")
 	}
@@ -247,8 +289,9 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		}
 		return nil
 	}
-	p := &progress{w: stderr, ui: newUI(stderr, environ), start: start, asked: map[string]bool{}}
-	opts := client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp, OnUpdate: p.update,
+	p := newProgress(stderr, newUI(stderr, environ), start, time.Now)
+	p.heartbeat = f.heartbeat
+	opts := client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp, OnUpdate: p.update, Tick: min(heartbeatCheck, f.heartbeat),
 		OnTrouble: func(error) { p.note("the agora server does not answer; still trying") }}
 	if p.ui.tty {
 		opts.Tick = time.Second
@@ -259,8 +302,8 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return fmt.Errorf("task %s was removed while waiting for it", t.ID)
 	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("stopped waiting; task %s goes on ('agora status %s' shows it, 'agora cancel %s' stops it)", t.ID, t.ID, t.ID)
+		if ctx.Err() != nil {
+			return stopWaiting(ctx, c, a, t.ID, f.detachOnSignal, stderr)
 		}
 		return a.explain(err, t.ID)
 	}
@@ -299,35 +342,122 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
 }
 
+// unknownField says whether err is the server refusing a request body for
+// an unknown field name, as a server older than the field does.
+func unknownField(err error, name string) bool {
+	e, ok := errors.AsType[*client.Error](err)
+	return ok && e.Code == string(wire.CodeInvalid) && strings.Contains(e.Message, `unknown field "`+name+`"`)
+}
+
+// isCI says whether environ is a CI job's: CI=true (GitHub Actions,
+// GitLab CI and most others set it), or another true value.
+func isCI(environ []string) bool {
+	ci, err := strconv.ParseBool(getenv(environ, "CI"))
+	return err == nil && ci
+}
+
+// stopWaiting ends a dispatch --wait whose context was cancelled: by a
+// signal (its cause, from main) or by whoever called run. By default it
+// cancels the task — the caller's cancel reaches the work — with a call
+// bounded by cancelTimeout that outlives the cancelled context, and exits
+// 128 + the signal's number (130 SIGINT, 143 SIGTERM); with
+// --detach-on-signal it leaves the task running and exits 1, as before.
+func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, detach bool, stderr io.Writer) error {
+	sig, bySignal := signalOf(ctx)
+	code, why := exitFailed, "interrupted"
+	if bySignal {
+		code, why = signalExitCode(sig), signalName(sig)
+	}
+	if detach {
+		return fmt.Errorf("%s: stopped waiting; task %s goes on ('agora status %s' shows it, 'agora cancel %s' stops it)", why, id, id, id)
+	}
+	fmt.Fprintf(stderr, "agora dispatch: %s: cancelling task %s (--detach-on-signal would leave it running)\n", why, id)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	t, err := c.Cancel(cctx, id)
+	if errors.Is(err, wire.ErrNotFound) {
+		return exitOutcome{code: code, msg: fmt.Sprintf("interrupted before task %s was submitted; nothing runs", id)}
+	}
+	if errors.Is(err, wire.ErrWrongState) {
+		// It ended between the last update and the cancel.
+		if got, gerr := c.Get(cctx, id); gerr == nil && got.State.Terminal() {
+			return exitOutcome{code: code, msg: fmt.Sprintf("task %s had already ended: %s (%s)", id, stateLabel(got.State), outcomeDetail(got))}
+		}
+	}
+	if err != nil {
+		return exitOutcome{code: code, msg: fmt.Sprintf("could not cancel task %s (%v); it may still run: 'agora cancel %s' stops it",
+			id, clipText(a.explainCancel(err, id).Error(), 200), id)}
+	}
+	return exitOutcome{code: code, msg: fmt.Sprintf("task %s cancelled (%s); 'agora respawn %s' runs it again", id, outcomeDetail(t), id)}
+}
+
+// explainCancel is explain for the cancel stopWaiting sends, whose
+// deadline is its own.
+func (a *apiFlags) explainCancel(err error, id string) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer from %s within %s", a.server, cancelTimeout)
+	}
+	return a.explain(err, id)
+}
+
 // progress shows a waited-for task on stderr: a line for every change of
 // state or round, the question once per round with the command that
-// answers it, and on a terminal a status line kept up to date in place.
+// answers it, and while a question waits for a person, until when and
+// what happens then — again whenever that changes (the route moved on) and
+// at least every heartbeat. An answer is told with who gave it; a default
+// taken, with why. On a terminal a status line is kept up to date in
+// place.
 type progress struct {
 	w     io.Writer
 	ui    ui
 	start time.Time
+	now   func() time.Time
+	// heartbeat is how often a waiting question is told again.
+	heartbeat time.Duration
 	// last is the state and round of the last line written.
 	last string
-	// asked holds the dispatches whose question was shown.
-	asked map[string]bool
+	// asked holds the dispatches whose question was shown, told those
+	// whose answer was.
+	asked, told map[string]bool
+	// then is the last "what happens if nobody answers" shown, per dispatch.
+	then map[string]string
+	// lastWait is when a line about the waiting question was last written.
+	lastWait time.Time
 	// status is the current in-place line, empty when none is shown.
 	status string
 	task   *orchestrator.Task
 }
 
+func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *progress {
+	return &progress{w: w, ui: u, start: start, now: now, heartbeat: defaultHeartbeat,
+		asked: map[string]bool{}, told: map[string]bool{}, then: map[string]string{}}
+}
+
 func (p *progress) update(t *orchestrator.Task) {
 	p.task = t
+	now := p.now()
 	r := lastRound(t)
 	elapsed := "0s"
-	if e := time.Since(p.start).Truncate(time.Second); e > 0 {
+	if e := now.Sub(p.start).Truncate(time.Second); e > 0 {
 		elapsed = humanDuration(e)
+	}
+	p.tellAnswers(t)
+	waiting := t.State == orchestrator.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
+	then := ""
+	if waiting {
+		then = roundConsequence(t, r)
 	}
 	key := string(t.State) + "/" + roundText(r)
 	if key != p.last {
 		p.last = key
-		p.line(fmt.Sprintf("%s %s · round %s · %s", p.ui.paint(sgrBold, t.ID), p.ui.state(t.State), roundText(r), elapsed))
+		line := fmt.Sprintf("%s %s · round %s · %s", p.ui.paint(sgrBold, t.ID), p.ui.state(t.State), roundText(r), elapsed)
+		if then != "" {
+			line += " · " + then
+		}
+		p.line(line)
 	}
-	if t.State == orchestrator.StateNeedsInput && r != nil && r.Question != nil && !p.asked[r.DispatchID] {
+	switch {
+	case waiting && !p.asked[r.DispatchID]:
 		p.asked[r.DispatchID] = true
 		q := r.Question.Question
 		if len(r.Question.Options) > 0 {
@@ -341,12 +471,143 @@ func (p *progress) update(t *orchestrator.Task) {
 			p.line("  context: " + clipText(c, 200))
 		}
 		p.line("  answer with: " + p.ui.paint(sgrBold, t.Attention.Action))
-		p.line("  still waiting: the answer may come from anyone with access, or from the route (" + routeText(t) + ")")
+		p.line("  still waiting: the answer may come from anyone with access, or from the route (" + routeText(t) + ")" + thenSuffix(then))
+		p.then[r.DispatchID], p.lastWait = then, now
+	case waiting && then != p.then[r.DispatchID]:
+		// The route moved on to its next step, or the server said.
+		p.line(fmt.Sprintf("  still waiting at route step %d of %s%s", r.Step+1, routeText(t), thenSuffix(then)))
+		p.then[r.DispatchID], p.lastWait = then, now
+	case waiting && now.Sub(p.lastWait) >= p.heartbeat:
+		p.line(heartbeatLine(t, r, now))
+		p.lastWait = now
 	}
 	if p.ui.tty && !t.State.Terminal() {
-		p.setStatus(fmt.Sprintf("… %s %s · round %s · %s", t.ID, stateLabel(t.State), roundText(r), elapsed))
+		status := fmt.Sprintf("… %s %s · round %s · %s", t.ID, stateLabel(t.State), roundText(r), elapsed)
+		if then != "" {
+			status += " · " + then
+		}
+		p.setStatus(status)
 	}
 }
+
+// tellAnswers writes, once per round, the answer its question got: who
+// gave it, or for a default taken because nobody answered, which and why.
+// Rounds answered before this --wait began are told only when a default
+// was taken.
+func (p *progress) tellAnswers(t *orchestrator.Task) {
+	for i := range t.Rounds {
+		r := &t.Rounds[i]
+		if r.Question == nil || r.Answer == nil || p.told[r.DispatchID] || (!p.asked[r.DispatchID] && !r.Answer.Assumed) {
+			continue
+		}
+		p.told[r.DispatchID] = true
+		p.line("  " + answerText(r))
+	}
+}
+
+// answerText is how round r's question was answered: "round 1 answered:
+// `b.conf` by carol via cli", or "nobody answered round 1 by 14:05:00 UTC:
+// the default `draft` was taken (human timed out: no answer within 10m0s)".
+func answerText(r *orchestrator.Round) string {
+	a := r.Answer
+	if !a.Assumed {
+		return fmt.Sprintf("round %d answered: `%s` by %s via %s", r.N, a.Value, a.By, a.Channel)
+	}
+	var why []string
+	for _, d := range r.Decisions {
+		if d.Result == "pending" || d.Result == "answered" {
+			continue // waiting, or the default's own entry
+		}
+		w := d.Step + " " + d.Result
+		if d.Detail != "" {
+			w += ": " + clipText(d.Detail, 120)
+		}
+		why = append(why, w)
+	}
+	if len(why) == 0 {
+		why = []string{"the route ended"}
+	}
+	return fmt.Sprintf("nobody answered round %d by %s: the default `%s` was taken (%s)", r.N, clockText(a.At), a.Value, strings.Join(why, "; "))
+}
+
+// heartbeatLine says that a question still waits, for how long already,
+// and until when: "still waiting for an answer to round 1 (asked 5m 0s
+// ago, 5m 0s left): at 14:10:00 UTC the default `draft` is taken".
+func heartbeatLine(t *orchestrator.Task, r *orchestrator.Round, now time.Time) string {
+	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, humanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
+	switch at := consequenceAt(r); {
+	case at.IsZero():
+	case at.Sub(now) < time.Second:
+		line += ", due now"
+	default:
+		line += ", " + humanDuration(at.Sub(now).Truncate(time.Second)) + " left"
+	}
+	line += ")"
+	if then := roundConsequence(t, r); then != "" {
+		line += ": " + then
+	} else {
+		line += ": the route (" + routeText(t) + ") has no deadline to tell"
+	}
+	return line
+}
+
+func thenSuffix(then string) string {
+	if then == "" {
+		return ""
+	}
+	return "; " + then
+}
+
+// roundConsequence is what happens to round r's open question if nobody
+// answers, and when: the server's IfUnanswered, or, from a server that
+// does not fill it in, the same worked out from the route and the step's
+// deadline. Empty when neither says.
+func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
+	if iu := r.IfUnanswered; iu != nil {
+		if iu.Text != "" {
+			return iu.Text
+		}
+		return consequenceText(iu.At, iu.Action, iu.Default, iu.Next)
+	}
+	if r.StepDeadline.IsZero() || r.Question == nil {
+		return ""
+	}
+	steps, err := answer.ParseRoute(routeText(t))
+	if err != nil {
+		return ""
+	}
+	switch {
+	case r.Step+1 < len(steps):
+		return consequenceText(r.StepDeadline, wire.IfUnansweredEscalate, "", steps[r.Step+1].Answerer)
+	case r.Question.Default != nil:
+		return consequenceText(r.StepDeadline, wire.IfUnansweredDefault, *r.Question.Default, "")
+	}
+	return consequenceText(r.StepDeadline, wire.IfUnansweredExpire, "", "")
+}
+
+// consequenceAt is when round r's open question's consequence comes.
+func consequenceAt(r *orchestrator.Round) time.Time {
+	if r.IfUnanswered != nil {
+		return r.IfUnanswered.At
+	}
+	return r.StepDeadline
+}
+
+// consequenceText words an IfUnanswered: "at 14:05:00 UTC the default
+// `draft` is taken", "at 14:05:00 UTC it goes to `slack:#ops`", "at
+// 14:05:00 UTC it expires".
+func consequenceText(at time.Time, action, def, next string) string {
+	switch action {
+	case wire.IfUnansweredDefault:
+		return fmt.Sprintf("at %s the default `%s` is taken", clockText(at), def)
+	case wire.IfUnansweredEscalate:
+		return fmt.Sprintf("at %s it goes to `%s`", clockText(at), next)
+	}
+	return fmt.Sprintf("at %s it expires (no default)", clockText(at))
+}
+
+// clockText is a moment as a CI log shows it: the UTC time of day.
+func clockText(at time.Time) string { return at.UTC().Format("15:04:05 UTC") }
 
 func routeText(t *orchestrator.Task) string {
 	if t.Request.Route == "" {

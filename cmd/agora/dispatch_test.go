@@ -76,6 +76,9 @@ func TestDispatchBadInputs(t *testing.T) {
 		{"label", append(cmd, "--label", "batch"), `--label "batch": want KEY=VALUE`},
 		{"unquoted command", []string{"dispatch", "--command", "echo", "hi"}, `unexpected argument "hi"; a command goes in quotes`},
 		{"unknown flag", append(cmd, "--colour", "red"), "flag provided but not defined: -colour; run 'agora dispatch -h' for the flags"},
+		{"detach without wait", append(cmd, "--detach-on-signal"), "--detach-on-signal is about --wait, which is not given: add --wait"},
+		{"heartbeat without wait", append(cmd, "--heartbeat", "30s"), "--heartbeat is about --wait, which is not given: add --wait"},
+		{"heartbeat too short", append(cmd, "--wait", "--heartbeat", "10ms"), "--heartbeat 10ms: want a duration of at least 1s, e.g. --heartbeat 30s"},
 	}
 	for _, tt := range tests {
 		agora(t, s.env, tt.args...).want(t, tt.name, 2, nil, []string{"agora dispatch: " + tt.errOut})

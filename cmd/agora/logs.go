@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/schemas"
 )
 
 const logsSynopsis = "TASK [--round N] [-f] [--worker] [--json] [--server URL] [--token TOKEN]"
@@ -31,7 +31,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	round := fs.Int("round", 0, "the round `N` (default: the current round; a respawned round: its latest attempt)")
 	var follow bool
 	fs.BoolVarP(&follow, "follow", "f", false, "follow a round that has not ended until it ends")
-	worker := fs.Bool("worker", false, "also show the worker's own lines (its lifecycle events as JSON); by default only what the sub-agent printed")
+	worker := fs.Bool("worker", false, "also show agora's own lines (the worker's lifecycle events as JSON, its log lines); by default only what the sub-agent printed")
 	pos, err := parseVerb(fs, logsSynopsis, args, stdout)
 	if err != nil {
 		return err
@@ -75,17 +75,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 			out = whole
 		}
 	}
-	var filter *subagentLines
-	if !*worker {
-		filter = &subagentLines{w: out}
-		out = filter
-	}
-	err = c.Logs(ctx, id, r.N, follow, out)
-	if filter != nil {
-		if ferr := filter.Flush(); err == nil {
-			err = ferr
-		}
-	}
+	err = c.Logs(ctx, id, r.N, follow, &subagentLines{w: out, all: *worker})
 	switch {
 	case errors.Is(err, context.Canceled):
 		return nil // interrupted while following: that is how it ends
@@ -128,58 +118,23 @@ func (j jsonChunks) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// subagentLines passes on what a sub-agent printed and drops the worker's
-// own event lines: a round's stored output is the container's, in which the
-// worker prints each lifecycle event as one JSON line ({"kind":"dispatch.…",
-// …, "mac":"…"}). Lines are passed on whole; Flush writes a last line
-// without a newline.
+// subagentLines passes on what a sub-agent printed and drops agora's own
+// lines (its event lines, the worker's log lines: those the runner marked
+// with schemas.OutputMark, having verified their MAC); with all it passes
+// every line, agora's without the mark.
 type subagentLines struct {
-	w       io.Writer
-	partial []byte
+	w   io.Writer
+	all bool
+	f   *schemas.OutputFilter
 }
 
 func (s *subagentLines) Write(p []byte) (int, error) {
-	n := len(p)
-	data := p
-	if len(s.partial) > 0 {
-		data = append(s.partial, p...)
-		s.partial = nil
+	if s.f == nil {
+		s.f = &schemas.OutputFilter{W: s.w, All: s.all}
 	}
-	var keep []byte
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			s.partial = append([]byte(nil), data...)
-			break
-		}
-		line := data[:i+1]
-		data = data[i+1:]
-		if !isWorkerLine(line) {
-			keep = append(keep, line...)
-		}
-	}
-	if len(keep) > 0 {
-		if _, err := s.w.Write(keep); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
+	return s.f.Write(p)
 }
 
-// Flush writes what is left of a last line without a newline.
-func (s *subagentLines) Flush() error {
-	line := s.partial
-	s.partial = nil
-	if len(line) == 0 || isWorkerLine(line) {
-		return nil
-	}
-	_, err := s.w.Write(line)
-	return err
-}
-
-// isWorkerLine tells a worker's event line: a JSON object whose first
-// field is a dispatch.* kind (schemas.Event's order).
-func isWorkerLine(line []byte) bool {
-	line = bytes.TrimSpace(line)
-	return bytes.HasPrefix(line, []byte(`{"kind":"dispatch.`)) && bytes.HasSuffix(line, []byte("}")) && json.Valid(line)
-}
+// Flush is a no-op: lines are judged by their first byte, and passed on
+// as they come.
+func (s *subagentLines) Flush() error { return nil }

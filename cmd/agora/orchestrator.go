@@ -9,14 +9,16 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/api"
 )
 
-const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... [--rules FILE] [--webhook-secret S] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
+const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
 
 type orchestratorFlags struct {
 	natsURL, storageURI, listen, rules, webhookSecret string
+	ciRoute                                           *string
 	tokenF                                            tokenFlags
 	tokens, localSecrets                              multiFlag
 	max                                               maxFlags
@@ -39,12 +41,16 @@ func parseOrchestratorFlags(args, environ []string, stdout io.Writer) (orchestra
 	fs.Var(&f.localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
+	f.ciRoute = ciRouteFlag(fs)
 	f.max.register(fs, true, false)
 	f.slack.register(fs)
 	if err := parseFlags(fs, orchestratorSynopsis, args, stdout); err != nil {
 		return f, err
 	}
 	if err := f.max.check(); err != nil {
+		return f, err
+	}
+	if err := checkCIRoute(*f.ciRoute); err != nil {
 		return f, err
 	}
 	if f.natsURL == "" {
@@ -94,6 +100,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		Orchestrator: true,
 		Answerers:    &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log},
 		Max:          max,
+		CIRoute:      *f.ciRoute,
 		Metrics:      true,
 		Logger:       log,
 		Slack:        slackCfg,
@@ -109,4 +116,22 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
 	return errors.Join(s.Err(), s.Stop(sctx))
+}
+
+// ciRouteFlag declares --ci-route, an orchestrator's setting that serve
+// and orchestrator share.
+func ciRouteFlag(fs *flag.FlagSet) *string {
+	return fs.String("ci-route", "", "the `ROUTE` of a task submitted from CI (agora dispatch under CI=true) that names none (default "+
+		orchestrator.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
+}
+
+// checkCIRoute refuses a --ci-route that does not parse, with an example.
+func checkCIRoute(route string) error {
+	if route == "" {
+		return nil
+	}
+	if _, err := answer.ParseRoute(route); err != nil {
+		return usagef("--ci-route %q: %v; e.g. --ci-route %s", route, err, orchestrator.DefaultCIRoute)
+	}
+	return nil
 }

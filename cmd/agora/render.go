@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,8 +239,51 @@ func (u ui) writeAttention(w io.Writer, tasks []*orchestrator.Task, summary orch
 	u.writeTable(w, []string{"TASK", "STATE", "ROUND", "NEEDS", "NEXT"}, rows)
 }
 
-// writeQuestions writes the open questions, oldest first.
-func (u ui) writeQuestions(w io.Writer, qs []orchestrator.QuestionView) {
+// ifUnansweredWhat is what IfUnanswered.Text says happens, after its time.
+var ifUnansweredWhat = regexp.MustCompile("^at (?:[0-9-]+ )?[0-9]{2}:[0-9]{2} UTC (.+)$")
+
+// ifUnansweredText says what happens to an open question if nobody
+// answers, and when, from iu.At as of now (a Text computed earlier would
+// be stale): "default draft at 14:05 UTC (in 4m10s)", "goes to human at
+// …", "expires at …"; "-" when the server does not say.
+func ifUnansweredText(iu *wire.IfUnanswered, now time.Time) string {
+	if iu == nil {
+		return "-"
+	}
+	var what string
+	switch iu.Action {
+	case wire.IfUnansweredDefault:
+		what = "default " + iu.Default
+	case wire.IfUnansweredEscalate:
+		what = "goes to " + iu.Next
+	case wire.IfUnansweredExpire:
+		// It expires, or fails when the task's total wait runs out: the
+		// server's words say which.
+		what = "expires"
+		if m := ifUnansweredWhat.FindStringSubmatch(iu.Text); m != nil {
+			what = strings.TrimPrefix(strings.ReplaceAll(m[1], "`", ""), "it ")
+		}
+	default:
+		return iu.Text
+	}
+	if iu.At.IsZero() {
+		return what
+	}
+	when := "in " + humanDuration(iu.At.Sub(now).Round(time.Second))
+	if !iu.At.After(now) {
+		when = humanDuration(now.Sub(iu.At).Round(time.Second)) + " ago"
+	}
+	at := iu.At.UTC()
+	layout := "15:04 UTC"
+	if y, d := at.YearDay(), now.UTC().YearDay(); y != d || at.Year() != now.UTC().Year() {
+		layout = "Jan 2 15:04 UTC"
+	}
+	return fmt.Sprintf("%s at %s (%s)", what, at.Format(layout), when)
+}
+
+// writeQuestions writes the open questions, oldest first, each with what
+// happens if nobody answers.
+func (u ui) writeQuestions(w io.Writer, qs []orchestrator.QuestionView, now time.Time) {
 	if len(qs) == 0 {
 		fmt.Fprintln(w, "no open questions")
 		return
@@ -251,9 +295,9 @@ func (u ui) writeQuestions(w io.Writer, qs []orchestrator.QuestionView) {
 			opts += " (default " + *q.Default + ")"
 		}
 		rows = append(rows, []cell{{q.TaskID, ""}, {strconv.Itoa(q.Round), ""}, {humanDuration(time.Duration(q.AgeMS) * time.Millisecond), ""},
-			{clipText(q.Question, 80), sgrYellow}, {strings.TrimSpace(opts), ""}, {q.Action, sgrBold}})
+			{clipText(q.Question, 80), sgrYellow}, {strings.TrimSpace(opts), ""}, {ifUnansweredText(q.IfUnanswered, now), ""}, {q.Action, sgrBold}})
 	}
-	u.writeTable(w, []string{"TASK", "ROUND", "AGE", "QUESTION", "OPTIONS", "ANSWER WITH"}, rows)
+	u.writeTable(w, []string{"TASK", "ROUND", "AGE", "QUESTION", "OPTIONS", "IF UNANSWERED", "ANSWER WITH"}, rows)
 }
 
 // writeTimeline writes one task: what it is, where it stands, what to do

@@ -282,27 +282,11 @@ type batchResult struct {
 // order of the batch file's lines: id, state, outcome, result (read
 // through the API when stored by ref) and artifacts.
 func batchResultsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora batch results", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, batchResultsSynopsis, args, stdout)
+	b, err := openBatch(ctx, "results", batchResultsSynopsis, args, environ, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("want one batch ID, e.g. agora batch results tasks")
-	}
-	id := pos[0]
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
-	if err != nil {
-		return a.explain(err, "")
-	}
-	if len(tasks) == 0 {
-		return fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
-	}
+	c, tasks := b.client, b.tasks
 	slices.SortFunc(tasks, func(x, y *wire.Task) int { return naturalCompare(x.ID, y.ID) })
 	enc := json.NewEncoder(stdout)
 	for _, t := range tasks {

@@ -19,7 +19,7 @@ import (
 )
 
 const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... " +
-	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
+	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
@@ -56,7 +56,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	natsAuth.register(fs)
 	fs.IntVar(&natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
 	fs.StringVar(&storageURI, "storage", "", "object storage at `URI`: file:///abs/dir or s3://bucket/prefix (default file://<data-dir>/storage)")
-	fs.StringVar(&listen, "listen", roles.DefaultListen, "serve the HTTP API and /metrics on `ADDR`")
+	fs.StringVar(&listen, "listen", "", "serve the HTTP API and /metrics on `ADDR` (default $AGORA_LISTEN, else "+roles.DefaultListen+")")
 	tokenF.register(fs, "accept API and metrics bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback")
 	fs.Var(&localSecrets, "local-secrets", "let token `NAME=SECRET[,SECRET]` (or NAME=*) name those local: secrets in its env bundles (repeatable; admins may use all)")
 	fs.IntVar(&slots, "slots", 4, "run at most `N` dispatches at once")
@@ -69,6 +69,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.StringVar(&secretsDir, "secrets-dir", "", "copy the local:NAME secrets a dispatch references from the store in `DIR` (default <data-dir>/secrets, where 'agora secret set' writes)")
 	fs.StringVar(&rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
+	ciRoute := ciRouteFlag(fs)
 	var workerPath string
 	fs.StringVar(&workerPath, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
 	var max maxFlags
@@ -91,7 +92,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		case slices.Contains([]string{"slots", "image", "id", "worker-env", "worker", "secrets-dir"}, fl.Name),
 			slices.Contains(maxFlagsRunner, fl.Name):
 			runnerFlagsGiven = append(runnerFlagsGiven, "--"+fl.Name)
-		case slices.Contains([]string{"rules", "webhook-secret", "public-url"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name),
+		case slices.Contains([]string{"rules", "webhook-secret", "public-url", "ci-route"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name),
 			strings.HasPrefix(fl.Name, "slack-"):
 			orchestratorFlagsGiven = append(orchestratorFlagsGiven, "--"+fl.Name)
 		case fl.Name == "max-cpus":
@@ -129,12 +130,18 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 			return f, usagef("--worker-env %q: want KEY=VALUE", kv)
 		}
 	}
+	if err := checkCIRoute(*ciRoute); err != nil {
+		return f, err
+	}
 	slackCfg, err := slackF.config(environ)
 	if err != nil {
 		return f, err
 	}
 	if runnerOnly {
 		slackCfg = nil // $AGORA_SLACK_TOKEN in the environment of a runner
+	}
+	if listen == "" {
+		listen = getenv(environ, "AGORA_LISTEN") // the serve image sets it
 	}
 	if dataDir == "" {
 		var err error
@@ -179,6 +186,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		Metrics:           true,
 		Max:               max.maximums(),
 		MaxWorkspaceBytes: max.workspaceMB << 20,
+		CIRoute:           *ciRoute,
 		EgressUplink:      max.egressUplink,
 		MaxArtifacts:      max.artifacts,
 		MaxArtifactBytes:  max.artifactsMB << 20,

@@ -425,7 +425,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 		}
 		return writeJSON(stdout, page)
 	}
-	newUI(stdout, environ).writeQuestions(stdout, page.Questions)
+	newUI(stdout, environ).writeQuestions(stdout, page.Questions, time.Now())
 	words := []string{"agora questions"}
 	if pf.limit != 0 {
 		words = append(words, "--limit", strconv.Itoa(pf.limit))
@@ -508,10 +508,26 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 // bulkSynopsis is a verb that takes one TASK or a selector.
 const bulkSynopsis = "TASK | --batch ID | --label KEY=VALUE | --state STATE [--yes] [--json] [--server URL] [--token TOKEN]"
 
+// runCancel cancels a task. A task that has already ended is no error
+// (exit 0, and the line says how it ended), so a CI job's cleanup step can
+// always run it; an unknown task still is.
 func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	ended := false // the task had ended before the cancel
 	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", bulkCancel, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Cancel(ctx, id) },
+		func(c *client.Client, id string) (*orchestrator.Task, error) {
+			t, err := c.Cancel(ctx, id)
+			if errors.Is(err, orchestrator.ErrWrongState) {
+				if got, gerr := c.Get(ctx, id); gerr == nil && got.State.Terminal() {
+					ended = true
+					return got, nil
+				}
+			}
+			return t, err
+		},
 		func(t *orchestrator.Task) string {
+			if ended {
+				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, stateLabel(t.State), outcomeDetail(t))
+			}
 			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, outcomeDetail(t), t.ID)
 		}))
 }

@@ -12,7 +12,7 @@ import (
 
 // TestDispatchWaitShowsFailedOutput: when the round fails, dispatch --wait
 // ends with the last lines the sub-agent printed (not the worker's event
-// lines), so a CI log shows why, not only "exited with code 3".
+// lines, which the runner marked), so a CI log shows why, not only "exited with code 3".
 func TestDispatchWaitShowsFailedOutput(t *testing.T) {
 	t.Parallel()
 	s := newTaskServer(t)
@@ -22,7 +22,7 @@ func TestDispatchWaitShowsFailedOutput(t *testing.T) {
 	for i := 1; i <= 30; i++ {
 		fmt.Fprintf(&out, "build step %d\n", i)
 		if i == 25 {
-			out.WriteString(`{"kind":"dispatch.started","dispatch_id":"tail-r1","time":"2026-01-01T00:00:00Z","mac":"00"}` + "\n")
+			out.WriteString(string(schemas.OutputMark) + `{"kind":"dispatch.started","dispatch_id":"tail-r1","time":"2026-01-01T00:00:00Z","mac":"00"}` + "\n")
 		}
 	}
 	out.WriteString("error: the linker ran out of memory")

@@ -13,7 +13,8 @@
 # Exit codes of `agora dispatch --wait`, passed on as the step's:
 #   0 finished, 1 failed (or the server cannot be reached or refused),
 #   2 a mistake on the command line or bad input (nothing was submitted),
-#   3 expired or cancelled.
+#   3 expired or cancelled, 130/143 interrupted by SIGINT/SIGTERM (the
+#   task is cancelled then; --detach-on-signal leaves it running).
 # AGORA_ROUTE overrides the route (the tests use a short one).
 set -eu
 

@@ -22,6 +22,23 @@ type BlobRef struct {
 	Size   int64  `json:"size"`
 }
 
+// spooler is a store that names where its users spool (Options.SpoolDir).
+type spooler interface{ spoolDir() string }
+
+// CreateTemp creates a temp file (os.CreateTemp's pattern) for bytes on
+// their way into s: in s's Options.SpoolDir, created 0700 when missing,
+// else in os.TempDir(). The caller removes it.
+func CreateTemp(s Store, pattern string) (*os.File, error) {
+	dir := ""
+	if sp, ok := s.(spooler); ok && sp.spoolDir() != "" {
+		dir = sp.spoolDir()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("spool dir: %w", err)
+		}
+	}
+	return os.CreateTemp(dir, pattern)
+}
+
 // BlobKey is the key of the blob whose sha256 is sha256hex: "blobs/sha256/<hex>".
 func BlobKey(sha256hex string) string {
 	return "blobs/sha256/" + sha256hex
@@ -31,7 +48,7 @@ func BlobKey(sha256hex string) string {
 // It hashes while spooling r to a temp file (memory stays bounded), and skips
 // the upload when the blob is already there: same content, same key.
 func PutBlob(ctx context.Context, s Store, r io.Reader) (key string, ref BlobRef, err error) {
-	f, err := os.CreateTemp("", "agora-blob-*")
+	f, err := CreateTemp(s, "agora-blob-*")
 	if err != nil {
 		return "", BlobRef{}, fmt.Errorf("put blob: spool: %w", err)
 	}

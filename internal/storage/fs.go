@@ -28,6 +28,7 @@ type fsStore struct {
 	log    *slog.Logger
 	noSync bool // Options.Scratch
 	shared bool // Options.Shared
+	spool  string
 }
 
 // dirMode and fileMode are what the store creates: private unless shared.
@@ -47,8 +48,10 @@ func (s *fsStore) fileMode() os.FileMode {
 
 var _ Store = (*fsStore)(nil)
 
+func (s *fsStore) spoolDir() string { return s.spool }
+
 func openFS(dir string, log *slog.Logger, opts Options) (*fsStore, error) {
-	s := &fsStore{dir: dir, log: log, noSync: opts.Scratch, shared: opts.Shared}
+	s := &fsStore{dir: dir, log: log, noSync: opts.Scratch, shared: opts.Shared, spool: opts.SpoolDir}
 	if err := os.MkdirAll(dir, s.dirMode()); err != nil {
 		return nil, fmt.Errorf("open storage %s: %w", fileURI(dir), err)
 	}

@@ -40,7 +40,12 @@ func Open(ctx context.Context, uri string, opts Options) (Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return openS3(ctx, loc, s3opts, opts.Logger)
+		s, err := openS3(ctx, loc, s3opts, opts.Logger)
+		if err != nil {
+			return nil, err
+		}
+		s.spool = opts.SpoolDir
+		return s, nil
 	case "":
 		return nil, uriError(uri, "missing scheme (want file:///abs/dir or s3://bucket/prefix)")
 	default:

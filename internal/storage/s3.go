@@ -31,7 +31,10 @@ type s3Store struct {
 	// listPageSize is MaxKeys for ListObjectsV2; 0 means the server's default
 	// (1000). Tests lower it to exercise pagination.
 	listPageSize int32
+	spool        string // Options.SpoolDir
 }
+
+func (s *s3Store) spoolDir() string { return s.spool }
 
 var (
 	_ Store   = (*s3Store)(nil)
@@ -162,7 +165,7 @@ func (s *s3Store) seekable(ctx context.Context, r io.Reader) (io.ReadSeeker, int
 			return rs, end - start, noop, nil
 		}
 	}
-	f, err := os.CreateTemp("", "agora-s3-put-*")
+	f, err := CreateTemp(s, "agora-s3-put-*")
 	if err != nil {
 		return nil, 0, noop, fmt.Errorf("spool: %w", err)
 	}

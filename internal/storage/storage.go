@@ -75,6 +75,13 @@ type Options struct {
 	// to the user that writes them (0700/0600): a data directory holds
 	// tasks' inputs, outputs and workspaces. It does not apply to S3.
 	Shared bool
+	// SpoolDir is where the store's users spool bytes before they are
+	// stored (PutBlob's copy while it hashes, an S3 upload of a stream, a
+	// workspace snapshot being packed; CreateTemp): agora serve and agora
+	// runner give their data dir's tmp/, so those bytes stay private with
+	// the data and a container with no writable /tmp still works. It is
+	// created (0700) on first use. Empty means os.TempDir().
+	SpoolDir string
 }
 
 // S3Options configure the S3 backend.

@@ -69,3 +69,20 @@ func NeedDocker(t testing.TB, image string, err error) {
 	}
 	t.Skipf("no Docker engine: %v", err)
 }
+
+// Chromium is the path of Debian's chromium (or another Chrome) for the
+// browser tests; without one the test skips, but fails under CI=true,
+// where .ci/run installs it.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium: .ci/run installs Debian's chromium package (apt-get install chromium)")
+	}
+	t.Skip("no chromium here: apt-get install chromium to run the browser tests")
+	return ""
+}

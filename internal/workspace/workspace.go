@@ -52,7 +52,7 @@ var ErrNoRecord = errors.New("no workspace snapshot")
 // are, nothing else) into store, content-addressed, and returns where it
 // went. A workspace whose files add up to more than maxBytes is refused.
 func Snapshot(ctx context.Context, store storage.Store, dir string, maxBytes int64) (*schemas.ObjectRef, error) {
-	tmp, err := os.CreateTemp("", "agora-snapshot-*.tar.gz")
+	tmp, err := storage.CreateTemp(store, "agora-snapshot-*.tar.gz")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot workspace: %w", err)
 	}

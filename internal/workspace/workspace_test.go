@@ -194,3 +194,35 @@ func mustWrite(t *testing.T, path, content string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestSnapshotSpoolsInStoreSpoolDir: the archive is packed in the store's
+// spool dir (the data dir's tmp/ for agora serve), not in $TMPDIR — which
+// the serve image once lacked, failing every snapshot with "open
+// /tmp/agora-snapshot-….tar.gz: no such file or directory" — and then
+// restored whole.
+func TestSnapshotSpoolsInStoreSpoolDir(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "no-such-dir"))
+	spool := filepath.Join(t.TempDir(), "tmp")
+	store, err := storage.Open(t.Context(), "file://"+t.TempDir(), storage.Options{SpoolDir: spool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "notes.txt"), []byte("round 1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := workspace.Snapshot(t.Context(), store, src, 1<<20)
+	if err != nil {
+		t.Fatalf("Snapshot with TMPDIR unwritable = %v, want it to spool in %s", err, spool)
+	}
+	if entries, _ := os.ReadDir(spool); len(entries) != 0 {
+		t.Errorf("spool dir after Snapshot holds %d files, want none", len(entries))
+	}
+	dst := t.TempDir()
+	if err := workspace.Restore(t.Context(), store, ref, dst, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "notes.txt")); err != nil || string(b) != "round 1" {
+		t.Errorf("restored notes.txt = %q, %v; want %q", b, err, "round 1")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"path"
@@ -61,10 +62,24 @@ func (h *handler) artifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.Close()
+	if err := SendArtifact(w, r, h.log, r.PathValue("id"), a, rc); err != nil {
+		h.fail(w, r, err)
+	}
+}
+
+// SendArtifact writes artifact a of task taskID, its content read from rc
+// (Service.OpenArtifact), as GET /v1/tasks/{id}/artifacts/{name...} sends
+// it — and the inbox's link to it, behind the session cookie: its
+// Content-Length, its sha256 as ETag, Repr-Digest and Digest, and the
+// bytes checked as they are sent, so content that is not the artifact's
+// (a replaced blob) cuts the response short and no client takes it whole.
+// The error is for a response not yet begun (a stored sha256 that is no
+// sha256); a body cut short is logged to log and aborted.
+func SendArtifact(w http.ResponseWriter, r *http.Request, log *slog.Logger, taskID string, a wire.Artifact, rc io.Reader) error {
+	name := a.Name
 	sum, err := hex.DecodeString(a.SHA256)
 	if err != nil || len(sum) != sha256.Size {
-		h.fail(w, r, fmt.Errorf("artifact %s: stored sha256 %q is not 64 hex digits", name, a.SHA256))
-		return
+		return fmt.Errorf("artifact %s: stored sha256 %q is not 64 hex digits", name, a.SHA256)
 	}
 	b64 := base64.StdEncoding.EncodeToString(sum)
 	hd := w.Header()
@@ -78,7 +93,7 @@ func (h *handler) artifact(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "private, max-age=0")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
-		return
+		return nil
 	}
 	// The headers go out first: a body cut short below then reads as a
 	// truncated download, not as a server that never answered.
@@ -100,10 +115,11 @@ func (h *handler) artifact(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if r.Context().Err() == nil {
-			h.log.Error("artifact not sent whole", "task_id", r.PathValue("id"), "artifact", name, "sha256", a.SHA256, "error", err)
+			log.Error("artifact not sent whole", "task_id", taskID, "artifact", name, "sha256", a.SHA256, "error", err)
 		}
 		// Headers are out: cutting the connection is the only way left to
 		// say the body is not the artifact.
 		panic(http.ErrAbortHandler)
 	}
+	return nil
 }

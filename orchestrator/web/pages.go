@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -39,13 +42,18 @@ type page struct {
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
-		"since":     since,
-		"between":   between,
-		"clock":     clock,
-		"isDefault": isDefault,
-		"stateText": func(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") },
-		"countOf":   func(s *wire.Summary, st string) int { return s.Counts[wire.State(st)] },
-		"batchOf":   func(t *wire.Task) string { return t.Request.Labels[wire.BatchLabel] },
+		"since":        since,
+		"between":      between,
+		"ms":           func(ms int64) string { return human(time.Duration(ms) * time.Millisecond) },
+		"clock":        clock,
+		"isDefault":    isDefault,
+		"bytes":        units.Bytes,
+		"short":        func(s string) string { return s[:min(len(s), 12)] },
+		"artifactPath": artifactPath,
+		"consequence":  consequence,
+		"stateText":    func(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") },
+		"countOf":      func(s *wire.Summary, st string) int { return s.Counts[wire.State(st)] },
+		"batchOf":      func(t *wire.Task) string { return t.Request.Labels[wire.BatchLabel] },
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range []string{"inbox", "task", "login", "error"} {
@@ -170,7 +178,7 @@ type roundView struct {
 	wire.Round
 	// Output is the round's stored output (the last maxLogBytes of it);
 	// Live: the round runs, the script follows its output.
-	Output    string
+	Output    outputView
 	Truncated bool
 	Live      bool
 	// Linked: the output is not shown, a link to it is.
@@ -184,6 +192,10 @@ const shownOutputs = 3
 type taskData struct {
 	page
 	Task *wire.Task
+	// All: agora's own lines of the output (events, the worker's log) are
+	// shown too (?lines=all).
+	All    bool
+	Result *resultView
 	// Open is the round whose question waits, if one does, and Form its
 	// answer form.
 	Open   *wire.Round
@@ -204,7 +216,8 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		h.fail(w, r, "read task "+id, err)
 		return
 	}
-	d := taskData{page: h.basePage(r, s, "Task "+t.ID, "/ui/events?task="+t.ID), Task: t}
+	d := taskData{page: h.basePage(r, s, "Task "+t.ID, "/ui/events?task="+t.ID), Task: t, All: r.URL.Query().Get("lines") == "all",
+		Result: resultOf(t)}
 	for i := len(t.Rounds) - 1; i >= 0; i-- { // newest first
 		rv := roundView{Round: t.Rounds[i]}
 		switch {
@@ -214,7 +227,9 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		case len(t.Rounds)-i > shownOutputs:
 			rv.Linked = true // older rounds' output is a link: each is a storage read
 		default:
-			rv.Output, rv.Truncated = h.output(r, t.ID, rv.N)
+			var out []byte
+			out, rv.Truncated = h.output(r, t.ID, rv.N)
+			rv.Output = splitOutput(out, d.All)
 		}
 		d.Rounds = append(d.Rounds, rv)
 	}
@@ -228,14 +243,47 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 	h.render(w, r, http.StatusOK, "task", d)
 }
 
-// output reads a round's stored output, the last maxLogBytes of it.
-func (h *handler) output(r *http.Request, id string, round int) (string, bool) {
+// output reads a round's stored output, the last maxLogBytes of it
+// from the start of a line.
+func (h *handler) output(r *http.Request, id string, round int) ([]byte, bool) {
 	var tail tailBuffer
 	if err := h.svc.Logs(r.Context(), id, round, false, &tail); err != nil {
 		h.log.Debug("web: no output for a round", "task_id", id, "round", round, "error", err)
-		return "", false
+		return nil, false
 	}
-	return string(tail.buf), tail.cut
+	if tail.cut {
+		if i := bytes.IndexByte(tail.buf, '\n'); i >= 0 {
+			tail.buf = tail.buf[i+1:]
+		}
+	}
+	return tail.buf, tail.cut
+}
+
+// resultView is a task's result as its page shows it.
+type resultView struct {
+	// Text is a string result's text; JSON any other value, indented.
+	Text, JSON string
+	// Ref: the result is too large to carry; the API serves it.
+	Ref *schemas.ObjectRef
+}
+
+// resultOf is t's result, nil when it has none.
+func resultOf(t *wire.Task) *resultView {
+	switch {
+	case t.ResultRef != nil:
+		return &resultView{Ref: t.ResultRef}
+	case len(t.Result) == 0, string(t.Result) == "null":
+		return nil
+	}
+	var s string
+	if json.Unmarshal(t.Result, &s) == nil {
+		return &resultView{Text: s}
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, t.Result, "", "  ") != nil {
+		return &resultView{JSON: string(t.Result)}
+	}
+	return &resultView{JSON: buf.String()}
 }
 
 // tailBuffer keeps the last maxLogBytes written to it.
@@ -253,7 +301,8 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // logs serves a round's output as text: the stored output of an ended
-// round, or with follow=1 a running round's output as it comes.
+// round, or with follow=1 a running round's output as it comes; the
+// sub-agent's lines only, unless lines=all.
 func (h *handler) logs(w http.ResponseWriter, r *http.Request, _ api.Session) {
 	id := r.PathValue("id")
 	round, err := strconv.Atoi(r.URL.Query().Get("round"))
@@ -271,7 +320,8 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, _ api.Session) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Accel-Buffering", "no")
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
-	if err := h.svc.Logs(r.Context(), id, round, follow, fw); err != nil && !fw.wrote {
+	lf := &schemas.OutputFilter{W: fw, All: r.URL.Query().Get("lines") == "all"}
+	if err := h.svc.Logs(r.Context(), id, round, follow, lf); err != nil && !fw.wrote {
 		status, msg := statusOf(err)
 		http.Error(w, msg, status)
 	}
@@ -315,48 +365,6 @@ func statusOf(err error) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	}
 	return http.StatusInternalServerError, err.Error()
-}
-
-// since is how long ago t was, from now: "4m 10s".
-func since(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return human(now.Sub(t))
-}
-
-// between is the time from a to b, or "" when either is unknown.
-func between(a, b time.Time) string {
-	if a.IsZero() || b.IsZero() {
-		return ""
-	}
-	return human(b.Sub(a))
-}
-
-// human prints d to the precision a person reads: 850ms, 12.3s, 4m 10s,
-// 3h 5m, 2d 4h.
-func human(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	case d < time.Hour:
-		return fmt.Sprintf("%dm %ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-// clock prints t in UTC to the second.
-func clock(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 func isDefault(option string, def *string) bool { return def != nil && *def == option }

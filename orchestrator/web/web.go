@@ -119,6 +119,8 @@ func (h *handler) routes() {
 	h.mux.HandleFunc("GET /{$}", h.signedIn(h.inbox))
 	h.mux.HandleFunc("GET /tasks/{id}", h.signedIn(h.task))
 	h.mux.HandleFunc("GET /ui/tasks/{id}/logs", h.signedIn(h.logs))
+	h.mux.HandleFunc("GET /ui/tasks/{id}/result", h.signedIn(h.result))
+	h.mux.HandleFunc("GET /ui/tasks/{id}/artifacts/{name...}", h.signedIn(h.artifact))
 	h.mux.HandleFunc("GET /ui/events", h.signedIn(h.events))
 	h.mux.HandleFunc("POST /ui/answer", h.signedIn(h.answer))
 	h.mux.HandleFunc("POST /ui/groups/{group}/answer", h.signedIn(h.answerGroup))

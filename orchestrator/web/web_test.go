@@ -8,6 +8,8 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
@@ -38,10 +41,11 @@ func TestMain(m *testing.M) {
 }
 
 type fixture struct {
-	t    *testing.T
-	bus  *bus.Bus
-	orch *orchestrator.Orchestrator
-	srv  *httptest.Server
+	t     *testing.T
+	store storage.Store
+	bus   *bus.Bus
+	orch  *orchestrator.Orchestrator
+	srv   *httptest.Server
 }
 
 var seq atomic.Int64
@@ -51,7 +55,8 @@ var seq atomic.Int64
 func newFixture(t *testing.T, tokens ...string) *fixture {
 	t.Helper()
 	f := &fixture{t: t, bus: testenv.Bus(t)}
-	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: refusing(t), Logger: natstest.Logger(t)})
+	f.store = testenv.FileStore(t)
+	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: f.store, Answerers: refusing(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,5 +453,81 @@ func TestScopedToken(t *testing.T) {
 	}
 	if task, _ := f.orch.Get(t.Context(), id); task.State != wire.StateNeedsInput {
 		t.Errorf("the task is %s after dave's refused answer, want needs_input", task.State)
+	}
+}
+
+// TestConsequenceFromOrchestrator: with the real orchestrator, the inbox
+// card and the task page say what happens if nobody answers: on the
+// route's last step, the question's default is taken at its deadline.
+func TestConsequenceFromOrchestrator(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "alice:wonderland:answerer")
+	id := f.ask(nil, ab())
+	task, err := f.orch.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iu := task.Rounds[0].IfUnanswered
+	if iu == nil || iu.Action != wire.IfUnansweredDefault {
+		t.Fatalf("IfUnanswered = %+v, want the default taken", iu)
+	}
+	b := f.browser()
+	b.login("wonderland")
+	want := `If nobody answers: at <time datetime="` + iu.At.UTC().Format(time.RFC3339) + `"`
+	for _, path := range []string{"/", "/tasks/" + id} {
+		_, _, body := b.get(path)
+		if !strings.Contains(body, want) || !strings.Contains(body, "the default <code>A</code> is taken.") {
+			t.Errorf("GET %s lacks the consequence %q … the default A is taken", path, want)
+		}
+	}
+}
+
+// TestResultFromOrchestrator: with the real orchestrator, a round that
+// finished with a result and an artifact shows both on the task page, and
+// the artifact's link downloads it with the session cookie — for the
+// owner's and an answerer's session, not for another submitter's.
+func TestResultFromOrchestrator(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "alice:wonderland:answerer", "dave:secret")
+	id := fmt.Sprintf("w%d", seq.Add(1))
+	if _, err := f.orch.Submit(f.t.Context(), wire.SubmitRequest{TaskID: id, Route: "human",
+		Subagent: schemas.Subagent{Name: "coder", Runtime: schemas.RuntimeExec, Command: []string{"true"}}}); err != nil {
+		t.Fatal(err)
+	}
+	content := "<h1>report</h1>\n"
+	sum := fmt.Sprintf("%x", sha256.Sum256([]byte(content)))
+	if err := f.store.Put(t.Context(), storage.BlobKey(sum), strings.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	zero, ms := 0, int64(10)
+	for _, ev := range []schemas.Event{{Kind: schemas.KindStarted, DispatchID: id + "-r1"},
+		{Kind: schemas.KindFinished, DispatchID: id + "-r1", ExitCode: &zero, DurationMS: &ms, Result: json.RawMessage(`"all <b>done</b>"`),
+			Artifacts: []schemas.Artifact{{Name: "out/report.html", Size: int64(len(content)), SHA256: sum}}}} {
+		ev.Time = time.Now().UTC()
+		if _, err := f.bus.PublishEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitTask(id, "finished", func(t *wire.Task) bool { return t.State == wire.StateFinished })
+	b := f.browser()
+	b.login("wonderland")
+	_, _, page := b.get("/tasks/" + id)
+	for _, want := range []string{`<pre class="result-value text">all &lt;b&gt;done&lt;/b&gt;</pre>`, `href="/ui/tasks/` + id + `/artifacts/out/report.html"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("task page lacks %s", want)
+		}
+	}
+	if status, _, body := b.get("/ui/tasks/" + id + "/artifacts/out/report.html"); status != http.StatusOK || body != content {
+		t.Errorf("artifact with alice's session: %d %q, want the file", status, body)
+	}
+	status, _, body := b.get("/ui/tasks/" + id + "/result")
+	var result string
+	if err := json.Unmarshal([]byte(body), &result); status != http.StatusOK || err != nil || result != "all <b>done</b>" {
+		t.Errorf("result with alice's session: %d %q (%v), want the JSON string", status, body, err)
+	}
+	other := f.browser()
+	other.login("secret")
+	if status, _, _ := other.get("/ui/tasks/" + id + "/artifacts/out/report.html"); status != http.StatusNotFound {
+		t.Errorf("artifact with dave's session: %d, want 404 (not his task)", status)
 	}
 }

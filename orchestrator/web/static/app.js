@@ -59,6 +59,25 @@
     });
   }
 
+  // human is the pages' one way of printing a duration (web.human).
+  function human(ms) {
+    const s = Math.floor(ms / 1000), m = Math.floor(s / 60), h = Math.floor(m / 60);
+    if (ms < 1000) return Math.max(0, Math.floor(ms)) + "ms";
+    if (s < 60) return s + "s";
+    if (m < 60) return m + "m " + (s % 60) + "s";
+    if (h < 48) return h + "h " + (m % 60) + "m";
+    return Math.floor(h / 24) + "d " + (h % 24) + "h";
+  }
+  // ticks keeps "in 4m 10s" beside a deadline right while the page stays
+  // open; the server wrote it from the same time when it served the page.
+  function ticks() {
+    document.querySelectorAll(".rel[data-at]").forEach(el => {
+      const d = Math.round((Date.parse(el.dataset.at) - Date.now()) / 1000) * 1000;
+      el.textContent = d > 0 ? "in " + human(d) : d < 0 ? human(-d) + " ago" : "now";
+    });
+  }
+  setInterval(ticks, 5000);
+
   document.addEventListener("focusout", () => { if (pending) refresh(); });
   const es = new EventSource(stream, { withCredentials: true });
   es.addEventListener("open", () => { live.hidden = false; live.classList.remove("down"); live.textContent = "live"; });

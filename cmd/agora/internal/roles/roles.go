@@ -210,6 +210,9 @@ type Config struct {
 	// orchestrator.DefaultMaximums, but CPUs the host's cores when a runner
 	// runs here.
 	Max orchestrator.Maximums
+	// CIRoute is the route of a task submitted from CI without one
+	// (SubmitRequest.FromCI); empty means orchestrator.DefaultCIRoute.
+	CIRoute string
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
 	MaxWorkspaceBytes int64
@@ -317,6 +320,17 @@ func (c Config) WithDefaults() Config {
 // orchestrator on a remote NATS keeps none.
 func (c Config) local() bool { return c.NATSURL == "" || c.Runner }
 
+// spoolDir is where this process's temp files go: bytes on their way into
+// storage (a workspace snapshot, a blob being hashed, an S3 upload). Under
+// the data dir, private with the rest of it, and there in a container
+// whose /tmp is not writable; "" (os.TempDir) without a data dir.
+func (c Config) spoolDir() string {
+	if c.DataDir == "" || !c.local() {
+		return ""
+	}
+	return filepath.Join(c.DataDir, "tmp")
+}
+
 // Validate names every problem with the configuration (after WithDefaults).
 func (c Config) Validate() error {
 	var errs []error
@@ -351,6 +365,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Max.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.CIRoute != "" {
+		if _, err := answer.ParseRoute(c.CIRoute); err != nil {
+			errs = append(errs, fmt.Errorf("CI route %q: %w", c.CIRoute, err))
+		}
 	}
 	if c.ECS != nil {
 		errs = append(errs, c.ECS.validate(c)...)
@@ -437,10 +456,15 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	}
 	if cfg.local() {
 		if err := privateDataDir(cfg.DataDir, s.log); err != nil {
-			return s, err
+			return s, hostFix(err, cfg.DataDir, inContainer())
 		}
 		if s.lock, err = lockDataDir(cfg.DataDir); err != nil {
 			return s, err
+		}
+		// Spool files a crash left; only the process holding the lock
+		// writes there.
+		if err := os.RemoveAll(cfg.spoolDir()); err != nil {
+			return s, fmt.Errorf("clear %s: %w", cfg.spoolDir(), err)
 		}
 	}
 	if cfg.Orchestrator || cfg.Metrics {
@@ -464,7 +488,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return s, err
 	}
 	if !cfg.NoStorage {
-		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log, S3: s3Options(cfg.AWSEnv)}); err != nil {
+		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log, S3: s3Options(cfg.AWSEnv), SpoolDir: cfg.spoolDir()}); err != nil {
 			return s, err
 		}
 		// Storage that is not there fails the start, not the first round.
@@ -611,7 +635,7 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 			return fmt.Errorf("open the registry: %w", err)
 		}
 	}
-	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, Logger: s.log})
+	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, CIRoute: s.cfg.CIRoute, Logger: s.log})
 	if err != nil {
 		return err
 	}
@@ -633,6 +657,7 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 
 func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 	image := s.cfg.Image
+	var dockerEngine bool
 	if e := s.cfg.ECS; e != nil {
 		cfg := e.Engine
 		cfg.Logger = s.log
@@ -655,6 +680,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 			return err
 		}
 		s.engine = local
+		_, dockerEngine = local.(*docker.Engine)
 	}
 	var err error
 	id := s.cfg.RunnerID
@@ -698,6 +724,7 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 		WorkerNATSSigner:  signer,
 		Engine:            s.engine,
 		NoHostMounts:      s.cfg.ECS != nil && s.cfg.ECS.Engine.WithDefaults().Fargate(),
+		CheckHostPaths:    dockerEngine,
 		Logger:            s.log,
 	})
 	if err != nil {
