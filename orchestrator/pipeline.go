@@ -121,6 +121,13 @@ func (o *Orchestrator) RetryParked(ctx context.Context, seq uint64) error {
 	if !ok {
 		return fmt.Errorf("parked event %d: %w", seq, ErrNotFound)
 	}
+	// A runner's event is checked against the claim again: one refused
+	// for coming from the wrong runner stays refused.
+	if _, runner, _ := bus.ParseEventSubject(pe.Subject); runner != "" {
+		if err := o.cfg.Bus.CheckRunnerEvent(ctx, pe.Event, runner); err != nil {
+			return fmt.Errorf("retry parked event %d (%s of %s): %w", seq, pe.Kind, pe.DispatchID, err)
+		}
+	}
 	if err := o.apply(ctx, pe.Event); err != nil {
 		return fmt.Errorf("retry parked event %d (%s of %s): %w", seq, pe.Kind, pe.DispatchID, err)
 	}

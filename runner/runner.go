@@ -42,6 +42,14 @@ func New(cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("runner config: %w", err)
 	}
+	// Every event this runner publishes goes out on its own subject
+	// (bus.RunnerEventSubject): the orchestrator applies it only while
+	// this runner holds the dispatch's claim.
+	b, err := cfg.Bus.AsRunner(cfg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("runner config: %w", err)
+	}
+	cfg.Bus = b
 	return &Runner{
 		cfg:     cfg,
 		log:     cfg.Logger.With("runner", cfg.ID),

@@ -42,15 +42,22 @@ var seq atomic.Int64
 
 func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
-	return newHarnessOn(t, natstest.Start(t), bus.Auth{}, tweak)
+	return newHarnessOn(t, natstest.Start(t), nil, tweak)
 }
 
-// newHarnessOn is newHarness on srv, the runner connecting with auth.
-func newHarnessOn(t *testing.T, srv *natsserver.Server, auth bus.Auth, tweak func(*Config)) *harness {
+// newHarnessOn is newHarness on srv, the runner connecting with the
+// options auth gives for its id (nil: anonymously).
+func newHarnessOn(t *testing.T, srv *natsserver.Server, auth func(runnerID string) bus.Options, tweak func(*Config)) *harness {
 	t.Helper()
 	needDocker(t)
 	ctx := context.Background()
-	b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: t.Name(), Auth: auth})
+	id := fmt.Sprintf("test-%d-%d", os.Getpid(), seq.Add(1))
+	opts := bus.Options{}
+	if auth != nil {
+		opts = auth(id)
+	}
+	opts.Name = t.Name()
+	b, err := bus.Connect(ctx, srv.ClientURL(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +71,6 @@ func newHarnessOn(t *testing.T, srv *natsserver.Server, auth bus.Auth, tweak fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := fmt.Sprintf("test-%d-%d", os.Getpid(), seq.Add(1))
 	cfg := Config{
 		ID: id, Slots: 2, Image: workerImage, DataDir: t.TempDir(),
 		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng,
@@ -386,9 +392,26 @@ func TestWorkerPublishesWithOwnCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Host networking: the test server listens on loopback only.
-	h := newHarnessOn(t, srv, bus.Auth{CredsFile: ids.Path(natsauth.RunnerCredFile)}, func(c *Config) {
+	// The runner's own user, limited to what a runner does.
+	auth := func(id string) bus.Options {
+		path, err := ids.RunnerCreds(id, natsauth.RunnerCredFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bus.Options{Auth: bus.Auth{CredsFile: path}, InboxPrefix: bus.RunnerInboxPrefix(id)}
+	}
+	h := newHarnessOn(t, srv, auth, func(c *Config) {
 		c.WorkerNATSURL, c.WorkerNATSSigner, c.AllowHostNetwork = srv.ClientURL(), signer, true
 	})
+	// The test enqueues and reads as the orchestrator: the runner's user
+	// may not enqueue.
+	orch, err := bus.Connect(context.Background(), srv.ClientURL(), bus.Options{Name: t.Name() + " orchestrator",
+		Auth: bus.Auth{CredsFile: ids.Path(natsauth.OrchestratorCredFile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(orch.Close)
+	h.bus = orch
 	if err := h.bus.EnsureEventStream(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,12 @@ func TestFlagErrors(t *testing.T) {
 		code        int
 		out, errOut string
 	}{
+		{name: "nats-auth without subcommand", args: []string{"nats-auth"}, code: 2, errOut: "agora nats-auth: want a subcommand: init DIR"},
+		{name: "nats-auth init without DIR", args: []string{"nats-auth", "init"}, code: 2, errOut: "want one DIR"},
+		{name: "nats-auth init bad runner", args: []string{"nats-auth", "init", dataDir, "--runner", "a b"}, code: 2,
+			errOut: `agora nats-auth init: --runner: runner id "a b" must not contain '*', '>' or white space`},
+		{name: "nats-auth init bad size", args: []string{"nats-auth", "init", dataDir, "--max-disk", "lots"}, code: 2,
+			errOut: `--max-disk "lots": want a positive size`},
 		{name: "image without subcommand", args: []string{"image"}, code: 2, errOut: "agora image: want a subcommand: build"},
 		{name: "image unknown subcommand", args: []string{"image", "push"}, code: 2, errOut: `unknown subcommand "push"`},
 		{name: "image build unknown flag", args: []string{"image", "build", "--pull"}, code: 2,

@@ -69,6 +69,7 @@ func verbs() []verb {
 		{name: "demo", short: "see the whole loop on the embedded stack", run: func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 			return runDemo(ctx, args, environ, os.Stdin, stdout, stderr)
 		}},
+		{name: "nats-auth", short: "make the NATS operator, account and users an external NATS cluster needs: init DIR", subs: []string{"init"}, run: runNATSAuth},
 		{name: "image", short: "build the worker image through the Docker API (nothing is pulled)", subs: []string{"build"}, run: runImage},
 		{name: "schema", short: "print a JSON Schema; without NAME, list them", synopsis: "[NAME]",
 			run: func(_ context.Context, args, _ []string, stdout, stderr io.Writer) int {

@@ -3,6 +3,7 @@ package main
 import (
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/bus"
 )
 
@@ -12,6 +13,9 @@ type natsAuthFlags struct {
 	creds, nkey, user, password string
 	tlsCA, tlsCert, tlsKey      string
 	given                       bool
+	// allowAnonymous is --nats-allow-anonymous: run with credentials on a
+	// server that also lets anonymous clients in.
+	allowAnonymous bool
 	// replicas is --nats-replicas: not a credential, but every role
 	// that takes --nats takes it too.
 	replicas int
@@ -25,6 +29,7 @@ func (n *natsAuthFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.tlsCA, "nats-tls-ca", "", "check the NATS server's certificate against the CAs in `FILE` (PEM), and use TLS")
 	fs.StringVar(&n.tlsCert, "nats-tls-cert", "", "present the client certificate in `FILE` (PEM) to NATS; with --nats-tls-key")
 	fs.StringVar(&n.tlsKey, "nats-tls-key", "", "the key `FILE` (PEM) of --nats-tls-cert")
+	fs.BoolVar(&n.allowAnonymous, "nats-allow-anonymous", false, "start even though the --nats server lets clients in without credentials (its authorization is off); without it a role given credentials refuses such a server, and one without warns")
 	fs.IntVar(&n.replicas, "nats-replicas", bus.DefaultReplicas, "create agora's streams and buckets with `N` replicas (3 on a three-node NATS cluster); existing ones keep theirs")
 }
 
@@ -44,4 +49,10 @@ func (n *natsAuthFlags) auth(environ []string) (bus.Auth, error) {
 		return a, usagef("--nats-replicas %d: want 1-%d", n.replicas, bus.MaxReplicas)
 	}
 	return a, nil
+}
+
+// config is cfg with what the flags say of the bus beyond credentials.
+func (n *natsAuthFlags) config(cfg roles.Config) roles.Config {
+	cfg.NATSAllowAnonymous = n.allowAnonymous
+	return cfg
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
 // TestNATSAuthFlags: the roles take the usual NATS credentials for --nats,
@@ -25,6 +27,13 @@ func TestNATSAuthFlags(t *testing.T) {
 	f, err = parseRunnerFlags(append(nats, "--nats-replicas", "3"), home, &bytes.Buffer{})
 	if err != nil || f.natsAuth.replicas != 3 {
 		t.Fatalf("parseRunnerFlags(--nats-replicas 3) = %d, %v; want 3", f.natsAuth.replicas, err)
+	}
+	if f, err = parseRunnerFlags(append(nats, "--nats-allow-anonymous"), home, &bytes.Buffer{}); err != nil ||
+		!f.natsAuth.config(roles.Config{}).NATSAllowAnonymous {
+		t.Fatalf("parseRunnerFlags(--nats-allow-anonymous) = %+v, %v; want it in the roles' config", f.natsAuth, err)
+	}
+	if sf, err := parseServeFlags(append(nats, "--nats-allow-anonymous"), home, &bytes.Buffer{}); err != nil || !sf.cfg.NATSAllowAnonymous {
+		t.Fatalf("parseServeFlags(--nats-allow-anonymous) = %v, %v; want it in the config", sf.cfg.NATSAllowAnonymous, err)
 	}
 	for _, tc := range []struct {
 		role    string

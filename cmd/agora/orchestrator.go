@@ -86,7 +86,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	dataDir, _ := defaultDataDir(environ)
 	log := newLogger(stderr)
 	max := f.max.maximums()
-	s, err := roles.Start(ctx, roles.Config{
+	s, err := roles.Start(ctx, f.natsAuth.config(roles.Config{
 		DataDir:      dataDir,
 		NATSURL:      f.natsURL,
 		NATSAuth:     auth,
@@ -104,7 +104,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		Metrics:      true,
 		Logger:       log,
 		Slack:        slackCfg,
-	})
+	}))
 	if err != nil {
 		return err
 	}

@@ -223,7 +223,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	if f.compute == computeECS {
 		ecsCfg = f.ecs.config(environ, f.grace)
 	}
-	s, err := roles.Start(ctx, roles.Config{
+	s, err := roles.Start(ctx, f.natsAuth.config(roles.Config{
 		// The runner's own directory holds its lock and runner-id too, so
 		// a serve on ~/.agora and a runner on ~/.agora/runner never clash.
 		DataDir:           f.dataDir,
@@ -255,7 +255,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		DockerHost:        getenv(environ, "DOCKER_HOST"),
 		ECS:               ecsCfg,
 		Logger:            log,
-	})
+	}))
 	if err != nil {
 		return err
 	}

@@ -164,7 +164,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	if u, err := url.Parse(storageURI); err != nil || (u.Scheme != "file" && u.Scheme != "s3") {
 		return f, usagef("--storage %q: want file:///abs/dir or s3://bucket/prefix", storageURI)
 	}
-	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: roles.Config{
+	f = serveFlags{rules: rules, webhookSecret: webhookSecret, cfg: natsAuth.config(roles.Config{
 		DataDir:           abs,
 		NATSURL:           natsURL,
 		NATSAuth:          auth,
@@ -191,7 +191,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		MaxArtifacts:      max.artifacts,
 		MaxArtifactBytes:  max.artifactsMB << 20,
 		Slack:             slackCfg,
-	}}
+	})}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {
 		return f, usagef("%v", err)
 	}

@@ -72,6 +72,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,6 +238,12 @@ type Bus struct {
 	opts      Options
 	log       *slog.Logger
 	closeOnce sync.Once
+	// runner, when set, is the runner whose subject events are published
+	// on (AsRunner).
+	runner string
+	// runners is RunnerBucket, once opened (CheckRunnerEvent).
+	runnersMu sync.Mutex
+	runners   jetstream.KeyValue
 }
 
 // Connect connects to the NATS server at url. It returns once the first
@@ -328,4 +335,35 @@ func (b *Bus) ready() error {
 	default:
 		return fmt.Errorf("%w (%s)", ErrNotConnected, st)
 	}
+}
+
+// AcceptsAnonymous reports whether the NATS server at url lets a client in
+// without credentials: it connects once, with auth's TLS settings but no
+// user, nkey, creds or client certificate, bounded by ctx and
+// DefaultConnectTimeout. An authorization error is false, nil; a server
+// that cannot be reached is false with the error.
+func AcceptsAnonymous(ctx context.Context, url string, auth Auth) (bool, error) {
+	opts := []nats.Option{nats.Name("agora anonymous probe"), nats.Timeout(DefaultConnectTimeout), nats.NoReconnect()}
+	if dl, ok := ctx.Deadline(); ok {
+		opts[1] = nats.Timeout(min(DefaultConnectTimeout, time.Until(dl)))
+	}
+	if auth.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(auth.TLSCA))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return false, nil
+		}
+		return false, fmt.Errorf("probe %s: %w", url, err)
+	}
+	defer nc.Close()
+	// Some servers accept the connection and close it on the first
+	// request; a round trip tells.
+	fctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
+		return false, nil
+	}
+	return nc.IsConnected(), nil
 }

@@ -120,6 +120,9 @@ type eventDelivery struct {
 	seq        uint64
 	deliveries uint64
 	stored     time.Time
+	// runner is the runner whose subject carried the event, "" for the
+	// dispatch's own subject.
+	runner string
 }
 
 // ConsumeEvents starts c on AGORA_EVENTS (creating the stream and the
@@ -218,7 +221,8 @@ func (b *Bus) readEvent(c *EventConsumer, msg jetstream.Msg) (eventDelivery, boo
 		_ = msg.Term()
 		return d, false
 	}
-	if msg.Subject() != EventSubject(ev.DispatchID) {
+	id, runner, ok := ParseEventSubject(msg.Subject())
+	if !ok || id != ev.DispatchID {
 		c.stats.Invalid.Add(1)
 		b.log.Warn("event whose dispatch id is not its subject's; dropped", "subject", msg.Subject(), "dispatch_id", ev.DispatchID, "seq", d.seq)
 		_ = msg.Term()
@@ -230,7 +234,7 @@ func (b *Bus) readEvent(c *EventConsumer, msg jetstream.Msg) (eventDelivery, boo
 		_ = msg.Ack()
 		return d, false
 	}
-	d.ev = *ev
+	d.ev, d.runner = *ev, runner
 	return d, true
 }
 
@@ -238,7 +242,17 @@ func (b *Bus) readEvent(c *EventConsumer, msg jetstream.Msg) (eventDelivery, boo
 // or parks it.
 func (b *Bus) applyOne(ctx context.Context, c *EventConsumer, d eventDelivery) {
 	log := b.log.With("kind", d.ev.Kind, "dispatch_id", d.ev.DispatchID, "seq", d.seq, "delivery", d.deliveries)
-	err := c.applyBounded(ctx, d.ev)
+	var err error
+	if d.runner != "" {
+		// A runner's event counts only when that runner holds the claim.
+		err = b.CheckRunnerEvent(ctx, d.ev, d.runner)
+		if errors.Is(err, ErrNotClaimant) {
+			log.Error("event from a runner that does not hold the dispatch's claim; refused", "runner", d.runner, "error", err)
+		}
+	}
+	if err == nil {
+		err = c.applyBounded(ctx, d.ev)
+	}
 	if err == nil {
 		c.stats.Applied.Add(1)
 		if err := d.msg.DoubleAck(ctx); err != nil && ctx.Err() == nil {
@@ -249,7 +263,7 @@ func (b *Bus) applyOne(ctx context.Context, c *EventConsumer, d eventDelivery) {
 	if ctx.Err() != nil {
 		return // stopping: redelivered to whoever consumes next
 	}
-	if d.deliveries < uint64(c.MaxDeliveries) {
+	if d.deliveries < uint64(c.MaxDeliveries) && !errors.Is(err, ErrNotClaimant) {
 		c.stats.Retried.Add(1)
 		delay := retryDelay(d.deliveries)
 		log.Warn("event not applied; retrying", "error", err, "retry_in", delay, "max_deliveries", c.MaxDeliveries)
@@ -291,4 +305,125 @@ func laneOf(dispatchID string, n int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(dispatchID))
 	return int(h.Sum32() % uint32(n))
+}
+
+// ErrNotClaimant means an event came on a runner's subject
+// (RunnerEventSubject) from a runner that does not hold the dispatch: it is
+// refused and parked, never applied.
+var ErrNotClaimant = errors.New("the runner does not hold the dispatch's claim")
+
+// RunnerBucket records, per dispatch, the runner whose events the
+// orchestrator accepted first: only the orchestrator writes it, so a runner
+// that rewrites another's claim in agora_claims (which every runner
+// writes) does not become that dispatch's runner.
+const RunnerBucket = "agora_dispatch_runners"
+
+// CheckRunnerEvent reports whether runnerID may have sent ev, and records
+// it as the dispatch's runner when it is the first: ErrNotClaimant when
+// not; another error when the claim or the record could not be read.
+//
+//   - Once a runner's event was accepted for a dispatch, only that
+//     runner's events count — but for a dispatch.failed worker-lost from
+//     the runner that took over the claim as lost (its runner stopped
+//     renewing it), which then becomes the dispatch's runner.
+//   - Before, the runner must hold the dispatch's claim.
+//   - A dispatch.cancelled counts from any runner when a cancel claimed
+//     the dispatch before any runner (the runner that met the cancel makes
+//     sure the event exists).
+func (b *Bus) CheckRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string) error {
+	return b.checkRunnerEvent(ctx, ev, runnerID, true)
+}
+
+func (b *Bus) checkRunnerEvent(ctx context.Context, ev schemas.Event, runnerID string, record bool) error {
+	kv, err := b.runnersKV(ctx, record)
+	if err != nil {
+		return err
+	}
+	var c *Claim
+	claimRead := false
+	for range 2 {
+		pinned := ""
+		if kv != nil {
+			e, err := kv.Get(ctx, ev.DispatchID)
+			switch {
+			case err == nil:
+				pinned = string(e.Value())
+			case !errors.Is(err, jetstream.ErrKeyNotFound):
+				return fmt.Errorf("read the runner of %s: %w", ev.DispatchID, err)
+			}
+		}
+		if pinned == runnerID {
+			return nil // the usual case: one read
+		}
+		if !claimRead {
+			if c, err = b.GetClaim(ctx, ev.DispatchID); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+				return err
+			}
+			claimRead = true
+		}
+		switch {
+		case c != nil && c.State == ClaimCancelled && ev.Kind == schemas.KindCancelled:
+			return nil
+		case c != nil && c.State == ClaimCancelled:
+			return fmt.Errorf("%s of %s from runner %s: %w (cancelled before any runner took it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
+		case pinned != "" && lostTakeover(c, ev, runnerID):
+			if record {
+				if _, err := kv.Put(ctx, ev.DispatchID, []byte(runnerID)); err != nil {
+					return fmt.Errorf("record the runner of %s: %w", ev.DispatchID, err)
+				}
+			}
+			return nil
+		case pinned != "":
+			return fmt.Errorf("%s of %s from runner %s: %w (runner %s runs it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, pinned)
+		case c == nil:
+			return fmt.Errorf("%s of %s from runner %s: %w (no claim)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant)
+		case c.Runner != runnerID:
+			return fmt.Errorf("%s of %s from runner %s: %w (runner %s holds it)", ev.Kind, ev.DispatchID, runnerID, ErrNotClaimant, c.Runner)
+		case !record:
+			return nil
+		}
+		_, err := kv.Create(ctx, ev.DispatchID, []byte(runnerID))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("record the runner of %s: %w", ev.DispatchID, err)
+		}
+		// Another replica recorded one meanwhile: check against it.
+	}
+	return fmt.Errorf("record the runner of %s: it keeps changing", ev.DispatchID)
+}
+
+// lostTakeover reports a worker-lost failure from the runner that took the
+// claim over as lost.
+func lostTakeover(c *Claim, ev schemas.Event, runnerID string) bool {
+	return c != nil && c.State == ClaimLost && c.Runner == runnerID && ev.Kind == schemas.KindFailed &&
+		ev.Failure != nil && ev.Failure.Reason == schemas.ReasonWorkerLost
+}
+
+// runnersKV is RunnerBucket, made when create (the orchestrator's
+// consumer); nil when it does not exist and create is false.
+func (b *Bus) runnersKV(ctx context.Context, create bool) (jetstream.KeyValue, error) {
+	b.runnersMu.Lock()
+	defer b.runnersMu.Unlock()
+	if b.runners != nil {
+		return b.runners, nil
+	}
+	kv, err := b.js.KeyValue(ctx, RunnerBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
+		kv, err = b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      RunnerBucket,
+			Description: "which runner's events count for which dispatch",
+			Storage:     jetstream.FileStorage,
+			TTL:         30 * 24 * time.Hour,
+		})
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", RunnerBucket, err)
+	}
+	b.runners = kv
+	return kv, nil
 }

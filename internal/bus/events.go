@@ -17,6 +17,8 @@ import (
 type StoredEvent struct {
 	// Sequence is the message's stream sequence.
 	Sequence uint64
+	// Subject is EventSubject, or RunnerEventSubject for a runner's.
+	Subject string
 	// Time is when the stream stored it.
 	Time time.Time
 	// MsgID is its Nats-Msg-Id header.
@@ -28,8 +30,8 @@ type StoredEvent struct {
 	Data []byte
 }
 
-// StoredEvents returns every message stored on EventSubject(dispatchID), in
-// stream order, without interpreting it beyond Kind. It reads until the
+// StoredEvents returns every message stored on EventSubject(dispatchID) and
+// its runners' RunnerEventSubject, in stream order, without interpreting it beyond Kind. It reads until the
 // server has no further message for the subject; a missing stream means no
 // events.
 func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEvent, error) {
@@ -47,14 +49,37 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 	if err != nil {
 		return nil, fmt.Errorf("read events from %s: look up stream %s: %w", subject, EventStream, err)
 	}
+	// The dispatch's own subject (orchestrator, worker) and its runners'
+	// (RunnerEventSubject), merged in stream order.
+	own, err := storedOn(ctx, st, subject)
+	if err != nil {
+		return nil, err
+	}
+	relayed, err := storedOn(ctx, st, subject+".>")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StoredEvent, 0, len(own)+len(relayed))
+	for len(own) > 0 || len(relayed) > 0 {
+		if len(relayed) == 0 || (len(own) > 0 && own[0].Sequence < relayed[0].Sequence) {
+			out, own = append(out, own[0]), own[1:]
+		} else {
+			out, relayed = append(out, relayed[0]), relayed[1:]
+		}
+	}
+	return out, nil
+}
+
+// storedOn reads every message of st on filter, in stream order.
+func storedOn(ctx context.Context, st jetstream.Stream, filter string) ([]StoredEvent, error) {
 	var out []StoredEvent
 	for seq := uint64(1); ; {
-		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read events from %s at sequence %d: %w", subject, seq, err)
+			return nil, fmt.Errorf("read events from %s at sequence %d: %w", filter, seq, err)
 		}
 		var head struct {
 			Kind schemas.EventKind `json:"kind"`
@@ -62,6 +87,7 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 		_ = json.Unmarshal(msg.Data, &head) // loose: Kind stays "" when the body is not an event
 		out = append(out, StoredEvent{
 			Sequence: msg.Sequence,
+			Subject:  msg.Subject,
 			Time:     msg.Time,
 			MsgID:    msg.Header.Get(jetstream.MsgIDHeader),
 			Kind:     head.Kind,
@@ -94,6 +120,20 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 		if ev.DispatchID != dispatchID {
 			log.Warn("skip event of another dispatch", "event_dispatch_id", ev.DispatchID)
 			continue
+		}
+		// Another runner's event counts only as the orchestrator counts
+		// it (CheckRunnerEvent). A runner counts none but its own: so no
+		// runner can make another believe its dispatch settled.
+		if _, runner, _ := ParseEventSubject(se.Subject); runner != "" && runner != b.runner {
+			if b.runner != "" {
+				continue
+			}
+			if err := b.checkRunnerEvent(ctx, ev, runner, false); errors.Is(err, ErrNotClaimant) {
+				log.Warn("skip event of a runner that does not hold the dispatch", "runner", runner, "error", err)
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
+			}
 		}
 		events = append(events, ev)
 	}

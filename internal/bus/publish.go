@@ -47,7 +47,7 @@ type PublishAck struct {
 }
 
 // PublishEvent stores ev in AGORA_EVENTS on EventSubject(ev.DispatchID)
-// with Nats-Msg-Id ev.MsgID() and waits for the acknowledgement, bounded by
+// (RunnerEventSubject on a runner's Bus, see AsRunner) with Nats-Msg-Id ev.MsgID() and waits for the acknowledgement, bounded by
 // ctx and Options.PublishTimeout. An event already stored (same MsgID,
 // within the duplicate window) is a success with ack.Duplicate set. The
 // event is validated against the event schema first (ErrInvalidEvent). If
@@ -163,7 +163,7 @@ func encodeEvent(ev schemas.Event) ([]byte, error) {
 // publish sends one encoded event; when no stream answers, it ensures the
 // stream and sends once more.
 func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte) (PublishAck, error) {
-	subject := EventSubject(ev.DispatchID)
+	subject := b.eventSubject(ev.DispatchID)
 	wrap := func(err error) error { return fmt.Errorf("publish %s to %s: %w", ev.Kind, subject, err) }
 	if err := b.ready(); err != nil {
 		return PublishAck{}, wrap(err)
@@ -195,10 +195,43 @@ func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte) (Publi
 
 func (b *Bus) jsPublish(ctx context.Context, ev schemas.Event, subject string, data []byte) (*jetstream.PubAck, error) {
 	return b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data},
-		jetstream.WithMsgID(ev.MsgID()),
+		jetstream.WithMsgID(b.msgID(ev)),
 		jetstream.WithExpectStream(EventStream),
 		// No stream answering is handled above (ensure, then once more);
 		// do not let the client sleep on it first.
 		jetstream.WithRetryAttempts(0),
 	)
+}
+
+// eventSubject is where this Bus publishes dispatchID's events: its
+// runner's subject on a runner's Bus, else the dispatch's own.
+func (b *Bus) eventSubject(dispatchID string) string {
+	if b.runner != "" {
+		return RunnerEventSubject(dispatchID, b.runner)
+	}
+	return EventSubject(dispatchID)
+}
+
+// msgID is the de-duplication id of ev as this Bus publishes it: the
+// event's own (MsgID, "<dispatch_id>.<kind>"), with ".<runner_id>" on a
+// runner's Bus, so an event another runner stores first for the same
+// dispatch and kind (refused by the orchestrator) cannot make this
+// runner's copy a duplicate and drop it. The same runner, restarted,
+// still stores each of its events once.
+func (b *Bus) msgID(ev schemas.Event) string {
+	if b.runner != "" {
+		return ev.MsgID() + "." + b.runner
+	}
+	return ev.MsgID()
+}
+
+// AsRunner is a view of b, on the same connection, that publishes events
+// as runnerID: on RunnerEventSubject, which a runner's NATS user may
+// publish and the orchestrator checks against the dispatch's claim.
+// Everything else is b's; closing either closes the connection.
+func (b *Bus) AsRunner(runnerID string) (*Bus, error) {
+	if err := ValidateRunnerID(runnerID); err != nil {
+		return nil, err
+	}
+	return &Bus{nc: b.nc, js: b.js, opts: b.opts, log: b.log, runner: runnerID}, nil
 }

@@ -200,6 +200,9 @@ type Claim struct {
 const (
 	ClaimRunning   = "running"
 	ClaimCancelled = "cancelled"
+	// ClaimLost is a claim another runner took over after its runner
+	// stopped renewing it; Runner is the one that settled it.
+	ClaimLost = "lost"
 )
 
 // ErrClaimed means another claim for the dispatch exists already.
@@ -375,26 +378,37 @@ func (b *Bus) SubscribeLogs(dispatchID string, fn func([]byte)) (stop func(), er
 // dispatchID ("" for every dispatch), as it is stored. A live view for
 // watchers and benchmarks; durable consumers read the stream instead.
 func (b *Bus) SubscribeEvents(dispatchID string, fn func(schemas.Event)) (stop func(), err error) {
-	subject := EventSubjects
+	subjects := []string{EventSubjects}
 	if dispatchID != "" {
-		subject = EventSubject(dispatchID)
+		// Its own subject and its runners'.
+		subjects = []string{EventSubject(dispatchID), EventSubject(dispatchID) + ".>"}
 	}
-	sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
-		var ev schemas.Event
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			b.log.Warn("event that is not JSON; skipped", "subject", m.Subject, "error", err)
-			return
+	var subs []*nats.Subscription
+	stop = func() {
+		for _, s := range subs {
+			_ = s.Unsubscribe()
 		}
-		fn(ev)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to %s: %w", subject, err)
+	}
+	for _, subject := range subjects {
+		sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
+			var ev schemas.Event
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				b.log.Warn("event that is not JSON; skipped", "subject", m.Subject, "error", err)
+				return
+			}
+			fn(ev)
+		})
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("subscribe to %s: %w", subject, err)
+		}
+		subs = append(subs, sub)
 	}
 	if err := b.nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribe to %s: %w", subject, err)
+		stop()
+		return nil, fmt.Errorf("subscribe to %s: %w", subjects[0], err)
 	}
-	return func() { _ = sub.Unsubscribe() }, nil
+	return stop, nil
 }
 
 // SubscribeAllLogs calls fn with every live log chunk of every dispatch

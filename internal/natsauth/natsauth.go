@@ -20,6 +20,7 @@
 package natsauth
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -70,20 +71,64 @@ func WorkerScope() jwt.UserPermissionLimits {
 // registry.Bucket and slackanswer.Bucket, whose click records answer
 // questions, spelt out: this package imports nothing of the module;
 // stack.TestEmbeddedNATSRequiresCredentials holds them together).
+// RunnerPermissions is an allow-list that names none of them, nor any
+// bucket added later.
 var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack", "agora_sessions"}
 
-// RunnerPermissions are the runner user's: everything in the account but
-// writing the orchestrator's buckets (a put, a delete, a change to their
-// streams), so stolen runner credentials cannot rewrite a task.
-func RunnerPermissions() jwt.UserPermissionLimits {
+// Names the runner's permissions are written with (bus's, spelt out:
+// bus's tests import this package; bus.TestRunnerCredentialsScoped holds
+// them together).
+const (
+	eventStream   = "AGORA_EVENTS"
+	queueStream   = "AGORA_QUEUE"
+	queueConsumer = "runners"
+	controlStream = "AGORA_CONTROL"
+	claimBucket   = "agora_claims"
+)
+
+// RunnerPermissions are the permissions of runnerID's user: what a runner
+// does and nothing else. It
+//   - takes requests off AGORA_QUEUE through the shared consumer and
+//     acknowledges them; ensures the queue, control and event streams and
+//     the claims bucket (create and update, never delete or purge);
+//   - reads and writes agora_claims; reads AGORA_CONTROL (cancels) and
+//     AGORA_EVENTS (its dispatches' stored events, when it settles one);
+//   - publishes events only on its own agora.events.*.<runner_id>
+//     (bus.RunnerEventSubject), logs on agora.logs.<dispatch_id>;
+//   - subscribes only below its own inbox, bus.RunnerInboxPrefix(runnerID).
+//
+// So it cannot read or write agora_tasks, the registry, the answers memory,
+// the parked events or the Slack bucket, publish an event as another runner,
+// the orchestrator or a worker (agora.events.<id>), read the replies the
+// orchestrator receives, or follow anybody's live logs.
+func RunnerPermissions(runnerID string) jwt.UserPermissionLimits {
 	var p jwt.UserPermissionLimits
-	for _, b := range OrchestratorBuckets {
-		p.Pub.Deny.Add("$KV."+b+".>",
-			"$JS.API.STREAM.CREATE.KV_"+b, "$JS.API.STREAM.UPDATE.KV_"+b, "$JS.API.STREAM.DELETE.KV_"+b,
-			"$JS.API.STREAM.PURGE.KV_"+b, "$JS.API.STREAM.MSG.DELETE.KV_"+b)
+	api := "$JS.API."
+	p.Pub.Allow.Add(api+"INFO",
+		api+"CONSUMER.INFO."+queueStream+"."+queueConsumer,
+		api+"CONSUMER.CREATE."+queueStream+"."+queueConsumer, api+"CONSUMER.CREATE."+queueStream+"."+queueConsumer+".>",
+		api+"CONSUMER.DURABLE.CREATE."+queueStream+"."+queueConsumer,
+		api+"CONSUMER.MSG.NEXT."+queueStream+"."+queueConsumer,
+		"$JS.ACK."+queueStream+"."+queueConsumer+".>",
+		// The control stream is followed with an ordered consumer, made
+		// and remade under a random name.
+		api+"CONSUMER.CREATE."+controlStream+".>", api+"CONSUMER.DELETE."+controlStream+".>",
+		api+"CONSUMER.INFO."+controlStream+".>", api+"CONSUMER.MSG.NEXT."+controlStream+".>",
+		"$JS.FC.>",
+		"$KV."+claimBucket+".>",
+		"agora.events.*."+runnerID,
+		"agora.logs.*",
+	)
+	for _, st := range []string{eventStream, queueStream, controlStream, "KV_" + claimBucket} {
+		p.Pub.Allow.Add(api+"STREAM.INFO."+st, api+"STREAM.CREATE."+st, api+"STREAM.UPDATE."+st,
+			api+"STREAM.MSG.GET."+st, api+"DIRECT.GET."+st, api+"DIRECT.GET."+st+".>")
 	}
+	p.Sub.Allow.Add(RunnerInboxPrefix(runnerID) + ".>")
 	return p
 }
+
+// RunnerInboxPrefix is bus.RunnerInboxPrefix, spelt out.
+func RunnerInboxPrefix(runnerID string) string { return "_AGORA_RUNNER." + runnerID }
 
 // Identities are the keys and JWTs an embedded server needs, and where the
 // clients' credentials are.
@@ -99,6 +144,8 @@ type Identities struct {
 	// AccountJWTs maps account public keys to their JWTs (system and AGORA)
 	// for the server's resolver.
 	AccountJWTs map[string]string
+
+	account nkeys.KeyPair
 }
 
 // Path is the path of a file in the identity directory.
@@ -109,7 +156,17 @@ func (id *Identities) Path(name string) string { return filepath.Join(id.Dir, na
 // the accounts are signed again on every call from the kept seeds, so a
 // newer agora's permissions apply after an upgrade; users' credentials stay
 // valid because the account keys do not change.
-func Ensure(dir string) (*Identities, error) {
+func Ensure(dir string) (*Identities, error) { return EnsureLimits(dir, Limits{}) }
+
+// Limits are the AGORA account's JetStream limits, in bytes; zero (or
+// negative) is no account limit: the servers' own max_file_store and
+// max_memory_store bound it.
+type Limits struct {
+	DiskStorage, MemoryStorage int64
+}
+
+// EnsureLimits is Ensure with the account's JetStream limits.
+func EnsureLimits(dir string, limits Limits) (*Identities, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nats identities: %w", err)
 	}
@@ -154,6 +211,12 @@ func Ensure(dir string) (*Identities, error) {
 	ac.Name = AccountName
 	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit,
 		Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
+	if limits.DiskStorage > 0 {
+		ac.Limits.JetStreamLimits.DiskStorage = limits.DiskStorage
+	}
+	if limits.MemoryStorage > 0 {
+		ac.Limits.JetStreamLimits.MemoryStorage = limits.MemoryStorage
+	}
 	scope := jwt.NewUserScope()
 	scope.Key, scope.Role, scope.Template = signerPub, WorkerRole, WorkerScope()
 	scope.Description = "one dispatch's worker: its own events and logs, nothing else"
@@ -162,29 +225,67 @@ func Ensure(dir string) (*Identities, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats identities: sign account: %w", err)
 	}
-	// The orchestrator and the runner each have their own key, so either
-	// can be revoked alone; the runner may not write the orchestrator's
-	// buckets.
-	for _, u := range []struct {
-		file, name string
-		perms      jwt.UserPermissionLimits
-	}{{OrchestratorCredFile, "orchestrator", jwt.UserPermissionLimits{}}, {RunnerCredFile, "runner", RunnerPermissions()}} {
-		path := filepath.Join(dir, u.file)
-		if _, err := os.Stat(path); err == nil {
-			continue
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("nats identities: %w", err)
-		}
-		creds, err := userCreds(acc, "", u.name, u.perms, time.Time{})
-		if err != nil {
-			return nil, err
-		}
-		if err := writeSecret(path, creds); err != nil {
-			return nil, err
-		}
+	ids := &Identities{Dir: dir, OperatorJWT: opJWT, SystemAccount: sysPub, Account: accPub,
+		AccountJWTs: map[string]string{sysPub: sysJWT, accPub: accJWT}, account: acc}
+	// The orchestrator and each runner have their own key, so any can be
+	// revoked alone; a runner's user is limited to what a runner does
+	// (RunnerCreds).
+	if _, err := ids.user(OrchestratorCredFile, "orchestrator", jwt.UserPermissionLimits{}); err != nil {
+		return nil, err
 	}
-	return &Identities{Dir: dir, OperatorJWT: opJWT, SystemAccount: sysPub, Account: accPub,
-		AccountJWTs: map[string]string{sysPub: sysJWT, accPub: accJWT}}, nil
+	return ids, nil
+}
+
+// RunnerCredsFile is the credentials file of runnerID in an identity
+// directory made by `agora nats-auth init`: runner-<id>.creds.
+func RunnerCredsFile(runnerID string) string { return "runner-" + runnerID + ".creds" }
+
+// RunnerCreds makes (or brings up to date) the credentials of runnerID's
+// user in file and returns its path: a user named after the runner with
+// RunnerPermissions(runnerID). Its key is kept; its JWT is signed again
+// on every call, so the permissions are always this agora's and this id's.
+func (id *Identities) RunnerCreds(runnerID, file string) (string, error) {
+	if runnerID == "" || strings.ContainsAny(runnerID, "*> \t\r\n") || strings.HasPrefix(runnerID, ".") ||
+		strings.HasSuffix(runnerID, ".") || strings.Contains(runnerID, "..") {
+		return "", fmt.Errorf("runner credentials: runner id %q cannot end a NATS subject (no '*', '>', white space or empty '.'-parts)", runnerID)
+	}
+	return id.user(file, runnerID, RunnerPermissions(runnerID))
+}
+
+// user writes (or signs again, keeping its key) the credentials of a user
+// of the account named name with perms to file in the directory.
+func (id *Identities) user(file, name string, perms jwt.UserPermissionLimits) (string, error) {
+	path := filepath.Join(id.Dir, file)
+	var user nkeys.KeyPair
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if user, err = jwt.ParseDecoratedUserNKey(data); err != nil {
+			return "", fmt.Errorf("nats identities: %s: %w", path, err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if user, err = nkeys.CreateUser(); err != nil {
+			return "", fmt.Errorf("nats user %s: %w", name, err)
+		}
+	default:
+		return "", fmt.Errorf("nats identities: %w", err)
+	}
+	if data != nil && sameUser(data, id.Account, name, perms) {
+		return path, nil
+	}
+	creds, err := signUser(id.account, "", user, name, perms, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	if data == nil {
+		err = writeSecret(path, creds)
+	} else {
+		err = replaceSecret(path, creds)
+	}
+	if err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // Signer mints worker credentials with the account's scoped signing key.
@@ -272,6 +373,11 @@ func userCreds(signer nkeys.KeyPair, issuerAccount, name string, perms jwt.UserP
 	if err != nil {
 		return nil, fmt.Errorf("nats user %s: %w", name, err)
 	}
+	return signUser(signer, issuerAccount, user, name, perms, expires)
+}
+
+// signUser is userCreds for a given user key.
+func signUser(signer nkeys.KeyPair, issuerAccount string, user nkeys.KeyPair, name string, perms jwt.UserPermissionLimits, expires time.Time) ([]byte, error) {
 	pub, _ := user.PublicKey()
 	uc := jwt.NewUserClaims(pub)
 	uc.Name = name
@@ -342,4 +448,119 @@ func writeSecret(path string, data []byte) error {
 		return fmt.Errorf("nats identities: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// replaceSecret replaces the file at path with a 0600 one holding data,
+// atomically (a new file renamed over it).
+func replaceSecret(path string, data []byte) error {
+	tmp := path + ".new"
+	_ = os.Remove(tmp)
+	if err := writeSecret(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("nats identities: %w", err)
+	}
+	return nil
+}
+
+// sameUser reports whether the credentials in data are a user of account
+// named name with exactly perms, so they need not be signed again.
+func sameUser(data []byte, account, name string, perms jwt.UserPermissionLimits) bool {
+	tok, err := jwt.ParseDecoratedJWT(data)
+	if err != nil {
+		return false
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil || uc.Issuer != account || uc.Name != name || uc.Expires != 0 {
+		return false
+	}
+	have, err1 := json.Marshal(uc.Permissions)
+	want, err2 := json.Marshal(perms.Permissions)
+	return err1 == nil && err2 == nil && string(have) == string(want)
+}
+
+// CheckRunnerCreds reports credentials in path that cannot serve runnerID:
+// a user limited to another runner's subjects (its events would be
+// refused by the server). A user without limits of its own (an
+// orchestrator's, or one an operator made otherwise) passes.
+func CheckRunnerCreds(path, runnerID string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("nats credentials: %w", err)
+	}
+	tok, err := jwt.ParseDecoratedJWT(data)
+	if err != nil {
+		return fmt.Errorf("nats credentials %s: %w", path, err)
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return fmt.Errorf("nats credentials %s: %w", path, err)
+	}
+	if len(uc.Pub.Allow) == 0 || uc.Pub.Allow.Contains("agora.events.*."+runnerID) || uc.Pub.Allow.Contains(">") {
+		return nil
+	}
+	return fmt.Errorf("nats credentials %s are runner %q's, not this runner's (--id %s): make its own with `agora nats-auth init DIR --runner %s`", path, uc.Name, runnerID, runnerID)
+}
+
+// ServerConfigFile is the nats-server configuration include that Init
+// writes: operator mode with agora's operator and accounts.
+const ServerConfigFile = "agora-auth.conf"
+
+// ServerConfig is the nats-server configuration that trusts these
+// identities: the operator JWT, the system account and a memory resolver
+// preloaded with both account JWTs. Every node of a cluster includes the
+// same text; a server with it refuses anonymous clients.
+func (id *Identities) ServerConfig() string {
+	var b strings.Builder
+	b.WriteString("# Made by agora nats-auth init; made again (same keys) on every run.\n")
+	b.WriteString("# Include it in every node's nats-server.conf: include " + ServerConfigFile + "\n")
+	b.WriteString("# Clients need a user of the AGORA account: anonymous ones are refused.\n")
+	fmt.Fprintf(&b, "operator: %q\n", id.OperatorJWT)
+	fmt.Fprintf(&b, "system_account: %s\n", id.SystemAccount)
+	b.WriteString("resolver: MEMORY\nresolver_preload: {\n")
+	for _, acc := range []struct{ name, key string }{{SystemAccountName, id.SystemAccount}, {AccountName, id.Account}} {
+		fmt.Fprintf(&b, "  # %s\n  %s: %q\n", acc.name, acc.key, id.AccountJWTs[acc.key])
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// Init makes (or keeps, and brings up to date) what an external NATS
+// server or cluster needs for agora in dir (0700, every file 0600): the
+// seeds, the orchestrator's credentials, one runner-<id>.creds per runner
+// id, the workers' scoped signing key, and ServerConfigFile for the
+// servers. Run again, it keeps every key: credentials already handed out
+// stay valid, and runners can be added. It returns the files it holds.
+func Init(dir string, runners []string, limits Limits) (*Identities, []string, error) {
+	ids, err := EnsureLimits(dir, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := []string{ServerConfigFile, OrchestratorCredFile}
+	for _, r := range runners {
+		if _, err := ids.RunnerCreds(r, RunnerCredsFile(r)); err != nil {
+			return nil, nil, err
+		}
+		files = append(files, RunnerCredsFile(r))
+	}
+	files = append(files, WorkerSignerFile)
+	conf := []byte(ids.ServerConfig())
+	path := ids.Path(ServerConfigFile)
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(conf) {
+		return ids, files, nil
+	} else if err == nil {
+		err = replaceSecret(path, conf)
+		if err != nil {
+			return nil, nil, err
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		if err := writeSecret(path, conf); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		return nil, nil, fmt.Errorf("nats identities: %w", err)
+	}
+	return ids, files, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 )
@@ -35,7 +36,10 @@ type s3Store struct {
 
 func (s *s3Store) spoolDir() string { return s.spool }
 
-var _ Store = (*s3Store)(nil)
+var (
+	_ Store   = (*s3Store)(nil)
+	_ Checker = (*s3Store)(nil)
+)
 
 func openS3(ctx context.Context, loc s3Location, o S3Options, log *slog.Logger) (*s3Store, error) {
 	loadOpts := []func(*config.LoadOptions) error{
@@ -265,4 +269,24 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// ErrNoBucket means the storage's S3 bucket does not exist.
+var ErrNoBucket = errors.New("the bucket does not exist")
+
+// Check asks S3 whether the bucket exists (HeadBucket), so a role fails at
+// start instead of at its first round. A missing bucket is ErrNoBucket,
+// with what to do; a refusal (no s3:ListBucket) or a network error is
+// returned as it is, for the caller to warn about.
+func (s *s3Store) Check(ctx context.Context) error {
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.loc.bucket)})
+	if err == nil {
+		return nil
+	}
+	var nf *types.NotFound
+	var nsb *types.NoSuchBucket
+	if errors.As(err, &nf) || errors.As(err, &nsb) {
+		return fmt.Errorf("storage %s: bucket s3://%s: %w: create it (e.g. aws s3 mb s3://%s) or fix --storage", s.URI(""), s.loc.bucket, ErrNoBucket, s.loc.bucket)
+	}
+	return fmt.Errorf("storage %s: check the bucket: %w", s.URI(""), err)
 }

@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -128,5 +129,29 @@ func TestS3PrefixIsolation(t *testing.T) {
 	}
 	if key, err := storage.ResolveURI(a, b.URI("k")); err == nil {
 		t.Errorf("ResolveURI(a, %q) = %q, want an error: another prefix", b.URI("k"), key)
+	}
+}
+
+// TestS3CheckBucket (issue 20, finding 9): a bucket that does not exist is
+// ErrNoBucket at Check, naming it and what to do; an existing one passes.
+func TestS3CheckBucket(t *testing.T) {
+	t.Parallel()
+	srv := startGoFakeS3(t)
+	srv.createBucket(t, "there")
+	for _, tc := range []struct {
+		bucket string
+		want   error
+	}{{"there", nil}, {"not-there", storage.ErrNoBucket}} {
+		s, err := storage.Open(t.Context(), "s3://"+tc.bucket+"/p", storage.Options{
+			Logger: testLogger(t),
+			S3:     storage.S3Options{Endpoint: srv.endpoint, AccessKeyID: srv.access, SecretAccessKey: srv.secret, HTTPClient: testHTTPClient(t)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.(storage.Checker).Check(t.Context())
+		if !errors.Is(err, tc.want) || (tc.want != nil && !strings.Contains(err.Error(), "aws s3 mb s3://"+tc.bucket)) {
+			t.Errorf("Check(%s) = %v; want %v, saying how to make it", tc.bucket, err, tc.want)
+		}
 	}
 }

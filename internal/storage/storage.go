@@ -22,6 +22,12 @@ var ErrIntegrity = errors.New("integrity check failed")
 // slash-separated relative path. The worker treats it like a bad bundle path.
 var ErrInvalidKey = errors.New("invalid key")
 
+// Checker is a Store that can tell, before it is used, whether it is there
+// at all (S3: the bucket exists).
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
 // Store is the storage seam: the few verbs agora needs from a bucket or a directory.
 //
 // Keys are ValidateKey paths. A key must not also be the "directory" of other

@@ -122,6 +122,10 @@ type Config struct {
 	// DataDir/nats-auth (made on first start, natsauth): the orchestrator
 	// and the runner each connect as their own user.
 	NATSAuth bus.Auth
+	// NATSAllowAnonymous lets a role given credentials run on a NATSURL
+	// that also lets anonymous clients in (loudly warned about); without
+	// it that is an error at start.
+	NATSAllowAnonymous bool
 	// NATSReplicas is how many replicas the streams and buckets this
 	// stack creates get (bus.Options.Replicas): 3 on a three-node
 	// cluster; default 1, all the embedded server can hold.
@@ -181,7 +185,9 @@ type Config struct {
 	// DataDir/runner-id, made once from the host name and a random suffix
 	// (two data dirs on a host never share one) — or the bare host name when
 	// RunnerDataDir already holds dispatches from before the file existed,
-	// so an upgraded `agora runner` still adopts its containers.
+	// so an upgraded `agora runner` still adopts its containers. It ends
+	// the runner's NATS subjects (bus.RunnerEventSubject): no '*', '>',
+	// white space or empty '.'-parts.
 	RunnerID string
 	// RunnerDataDir holds the runner's dispatch specs and workspaces;
 	// default DataDir/runner.
@@ -467,12 +473,31 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 			return s, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 		}
 	}
+	if cfg.Runner {
+		// Before the bus: the runner's NATS user and subjects carry it.
+		if s.cfg.RunnerID == "" {
+			if s.cfg.RunnerID, err = runnerID(cfg.DataDir, cfg.RunnerDataDir); err != nil {
+				return s, err
+			}
+		}
+		if err := bus.ValidateRunnerID(s.cfg.RunnerID); err != nil {
+			return s, fmt.Errorf("%w: it ends the runner's NATS subjects (--id)", err)
+		}
+	}
 	if err := s.startBus(ctx); err != nil {
 		return s, err
 	}
 	if !cfg.NoStorage {
 		if s.store, err = storage.Open(ctx, cfg.StorageURI, storage.Options{Logger: s.log, S3: s3Options(cfg.AWSEnv), SpoolDir: cfg.spoolDir()}); err != nil {
 			return s, err
+		}
+		// Storage that is not there fails the start, not the first round.
+		if c, ok := s.store.(storage.Checker); ok {
+			if err := c.Check(ctx); errors.Is(err, storage.ErrNoBucket) {
+				return s, err
+			} else if err != nil {
+				s.log.Warn("could not check the storage; going on", "storage", cfg.StorageURI, "error", err)
+			}
 		}
 	}
 	if cfg.Orchestrator {
@@ -522,30 +547,67 @@ func (s *Stack) startBus(ctx context.Context) error {
 		}
 		s.nats, s.natsIDs, s.natsURL = srv, ids, srv.ClientURL()
 		orchAuth = bus.Auth{CredsFile: ids.Path(natsauth.OrchestratorCredFile)}
-		runnerAuth = bus.Auth{CredsFile: ids.Path(natsauth.RunnerCredFile)}
+		if s.cfg.Runner {
+			// This runner's own user, limited to what a runner does.
+			path, err := ids.RunnerCreds(s.cfg.RunnerID, natsauth.RunnerCredFile)
+			if err != nil {
+				return err
+			}
+			runnerAuth = bus.Auth{CredsFile: path}
+		}
+	} else if err := s.checkExternalBus(ctx); err != nil {
+		return err
 	}
-	name, auth := "agora serve", orchAuth // the name in NATS's monitoring
+	name, auth, inbox := "agora serve", orchAuth, "" // the name in NATS's monitoring
 	switch {
 	case !s.cfg.Runner:
 		name = "agora orchestrator"
 	case !s.cfg.Orchestrator:
-		name, auth = "agora runner", runnerAuth
+		name, auth, inbox = "agora runner", runnerAuth, bus.RunnerInboxPrefix(s.cfg.RunnerID)
 	}
-	b, err := s.connect(ctx, name, auth)
+	b, err := s.connect(ctx, name, auth, inbox)
 	if err != nil {
 		return err
 	}
 	s.bus, s.runnerBus = b, b
 	if s.cfg.Orchestrator && s.cfg.Runner && s.nats != nil {
-		if s.runnerBus, err = s.connect(ctx, "agora serve runner", runnerAuth); err != nil {
+		if s.runnerBus, err = s.connect(ctx, "agora serve runner", runnerAuth, bus.RunnerInboxPrefix(s.cfg.RunnerID)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Stack) connect(ctx context.Context, name string, auth bus.Auth) (*bus.Bus, error) {
-	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: name, Logger: s.log, Auth: auth, Replicas: s.cfg.NATSReplicas})
+// checkExternalBus checks an operator's NATS before the roles connect: a
+// server that lets anonymous clients in is refused when this role was
+// given credentials (the operator meant the bus to be closed: its
+// authorization is off) unless NATSAllowAnonymous, and warned about
+// loudly otherwise; a runner's credentials must be its own.
+func (s *Stack) checkExternalBus(ctx context.Context) error {
+	a := s.cfg.NATSAuth
+	if s.cfg.Runner && a.CredsFile != "" {
+		if err := natsauth.CheckRunnerCreds(a.CredsFile, s.cfg.RunnerID); err != nil {
+			return err
+		}
+	}
+	open, err := bus.AcceptsAnonymous(ctx, s.natsURL, a)
+	if err != nil || !open {
+		return nil // closed, or unreachable: connect says so
+	}
+	withCreds := a.CredsFile != "" || a.Creds != nil || a.NKeySeedFile != "" || a.User != "" || a.TLSCert != ""
+	if withCreds && !s.cfg.NATSAllowAnonymous {
+		return fmt.Errorf("NATS at %s lets clients in without credentials: anyone who reaches it can read and rewrite every task; "+
+			"turn its authorization on (docs/scaling.md: agora nats-auth init), or pass --nats-allow-anonymous to run on it anyway", s.natsURL)
+	}
+	s.log.Warn("NATS LETS ANYONE IN: the server at "+s.natsURL+" accepts clients without credentials; anyone who reaches it can read and rewrite every task, forge events and take dispatches. "+
+		"Turn its authorization on (docs/scaling.md: agora nats-auth init) and give each role --nats-creds", "nats_url", s.natsURL)
+	return nil
+}
+
+// connect connects as a role; inbox, when set, is the inbox prefix its
+// user may subscribe below (a runner's).
+func (s *Stack) connect(ctx context.Context, name string, auth bus.Auth, inbox string) (*bus.Bus, error) {
+	b, err := bus.Connect(ctx, s.natsURL, bus.Options{Name: name, Logger: s.log, Auth: auth, Replicas: s.cfg.NATSReplicas, InboxPrefix: inbox})
 	if err != nil {
 		return nil, err
 	}
