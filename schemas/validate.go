@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -103,7 +101,7 @@ func Validate(name string, data []byte) error {
 	}
 	doc, err := decodeJSON(data)
 	if err != nil {
-		return &ValidationError{What: what, Problems: []Problem{{Message: "not valid JSON: " + err.Error()}}}
+		return decodeProblem(what, err)
 	}
 	if ps := s.validate(doc, ""); len(ps) > 0 {
 		return &ValidationError{What: what, Problems: dedupSorted(ps)}
@@ -111,18 +109,16 @@ func Validate(name string, data []byte) error {
 	return nil
 }
 
-// decodeJSON decodes exactly one JSON value, keeping numbers exact.
+// decodeJSON decodes exactly one JSON value, keeping numbers exact, with
+// the rules of every reader (Decode): duplicate keys and nesting beyond
+// MaxDepth are refused before validation, so validation and decoding
+// never judge different values.
 func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := parseStrict(data)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON value")
-	}
-	return v, nil
+	return v.plain()
 }
 
 // dedupSorted drops repeated problems and orders them by pointer, keeping
@@ -146,8 +142,8 @@ func ParseDispatchSpec(data []byte) (*DispatchSpec, error) {
 		return nil, err
 	}
 	var s DispatchSpec
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("decode dispatch spec: %w", err)
+	if err := Decode("dispatch spec", data, &s); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -159,8 +155,8 @@ func ParseNeedsInput(data []byte) (*NeedsInput, error) {
 		return nil, err
 	}
 	var n NeedsInput
-	if err := json.Unmarshal(data, &n); err != nil {
-		return nil, fmt.Errorf("decode sentinel: %w", err)
+	if err := Decode("sentinel", data, &n); err != nil {
+		return nil, err
 	}
 	n.PartialStateRef = nil // a sentinel carries state inline; refs are the worker's to make
 	if isJSONNull(n.PartialState) {
@@ -182,8 +178,8 @@ func ParseDispatchRequest(data []byte) (*DispatchRequest, error) {
 		return nil, err
 	}
 	var r DispatchRequest
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("decode dispatch request: %w", err)
+	if err := Decode("dispatch request", data, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
@@ -194,8 +190,8 @@ func ParseEvent(data []byte) (*Event, error) {
 		return nil, err
 	}
 	var e Event
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("decode event: %w", err)
+	if err := Decode("event", data, &e); err != nil {
+		return nil, err
 	}
 	return &e, nil
 }
