@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,23 +47,49 @@ const (
 // yields a *ValidationError whose problem names the member by JSON pointer
 // and says what was expected, never a Go type.
 func Decode(what string, data []byte, v any) error {
-	doc, err := parseStrict(data)
-	if err != nil {
-		return decodeProblem(what, err)
-	}
-	return decodeValue(what, doc, v)
+	return decode(what, data, v, false)
 }
 
-// decodeValue maps an already parsed document onto v.
-func decodeValue(what string, doc *jvalue, v any) error {
+// DecodeKnown is Decode for documents whose schema allows no other
+// members (a registry file, an env bundle): a member no field names is
+// refused, naming it and the known ones.
+func DecodeKnown(what string, data []byte, v any) error {
+	return decode(what, data, v, true)
+}
+
+func decode(what string, data []byte, v any, known bool) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode %s: need a non-nil pointer", what)
 	}
-	if err := assign(doc, rv.Elem(), ""); err != nil {
+	doc, err := parseStrict(data)
+	if err != nil {
+		return decodeProblem(what, err)
+	}
+	d := decoder{known: known}
+	if err := d.assign(doc, rv.Elem(), ""); err != nil {
 		return decodeProblem(what, err)
 	}
 	return nil
+}
+
+// Detail is the problems without the "invalid <what>:" prefix, for a
+// message that names the document itself; a problem with the whole
+// document is its message alone.
+func (e *ValidationError) Detail() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+		if p.Pointer == "" {
+			parts[i] = p.Message
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// decoder maps a parsed document onto Go values.
+type decoder struct {
+	known bool // refuse object members no struct field names
 }
 
 func decodeProblem(what string, err error) error {
@@ -109,7 +136,7 @@ func parseStrict(data []byte) (*jvalue, error) {
 		return nil, err
 	}
 	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, errors.New("not valid JSON: unexpected data after the value")
+		return nil, errors.New("not valid JSON: data after the JSON value (want exactly one value)")
 	}
 	return v, nil
 }
@@ -290,7 +317,7 @@ var (
 )
 
 // assign stores v into rv, which is settable.
-func assign(v *jvalue, rv reflect.Value, ptr string) error {
+func (d decoder) assign(v *jvalue, rv reflect.Value, ptr string) error {
 	t := rv.Type()
 	if t == rawMessageType {
 		rv.SetBytes(bytes.Clone(v.raw))
@@ -307,7 +334,7 @@ func assign(v *jvalue, rv reflect.Value, ptr string) error {
 		if rv.IsNil() {
 			rv.Set(reflect.New(t.Elem()))
 		}
-		return assign(v, rv.Elem(), ptr)
+		return d.assign(v, rv.Elem(), ptr)
 	}
 	if t == timeType {
 		if v.kind != '"' {
@@ -335,13 +362,16 @@ func assign(v *jvalue, rv reflect.Value, ptr string) error {
 		for i, k := range v.keys {
 			idx, ok := fields[k]
 			if !ok {
+				if d.known {
+					return problemAt(ptr, "unknown field %q (known: %s)", k, strings.Join(sortedKeys(fields), ", "))
+				}
 				continue
 			}
 			f, err := fieldByIndex(rv, idx)
 			if err != nil {
 				return err
 			}
-			if err := assign(v.vals[i], f, ptr+"/"+pointerToken(k)); err != nil {
+			if err := d.assign(v.vals[i], f, ptr+"/"+pointerToken(k)); err != nil {
 				return err
 			}
 		}
@@ -358,7 +388,7 @@ func assign(v *jvalue, rv reflect.Value, ptr string) error {
 		}
 		for i, k := range v.keys {
 			e := reflect.New(t.Elem()).Elem()
-			if err := assign(v.vals[i], e, ptr+"/"+pointerToken(k)); err != nil {
+			if err := d.assign(v.vals[i], e, ptr+"/"+pointerToken(k)); err != nil {
 				return err
 			}
 			rv.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), e)
@@ -381,7 +411,7 @@ func assign(v *jvalue, rv reflect.Value, ptr string) error {
 		}
 		s := reflect.MakeSlice(t, len(v.vals), len(v.vals))
 		for i, e := range v.vals {
-			if err := assign(e, s.Index(i), ptr+"/"+strconv.Itoa(i)); err != nil {
+			if err := d.assign(e, s.Index(i), ptr+"/"+strconv.Itoa(i)); err != nil {
 				return err
 			}
 		}
@@ -395,7 +425,7 @@ func assign(v *jvalue, rv reflect.Value, ptr string) error {
 			return problemAt(ptr, "expected an array of %d items, got %d", rv.Len(), len(v.vals))
 		}
 		for i, e := range v.vals {
-			if err := assign(e, rv.Index(i), ptr+"/"+strconv.Itoa(i)); err != nil {
+			if err := d.assign(e, rv.Index(i), ptr+"/"+strconv.Itoa(i)); err != nil {
 				return err
 			}
 		}
@@ -563,4 +593,13 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, error) {
 		v = v.Field(x)
 	}
 	return v, nil
+}
+
+func sortedKeys(m map[string][]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -182,7 +182,7 @@ func TestDecode(t *testing.T) {
 		{name: "null leaves alone", in: `{"name":null,"ptr":null}`, want: doc{}},
 		{name: "dash tag", in: `{"-":"x","Skip":"y"}`, want: doc{}},
 		{name: "duplicate nested", in: `{"ptr":{"n":1,"n":2}}`, wantErr: `/ptr: key "n" appears more than once`},
-		{name: "trailing", in: `{} {}`, wantErr: "unexpected data after the value"},
+		{name: "trailing", in: `{} {}`, wantErr: "data after the JSON value"},
 		{name: "syntax", in: `{"name":}`, wantErr: "not valid JSON at byte"},
 		{name: "truncated", in: `{"name":"a"`, wantErr: "not valid JSON"},
 		{name: "bad utf-8", in: "{\"name\":\"\xff\"}", wantErr: "not valid UTF-8"},

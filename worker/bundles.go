@@ -2,10 +2,8 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -84,14 +82,8 @@ func fetchEnv(ctx context.Context, store storage.Store, refs []schemas.BundleRef
 			return nil, nil, err
 		}
 		var b envBundle
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&b); err != nil {
-			return nil, nil, &outcomeError{reason: schemas.ReasonWorkerFailed, err: fmt.Errorf("%s: want {\"values\": {NAME: value}, \"secrets\": {NAME: ref}}: %w", what, err)}
-		}
-		// Decode reads one value; anything after it would be silently dropped.
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, nil, &outcomeError{reason: schemas.ReasonWorkerFailed, err: fmt.Errorf("%s: data after the JSON object (want exactly one object)", what)}
+		if err := schemas.DecodeKnown(what, data, &b); err != nil {
+			return nil, nil, &outcomeError{reason: schemas.ReasonWorkerFailed, err: fmt.Errorf("%w (want {\"values\": {NAME: value}, \"secrets\": {NAME: ref}})", err)}
 		}
 		for _, name := range sortedKeys(b.Values) {
 			if !envName.MatchString(name) {

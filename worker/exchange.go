@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -174,8 +173,8 @@ func readPrivate(ctx context.Context, store storage.Store, x Exchange) (key []by
 		return nil, nil, fmt.Errorf("%s is larger than %d bytes", name, maxPrivateBytes)
 	}
 	var pv schemas.PrivateValues
-	if err := json.Unmarshal(data, &pv); err != nil {
-		return nil, nil, fmt.Errorf("decode %s: %w", name, err)
+	if err := schemas.Decode(name, data, &pv); err != nil {
+		return nil, nil, err
 	}
 	if pv.EventKey != "" {
 		key, err = hex.DecodeString(pv.EventKey)

@@ -175,13 +175,19 @@ func readResult(ws string) (json.RawMessage, error) {
 	if !utf8.Valid(data) {
 		return nil, &resultError{Path: schemas.ResultPath, Reason: "not valid UTF-8 (JSON text is UTF-8)"}
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, data); err != nil || !json.Valid(data) {
-		reason := "not valid JSON"
-		if err != nil {
-			reason += ": " + err.Error()
+	// Read as every outside document is (docs/contract.md, "Reading JSON"):
+	// a duplicated key or nesting beyond schemas.MaxDepth is refused.
+	var raw json.RawMessage
+	if err := schemas.Decode("result", data, &raw); err != nil {
+		reason := err.Error()
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
+			reason = ve.Detail()
 		}
 		return nil, &resultError{Path: schemas.ResultPath, Reason: reason + " (write one JSON value: a string, a number, an object, …)"}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, &resultError{Path: schemas.ResultPath, Reason: "not valid JSON: " + err.Error()}
 	}
 	return buf.Bytes(), nil
 }
