@@ -465,8 +465,14 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	}
 	if len(req.Input) > 0 {
 		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(req.Input, &obj); err != nil {
-			return bad("input must be a JSON object: %v", err)
+		if err := schemas.Decode("input", req.Input, &obj); err != nil {
+			if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
+				if p := ve.Problems[0]; p.Pointer == "" && strings.HasPrefix(p.Message, "expected an object, got ") {
+					return bad("input must be a JSON object, not %s", strings.TrimPrefix(p.Message, "expected an object, got "))
+				}
+				return bad("input: %s", ve.Detail())
+			}
+			return bad("input: %v", err)
 		}
 	}
 	network, err := schemas.CheckNetwork(req.Network, req.Egress)

@@ -163,8 +163,8 @@ func (p *parser) start() int {
 
 func (p *parser) token() (json.Token, error) {
 	tok, err := p.dec.Token()
-	if err == io.EOF {
-		return nil, errors.New("not valid JSON: unexpected end of input")
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, errors.New("not valid JSON: the document ends early")
 	}
 	if err != nil {
 		var se *json.SyntaxError

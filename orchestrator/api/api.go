@@ -14,6 +14,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -448,57 +450,28 @@ func (h *handler) write(w http.ResponseWriter, r *http.Request, status int, v an
 }
 
 // decode reads r's JSON body into v: one object, no unknown fields, at most
-// MaxBodyBytes.
+// MaxBodyBytes, read as every outside document is (schemas.DecodeKnown:
+// exact names, JSON Schema integers, no duplicate keys, schemas.MaxDepth).
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			err = errTrailing
-			if terr != nil && !isSyntax(terr) {
-				err = terr
-			}
-		}
-	}
-	if err == nil {
-		return nil
-	}
-	var (
-		tooBig    *http.MaxBytesError
-		syntax    *json.SyntaxError
-		wrongType *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &tooBig):
+	data, err := io.ReadAll(r.Body)
+	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
 		return &requestError{http.StatusRequestEntityTooLarge, CodeInvalid,
 			fmt.Sprintf("request body is larger than %d bytes (1 MiB)", MaxBodyBytes)}
-	case errors.Is(err, io.EOF):
-		return invalid("request body is empty; want a JSON object")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return invalid("request body: the JSON ends early")
-	case errors.Is(err, errTrailing):
-		return invalid("request body: more data after the JSON object; send one object")
-	case errors.As(err, &syntax):
-		return invalid(fmt.Sprintf("request body is not valid JSON: %v (at byte %d)", syntax, syntax.Offset))
-	case errors.As(err, &wrongType):
-		field := wrongType.Field
-		if field == "" {
-			return invalid(fmt.Sprintf("request body: want a JSON object, got %s", wrongType.Value))
-		}
-		return invalid(fmt.Sprintf("request body: field %q: want %s, got %s", field, wrongType.Type, wrongType.Value))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return invalid("request body: unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
-	return invalid("request body: " + err.Error())
-}
-
-var errTrailing = errors.New("trailing data")
-
-func isSyntax(err error) bool {
-	var syntax *json.SyntaxError
-	return errors.As(err, &syntax)
+	if err != nil {
+		return invalid("read request body: " + err.Error())
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return invalid("request body is empty; want a JSON object")
+	}
+	if err := schemas.DecodeKnown("request body", data, v); err != nil {
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
+			return invalid("request body: " + ve.Detail())
+		}
+		return invalid("request body: " + err.Error())
+	}
+	return nil
 }
 
 // statusWriter remembers the status for the request log; Unwrap lets

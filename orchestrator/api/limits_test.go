@@ -167,7 +167,7 @@ func TestSubmitMaximums_HTTP(t *testing.T) {
 			"resources.memory_mb 17592186044416 is over this server's maximum 16384 (--max-memory-mb)"},
 		{"memory over", `"resources": {"memory_mb": 16385}`, http.StatusUnprocessableEntity,
 			"resources.memory_mb 16385 is over this server's maximum 16384 (--max-memory-mb)"},
-		{"memory past int64", `"resources": {"memory_mb": 1e30}`, http.StatusBadRequest, `field "resources.memory_mb"`},
+		{"memory past int64", `"resources": {"memory_mb": 1e30}`, http.StatusBadRequest, "request body: /resources/memory_mb: expected an integer from"},
 		{"cpus over", `"resources": {"cpus": 1e300}`, http.StatusUnprocessableEntity,
 			"resources.cpus 1e+300 is over this server's maximum 16 (--max-cpus)"},
 		{"pids over", `"resources": {"pids": 9223372036854775807}`, http.StatusUnprocessableEntity,
