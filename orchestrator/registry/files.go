@@ -141,8 +141,18 @@ func parse(file string, data []byte, schema string, out any) error {
 		}
 		return fe
 	}
-	if err := json.Unmarshal(js, out); err != nil {
-		return fileErr(file, 0, "", "%v", err)
+	// Decoded as every outside document is (docs/contract.md, "Reading
+	// JSON"): exact names, JSON Schema integers, errors that name the field.
+	if err := schemas.Decode(schema+" file", js, out); err != nil {
+		var ve *schemas.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		fe := &FileError{File: file}
+		for _, p := range ve.Problems {
+			fe.Problems = append(fe.Problems, explain(schema, doc, p)...)
+		}
+		return fe
 	}
 	return nil
 }

@@ -35,6 +35,22 @@ func TestParseSubagentFile(t *testing.T) {
 	}
 }
 
+// TestParseFileIntegers: integers as JSON Schema defines them (60.0, 1e2)
+// fill integer fields; a fraction is refused naming the field.
+func TestParseFileIntegers(t *testing.T) {
+	s, err := ParseSubagent("a.json", []byte(`{"name":"a","runtime":"exec","command":"x","timeout_seconds":60.0,"limits":{"max_rounds":1e2}}`))
+	if err != nil {
+		t.Fatalf("ParseSubagent(timeout_seconds 60.0, max_rounds 1e2): %v", err)
+	}
+	if s.TimeoutSeconds != 60 || s.Limits.MaxRounds != 100 {
+		t.Errorf("timeout_seconds %d, max_rounds %d; want 60 and 100", s.TimeoutSeconds, s.Limits.MaxRounds)
+	}
+	_, err = ParseSubagent("a.json", []byte(`{"name":"a","runtime":"exec","command":"x","timeout_seconds":60.5}`))
+	if err == nil || !strings.Contains(err.Error(), "a.json: line 1: field timeout_seconds:") || strings.Contains(err.Error(), "unmarshal") {
+		t.Errorf("ParseSubagent(timeout_seconds 60.5) = %v; want an error naming timeout_seconds", err)
+	}
+}
+
 // Every error names the file, the line and the field, and says what is
 // wrong in words a person acts on.
 func TestParseFileErrors(t *testing.T) {
