@@ -291,6 +291,8 @@ func TestEventsSkipsUnknownKindsAndJunk(t *testing.T) {
 		`{"kind":"dispatch.progress","dispatch_id":"d-u","time":"2025-03-14T15:09:26Z","percent":50}`,
 		`not json`,
 		`{"kind":"dispatch.started","dispatch_id":"someone-else","time":"2025-03-14T15:09:26Z"}`,
+		// A duplicated key is refused, not read as its last value (docs/contract.md, "Reading JSON").
+		`{"kind":"dispatch.started","dispatch_id":"someone-else","dispatch_id":"d-u","time":"2025-03-14T15:09:26Z"}`,
 	} {
 		if _, err := js.Publish(ctx, subject, []byte(body)); err != nil {
 			t.Fatalf("raw publish: %v", err)
@@ -315,7 +317,7 @@ func TestEventsSkipsUnknownKindsAndJunk(t *testing.T) {
 	for _, se := range stored {
 		kinds = append(kinds, se.Kind)
 	}
-	want := []schemas.EventKind{"dispatch.progress", "", schemas.KindStarted, schemas.KindStarted}
+	want := []schemas.EventKind{"dispatch.progress", "", schemas.KindStarted, "", schemas.KindStarted}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Fatalf("StoredEvents kinds = %q, want %q", kinds, want)
 	}

@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -84,7 +83,7 @@ func storedOn(ctx context.Context, st jetstream.Stream, filter string) ([]Stored
 		var head struct {
 			Kind schemas.EventKind `json:"kind"`
 		}
-		_ = json.Unmarshal(msg.Data, &head) // loose: Kind stays "" when the body is not an event
+		_ = schemas.Decode("event", msg.Data, &head) // loose: Kind stays "" when the body is not an event
 		out = append(out, StoredEvent{
 			Sequence: msg.Sequence,
 			Subject:  msg.Subject,
@@ -113,7 +112,7 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 			continue
 		}
 		var ev schemas.Event
-		if err := json.Unmarshal(se.Data, &ev); err != nil {
+		if err := schemas.Decode("event", se.Data, &ev); err != nil {
 			log.Warn("skip event that does not decode", "err", err)
 			continue
 		}

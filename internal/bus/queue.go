@@ -392,8 +392,8 @@ func (b *Bus) SubscribeEvents(dispatchID string, fn func(schemas.Event)) (stop f
 	for _, subject := range subjects {
 		sub, err := b.nc.Subscribe(subject, func(m *nats.Msg) {
 			var ev schemas.Event
-			if err := json.Unmarshal(m.Data, &ev); err != nil {
-				b.log.Warn("event that is not JSON; skipped", "subject", m.Subject, "error", err)
+			if err := schemas.Decode("event", m.Data, &ev); err != nil {
+				b.log.Warn("event that does not decode; skipped", "subject", m.Subject, "error", err)
 				return
 			}
 			fn(ev)
