@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/schemas"
 )
 
 // kindEvent marks a click record that holds an Events API event_callback.
@@ -60,8 +61,8 @@ func (b *Bot) EventsHandler() http.Handler {
 			return
 		}
 		var ev outerEvent
-		if err := json.Unmarshal(body, &ev); err != nil {
-			http.Error(w, "want an Events API JSON body", http.StatusBadRequest)
+		if err := schemas.Decode("Slack event", body, &ev); err != nil {
+			http.Error(w, "want an Events API JSON body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		switch ev.Type {
@@ -181,7 +182,7 @@ func (b *Bot) threadMessages(ctx context.Context, channelID, ts string, fresh bo
 // nothing.
 func (b *Bot) answerReply(ctx context.Context, payload []byte) (string, error) {
 	var ev outerEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
+	if err := schemas.Decode("Slack event", payload, &ev); err != nil {
 		return "undecodable event: " + err.Error(), nil
 	}
 	e := ev.Event

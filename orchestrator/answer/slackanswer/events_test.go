@@ -1,6 +1,7 @@
 package slackanswer
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -237,5 +238,28 @@ func TestThreadReplyToAnotherBot(t *testing.T) {
 	task := f.waitTask(id, "answered through the other bot", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
 	if a := task.Rounds[0].Answer; a.Value != "postgres" || a.By != "slack:U1" {
 		t.Errorf("answer = %+v, want postgres by slack:U1", a)
+	}
+}
+
+// TestEventsEndpointReadsJSONExactly: the Events API body is read as every
+// outside document is (docs/contract.md, "Reading JSON"): a member in
+// another case is not the field, a duplicated key is refused.
+func TestEventsEndpointReadsJSONExactly(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tests := []struct {
+		name     string
+		body     string
+		wantCode int
+		want     string
+	}{
+		{"TYPE beside type", `{"type":"url_verification","TYPE":"event_callback","challenge":"abc123"}`, http.StatusOK, `"challenge":"abc123"`},
+		{"duplicate challenge", `{"type":"url_verification","challenge":"a","challenge":"b"}`, http.StatusBadRequest, `key "challenge" appears more than once`},
+	}
+	for _, tt := range tests {
+		code, body := f.event(json.RawMessage(tt.body), secret, time.Now())
+		if code != tt.wantCode || !strings.Contains(body, tt.want) {
+			t.Errorf("%s: POST /slack/events = %d %s, want %d and %q", tt.name, code, body, tt.wantCode, tt.want)
+		}
 	}
 }

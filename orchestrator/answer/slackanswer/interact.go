@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -554,7 +555,7 @@ func (b *Bot) socketMode() {
 				key, fresh, err = b.record(b.ctx, evt.Request.Payload)
 			case socketmode.EventTypeEventsAPI:
 				var ev outerEvent
-				if json.Unmarshal(evt.Request.Payload, &ev) == nil && ev.Type == "event_callback" {
+				if schemas.Decode("Slack event", evt.Request.Payload, &ev) == nil && ev.Type == "event_callback" {
 					key, fresh, err = b.recordEvent(b.ctx, evt.Request.Payload, ev)
 				}
 			default:
