@@ -142,6 +142,10 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name, file := args[0], args[1]
+	if !slices.Contains(schemas.Names(), name) {
+		fmt.Fprintf(stderr, "agora validate: unknown schema %q; want one of %s\n", name, strings.Join(schemas.Names(), ", "))
+		return 2
+	}
 	kind := registry.Kind(name)
 	isRegistry := slices.Contains(registry.Kinds, kind)
 	var data []byte

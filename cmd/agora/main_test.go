@@ -21,6 +21,10 @@ func TestSchemaAndValidate(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"options":"A"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	dup := filepath.Join(dir, "dup.json")
+	if err := os.WriteFile(dup, []byte(`{"question":1,"question":"second?"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args        []string
 		code        int
@@ -32,6 +36,9 @@ func TestSchemaAndValidate(t *testing.T) {
 		{args: []string{"validate", "needs-input", good}, out: "valid needs-input"},
 		{args: []string{"validate", "needs-input", bad}, code: 1, errOut: "/options: expected array"},
 		{args: []string{"validate", "needs-input"}, code: 2, errOut: "want NAME FILE"},
+		{args: []string{"validate", "bogus", good}, code: 2, errOut: `agora validate: unknown schema "bogus"; want one of dispatch-request, dispatch-spec, event, needs-input, subagent, capability, env`},
+		{args: []string{"validate", "bogus", filepath.Join(dir, "missing.json")}, code: 2, errOut: `unknown schema "bogus"`},
+		{args: []string{"validate", "needs-input", dup}, code: 1, errOut: `key "question" appears more than once`},
 		{args: []string{"validate", "needs-input", filepath.Join(dir, "missing.json")}, code: 2, errOut: "no such file"},
 		{args: []string{"version"}, out: "agora "},
 		{args: []string{"version", "--json"}, out: `"version": "`},
