@@ -3,13 +3,12 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -94,37 +93,34 @@ func ParseBatch(data []byte, batch, route string) []BatchLine {
 	return out
 }
 
-// decodeBatchLine reads one line: one JSON object of known fields.
+// decodeBatchLine reads one line: one JSON object of known fields, read
+// as the server reads it (schemas.DecodeKnown: exact names, JSON Schema
+// integers, no duplicate keys).
 func decodeBatchLine(raw []byte) (wire.SubmitRequest, error) {
 	var req wire.SubmitRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value on the line")
-	}
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("more than one JSON value on the line")
-		}
-	}
+	err := schemas.DecodeKnown("submit request", raw, &req)
 	if err == nil {
 		return req, nil
 	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
-			return req, fmt.Errorf("not a JSON object (%s %s); want one submit request per line", article(te.Value), te.Value)
-		}
-		return req, fmt.Errorf("field %s: a JSON %s where %s belongs", te.Field, te.Value, te.Type)
+	ve, ok := errors.AsType[*schemas.ValidationError](err)
+	if !ok || len(ve.Problems) == 0 {
+		return req, err
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	p := ve.Problems[0]
+	switch {
+	case p.Pointer == "" && strings.HasPrefix(p.Message, "expected an object, got "):
+		return req, fmt.Errorf("not a JSON object (%s); want one submit request per line", strings.TrimPrefix(p.Message, "expected an object, got "))
+	case strings.HasPrefix(p.Message, "not valid JSON: unexpected data after the JSON value"):
+		return req, errors.New("more than one JSON value on the line")
+	case p.Message == "not valid JSON: the document ends early":
 		return req, errors.New("bad JSON: the line ends inside a value")
+	case strings.HasPrefix(p.Message, "not valid JSON"):
+		_, why, _ := strings.Cut(p.Message, ": ") // "not valid JSON at byte N: why"
+		return req, fmt.Errorf("bad JSON: %s", why)
+	case strings.HasPrefix(p.Message, "unknown field"):
+		return req, fmt.Errorf("%s (docs/api.md)", ve.Detail())
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if strings.HasPrefix(msg, "unknown field") {
-		return req, fmt.Errorf("%s; the submit request's fields are task_id, subagent_ref or subagent, input, route, labels, … (docs/api.md)", msg)
-	}
-	return req, fmt.Errorf("bad JSON: %s", msg)
+	return req, errors.New(ve.Detail())
 }
 
 // article is "an" before a vowel, else "a".

@@ -19,11 +19,11 @@ func TestParseBatch(t *testing.T) {
 	}{
 		{"default ids by line number, blank lines skipped", []string{ok, "", ok}, []string{"b-1", "b-3"}},
 		{"own id kept", []string{`{"task_id":"mine","subagent":{"name":"a"}}`}, []string{"mine"}},
-		{"unknown field", []string{`{"subagnet":{}}`}, []string{`!unknown field "subagnet"; the submit request's fields are`}},
+		{"unknown field", []string{`{"subagnet":{}}`}, []string{`!unknown field "subagnet" (known: allow_memory, capabilities,`}},
 		{"not an object", []string{`[1]`}, []string{"!not a JSON object (an array); want one submit request per line"}},
 		{"two values", []string{ok + ok}, []string{"!more than one JSON value on the line"}},
 		{"cut short", []string{`{"subagent":`}, []string{"!bad JSON: the line ends inside a value"}},
-		{"wrong type", []string{`{"task_id":7}`}, []string{"!field task_id: a JSON number where string belongs"}},
+		{"wrong type", []string{`{"task_id":7}`}, []string{"!/task_id: expected a string, got a number"}},
 		{"another batch's label", []string{`{"labels":{"agora.batch":"x"}}`}, []string{`!label agora.batch is "x", not this batch's "b"; drop the label or pass --batch x`}},
 		{"the same id twice", []string{`{"task_id":"d"}`, `{"task_id":"d"}`}, []string{"d", "!task id d is line 1's already"}},
 	}

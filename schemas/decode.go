@@ -136,7 +136,7 @@ func parseStrict(data []byte) (*jvalue, error) {
 		return nil, err
 	}
 	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, errors.New("not valid JSON: data after the JSON value (want exactly one value)")
+		return nil, errors.New("not valid JSON: unexpected data after the JSON value (want exactly one value)")
 	}
 	return v, nil
 }
@@ -169,6 +169,13 @@ func (p *parser) token() (json.Token, error) {
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
+			// The tokenizer says less than the scanner ("invalid character
+			// 'i'" without what it was looking for): ask the scanner, whose
+			// offset is the 1-based position of the offending byte.
+			var full *json.SyntaxError
+			if errors.As(json.Unmarshal(p.data, new(json.RawMessage)), &full) {
+				se = full
+			}
 			return nil, fmt.Errorf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 		}
 		return nil, fmt.Errorf("not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))

@@ -38,7 +38,7 @@ func TestBatchSubmitGroupsErrors(t *testing.T) {
 	r := agora(t, []string{"AGORA_SERVER=" + srv.URL}, "batch", "submit", file)
 	for _, want := range []string{
 		"401 lines · 0 submitted · 0 already there · 401 failed\nfailed:\n" +
-			`  lines 1, 2, 3, 4, 6, 7, 8, 9 … (400 lines): unknown field "subagnt"; the submit request's fields are`,
+			`  lines 1, 2, 3, 4, 6, 7, 8, 9 … (400 lines): unknown field "subagnt" (known: allow_memory, capabilities,`,
 		"\n  line 5: bad JSON: invalid character 'o' in literal null (expecting 'u')\n",
 	} {
 		if !strings.Contains(r.stdout, want) {

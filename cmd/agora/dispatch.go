@@ -174,13 +174,12 @@ func readInput(v string) (json.RawMessage, error) {
 		where = "--input " + v
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+	if err := schemas.Decode("input", data, &obj); err != nil || obj == nil {
 		why := "null"
-		if err != nil {
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
+			why = strings.Replace(ve.Detail(), "expected an object, got ", "", 1)
+		} else if err != nil {
 			why = err.Error()
-		}
-		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			why = "not an object"
 		}
 		return nil, usagef(`%s is not a JSON object (%s); pass one like --input '{"issue": 42}' or --input @input.json`, where, why)
 	}
