@@ -123,14 +123,6 @@ func decodeBatchLine(raw []byte) (wire.SubmitRequest, error) {
 	return req, errors.New(ve.Detail())
 }
 
-// article is "an" before a vowel, else "a".
-func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an"
-	}
-	return "a"
-}
-
 // BatchOptions tune SubmitBatch.
 type BatchOptions struct {
 	// Workers is how many lines are sent at once (default 4).
