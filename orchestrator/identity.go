@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -152,8 +151,8 @@ func (o *Orchestrator) checkLocalSecrets(ctx context.Context, env []schemas.Bund
 		var b struct {
 			Secrets map[string]string `json:"secrets"`
 		}
-		if err := json.Unmarshal(data, &b); err != nil {
-			return fmt.Errorf("%w: env bundle %s: %v", ErrInvalidRequest, ref.Name, err)
+		if err := schemas.Decode("env bundle "+ref.Name, data, &b); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 		}
 		for _, sref := range id.refusedLocal(b.Secrets) {
 			refused = append(refused, fmt.Sprintf("%s (env bundle %s)", sref, ref.Name))

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -82,7 +81,7 @@ func (r *Runner) bundleRefs(ctx context.Context, spec *schemas.DispatchSpec, log
 		var b struct {
 			Secrets map[string]string `json:"secrets"`
 		}
-		if err := json.Unmarshal(data, &b); err != nil {
+		if err := schemas.Decode("env bundle", data, &b); err != nil {
 			log.Warn("env bundle does not parse; the worker reports it", "bundle", ref.Name, "error", err)
 			continue
 		}

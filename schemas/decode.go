@@ -129,7 +129,7 @@ func parseStrict(data []byte) (*jvalue, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not valid UTF-8")
 	}
-	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p := &tokenParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	p.dec.UseNumber()
 	v, err := p.value("", 0)
 	if err != nil {
@@ -141,14 +141,14 @@ func parseStrict(data []byte) (*jvalue, error) {
 	return v, nil
 }
 
-type parser struct {
+type tokenParser struct {
 	data []byte
 	dec  *json.Decoder
 }
 
 // start is where the next value begins: past white space and the ':' or
 // ',' the tokenizer has not consumed yet.
-func (p *parser) start() int {
+func (p *tokenParser) start() int {
 	i := int(p.dec.InputOffset())
 	for i < len(p.data) {
 		switch p.data[i] {
@@ -161,7 +161,7 @@ func (p *parser) start() int {
 	return i
 }
 
-func (p *parser) token() (json.Token, error) {
+func (p *tokenParser) token() (json.Token, error) {
 	tok, err := p.dec.Token()
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, errors.New("not valid JSON: the document ends early")
@@ -183,7 +183,7 @@ func (p *parser) token() (json.Token, error) {
 	return tok, nil
 }
 
-func (p *parser) value(ptr string, depth int) (*jvalue, error) {
+func (p *tokenParser) value(ptr string, depth int) (*jvalue, error) {
 	start := p.start()
 	tok, err := p.token()
 	if err != nil {

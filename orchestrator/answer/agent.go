@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // AgentRunner runs a sub-agent to completion. The orchestrator implements
@@ -117,7 +119,7 @@ func agentAnswer(raw string) (string, error) {
 		var v struct {
 			Answer *string `json:"answer"`
 		}
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
+		if err := schemas.Decode("answer", []byte(s), &v); err != nil {
 			return "", fmt.Errorf("want {\"answer\": \"…\"}: %w", err)
 		}
 		if v.Answer == nil {
@@ -126,7 +128,7 @@ func agentAnswer(raw string) (string, error) {
 		return strings.TrimSpace(*v.Answer), nil
 	case strings.HasPrefix(s, `"`):
 		var v string
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
+		if err := schemas.Decode("answer", []byte(s), &v); err != nil {
 			return "", fmt.Errorf("want a JSON string: %w", err)
 		}
 		return strings.TrimSpace(v), nil

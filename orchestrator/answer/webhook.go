@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/units"
+	"github.com/agoradev/agora/schemas"
 	"github.com/cenkalti/backoff/v5"
 )
 
@@ -244,7 +245,7 @@ func (w *Webhook) parseAnswer(q Question, data []byte) (Reply, error) {
 		return Reply{}, fmt.Errorf("webhook %s: response larger than %d bytes", w.display, maxWebhookResponse)
 	}
 	var wr webhookResponse
-	if err := json.Unmarshal(data, &wr); err != nil {
+	if err := schemas.Decode("webhook response", data, &wr); err != nil {
 		return Reply{}, fmt.Errorf("webhook %s: 200 with a body that is not {\"answer\": …}: %w: %s", w.display, err, excerpt(data))
 	}
 	if wr.Decline {
