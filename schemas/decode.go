@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"reflect"
@@ -129,112 +128,222 @@ func parseStrict(data []byte) (*jvalue, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not valid UTF-8")
 	}
-	p := &tokenParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
-	p.dec.UseNumber()
+	p := &scanner{data: data}
 	v, err := p.value("", 0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.dec.Token(); err != io.EOF {
+	p.space()
+	if p.i < len(data) {
 		return nil, errors.New("not valid JSON: unexpected data after the JSON value (want exactly one value)")
 	}
 	return v, nil
 }
 
-type tokenParser struct {
+// scanner is a recursive-descent JSON parser over a whole document.
+type scanner struct {
 	data []byte
-	dec  *json.Decoder
+	i    int
 }
 
-// start is where the next value begins: past white space and the ':' or
-// ',' the tokenizer has not consumed yet.
-func (p *tokenParser) start() int {
-	i := int(p.dec.InputOffset())
-	for i < len(p.data) {
-		switch p.data[i] {
-		case ' ', '\t', '\r', '\n', ':', ',':
-			i++
-			continue
+func (p *scanner) space() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\r', '\n':
+			p.i++
+		default:
+			return
 		}
-		break
 	}
-	return i
 }
 
-func (p *tokenParser) token() (json.Token, error) {
-	tok, err := p.dec.Token()
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, errors.New("not valid JSON: the document ends early")
+// syntax reports a syntax error in encoding/json's words ("invalid
+// character 'i' looking for beginning of object key string"), at the
+// 1-based position of the offending byte.
+func (p *scanner) syntax() error {
+	if p.i >= len(p.data) {
+		return errors.New("not valid JSON: the document ends early")
 	}
-	if err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			// The tokenizer says less than the scanner ("invalid character
-			// 'i'" without what it was looking for): ask the scanner, whose
-			// offset is the 1-based position of the offending byte.
-			var full *json.SyntaxError
-			if errors.As(json.Unmarshal(p.data, new(json.RawMessage)), &full) {
-				se = full
-			}
-			return nil, fmt.Errorf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	var se *json.SyntaxError
+	if errors.As(json.Unmarshal(p.data, new(json.RawMessage)), &se) {
+		if se.Offset >= int64(len(p.data)) && strings.Contains(se.Error(), "end of JSON input") {
+			return errors.New("not valid JSON: the document ends early")
 		}
-		return nil, fmt.Errorf("not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf("not valid JSON at byte %d: %s", se.Offset, se.Error())
 	}
-	return tok, nil
+	return fmt.Errorf("not valid JSON at byte %d: unexpected %q", p.i+1, p.data[p.i])
 }
 
-func (p *tokenParser) value(ptr string, depth int) (*jvalue, error) {
-	start := p.start()
-	tok, err := p.token()
-	if err != nil {
-		return nil, err
+func (p *scanner) peek() byte {
+	if p.i < len(p.data) {
+		return p.data[p.i]
 	}
+	return 0
+}
+
+func (p *scanner) value(ptr string, depth int) (*jvalue, error) {
+	p.space()
+	if p.i >= len(p.data) {
+		return nil, p.syntax()
+	}
+	start := p.i
 	v := &jvalue{}
-	switch t := tok.(type) {
-	case json.Delim:
+	switch c := p.data[p.i]; {
+	case c == '{' || c == '[':
 		if depth >= MaxDepth {
 			return nil, problemAt(ptr, "nested more than %d levels deep (the limit on every JSON document agora reads)", MaxDepth)
 		}
-		v.kind = byte(t)
-		if t == '{' {
-			for p.dec.More() {
-				kt, err := p.token()
+		v.kind = c
+		p.i++
+		p.space()
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		if p.peek() == end {
+			p.i++
+			break
+		}
+		for n := 0; ; n++ {
+			if c == '{' {
+				p.space()
+				if p.peek() != '"' {
+					return nil, p.syntax()
+				}
+				key, err := p.str()
 				if err != nil {
 					return nil, err
 				}
-				key, _ := kt.(string)
 				if v.has(key) {
 					return nil, problemAt(ptr, "key %q appears more than once (a key may appear once in an object)", key)
 				}
+				p.space()
+				if p.peek() != ':' {
+					return nil, p.syntax()
+				}
+				p.i++
 				child, err := p.value(ptr+"/"+pointerToken(key), depth+1)
 				if err != nil {
 					return nil, err
 				}
 				v.add(key, child)
-			}
-		} else {
-			for i := 0; p.dec.More(); i++ {
-				child, err := p.value(ptr+"/"+strconv.Itoa(i), depth+1)
+			} else {
+				child, err := p.value(ptr+"/"+strconv.Itoa(n), depth+1)
 				if err != nil {
 					return nil, err
 				}
 				v.vals = append(v.vals, child)
 			}
+			p.space()
+			switch p.peek() {
+			case ',':
+				p.i++
+				continue
+			case end:
+				p.i++
+			default:
+				return nil, p.syntax()
+			}
+			break
 		}
-		if _, err := p.token(); err != nil { // the closing delimiter
+	case c == '"':
+		text, err := p.str()
+		if err != nil {
 			return nil, err
 		}
-	case string:
-		v.kind, v.text = '"', t
-	case json.Number:
-		v.kind, v.text = '0', string(t)
-	case bool:
-		v.kind, v.b = 't', t
-	case nil:
-		v.kind = 'n'
+		v.kind, v.text = '"', text
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range []string{"true", "false", "null"} {
+			if bytes.HasPrefix(p.data[p.i:], []byte(lit)) {
+				p.i += len(lit)
+				v.kind, v.b = 't', lit == "true"
+				if lit == "null" {
+					v.kind = 'n'
+				}
+				break
+			}
+		}
+		if v.kind == 0 {
+			return nil, p.syntax()
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		if err := p.number(); err != nil {
+			return nil, err
+		}
+		v.kind, v.text = '0', string(p.data[start:p.i])
+	default:
+		return nil, p.syntax()
 	}
-	v.raw = p.data[start:p.dec.InputOffset()]
+	v.raw = p.data[start:p.i]
 	return v, nil
+}
+
+// str reads the string at p.i (a '"').
+func (p *scanner) str() (string, error) {
+	start := p.i
+	escaped := false
+	for j := p.i + 1; j < len(p.data); j++ {
+		switch c := p.data[j]; {
+		case c == '"':
+			p.i = j + 1
+			if !escaped {
+				return string(p.data[start+1 : j]), nil
+			}
+			var s string
+			if err := json.Unmarshal(p.data[start:p.i], &s); err != nil {
+				p.i = start
+				return "", p.syntax()
+			}
+			return s, nil
+		case c == '\\':
+			escaped = true
+			j++
+		case c < 0x20:
+			p.i = j
+			return "", p.syntax()
+		}
+	}
+	p.i = len(p.data)
+	return "", p.syntax()
+}
+
+// number reads a number at p.i by JSON's grammar.
+func (p *scanner) number() error {
+	digits := func() int {
+		n := 0
+		for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.peek() == '-' {
+		p.i++
+	}
+	switch c := p.peek(); {
+	case c == '0':
+		p.i++
+	case c >= '1' && c <= '9':
+		digits()
+	default:
+		return p.syntax()
+	}
+	if p.peek() == '.' {
+		p.i++
+		if digits() == 0 {
+			return p.syntax()
+		}
+	}
+	if c := p.peek(); c == 'e' || c == 'E' {
+		p.i++
+		if c := p.peek(); c == '+' || c == '-' {
+			p.i++
+		}
+		if digits() == 0 {
+			return p.syntax()
+		}
+	}
+	return nil
 }
 
 func (v *jvalue) has(key string) bool {

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestStrictDocuments runs the documents of issue 21, one fixture each in
@@ -233,6 +235,39 @@ func BenchmarkParse(b *testing.B) {
 			if _, err := ParseNeedsInput(sentinel); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzParseStrict holds the reader's parser to encoding/json's grammar: it
+// accepts exactly the valid documents, refusing only for a duplicate key
+// or depth, and reads the same values.
+func FuzzParseStrict(f *testing.F) {
+	for _, seed := range []string{`{}`, `[]`, `{"a":[1,2.5,-0,1e2,"x\u00e9\n",true,false,null]}`, `{"a":1,"a":2}`,
+		`[[[[]]]]`, `"\ud83d\ude00"`, `-`, `01`, `1.`, `1e`, `{"a" 1}`, `[1,]`, `{,}`, "\"\t\"", `nul`, ` 1 `, `{"a":{}}x`, `"\x"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := parseStrict(data)
+		valid := json.Valid(data) && utf8.Valid(data)
+		if err != nil {
+			if valid && !strings.Contains(err.Error(), "appears more than once") && !strings.Contains(err.Error(), "levels deep") {
+				t.Fatalf("parseStrict(%q) = %v; encoding/json reads it", data, err)
+			}
+			return
+		}
+		if !valid {
+			t.Fatalf("parseStrict(%q) accepted what encoding/json refuses", data)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := v.plain()
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseStrict(%q) = %#v, encoding/json %#v", data, got, want)
 		}
 	})
 }
