@@ -38,6 +38,7 @@ var readers = map[string]string{
 	"cmd/agora/dispatch.go:readInput":                         "agora dispatch --input",
 	"orchestrator/answer/webhook.go:parseAnswer":              "a webhook answerer's response",
 	"orchestrator/answer/agent.go:agentAnswer":                "an answering agent's {\"answer\": …}",
+	"orchestrator/answer/lookup.go:parseJSONRules":            "a JSON lookup-rules file",
 	"runner/secrets.go:bundleRefs":                            "env bundles (their secret refs)",
 	"orchestrator/identity.go:checkLocalSecrets":              "env bundles (their secret refs)",
 }
@@ -208,7 +209,6 @@ var notOutside = map[string]string{
 	"adapters/claudecode/stream.go:parse":              "Claude Code's stream-json output, read leniently",
 	"internal/compute/docker/image.go:readBuildOutput": "the Docker daemon's build stream",
 	"internal/secrets/awssm/awssm.go:jsonField":        "a Secrets Manager value: one key looked up exactly in a map",
-	"orchestrator/answer/lookup.go:parseJSONRules":     "a rules file read member by member with exact names",
 	"orchestrator/answer/slackanswer/interact.go:act":  "slack-go's InteractionCallback, which decodes itself",
 	// Test fakes, linked only by tests.
 	"adapters/claudecode/fakeclaude/fakeclaude.go:ReadRecord":           "test fake",

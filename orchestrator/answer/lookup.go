@@ -1,17 +1,19 @@
 package answer
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // Rule is one lookup rule. A rule matches a question when Question (an RE2
@@ -161,44 +163,31 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
+// parseJSONRules reads a JSON rules file as every outside document is read
+// (schemas.DecodeKnown: exact names, no duplicate keys, unknown fields
+// refused), naming the rule and the field of a problem.
 func parseJSONRules(b []byte) ([]Rule, error) {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("want a JSON list of rules: %w", err)
+	var rules []Rule
+	err := schemas.DecodeKnown("rules", b, &rules)
+	if err == nil {
+		return rules, nil
 	}
-	rules := make([]Rule, len(raw))
-	for i, m := range raw {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(m, &fields); err != nil || fields == nil {
-			return nil, fmt.Errorf("rule %d: not an object", i+1)
-		}
-		for k := range fields {
-			if !slices.Contains(ruleFields, k) {
-				return nil, fmt.Errorf("rule %d: unknown field %q (want %s)", i+1, k, strings.Join(ruleFields, ", "))
-			}
-		}
-		for _, k := range ruleFields {
-			v, ok := fields[k]
-			if !ok || bytes.Equal(v, []byte("null")) {
-				continue
-			}
-			var err error
-			switch k {
-			case "question":
-				err = json.Unmarshal(v, &rules[i].Question)
-			case "options":
-				err = json.Unmarshal(v, &rules[i].Options)
-			case "subagent":
-				err = json.Unmarshal(v, &rules[i].Subagent)
-			case "answer":
-				err = json.Unmarshal(v, &rules[i].Answer)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("rule %d: %s: %w", i+1, k, err)
-			}
-		}
+	ve, ok := errors.AsType[*schemas.ValidationError](err)
+	if !ok || len(ve.Problems) == 0 {
+		return nil, err
 	}
-	return rules, nil
+	p := ve.Problems[0]
+	idx, field, _ := strings.Cut(strings.TrimPrefix(p.Pointer, "/"), "/")
+	n, nerr := strconv.Atoi(idx)
+	switch {
+	case p.Pointer == "" || nerr != nil:
+		return nil, fmt.Errorf("want a JSON list of rules: %s", p.Message)
+	case field == "" && strings.HasPrefix(p.Message, "expected an object"):
+		return nil, fmt.Errorf("rule %d: not an object", n+1)
+	case field == "":
+		return nil, fmt.Errorf("rule %d: %s", n+1, p.Message)
+	}
+	return nil, fmt.Errorf("rule %d: %s: %s", n+1, strings.ReplaceAll(field, "/", "."), p.Message)
 }
 
 func parseYAMLRules(b []byte) ([]Rule, error) {
