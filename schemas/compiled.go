@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -17,28 +18,49 @@ import (
 var compiledSchemas = func() map[string]func() (*jsonschema.Schema, error) {
 	out := map[string]func() (*jsonschema.Schema, error){}
 	for _, name := range Names() {
-		out[name] = sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(name) })
+		out[name] = sync.OnceValues(func() (*jsonschema.Schema, error) { return theCompiler.compile(name) })
 	}
 	return out
 }()
 
-// compile compiles the schema called name. Every schema is added as a
-// resource so the $refs between them resolve; the library compiles only
-// what name reaches.
-func compile(name string) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	for _, n := range Names() {
-		data, err := Schema(n)
-		if err != nil {
-			return nil, err
+// theCompiler is the one compiler of the process: a schema's document is
+// read, checked against the meta-schema and compiled once, however many of
+// the schemas $ref it (the event schema reaches into the dispatch spec's).
+var theCompiler = &sharedCompiler{}
+
+// sharedCompiler serialises the library's compiler, which is not safe for
+// concurrent use; a compiled *jsonschema.Schema is.
+type sharedCompiler struct {
+	mu sync.Mutex
+	c  *jsonschema.Compiler
+	// loaded lists the schema files read, in order (for tests).
+	loaded []string
+}
+
+// compile compiles the schema called name, loading the embedded schema
+// files only as the $refs reach them.
+func (sc *sharedCompiler) compile(name string) (*jsonschema.Schema, error) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.c == nil {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		c.AssertFormat = true
+		c.LoadURL = func(url string) (io.ReadCloser, error) {
+			file, ok := strings.CutPrefix(url, baseURL)
+			if !ok {
+				return nil, fmt.Errorf("no schema at %s: only agora's own are loaded", url)
+			}
+			data, err := files.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("no schema at %s", url)
+			}
+			sc.loaded = append(sc.loaded, file)
+			return io.NopCloser(bytes.NewReader(data)), nil
 		}
-		if err := c.AddResource(baseURL+n+".schema.json", bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("add schema %s: %w", n, err)
-		}
+		sc.c = c
 	}
-	s, err := c.Compile(baseURL + name + ".schema.json")
+	s, err := sc.c.Compile(baseURL + name + ".schema.json")
 	if err != nil {
 		return nil, fmt.Errorf("compile schema %s: %w", name, err)
 	}

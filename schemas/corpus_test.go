@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -368,4 +369,27 @@ func ExampleValidate() {
 	err := Validate(SchemaNeedsInput, []byte(`{"question":" ","options":["A",2]}`))
 	fmt.Println(err)
 	// Output: invalid needs input: /options/1: expected string, but got number; /question: must contain a character that is not white space
+}
+
+// TestCompileLoadsOnlyWhatIsReached: compiling a schema reads only the
+// schema files its $refs reach, each once however many schemas reach it.
+func TestCompileLoadsOnlyWhatIsReached(t *testing.T) {
+	t.Parallel()
+	sc := &sharedCompiler{}
+	for _, step := range []struct {
+		name string
+		want []string
+	}{
+		{SchemaNeedsInput, []string{"needs-input.schema.json"}},
+		{SchemaDispatchSpec, []string{"needs-input.schema.json", "dispatch-spec.schema.json"}},
+		{SchemaEvent, []string{"needs-input.schema.json", "dispatch-spec.schema.json", "event.schema.json"}},
+		{SchemaEvent, []string{"needs-input.schema.json", "dispatch-spec.schema.json", "event.schema.json"}},
+	} {
+		if _, err := sc.compile(step.name); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(sc.loaded, step.want) {
+			t.Errorf("after compiling %s: loaded %v, want %v", step.name, sc.loaded, step.want)
+		}
+	}
 }
