@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -121,7 +122,8 @@ var unicodeBlanks = []string{
 // targeted are documents written for the findings of issue 21: white-space
 // questions, integers written as decimals, field names in another case,
 // wrong types. Each must be judged alike by both implementations.
-func targeted() map[string][]string {
+func targeted(t *testing.T) map[string][]string {
+	t.Helper()
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	var ni []string
 	for _, b := range unicodeBlanks {
@@ -156,7 +158,46 @@ func targeted() map[string][]string {
 		`{"name":"e","secrets":{"T":"env:X\n"}}`, `{"name":"e","secrets":{"T":"env:\u2028"}}`,
 		`{"name":"e","secrets":{"T":"env:"}}`, `{"name":"e","secrets":{"T":"env:\n"}}`,
 	}
-	return map[string][]string{SchemaNeedsInput: ni, SchemaDispatchSpec: ds, SchemaEnv: env}
+	return map[string][]string{SchemaNeedsInput: ni, SchemaDispatchSpec: ds, SchemaEnv: env, SchemaEvent: goEvents(t)}
+}
+
+// goEvents are events as the worker and the runner make them: the Go type
+// marshalled, every kind and every failure reason, with and without their
+// optional parts, and with Unicode in the free text.
+func goEvents(t *testing.T) []string {
+	t.Helper()
+	at := time.Date(2026, 11, 26, 9, 0, 0, 123456789, time.FixedZone("x", 5*3600+30*60))
+	code, ms, dflt := 0, int64(12), "A"
+	var evs []Event
+	for _, k := range EventKinds {
+		ev := Event{Kind: k, DispatchID: "d-1", TaskID: "t_1", Round: 3, Time: at, Subagent: "s", Runtime: RuntimeExec}
+		evs = append(evs, ev)
+		if k.Terminal() {
+			ev.ExitCode, ev.DurationMS = &code, &ms
+			evs = append(evs, ev)
+		}
+	}
+	for _, r := range FailureReasons {
+		evs = append(evs, Event{Kind: KindFailed, DispatchID: "d", Time: at.UTC(), ExitCode: &code, DurationMS: &ms,
+			Failure: &Failure{Reason: r, Detail: "détail\u2028"}})
+	}
+	evs = append(evs,
+		Event{Kind: KindNeedsInput, DispatchID: "d", Time: at, ExitCode: &code, DurationMS: &ms,
+			NeedsInput: &NeedsInput{Question: "\u3000?", Options: []string{"A", "\u00a0"}, Default: &dflt, Context: "c", PartialState: json.RawMessage(`{"k":[1,2.5,null]}`)}},
+		Event{Kind: KindFinished, DispatchID: "d", Time: at, ExitCode: &code, DurationMS: &ms, Result: json.RawMessage(`{"verdict":"ok"}`),
+			Artifacts: []Artifact{{Name: "out/a b.txt", Size: 3, SHA256: strings.Repeat("a", 64), URI: "file:///s"}}},
+		Event{Kind: KindFinished, DispatchID: "d", Time: at, ExitCode: &code, DurationMS: &ms,
+			ResultRef: &ObjectRef{URI: "s3://b/k", SHA256: strings.Repeat("b", 64), Size: 1 << 40}},
+	)
+	var out []string
+	for _, ev := range evs {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(data))
+	}
+	return out
 }
 
 // corpus is every document of the cross-check, by schema: bare values,
@@ -168,7 +209,7 @@ func corpus(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra := targeted()
+	extra := targeted(t)
 	out := map[string][]string{}
 	for _, name := range Names() {
 		docs := []string{`{}`, `[]`, `"x"`, `1`, `null`}
