@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // seeds are valid documents of each schema; mutations of them make the
@@ -230,6 +231,55 @@ func corpus(t *testing.T) map[string][]string {
 			}
 		}
 		out[name] = docs
+	}
+	for name, docs := range repoDocs(t) {
+		out[name] = append(out[name], docs...)
+	}
+	return out
+}
+
+// repoDocs are the documents of these schemas that the rest of the
+// repository's tests feed agora: the sentinel fixtures (those that are
+// JSON; the others test the decoder), the runner's dispatch requests and
+// the registry's env file.
+func repoDocs(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	read := func(pattern string) [][]byte {
+		paths, err := filepath.Glob(pattern)
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("no files match %s: %v", pattern, err)
+		}
+		var docs [][]byte
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, data)
+		}
+		return docs
+	}
+	for _, dir := range []string{"valid", "invalid"} {
+		for _, data := range read("../worker/sentinel/testdata/" + dir + "/*.json") {
+			if json.Valid(data) && utf8.Valid(data) {
+				out[SchemaNeedsInput] = append(out[SchemaNeedsInput], string(data))
+			}
+		}
+	}
+	for _, data := range read("../runner/testdata/compile/*.json") {
+		var c struct {
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal(data, &c); err == nil && len(c.Request) > 0 {
+			out[SchemaRequest] = append(out[SchemaRequest], string(c.Request))
+		}
+	}
+	for _, data := range read("../orchestrator/registry/testdata/*.json") {
+		out[SchemaEnv] = append(out[SchemaEnv], string(data))
+	}
+	if len(out[SchemaRequest]) == 0 {
+		t.Fatal("no dispatch requests in ../runner/testdata/compile")
 	}
 	return out
 }
