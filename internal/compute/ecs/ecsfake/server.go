@@ -266,6 +266,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, &apiError{http.StatusForbidden, "InvalidSignatureException", err.Error()})
 		return
 	}
+	if aerr := checkModel(service, op, body); aerr != nil {
+		s.cfg.Logger.Debug("ecsfake: refused by the service model", "target", op, "error", aerr)
+		writeErr(w, aerr)
+		return
+	}
 	var out any
 	var aerr *apiError
 	if service == "ecs" {
