@@ -125,7 +125,7 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 		td.RequiresCompatibilities = []types.Compatibility{types.CompatibilityEc2}
 		td.NetworkMode = types.NetworkMode(network)
 		cd.DockerSecurityOptions = []string{"no-new-privileges"}
-		cd.MemoryReservation = aws.Int32(64)
+		cd.MemoryReservation = aws.Int32(ec2MemoryReservationMiB)
 		cd.LinuxParameters.Tmpfs = []types.Tmpfs{{ContainerPath: aws.String("/tmp"), Size: int32(mib(tmpfs)), MountOptions: []string{"rw", "nosuid", "nodev", "mode=1777"}}}
 		for _, h := range spec.ExtraHosts {
 			name, ip, ok := strings.Cut(h, ":")
@@ -177,7 +177,15 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	cpuUnits := (spec.Resources.NanoCPUs*1024 + 1e9 - 1) / 1e9
 	memMiB := mib(spec.Resources.MemoryBytes)
 	if memMiB > 0 {
+		if memMiB < MinMemoryMiB {
+			return nil, invalid("memory %d MiB is below ECS's minimum of %d MiB for a container", memMiB, MinMemoryMiB)
+		}
 		co.Memory = aws.Int32(int32(memMiB))
+		if !fargate && memMiB <= ec2MemoryReservationMiB {
+			// ECS wants the hard limit above the definition's reservation:
+			// a small request reserves half of itself instead.
+			co.MemoryReservation = aws.Int32(int32(memMiB / 2))
+		}
 	}
 	if cpuUnits > 0 {
 		co.Cpu = aws.Int32(int32(cpuUnits))
@@ -243,6 +251,7 @@ func overridesWire(ov *types.TaskOverride) any {
 		Environment []kv     `json:"environment,omitempty"`
 		Cpu         *int32   `json:"cpu,omitempty"`
 		Memory      *int32   `json:"memory,omitempty"`
+		Reservation *int32   `json:"memoryReservation,omitempty"`
 	}
 	var out struct {
 		ContainerOverrides []co    `json:"containerOverrides"`
@@ -251,7 +260,7 @@ func overridesWire(ov *types.TaskOverride) any {
 	}
 	out.Cpu, out.Memory = ov.Cpu, ov.Memory
 	for _, c := range ov.ContainerOverrides {
-		w := co{Name: aws.ToString(c.Name), Command: c.Command, Cpu: c.Cpu, Memory: c.Memory}
+		w := co{Name: aws.ToString(c.Name), Command: c.Command, Cpu: c.Cpu, Memory: c.Memory, Reservation: c.MemoryReservation}
 		for _, e := range c.Environment {
 			w.Environment = append(w.Environment, kv{aws.ToString(e.Name), aws.ToString(e.Value)})
 		}
@@ -259,6 +268,15 @@ func overridesWire(ov *types.TaskOverride) any {
 	}
 	return out
 }
+
+// MinMemoryMiB is the least memory ECS lets a container have ("don't
+// specify less than 6 MiB of memory for your containers").
+const MinMemoryMiB = 6
+
+// ec2MemoryReservationMiB is the soft limit an EC2 task definition
+// reserves for its container; a request at or below it reserves half of
+// itself in the overrides, since ECS wants memory above memoryReservation.
+const ec2MemoryReservationMiB = 64
 
 // mib rounds bytes up to MiB.
 func mib(b int64) int64 { return (b + 1<<20 - 1) >> 20 }

@@ -80,9 +80,6 @@ func checkContainerMemory(container string, memory, reservation int32) *apiError
 	if memory != 0 && memory < minContainerMiB {
 		return clientErr("Invalid 'memory' setting for container '%s'. The memory limit must be at least %d MiB.", container, minContainerMiB)
 	}
-	if reservation != 0 && reservation < minContainerMiB {
-		return clientErr("Invalid 'memoryReservation' setting for container '%s'. It must be at least %d MiB.", container, minContainerMiB)
-	}
 	if memory != 0 && reservation != 0 && memory <= reservation {
 		return clientErr("Invalid 'memory' setting for container '%s'. The memory limit (%d MiB) must be greater than memoryReservation (%d MiB).", container, memory, reservation)
 	}

@@ -2,8 +2,11 @@
 """Trim botocore's ECS and CloudWatch Logs service models to the request
 shapes of the operations agora calls, for ecsfake's request checks.
 
-Source: Debian's python3-botocore (apt-get install python3-botocore), the
-service models AWS ships for its SDKs. Run from this directory:
+Source: botocore's data (the service models AWS ships for its SDKs), from
+the botocore Python imports: PyPI's (pip install botocore) or Debian's
+python3-botocore. Debian bookworm's 1.29.27 (2022) predates RunTask's
+clientToken, which agora sends, so the committed files come from PyPI's
+botocore 1.43.11. Run from this directory:
 
     python3 trim.py
 
@@ -14,7 +17,9 @@ it in Go, with the sentence they come from).
 """
 import glob, gzip, json, os
 
-DATA = "/usr/lib/python3/dist-packages/botocore/data"
+import botocore
+
+DATA = os.path.join(os.path.dirname(botocore.__file__), "data")
 OPS = {
     "ecs": ["RegisterTaskDefinition", "DescribeTaskDefinition", "DeregisterTaskDefinition",
             "RunTask", "DescribeTasks", "ListTasks", "StopTask", "TagResource", "UntagResource"],
@@ -30,9 +35,7 @@ def load(service):
 
 
 def version():
-    import subprocess
-    return subprocess.run(["dpkg-query", "-W", "-f=${Version}", "python3-botocore"],
-                          capture_output=True, text=True, check=True).stdout
+    return botocore.__version__
 
 
 for service, ops in OPS.items():
@@ -58,7 +61,7 @@ for service, ops in OPS.items():
                 todo.append(sh[k])
         shapes[name] = sh
     doc = {
-        "source": f"Debian python3-botocore {version()}, data/{service}/{m['metadata']['apiVersion']}/service-2.json, trimmed by trim.py",
+        "source": f"botocore {version()}, data/{service}/{m['metadata']['apiVersion']}/service-2.json, trimmed by trim.py",
         "metadata": {k: m["metadata"].get(k) for k in ("apiVersion", "targetPrefix", "uid")},
         "operations": out_ops,
         "shapes": dict(sorted(shapes.items())),
