@@ -57,7 +57,7 @@ func TestSecretsResolvedAtStart(t *testing.T) {
 		"prod/db":  {String: awssmtest.Str(`{"password":"db-pass","port":5432}`)},
 		"prod/api": {String: awssmtest.Str("api-key-value")},
 	})
-	dbARN := "arn:aws:secretsmanager:" + awssmtest.Region + ":123456789012:secret:prod/db-AbCdEf"
+	dbARN, apiARN := awssmtest.ARN("prod/db"), awssmtest.ARN("prod/api")
 	resolver := smResolver(t, sm)
 	failing := func(context.Context, string) (string, error) { return "", errors.New("injected: store unreachable") }
 	for _, tc := range []struct {
@@ -69,16 +69,16 @@ func TestSecretsResolvedAtStart(t *testing.T) {
 		want, reason string
 		resolved     int
 	}{
-		{"by name and by JSON key", resolver, []compute.SecretRef{
-			{Name: "API_KEY", ValueFrom: "prod/api"},
+		{"by ARN and by JSON key", resolver, []compute.SecretRef{
+			{Name: "API_KEY", ValueFrom: apiARN},
 			{Name: "DB_PASSWORD", ValueFrom: dbARN + ":password::"},
 			{Name: "DB_PORT", ValueFrom: dbARN + ":port::"},
 		}, "api-key-value|db-pass|5432|none\n", "", 3},
-		{"missing secret", resolver, []compute.SecretRef{{Name: "X", ValueFrom: "prod/missing"}},
-			"", ecsfake.ResourceInitError + "execution resource retrieval failed: unable to retrieve secret from asm: fetch secret prod/missing: ", 1},
+		{"missing secret", resolver, []compute.SecretRef{{Name: "X", ValueFrom: awssmtest.ARN("prod/missing")}},
+			"", ecsfake.ResourceInitError + "execution resource retrieval failed: unable to retrieve secret from asm: fetch secret " + awssmtest.ARN("prod/missing") + ": ", 1},
 		{"missing JSON key", resolver, []compute.SecretRef{{Name: "X", ValueFrom: dbARN + ":user::"}}, "", "has no key user", 1},
-		{"resolver error", failing, []compute.SecretRef{{Name: "X", ValueFrom: "prod/api"}}, "", "injected: store unreachable", 1},
-		{"no resolver", nil, []compute.SecretRef{{Name: "X", ValueFrom: "prod/api"}}, "", "ResolveSecret is nil", 0},
+		{"resolver error", failing, []compute.SecretRef{{Name: "X", ValueFrom: apiARN}}, "", "injected: store unreachable", 1},
+		{"no resolver", nil, []compute.SecretRef{{Name: "X", ValueFrom: apiARN}}, "", "ResolveSecret is nil", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

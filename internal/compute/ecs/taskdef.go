@@ -102,6 +102,9 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ValueFrom, b.ValueFrom))
 		})
 		for _, r := range refs {
+			if !strings.HasPrefix(r.ValueFrom, "arn:") {
+				return nil, invalid("secret %s: valueFrom %q is not an ARN; ECS reads a bare name as an SSM parameter's, so give the Secrets Manager secret's full ARN", r.Name, r.ValueFrom)
+			}
 			cd.Secrets = append(cd.Secrets, types.Secret{Name: aws.String(r.Name), ValueFrom: aws.String(r.ValueFrom)})
 		}
 	}
@@ -177,9 +180,7 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	cpuUnits := (spec.Resources.NanoCPUs*1024 + 1e9 - 1) / 1e9
 	memMiB := mib(spec.Resources.MemoryBytes)
 	if memMiB > 0 {
-		if memMiB < MinMemoryMiB {
-			return nil, invalid("memory %d MiB is below ECS's minimum of %d MiB for a container", memMiB, MinMemoryMiB)
-		}
+		// At least 6 MiB, as ECS wants: spec.Validate refuses less.
 		co.Memory = aws.Int32(int32(memMiB))
 		if !fargate && memMiB <= ec2MemoryReservationMiB {
 			// ECS wants the hard limit above the definition's reservation:
@@ -268,10 +269,6 @@ func overridesWire(ov *types.TaskOverride) any {
 	}
 	return out
 }
-
-// MinMemoryMiB is the least memory ECS lets a container have ("don't
-// specify less than 6 MiB of memory for your containers").
-const MinMemoryMiB = 6
 
 // ec2MemoryReservationMiB is the soft limit an EC2 task definition
 // reserves for its container; a request at or below it reserves half of
