@@ -145,9 +145,13 @@ func TestFakeRefusesWhatECSRefuses(t *testing.T) {
 			"InvalidParameterException", "Value null at 'containerDefinitions'"},
 		{"secret without valueFrom", "RegisterTaskDefinition", fargateDef, func(m map[string]any) { container(m)["secrets"] = []any{map[string]any{"name": "X"}} },
 			"InvalidParameterException", "at 'containerDefinitions.1.member.secrets.1.member.valueFrom' failed to satisfy constraint: Member must not be null"},
-		{"tag key of 129", "RegisterTaskDefinition", fargateDef, func(m map[string]any) { m["tags"] = []any{map[string]any{"key": strings.Repeat("k", 129), "value": "v"}} },
+		{"tag key of 129", "RegisterTaskDefinition", fargateDef, func(m map[string]any) {
+			m["tags"] = []any{map[string]any{"key": strings.Repeat("k", 129), "value": "v"}}
+		},
 			"InvalidParameterException", "Member must have length less than or equal to 128"},
-		{"tag value of 257", "RegisterTaskDefinition", fargateDef, func(m map[string]any) { m["tags"] = []any{map[string]any{"key": "k", "value": strings.Repeat("v", 257)}} },
+		{"tag value of 257", "RegisterTaskDefinition", fargateDef, func(m map[string]any) {
+			m["tags"] = []any{map[string]any{"key": "k", "value": strings.Repeat("v", 257)}}
+		},
 			"InvalidParameterException", "Member must have length less than or equal to 256"},
 		{"tag key with a comma", "RegisterTaskDefinition", fargateDef, func(m map[string]any) { m["tags"] = []any{map[string]any{"key": "a,b", "value": "v"}} },
 			"InvalidParameterException", "Member must satisfy regular expression pattern"},
