@@ -306,5 +306,46 @@ func FargateSize(cpu, memMiB int64) (taskCPU, taskMemMiB int64, err error) {
 		}
 		return s.cpu, m, nil
 	}
-	return 0, 0, fmt.Errorf("no Fargate task size has %d CPU units and %d MiB", cpu, memMiB)
+	nc, nm := nearestFargateSize(cpu, memMiB)
+	asked := vcpus(cpu) + " and " + gib(memMiB)
+	if memMiB == 0 {
+		asked = vcpus(cpu)
+	}
+	return 0, 0, fmt.Errorf("no Fargate task size has %s; the nearest is %s with %s (cpu %d, memory %d): ask for at most that (resources.cpus %s, resources.memory_mb %d)",
+		asked, vcpus(nc), gib(nm), nc, nm, strconv.FormatFloat(float64(nc)/1024, 'f', -1, 64), nm)
+}
+
+// nearestFargateSize is the Fargate task size nearest to cpu units and
+// memMiB that no Fargate size holds: the smallest that holds the request
+// cut down to Fargate's largest CPU and memory.
+func nearestFargateSize(cpu, memMiB int64) (int64, int64) {
+	top := fargateSizes[len(fargateSizes)-1]
+	c, m, err := FargateSize(min(cpu, top.cpu), min(memMiB, top.to))
+	if err != nil {
+		return top.cpu, top.to
+	}
+	return c, m
+}
+
+func vcpus(units int64) string {
+	return strconv.FormatFloat(float64(units)/1024, 'f', -1, 64) + " vCPU"
+}
+
+func gib(mib int64) string {
+	if mib%1024 == 0 {
+		return strconv.FormatInt(mib/1024, 10) + " GiB"
+	}
+	return strconv.FormatInt(mib, 10) + " MiB"
+}
+
+// CheckResources refuses, on Fargate, resources no Fargate task size
+// holds, naming the nearest size; on the EC2 launch type every request
+// passes (the instance's capacity decides). The runner calls it when it
+// claims a dispatch, before anything of the dispatch is written.
+func (e *Engine) CheckResources(r compute.Resources) error {
+	if !e.cfg.Fargate() {
+		return nil
+	}
+	_, _, err := FargateSize((r.NanoCPUs*1024+1e9-1)/1e9, mib(r.MemoryBytes))
+	return err
 }

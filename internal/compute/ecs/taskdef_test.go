@@ -213,6 +213,19 @@ func TestFargateSize(t *testing.T) {
 			t.Errorf("FargateSize(%d, %d) = %d, %d, %v; want %d, %d", tc.cpu, tc.mem, c, m, err, tc.wantCPU, tc.wantMem)
 		}
 	}
+	for _, tc := range []struct {
+		cpu, mem int64
+		want     string
+	}{
+		{32768, 0, "no Fargate task size has 32 vCPU; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768): ask for at most that (resources.cpus 16, resources.memory_mb 32768)"},
+		{16384, 200 << 10, "the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880)"},
+		{4096, 130 << 10, "no Fargate task size has 4 vCPU and 130 GiB; the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880)"},
+		{20480, 8 << 10, "no Fargate task size has 20 vCPU and 8 GiB; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768)"},
+	} {
+		if _, _, err := FargateSize(tc.cpu, tc.mem); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FargateSize(%d, %d) = %v, want an error saying %q", tc.cpu, tc.mem, err, tc.want)
+		}
+	}
 	if _, _, err := FargateSize(32768, 0); err == nil {
 		t.Error("FargateSize(32768 units) succeeded")
 	}
