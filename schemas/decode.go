@@ -393,7 +393,8 @@ func (v *jvalue) describe() string {
 	return "null"
 }
 
-// plain turns v into the values encoding/json gives an `any`.
+// plain turns v into the values encoding/json gives an `any` with
+// UseNumber: numbers stay json.Number, exact.
 func (v *jvalue) plain() (any, error) {
 	switch v.kind {
 	case '{':
