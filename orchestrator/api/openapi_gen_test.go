@@ -35,12 +35,12 @@ var (
 
 // enums are the closed vocabularies, written once in Go.
 var enums = map[reflect.Type][]string{
-	reflect.TypeFor[wire.State]():             strs(wire.States),
-	reflect.TypeFor[wire.Code]():              strs(wire.Codes),
-	reflect.TypeFor[wire.Kind]():              strs(wire.Kinds),
-	reflect.TypeFor[schemas.EventKind]():      strs(schemas.EventKinds),
+	reflect.TypeFor[wire.State]():            strs(wire.States),
+	reflect.TypeFor[wire.Code]():             strs(wire.Codes),
+	reflect.TypeFor[wire.Kind]():             strs(wire.Kinds),
+	reflect.TypeFor[schemas.EventKind]():     strs(schemas.EventKinds),
 	reflect.TypeFor[schemas.FailureReason](): strs(schemas.FailureReasons),
-	reflect.TypeFor[schemas.Runtime]():        {string(schemas.RuntimeExec), string(schemas.RuntimeClaudeCode)},
+	reflect.TypeFor[schemas.Runtime]():       {string(schemas.RuntimeExec), string(schemas.RuntimeClaudeCode)},
 }
 
 func strs[S ~string](list []S) []string {
