@@ -30,7 +30,7 @@ func registryServer(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -110,7 +110,7 @@ func TestRegistryEndpointsWithoutRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/v1/subagents")
 	if err != nil {
