@@ -72,6 +72,11 @@ func componentName(t reflect.Type, in bool) string {
 // schema is t's schema: a $ref for a named struct, inline otherwise.
 func (g *schemaGen) schema(t reflect.Type, in bool) map[string]any {
 	if enum, ok := enums[t]; ok {
+		if in && t == reflect.TypeFor[schemas.Runtime]() {
+			// A request naming a registered sub-agent (subagent_ref) sends
+			// the inline subagent empty, its runtime "" included.
+			enum = append([]string{""}, enum...)
+		}
 		return map[string]any{"type": "string", "enum": enum}
 	}
 	switch t {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -92,10 +93,18 @@ func Handler(t testing.TB, h http.Handler, mode Mode) http.Handler {
 				}
 			}
 		}
+		var reqBody []byte
+		if r.Body != nil && r.Body != http.NoBody {
+			var err error
+			if reqBody, err = io.ReadAll(r.Body); err != nil {
+				t.Errorf("openapitest: read the body of %s %s: %v", r.Method, r.URL, err)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(reqBody))
+		}
 		in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
 		reqErr := openapi3filter.ValidateRequest(r.Context(), in)
 		if reqErr != nil && mode == Strict {
-			t.Errorf("openapitest: request %s %s breaks openapi.json: %v", r.Method, r.URL, reqErr)
+			t.Errorf("openapitest: request %s %s breaks openapi.json: %v\nbody: %.2000s", r.Method, r.URL, reqErr, reqBody)
 		}
 		rec := &recorder{ResponseWriter: w}
 		panicked := true
