@@ -10,8 +10,8 @@ import (
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
-	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/wire"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/orchestrator/api"
-	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 )
 
 // TestServerIsNATS: --server pointed at a NATS port (the easy mistake
