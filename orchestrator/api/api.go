@@ -2,7 +2,8 @@
 // get and list tasks, list and answer open questions, cancel, respawn,
 // continue and remove tasks, stream a round's output, and a server-sent
 // event stream of task changes.
-// Every endpoint but /healthz takes a bearer token; an API without tokens
+// Every endpoint but /healthz and /v1/openapi.json takes a bearer token (the
+// OpenAPI document, openapi.json, describes them all); an API without tokens
 // serves loopback clients only, and CheckBind refuses to put it on the
 // network. docs/api.md describes the wire format; package client speaks it.
 //
