@@ -173,6 +173,7 @@ func omittable(t reflect.Type) bool { return t.Kind() != reflect.Struct }
 // op is one operation of the table.
 type op struct {
 	method, path, id, summary string
+	description               string
 	params                    []param
 	body                      any // a Go value whose type is the JSON body, or a content map
 	responses                 map[string]any
@@ -274,7 +275,8 @@ func openAPIDocument() map[string]any {
 			params: []param{taskID}, body: wire.ContinueBody{},
 			responses: with(errs("400", "403", "404", "409", "413", "422"), "200", task)},
 		{method: "get", path: "/v1/tasks/{id}/logs", id: "taskLogs",
-			summary: "A round's output as plain text; with follow=1 it streams until the round ends (an error after the output began comes in the Agora-Error trailer)",
+			summary:     "A round's output as plain text; with follow=1 it streams until the round ends",
+			description: "An error after the output began comes in the Agora-Error trailer: an #/components/schemas/ErrorBody as JSON. A stream without it ended well.",
 			params: []param{taskID,
 				query("round", "the round (default: the current one)", map[string]any{"type": "integer", "minimum": 1}),
 				query("follow", "1 streams until the round ends", map[string]any{"type": "string", "enum": []string{"0", "1", "true", "false"}}),
@@ -304,8 +306,9 @@ func openAPIDocument() map[string]any {
 			params:  []param{pathParam("group", "the group id, 24 hex digits")}, body: wire.AnswerBody{},
 			responses: with(errs("400", "403", "409", "413", "422"), "200", ok("what became of each task", wire.GroupAnswerResult{}))},
 		{method: "get", path: "/v1/events", id: "events",
-			summary: "Server-sent events: `event: task` with a Change as data for every task change, `event: error` with an ErrorBody before the stream ends on a failure, `: heartbeat` comments",
-			params:  []param{query("task", "keep the changes of one task", map[string]any{"type": "string"})},
+			summary:     "Server-sent events: `event: task` with a Change as data for every task change, `event: error` with an ErrorBody before the stream ends on a failure, `: heartbeat` comments",
+			description: "Each `event: task` carries one #/components/schemas/Change as its `data:` line, each `event: error` one #/components/schemas/ErrorBody (the stream ends after it). Comment lines (`: stream open`, `: heartbeat`) keep the stream alive.",
+			params:      []param{query("task", "keep the changes of one task", map[string]any{"type": "string"})},
 			responses: with(errs("400"), "200", ok("the stream",
 				map[string]any{"text/event-stream": map[string]any{"schema": map[string]any{"type": "string"}}}))},
 		{method: "get", path: "/v1/parked-events", id: "listParkedEvents", summary: "Events the orchestrator could not apply (admin)",
@@ -348,6 +351,9 @@ func openAPIDocument() map[string]any {
 			paths[o.path] = item
 		}
 		operation := map[string]any{"operationId": o.id, "summary": o.summary, "responses": o.responses}
+		if o.description != "" {
+			operation["description"] = o.description
+		}
 		if len(o.params) > 0 {
 			var ps []any
 			for _, p := range o.params {
@@ -373,6 +379,8 @@ func openAPIDocument() map[string]any {
 	}
 
 	errorBody := g.schema(reflect.TypeFor[wire.ErrorBody](), false)
+	// The data of the events stream: not a body, so named here.
+	g.schema(reflect.TypeFor[wire.Change](), false)
 	errorContent := map[string]any{"application/json": map[string]any{"schema": errorBody}}
 	responses := map[string]any{
 		"Error": map[string]any{"description": "an error; the code says which kind (405 lists the methods in Allow)", "content": errorContent,

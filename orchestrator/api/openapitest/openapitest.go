@@ -11,6 +11,8 @@ package openapitest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -26,14 +28,20 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 // maxBody bounds the response body kept for validation; a longer one is
 // checked for its status, headers and content type only.
 const maxBody = 8 << 20
 
-// load parses the document once per test binary.
-var load = sync.OnceValues(func() (routers.Router, error) {
+// checker is the document, loaded once per test binary.
+type checker struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var load = sync.OnceValues(func() (*checker, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
 	if err != nil {
 		return nil, fmt.Errorf("load openapi.json: %w", err)
@@ -45,8 +53,61 @@ var load = sync.OnceValues(func() (routers.Router, error) {
 	// document's example server.
 	doc.Servers = nil
 	openapi3filter.RegisterBodyDecoder("application/x-tar", openapi3filter.FileBodyDecoder)
-	return legacy.NewRouter(doc)
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &checker{doc: doc, router: router}, nil
 })
+
+// value checks one JSON value against a component schema.
+func (c *checker) value(component string, data []byte) error {
+	ref := c.doc.Components.Schemas[component]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("no schema %s in openapi.json", component)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return ref.Value.VisitJSON(v, openapi3.MultiErrors())
+}
+
+// stream checks what openapi.json says in words about the streams: the
+// data of each server-sent event, and the Agora-Error trailer of a logs
+// stream.
+func (c *checker) stream(r *http.Request, header http.Header, rec *recorder) error {
+	var errs []error
+	if v := header.Get(http.TrailerPrefix + wire.TrailerError); v != "" {
+		if err := c.value("ErrorBody", []byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("trailer %s: %w", wire.TrailerError, err))
+		}
+	}
+	ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	if ct != "text/event-stream" || rec.truncated {
+		return errors.Join(errs...)
+	}
+	event := ""
+	for line := range strings.Lines(rec.body.String()) {
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			event = ""
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			schema := map[string]string{wire.EventTask: "Change", wire.EventError: "ErrorBody"}[event]
+			if schema == "" {
+				errs = append(errs, fmt.Errorf("event %q of %s is not in openapi.json", event, r.URL.Path))
+				continue
+			}
+			if err := c.value(schema, []byte(strings.TrimPrefix(line, "data: "))); err != nil {
+				errs = append(errs, fmt.Errorf("event %s: %w", event, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Mode says how a request the document refuses is judged.
 type Mode int
@@ -68,12 +129,12 @@ const (
 // 405 is checked like any error body only when the path is documented).
 func Handler(t testing.TB, h http.Handler, mode Mode) http.Handler {
 	t.Helper()
-	router, err := load()
+	c, err := load()
 	if err != nil {
 		t.Fatalf("openapitest: %v", err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route, params, ok := findRoute(router, r)
+		route, params, ok := findRoute(c.router, r)
 		if !ok {
 			h.ServeHTTP(w, r)
 			return
@@ -119,6 +180,9 @@ func Handler(t testing.TB, h http.Handler, mode Mode) http.Handler {
 			if reqErr != nil && mode == Lenient && (status < 400 || status >= 500) {
 				t.Errorf("openapitest: request %s %s breaks openapi.json (%v) but the server answered %d, not a 4xx refusal",
 					r.Method, r.URL, reqErr, status)
+			}
+			if err := c.stream(r, w.Header(), rec); err != nil {
+				t.Errorf("openapitest: stream of %s %s breaks openapi.json: %v", r.Method, r.URL, err)
 			}
 			if err := checkResponse(r.Context(), in, status, w.Header(), rec); err != nil {
 				t.Errorf("openapitest: response %d to %s %s breaks openapi.json: %v\nbody: %.2000s",

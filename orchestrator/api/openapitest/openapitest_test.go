@@ -70,6 +70,21 @@ func TestHandler(t *testing.T) {
 			mode: openapitest.Strict, serve: health(400, "application/json", `{"error":"x","code":"invalid"}`), wantErr: "Message"},
 		{name: "an artifact name with slashes", method: "GET", target: "/v1/tasks/t-1/artifacts/out/report.txt",
 			serve: health(200, "application/octet-stream", `bytes`)},
+		{name: "a stream of conforming events", method: "GET", target: "/v1/events",
+			serve: health(200, "text/event-stream", ": stream open\n\nevent: task\ndata: {\"task_id\":\"t-1\",\"removed\":true}\n\n")},
+		{name: "an event whose data breaks its schema", method: "GET", target: "/v1/events",
+			serve:   health(200, "text/event-stream", "event: task\ndata: {\"removed\":true}\n\n"),
+			wantErr: `property "task_id" is missing`},
+		{name: "an event the document does not name", method: "GET", target: "/v1/events",
+			serve:   health(200, "text/event-stream", "event: tasks\ndata: {}\n\n"),
+			wantErr: `event "tasks" of /v1/events is not in openapi.json`},
+		{name: "a logs trailer that is no error body", method: "GET", target: "/v1/tasks/t-1/logs",
+			serve: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				_, _ = w.Write([]byte("out\n"))
+				w.Header().Set(http.TrailerPrefix+"Agora-Error", `{"error":"cut"}`)
+			},
+			wantErr: `trailer Agora-Error`},
 		{name: "a path the document does not have", method: "GET", target: "/v2/nothing",
 			serve: health(404, "text/plain", `nothing`)},
 	}
