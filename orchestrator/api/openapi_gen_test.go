@@ -3,6 +3,11 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
+	"path"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -18,6 +23,69 @@ import (
 // ./orchestrator/api -run TestOpenAPIDocument -update-openapi), and
 // TestOpenAPIDocument fails while it is not.
 
+// goDocs are the doc comments of the wire and schemas types and their
+// fields, keyed "pkg.Type" and "pkg.Type.Field", read from the source:
+// the schemas' descriptions.
+func goDocs() (map[string]string, error) {
+	docs := map[string]string{}
+	for _, dir := range []string{"../../wire", "../../schemas"} {
+		fset := gotoken.NewFileSet()
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+			if err != nil {
+				return nil, err
+			}
+			pkg := f.Name.Name
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != gotoken.TYPE {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					ts := spec.(*ast.TypeSpec)
+					doc := ts.Doc
+					if doc == nil && len(gd.Specs) == 1 {
+						doc = gd.Doc
+					}
+					if text := docText(doc); text != "" {
+						docs[pkg+"."+ts.Name.Name] = text
+					}
+					st, ok := ts.Type.(*ast.StructType)
+					if !ok {
+						continue
+					}
+					for _, field := range st.Fields.List {
+						text := docText(field.Doc)
+						if text == "" {
+							text = docText(field.Comment)
+						}
+						for _, n := range field.Names {
+							if text != "" {
+								docs[pkg+"."+ts.Name.Name+"."+n.Name] = text
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return docs, nil
+}
+
+func docText(g *ast.CommentGroup) string {
+	if g == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(g.Text()), " ")
+}
+
 // schemaGen turns Go types into OpenAPI 3.0 schemas under
 // #/components/schemas. A type read from a request body gets a second
 // component (suffix "Input"): no field required (the server requires
@@ -25,6 +93,16 @@ import (
 // (the server refuses them).
 type schemaGen struct {
 	components map[string]any
+	docs       map[string]string
+}
+
+// doc is the doc comment of t (and field, when given).
+func (g *schemaGen) doc(t reflect.Type, field string) string {
+	key := path.Base(t.PkgPath()) + "." + t.Name()
+	if field != "" {
+		key += "." + field
+	}
+	return g.docs[key]
 }
 
 var (
@@ -150,12 +228,21 @@ func (g *schemaGen) object(t reflect.Type, in bool) map[string]any {
 			}
 			s["nullable"] = true
 		}
+		if d := g.doc(t, f.Name); d != "" {
+			if _, isRef := s["$ref"]; isRef {
+				s = map[string]any{"allOf": []any{s}}
+			}
+			s["description"] = d
+		}
 		props[name] = s
 		if !in && !optional {
 			required = append(required, name)
 		}
 	}
 	out := map[string]any{"type": "object", "properties": props}
+	if d := g.doc(t, ""); d != "" {
+		out["description"] = d
+	}
 	sort.Strings(required)
 	if len(required) > 0 {
 		out["required"] = required
@@ -203,8 +290,12 @@ var pageParams = []param{
 var taskID = pathParam("id", "the task id")
 
 // document builds the OpenAPI document.
-func openAPIDocument() map[string]any {
-	g := &schemaGen{components: map[string]any{}}
+func openAPIDocument() (map[string]any, error) {
+	docs, err := goDocs()
+	if err != nil {
+		return nil, err
+	}
+	g := &schemaGen{components: map[string]any{}, docs: docs}
 	jsonOf := func(v any) map[string]any {
 		return map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(v), false)}}
 	}
@@ -437,7 +528,7 @@ func openAPIDocument() map[string]any {
 					"description": "a token the operator configured; an API without tokens serves loopback clients without one"},
 			},
 		},
-	}
+	}, nil
 }
 
 // openAPIRoutes are the document's operations as "METHOD /path".

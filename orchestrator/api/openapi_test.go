@@ -22,7 +22,11 @@ var updateOpenAPI = flag.Bool("update-openapi", false, "write openapi.json and d
 // docs/openapi.json are what the generator makes of the wire types and
 // the route table, and that kin-openapi finds the document valid.
 func TestOpenAPIDocument(t *testing.T) {
-	want, err := json.MarshalIndent(openAPIDocument(), "", "  ")
+	doc, err := openAPIDocument()
+	if err != nil {
+		t.Fatalf("build the document: %v", err)
+	}
+	want, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		t.Fatalf("encode the document: %v", err)
 	}
@@ -47,11 +51,11 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !bytes.Equal(OpenAPI, want) {
 		t.Errorf("the embedded document differs from the generated one; rebuild after -update-openapi")
 	}
-	doc, err := openapi3.NewLoader().LoadFromData(OpenAPI)
+	loaded, err := openapi3.NewLoader().LoadFromData(OpenAPI)
 	if err != nil {
 		t.Fatalf("load openapi.json: %v", err)
 	}
-	if err := doc.Validate(context.Background()); err != nil {
+	if err := loaded.Validate(context.Background()); err != nil {
 		t.Fatalf("openapi.json is not a valid OpenAPI 3 document: %v", err)
 	}
 }
