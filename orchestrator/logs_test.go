@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -155,24 +155,6 @@ func TestLogsStoredOutputAndErrors(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer for one writer and one reader goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestLogsFollow follows a running round while the test, as a runner
 // would, publishes its output live, then stores the whole of it and ends
 // the round: the follower gets what came live and then the rest from
@@ -186,7 +168,7 @@ func TestLogsFollow(t *testing.T) {
 	s.publish(t, schemas.KindStarted, "live-r1")
 	s.waitRound(t, "live", StateRunning)
 
-	got := &syncBuffer{}
+	got := &testutil.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- s.orch.Logs(ctx, "live", 1, true, got) }()
 
@@ -241,7 +223,7 @@ func TestLogsFollowRemovedTask(t *testing.T) {
 	s := newLogsStack(t)
 	s.submit(t, "gone")
 	done := make(chan error, 1)
-	go func() { done <- s.orch.Logs(t.Context(), "gone", 0, true, &syncBuffer{}) }()
+	go func() { done <- s.orch.Logs(t.Context(), "gone", 0, true, &testutil.Buffer{}) }()
 	if err := s.orch.Remove(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestIfUnansweredShown(t *testing.T) {
 // default is taken and serve's log says which and why.
 func TestDefaultTakenLogged(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testutil.Buffer
 	b, store := testenv.Bus(t), testenv.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/secrets"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 )
@@ -34,7 +35,7 @@ type exchangeFixture struct {
 	key      []byte
 	cfg      Config
 	stdout   *terminalWatcher
-	stderr   *lockedBuffer
+	stderr   *testutil.Buffer
 }
 
 func newExchangeFixture(t *testing.T, id, script string, bundles ...schemas.BundleRef) *exchangeFixture {
@@ -45,7 +46,7 @@ func newExchangeFixture(t *testing.T, id, script string, bundles ...schemas.Bund
 		t.Fatal(err)
 	}
 	f := &exchangeFixture{storeDir: storeDir, store: store,
-		prefix: "exchange/" + strings.Repeat("c0", 32), key: bytes.Repeat([]byte{0x3c}, schemas.EventKeyBytes), stderr: &lockedBuffer{}}
+		prefix: "exchange/" + strings.Repeat("c0", 32), key: bytes.Repeat([]byte{0x3c}, schemas.EventKeyBytes), stderr: &testutil.Buffer{}}
 	spec := &schemas.DispatchSpec{DispatchID: id, TaskID: "t-" + id, Round: 1, Env: bundles,
 		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-ec", script}}}
 	data, err := json.Marshal(spec)
@@ -117,7 +118,7 @@ func (f *exchangeFixture) run(t *testing.T) Result {
 type terminalWatcher struct {
 	store storage.Store
 	mu    sync.Mutex
-	buf   lockedBuffer
+	buf   testutil.Buffer
 	seen  []string
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -216,7 +217,7 @@ func TestRedactWriterError(t *testing.T) {
 func TestRedactWriterConcurrent(t *testing.T) {
 	t.Parallel()
 	r := testRedactor(t)
-	var out lockedBuffer
+	var out testutil.Buffer
 	w := newRedactWriter(&out, r)
 	var wg sync.WaitGroup
 	for g := range 2 {

@@ -17,6 +17,7 @@ import (
 	"github.com/agoradev/agora/adapters/exec"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -39,7 +40,7 @@ func runForResult(t *testing.T, script string, outputs []string, lim ArtifactLim
 	id := "d-result"
 	spec := &schemas.DispatchSpec{DispatchID: id, TaskID: "t-result", Round: 1,
 		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", script}, Outputs: outputs}}
-	stderr := &lockedBuffer{}
+	stderr := &testutil.Buffer{}
 	res := Run(context.Background(), Config{
 		DispatchID: id, SpecFile: writeSpec(t, t.TempDir(), spec), StorageURI: "file://" + dir, Workspace: ws,
 		Grace: time.Second, Environ: []string{"PATH=/usr/bin:/bin"}, Adapters: []adapters.Adapter{exec.New()},

@@ -19,6 +19,7 @@ import (
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -27,7 +28,7 @@ import (
 type runFixture struct {
 	bus    *bus.Bus
 	cfg    Config
-	stdout *lockedBuffer
+	stdout *testutil.Buffer
 }
 
 func newRunFixture(t *testing.T, id string, command ...string) *runFixture {
@@ -41,7 +42,7 @@ func newRunFixture(t *testing.T, id string, command ...string) *runFixture {
 	spec := &schemas.DispatchSpec{DispatchID: id, TaskID: "t-" + id, Round: 1,
 		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: command}}
 	specFile := writeSpec(t, t.TempDir(), spec)
-	stdout := &lockedBuffer{}
+	stdout := &testutil.Buffer{}
 	return &runFixture{bus: b, stdout: stdout, cfg: Config{
 		DispatchID: id,
 		SpecFile:   specFile,
@@ -89,30 +90,12 @@ func (f *runFixture) kinds(t *testing.T) (printed, stored []schemas.EventKind) {
 	return printed, stored
 }
 
-// lockedBuffer is a bytes.Buffer safe for the emitter's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // signalWriter closes seen once want has been written to it.
 type signalWriter struct {
 	want string
 	seen chan struct{}
 	once sync.Once
-	buf  lockedBuffer
+	buf  testutil.Buffer
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {

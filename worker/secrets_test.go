@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/secrets"
 	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -175,7 +176,7 @@ printf '{"question":"Use %s?","options":["yes","%s"],"context":"pw %s","partial_
 	if err := os.WriteFile(filepath.Join(ws, schemas.SetupScript), []byte(`echo "setup sees $GITHUB_TOKEN"`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr, logs lockedBuffer
+	var stdout, stderr, logs testutil.Buffer
 	res := Run(context.Background(), Config{
 		DispatchID: id, SpecFile: writeSpec(t, t.TempDir(), spec), StorageURI: "file://" + storeDir,
 		Workspace: ws, SecretsDir: localDir, Grace: time.Second,

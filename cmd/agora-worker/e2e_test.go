@@ -22,7 +22,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -102,7 +101,7 @@ type runOpt func(*exec.Cmd)
 func withEnv(kv ...string) runOpt { return func(c *exec.Cmd) { c.Env = append(c.Env, kv...) } }
 
 // start launches the worker binary for spec without waiting.
-func (e *env) start(spec *schemas.DispatchSpec, opts ...runOpt) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+func (e *env) start(spec *schemas.DispatchSpec, opts ...runOpt) (*exec.Cmd, *testutil.Buffer, *testutil.Buffer) {
 	e.t.Helper()
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -115,7 +114,7 @@ func (e *env) start(spec *schemas.DispatchSpec, opts ...runOpt) (*exec.Cmd, *loc
 	return e.startRaw(spec.DispatchID, specFile, opts...)
 }
 
-func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *testutil.Buffer, *testutil.Buffer) {
 	e.t.Helper()
 	cmd := exec.Command(workerBin)
 	cmd.Env = []string{
@@ -132,7 +131,7 @@ func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *lockedB
 	for _, o := range opts {
 		o(cmd)
 	}
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr := &testutil.Buffer{}, &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start worker: %v", err)
@@ -140,27 +139,8 @@ func (e *env) startRaw(id, specFile string, opts ...runOpt) (*exec.Cmd, *lockedB
 	return cmd, stdout, stderr
 }
 
-// lockedBuffer is a bytes.Buffer a test may read while the worker still
-// writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // wait collects the outcome of a started worker.
-func (e *env) wait(cmd *exec.Cmd, id string, stdout, stderr *lockedBuffer, began time.Time) *outcome {
+func (e *env) wait(cmd *exec.Cmd, id string, stdout, stderr *testutil.Buffer, began time.Time) *outcome {
 	e.t.Helper()
 	err := cmd.Wait()
 	o := &outcome{elapsed: time.Since(began), stderr: stderr.String()}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ func TestEgressProxyServes(t *testing.T) {
 	port := testutil.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout := &syncBuffer{}
+	stdout := &testutil.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"egress-proxy"}, []string{"AGORA_DISPATCH_ID=d-7", "AGORA_EGRESS_ALLOW=api.anthropic.com", "AGORA_EGRESS_LISTEN=" + addr}, strings.NewReader(""), stdout, io.Discard)
@@ -68,21 +67,4 @@ func TestEgressProxyServes(t *testing.T) {
 	if got := stdout.String(); !strings.Contains(got, `"egress":"denied","dispatch_id":"d-7","method":"CONNECT","host":"evil.example","port":443,"reason":"not-listed"`) {
 		t.Errorf("stdout = %q, want the denial as a JSON line", got)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

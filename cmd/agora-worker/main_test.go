@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agoradev/agora/adapters/claudecode/fakeclaude"
 	"go.uber.org/goleak"
+
+	"github.com/agoradev/agora/adapters/claudecode/fakeclaude"
 )
 
 // workerBin is the agora-worker binary built for these tests; fakeBinDir

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/internal/compute/computetest"
-	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/runner"
 )
 
 // TestBatchRetryEndToEnd: a batch on the real stack (Docker, embedded
@@ -24,28 +18,7 @@ import (
 // retry policy whose first run loses its worker finishes on its own.
 func TestBatchRetryEndToEnd(t *testing.T) {
 	t.Parallel()
-	eng := computetest.Docker(t)
-	computetest.Busybox(t)
-	ctx := t.Context()
-	tag := fmt.Sprintf("agora-worker:cli-batch-retry-test-%d", os.Getpid())
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
-	s := newTaskServer(t)
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("cli-batch-retry-test-%d", os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
-		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = r.Stop(ctx)
-	})
+	s := newRunnerServer(t, "cli-batch-retry-test")
 
 	const (
 		ok    = `{"subagent":{"name":"steady","runtime":"exec","command":["/bin/sh","-c","echo ok $AGORA_DISPATCH_ID"]},"input":{"n":%d}}`

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute"
@@ -31,7 +33,6 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/wire"
-	"go.yaml.in/yaml/v3"
 )
 
 // ciRoute is the test server's --ci-route: short, so a CI job's question
@@ -122,7 +123,7 @@ func (s *ciServer) jobEnv(server string, extra ...string) []string {
 // proc is a process of the test: its output, and its exit code once it ended.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
+	stdout, stderr *testutil.Buffer
 	done           chan struct{}
 	code           int
 }
@@ -135,7 +136,7 @@ func startProc(t *testing.T, env []string, name string, args ...string) *proc {
 // startProcIn starts name in directory dir (empty: the test's).
 func startProcIn(t *testing.T, dir string, env []string, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(name, args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(name, args...), stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan struct{})}
 	p.cmd.Dir, p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = dir, env, p.stdout, p.stderr
 	// Its own process group, as a CI runner starts a step: the test can
 	// signal the group as timeout(1) does, and a test's ^C does not reach it.

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/testenv"
 	"go.uber.org/goleak"
+
+	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -140,7 +142,7 @@ func TestHandleSignals(t *testing.T) {
 			defer cancel(nil)
 			var clock atomic.Int64
 			clock.Store(t0.UnixNano())
-			var stderr lockedBuffer
+			var stderr testutil.Buffer
 			done := make(chan struct{})
 			go func() {
 				defer close(done)

@@ -145,28 +145,8 @@ limits: {max_rounds: 4}
 // while the round is queued, prints the round's output as it runs.
 func TestDispatchWaitEndToEnd(t *testing.T) {
 	t.Parallel()
-	eng := computetest.Docker(t)
-	computetest.Busybox(t)
 	ctx := t.Context()
-	tag := fmt.Sprintf("agora-worker:cli-dispatch-test-%d", os.Getpid())
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
-	s := newTaskServer(t)
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("cli-dispatch-test-%d", os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
-		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = r.Stop(ctx)
-	})
+	s := newRunnerServer(t, "cli-dispatch-test")
 	const waitFor = 3 * time.Minute
 
 	t.Run("finished after a question", func(t *testing.T) {
@@ -263,4 +243,34 @@ func TestDispatchWaitExpired(t *testing.T) {
 			t.Errorf("dispatch --wait stderr lacks %q:\n%s", want, d.stderr.String())
 		}
 	}
+}
+
+// newRunnerServer is a taskServer with a runner on this Docker host that
+// runs its rounds in a worker image built for the test; name makes the
+// image tag and runner id unique to the test and this process.
+func newRunnerServer(t *testing.T, name string) *taskServer {
+	t.Helper()
+	eng := computetest.Docker(t)
+	computetest.Busybox(t)
+	ctx := t.Context()
+	tag := fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
+	s := newTaskServer(t)
+	r, err := runner.New(runner.Config{ID: fmt.Sprintf("%s-%d", name, os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
+		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = r.Stop(ctx)
+	})
+	return s
 }

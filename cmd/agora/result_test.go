@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
@@ -27,7 +25,6 @@ import (
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/api/openapitest"
-	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -63,28 +60,8 @@ command: |
 // and agora batch results of a 20-task batch gives 20 lines with results.
 func TestResultsEndToEnd(t *testing.T) {
 	t.Parallel()
-	eng := computetest.Docker(t)
-	computetest.Busybox(t)
 	ctx := t.Context()
-	tag := fmt.Sprintf("agora-worker:cli-results-test-%d", os.Getpid())
-	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
-	s := newTaskServer(t)
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("cli-results-test-%d", os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
-		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = r.Stop(ctx)
-	})
+	s := newRunnerServer(t, "cli-results-test")
 	bin := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 
 	t.Run("a CI step", func(t *testing.T) {

@@ -547,30 +547,40 @@ func outcomeDetail(t *orchestrator.Task) string {
 	return stateLabel(t.State)
 }
 
+// oneOrBulk parses a task verb's flags with the selectors. With a
+// selector it does the bulk operation (bulked true); otherwise it returns
+// the TASK arguments for the one-task form.
+func oneOrBulk(ctx context.Context, fs *flag.FlagSet, a *apiFlags, bulk bulkOp, args, environ []string, stdout, stderr io.Writer) (pos []string, bulked bool, err error) {
+	sf := newSelectorFlags(fs, bulk.verb)
+	if pos, err = parseVerb(fs, bulkSynopsis, args, stdout); err != nil {
+		return nil, false, err
+	}
+	sel, err := sf.selector()
+	if err != nil {
+		return nil, false, err
+	}
+	if sel.Empty() {
+		return pos, false, nil
+	}
+	if len(pos) > 0 {
+		return nil, true, usagef("give one TASK or a selector (--batch, --label, --state), not both")
+	}
+	c, err := a.connect(environ)
+	if err != nil {
+		return nil, true, err
+	}
+	return nil, true, bulkMain(ctx, c, a, bulk, sel, sf.yes, stdout, stderr)
+}
+
 // taskOpMain is a verb that takes one TASK and changes it, or every task
 // a selector picks (bulk).
 func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []string, stdout, stderr io.Writer,
 	op func(*client.Client, string) (*orchestrator.Task, error), done func(*orchestrator.Task) string) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	sf := newSelectorFlags(fs, bulk.verb)
-	pos, err := parseVerb(fs, bulkSynopsis, args, stdout)
-	if err != nil {
+	pos, bulked, err := oneOrBulk(ctx, fs, a, bulk, args, environ, stdout, stderr)
+	if bulked || err != nil {
 		return err
-	}
-	sel, err := sf.selector()
-	if err != nil {
-		return err
-	}
-	if !sel.Empty() {
-		if len(pos) > 0 {
-			return usagef("give one TASK or a selector (--batch, --label, --state), not both")
-		}
-		c, err := a.connect(environ)
-		if err != nil {
-			return err
-		}
-		return bulkMain(ctx, c, a, bulk, sel, sf.yes, stdout, stderr)
 	}
 	if len(pos) != 1 {
 		return usagef("want one TASK, e.g. %s t-42, or a selector, e.g. %s --batch nightly ('agora status' lists the tasks)", name, name)
@@ -653,24 +663,9 @@ func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agora rm", flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	sf := newSelectorFlags(fs, "remove")
-	pos, err := parseVerb(fs, bulkSynopsis, args, stdout)
-	if err != nil {
+	pos, bulked, err := oneOrBulk(ctx, fs, a, bulkRemove, args, environ, stdout, stderr)
+	if bulked || err != nil {
 		return err
-	}
-	sel, err := sf.selector()
-	if err != nil {
-		return err
-	}
-	if !sel.Empty() {
-		if len(pos) > 0 {
-			return usagef("give one TASK or a selector (--batch, --label, --state), not both")
-		}
-		c, err := a.connect(environ)
-		if err != nil {
-			return err
-		}
-		return bulkMain(ctx, c, a, bulkRemove, sel, sf.yes, stdout, stderr)
 	}
 	if len(pos) != 1 {
 		return usagef("want one TASK, e.g. agora rm t-42, or a selector, e.g. agora rm --batch nightly ('agora status' lists the tasks)")

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -369,33 +368,14 @@ func TestNotAnAgoraServer(t *testing.T) {
 		[]string{"no open questions"}, nil)
 }
 
-// lockedBuffer is a bytes.Buffer that a running command writes to while
-// the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // started runs the CLI in the background until ctx ends or it returns.
 type started struct {
-	stdout, stderr *lockedBuffer
+	stdout, stderr *testutil.Buffer
 	done           chan int
 }
 
 func start(ctx context.Context, env []string, args ...string) *started {
-	s := &started{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan int, 1)}
+	s := &started{stdout: &testutil.Buffer{}, stderr: &testutil.Buffer{}, done: make(chan int, 1)}
 	go func() { s.done <- run(ctx, args, env, s.stdout, s.stderr) }()
 	return s
 }

@@ -4,9 +4,11 @@
 package testutil
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,4 +57,24 @@ func FreePort(t testing.TB) int {
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
+}
+
+// Buffer is a bytes.Buffer that a writer (a logger, a process's output)
+// and the test reading it may use at once.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -6,16 +6,15 @@ package slackanswer
 // on a refused call); a post Slack refuses anyway is never silent.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer/slackfake"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -201,24 +200,6 @@ func TestLongQuestionWhole(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink the bot writes from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRefusedPostNeverSilent: when Slack refuses the question (here
 // forced, in Slack's own shape), serve's log has a WARN with the task,
 // the step and Slack's error and messages; the route step's failure says
@@ -226,7 +207,7 @@ func (s *syncBuffer) String() string {
 // answers it; and with no step left it expires saying why.
 func TestRefusedPostNeverSilent(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testutil.Buffer
 	f := newFixture(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	f.refusals = true
 	const why = "must be less than 76 characters [json-pointer:/blocks/3/elements/0/text/text]"

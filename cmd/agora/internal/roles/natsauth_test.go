@@ -1,7 +1,6 @@
 package roles
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http/httptest"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -202,24 +200,6 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestAnonymousBus (issue 20, finding 9): on an external NATS that lets
 // anonymous clients in, a role given credentials refuses to start unless
 // allowed, and one without credentials starts with a loud warning; a
@@ -266,7 +246,7 @@ func TestAnonymousBus(t *testing.T) {
 			StorageURI: "s3://there/agora?endpoint=" + s3srv.URL + "&path_style=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs testutil.Buffer
 			cfg := tc.cfg
 			cfg.DataDir, cfg.NATSURL, cfg.Listen = t.TempDir(), open, "127.0.0.1:0"
 			cfg.NoStorage = cfg.StorageURI == "" && !cfg.Runner
