@@ -18,6 +18,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -167,6 +168,7 @@ func Handler(t testing.TB, h http.Handler, mode Mode) http.Handler {
 		if reqErr != nil && mode == Strict {
 			t.Errorf("openapitest: request %s %s breaks openapi.json: %v\nbody: %.2000s", r.Method, r.URL, reqErr, reqBody)
 		}
+		covered(route.Operation.OperationID, r.Method)
 		rec := &recorder{ResponseWriter: w}
 		panicked := true
 		defer func() {
@@ -290,3 +292,25 @@ func (w *recorder) Flush() { _ = http.NewResponseController(w.ResponseWriter).Fl
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// CoverageEnv names a file that, when set, gets one line per checked
+// request, "operationId METHOD", so a run of several suites can say which
+// operations of the document they exercised.
+const CoverageEnv = "AGORA_OPENAPI_COVERAGE"
+
+var coverageMu sync.Mutex
+
+func covered(operationID, method string) {
+	name := os.Getenv(CoverageEnv)
+	if name == "" {
+		return
+	}
+	coverageMu.Lock()
+	defer coverageMu.Unlock()
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return // coverage is a report, not a check
+	}
+	defer f.Close()
+	_, _ = fmt.Fprintf(f, "%s %s\n", operationID, method)
+}
