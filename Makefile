@@ -16,8 +16,9 @@ build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora ./cmd/agora
 
-tools: ## test tools: versitygw (strict S3 suite), staticcheck, act (the GitHub Actions example), and Chromium for the browser tests (apt-get as root)
+tools: ## test tools: versitygw (strict S3 suite), staticcheck, act (the GitHub Actions example), Chromium for the browser tests and Python's jsonschema for the schemas' cross-check (apt-get as root)
 	@sh .ci/chromium
+	@sh .ci/python-jsonschema
 	@test -x $(GOBIN)/versitygw || $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@test -x $(GOBIN)/act || $(GO) install github.com/nektos/act@$(ACT_VERSION)

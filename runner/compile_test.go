@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/secrets/awssm"
+	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -95,27 +98,36 @@ func TestCompileGolden(t *testing.T) {
 	}
 }
 
-// TestValueFrom: an aws-sm ref becomes ECS's valueFrom; a JSON key needs
-// the secret's ARN, as ECS requires.
+// TestValueFrom: an aws-sm ref becomes ECS's valueFrom, always a full ARN
+// (a name is an SSM parameter's to ECS): a name is looked up with
+// DescribeSecret through the real SDK, once; a JSON key works on a name
+// too (ARN:KEY::); a secret that is not there is refused naming it.
 func TestValueFrom(t *testing.T) {
 	t.Parallel()
-	arn := "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf"
+	sm := awssmtest.New(t, map[string]awssmtest.Secret{"prod/db": {String: awssmtest.Str(`{"password":"x"}`)}})
+	arnOf := awssm.New(awssm.Options{Environ: sm.Environ()}).ARN
+	arn := awssmtest.ARN("prod/db")
+	other := "arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/api-XyZ123"
 	for _, tc := range []struct {
 		ref, want, err string
 	}{
-		{ref: "aws-sm:prod/db", want: "prod/db"},
+		{ref: "aws-sm:prod/db", want: arn},
+		{ref: "aws-sm:prod/db#password", want: arn + ":password::"},
 		{ref: "aws-sm:" + arn, want: arn},
-		{ref: "aws-sm:" + arn + "#password", want: arn + ":password::"},
-		{ref: "aws-sm:prod/db#password", err: "only from a secret's full ARN"},
+		{ref: "aws-sm:" + other + "#token", want: other + ":token::"},
+		{ref: "aws-sm:prod/missing", err: "has no secret prod/missing"},
 		{ref: "aws-sm:" + arn + "#", err: "empty JSON key"},
 		{ref: "aws-sm:", err: "names no secret"},
 	} {
-		got, err := valueFrom(tc.ref)
+		got, err := valueFrom(context.Background(), arnOf, tc.ref)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("valueFrom(%q) = %q, %v; want an error containing %q", tc.ref, got, err, tc.err)
 		case tc.err == "" && (err != nil || got != tc.want):
 			t.Errorf("valueFrom(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
 		}
+	}
+	if got := sm.Described(); len(got) != 2 || got[0] != "prod/db" {
+		t.Errorf("DescribeSecret calls = %q, want prod/db once and prod/missing once", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/secrets"
+	"github.com/agoradev/agora/internal/secrets/awssm"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
@@ -125,8 +126,12 @@ func (d *dispatch) secretRefs(ctx context.Context) ([]compute.SecretRef, error) 
 		return nil, fmt.Errorf("local secret %s: local secrets live on a runner's host, and this runner's containers get no host files (ECS on Fargate); store it in AWS Secrets Manager and reference it as aws-sm:NAME", local[0])
 	}
 	var out []compute.SecretRef
+	// ECS takes a Secrets Manager secret only by its full ARN (a bare name
+	// is an SSM parameter's): a name is looked up once per dispatch, with
+	// the runner's own AWS configuration, as its values are on Docker.
+	sm := awssm.New(awssm.Options{Environ: d.r.cfg.AWSEnv, Timeout: d.r.cfg.SecretsTimeout, Logger: d.log})
 	for _, ref := range awsRefs {
-		from, err := valueFrom(ref)
+		from, err := valueFrom(ctx, sm.ARN, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -136,22 +141,25 @@ func (d *dispatch) secretRefs(ctx context.Context) ([]compute.SecretRef, error) 
 }
 
 // valueFrom is ECS's reference for an aws-sm:SECRET_ID[#KEY] ref: the
-// secret's id, or ARN:KEY:: for one JSON field, which ECS accepts only of an
-// ARN.
-func valueFrom(ref string) (string, error) {
+// secret's full ARN, or ARN:KEY:: for one JSON field. A SECRET_ID that is
+// not a full ARN is turned into one by arnOf (DescribeSecret).
+func valueFrom(ctx context.Context, arnOf func(context.Context, string) (string, error), ref string) (string, error) {
 	_, rest, _ := secrets.SplitRef(ref)
 	id, key, hasKey := strings.Cut(rest, "#")
 	switch {
 	case id == "":
 		return "", fmt.Errorf("secret ref %s names no secret (want aws-sm:SECRET_ID or aws-sm:SECRET_ID#JSON_KEY)", ref)
-	case !hasKey:
-		return id, nil
-	case key == "":
+	case hasKey && key == "":
 		return "", fmt.Errorf("secret ref %s has an empty JSON key after '#'", ref)
-	case !strings.HasPrefix(id, "arn:"):
-		return "", fmt.Errorf("secret ref %s: ECS picks a JSON key (#%s) only from a secret's full ARN; write aws-sm:arn:aws:secretsmanager:REGION:ACCOUNT:secret:%s-XXXXXX#%s", ref, key, id, key)
 	}
-	return id + ":" + key + "::", nil
+	arn, err := arnOf(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("secret ref %s: ECS needs the secret's full ARN: %w (or write aws-sm:arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-XXXXXX)", ref, err)
+	}
+	if !hasKey {
+		return arn, nil
+	}
+	return arn + ":" + key + "::", nil
 }
 
 // snapshotRecord waits a bounded time for the round before to have its

@@ -35,7 +35,12 @@ func newFargateHarness(t *testing.T, sm *awssmtest.Server, fake func(*ecsfake.Co
 	t.Helper()
 	s3 := storagetest.StartS3(t)
 	store := s3.Open(t, "fargate", runnerS3KeyID)
-	h := newHarness(t, func(c *Config) { c.StorageURI, c.Store, c.NoHostMounts = s3.URI("fargate"), store, true })
+	h := newHarness(t, func(c *Config) {
+		c.StorageURI, c.Store, c.NoHostMounts = s3.URI("fargate"), store, true
+		if sm != nil {
+			c.AWSEnv = sm.Environ() // the runner turns secret names into ARNs
+		}
+	})
 	h.store = store
 	e := onECS(t, h, ecstest.Options{Fake: func(c *ecsfake.Config) {
 		c.TaskRoleCredentials = aws.Credentials{AccessKeyID: taskRoleKeyID, SecretAccessKey: "task-role-secret", SessionToken: "task-role-token"}

@@ -67,7 +67,20 @@ func checkLimits(req *schemas.DispatchRequest, cfg Config) error {
 	if max := int64(cfg.MaxTimeout / time.Second); int64(req.Spec.TimeoutSeconds) > max {
 		return over("timeout_seconds", req.Spec.TimeoutSeconds, max, "--max-timeout "+cfg.MaxTimeout.String())
 	}
+	if rc, ok := cfg.Engine.(resourceChecker); ok {
+		// ECS on Fargate: only its task sizes exist. Refused here, before
+		// anything of the dispatch is written or registered.
+		if err := rc.CheckResources(containerResources(req, cfg)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// resourceChecker is an engine that can refuse a container's resources
+// before any call (ECS on Fargate: only its task sizes exist).
+type resourceChecker interface {
+	CheckResources(compute.Resources) error
 }
 
 // containerResources are the limits of a request's container: the

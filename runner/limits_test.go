@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
@@ -102,6 +105,50 @@ func TestCheckLimits(t *testing.T) {
 	}
 	if got := (&schemas.DispatchSpec{TimeoutSeconds: math.MaxInt}).Timeout(time.Hour); got != schemas.MaxTimeoutSeconds*time.Second {
 		t.Errorf("Timeout(MaxInt seconds) = %s; want the contract's 7 days, not a wrapped duration", got)
+	}
+}
+
+// TestCheckLimitsFargateSizes: a runner on ECS Fargate refuses, when it
+// claims a dispatch, resources no Fargate task size holds, naming the
+// nearest size; it takes what a size holds (rounded up by the engine), and
+// a runner on the EC2 launch type takes anything within its maximums.
+func TestCheckLimitsFargateSizes(t *testing.T) {
+	t.Parallel()
+	engine := func(launchType string) compute.Engine {
+		e, err := ecs.New(ecs.Config{
+			Cluster: "agora", Region: "eu-west-1", LogGroup: "/agora", LaunchType: launchType,
+			Subnets: []string{"subnet-1"}, IsolatedSecurityGroups: []string{"sg-none"}, ExecutionRoleARN: "arn:aws:iam::123456789012:role/exec",
+		}, aws.Config{Region: "eu-west-1"}, ecs.Endpoints{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	fargate := Config{Engine: engine(ecs.LaunchFargate), MaxMemoryMB: 200 << 10, MaxCPUs: 64, MaxPids: 4096, MaxTimeout: time.Hour}
+	ec2 := fargate
+	ec2.Engine = engine(ecs.LaunchEC2)
+	for _, tt := range []struct {
+		name string
+		res  *schemas.Resources
+		want string
+	}{
+		{"a size", &schemas.Resources{CPUs: 0.5, MemoryMB: 3000}, ""},
+		{"memory past Fargate's", &schemas.Resources{CPUs: 4, MemoryMB: 130 << 10},
+			"no Fargate task size has 4 vCPU and 130 GiB; the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880): ask for at most that (resources.cpus 16, resources.memory_mb 122880)"},
+		{"CPUs past Fargate's", &schemas.Resources{CPUs: 32, MemoryMB: 8 << 10},
+			"no Fargate task size has 32 vCPU and 8 GiB; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768)"},
+	} {
+		req := &schemas.DispatchRequest{Resources: tt.res}
+		err := checkLimits(req, fargate)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s on Fargate: checkLimits = %v, want nil", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s on Fargate: checkLimits = %v, want %q", tt.name, err, tt.want)
+		}
+		if err := checkLimits(req, ec2); err != nil {
+			t.Errorf("%s on EC2: checkLimits = %v, want nil", tt.name, err)
+		}
 	}
 }
 

@@ -4,12 +4,14 @@
 // JSON pointer, and the closed vocabularies (event kinds, failure reasons).
 //
 // The JSON Schema files are the source of truth; tests fail if the Go
-// constants drift from their enums. Validate runs them through this
-// package's own compiler of the draft 2020-12 keywords they use (compile.go,
-// check.go): one schema at a time, on first use, with no package-level
-// work, so a worker process pays only for what it validates. It gives the
-// messages github.com/santhosh-tekuri/jsonschema/v5 gives, and a test holds
-// it to that library, which the tests alone import. This package imports
-// nothing from the module, so both the worker and the orchestrator can
-// depend on it.
+// constants drift from their enums. Validate runs them through
+// github.com/santhosh-tekuri/jsonschema/v5 (draft 2020-12, format
+// assertions on), the one JSON Schema implementation agora uses, on the
+// worker and the server alike: each schema is compiled once per process, on
+// its first use, so a worker pays only for what it validates. The schemas'
+// patterns are written to mean the same in ECMA-262 (what JSON Schema
+// specifies), Go's regexp and Python's re, and a test holds them to a
+// second implementation, Python's jsonschema (docs/contract.md). This
+// package imports nothing from the module, so both the worker and the
+// orchestrator can depend on it.
 package schemas

@@ -9,7 +9,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -44,17 +43,6 @@ func Schema(name string) ([]byte, error) {
 }
 
 const baseURL = "https://agora.dev/schemas/"
-
-// compiledSchemas holds each schema, compiled on first use with only the
-// documents its $refs reach: a worker process validates a dispatch spec, its
-// events and perhaps a sentinel, and pays for nothing else.
-var compiledSchemas = func() map[string]func() (*node, error) {
-	out := map[string]func() (*node, error){}
-	for _, name := range Names() {
-		out[name] = sync.OnceValues(func() (*node, error) { return compileSchema(name) })
-	}
-	return out
-}()
 
 // Problem is one way a document breaks its schema.
 type Problem struct {
@@ -105,8 +93,12 @@ func Validate(name string, data []byte) error {
 	if err != nil {
 		return &ValidationError{What: what, Problems: []Problem{{Message: "not valid JSON: " + err.Error()}}}
 	}
-	if ps := s.validate(doc, ""); len(ps) > 0 {
-		return &ValidationError{What: what, Problems: dedupSorted(ps)}
+	ps, err := check(s, doc)
+	if err != nil {
+		return fmt.Errorf("validate %s: %w", what, err)
+	}
+	if len(ps) > 0 {
+		return &ValidationError{What: what, Problems: ps}
 	}
 	return nil
 }

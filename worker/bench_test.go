@@ -67,7 +67,7 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 
 	var s overheadSamples
 	var lastInProcess, lastBinary string
-	var wholeDispatch func(bin string, last *string) time.Duration
+	var wholeDispatch func(bin string, last *string) (wall, cpu time.Duration)
 	seq := 0
 	newDispatch := func(kind string) (id, specFile, ws string) {
 		seq++
@@ -112,9 +112,15 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		s.own = append(s.own, tm.Done.Sub(tm.Start)-tm.RuntimeExit.Sub(tm.RuntimeExec))
 		lastInProcess = id
 	}
-	binary := func() { s.binary = append(s.binary, wholeDispatch(workerBin, &lastBinary)) }
-	before := func() { s.before = append(s.before, wholeDispatch(beforeBin, nil)) }
-	wholeDispatch = func(bin string, last *string) time.Duration {
+	binary := func() {
+		wall, cpu := wholeDispatch(workerBin, &lastBinary)
+		s.binary, s.binaryCPU = append(s.binary, wall), append(s.binaryCPU, cpu)
+	}
+	before := func() {
+		wall, cpu := wholeDispatch(beforeBin, nil)
+		s.before, s.beforeCPU = append(s.before, wall), append(s.beforeCPU, cpu)
+	}
+	wholeDispatch = func(bin string, last *string) (wall, cpu time.Duration) {
 		id, specFile, ws := newDispatch("bin")
 		cmd := exec.Command(bin)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "AGORA_DISPATCH_ID=" + id, "AGORA_SPEC_FILE=" + specFile,
@@ -132,7 +138,7 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		if last != nil {
 			*last = id
 		}
-		return took
+		return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 
 	variants := []func(){floor, inProcess, version, binary}
@@ -173,6 +179,9 @@ type overheadSamples struct {
 	startToExec, runtime, exitToAck, total, own []time.Duration
 	version, binary                             []time.Duration
 	before                                      []time.Duration // beforeWorkerEnv's binary, when set
+	// The CPU time (user + system) of the binary's whole dispatch: less
+	// moved by other work on the machine than the wall-clock rows.
+	binaryCPU, beforeCPU []time.Duration
 }
 
 // percentile is the nearest-rank p-th percentile of ds.
@@ -211,6 +220,11 @@ func (s *overheadSamples) report(b *testing.B) {
 		}{"  the same, " + beforeWorkerEnv + "'s binary", "binary-before", s.before})
 	}
 	b.ReportMetric(0, "ns/op") // one round of unrelated things; see the doc comment
+	for metric, ds := range map[string][]time.Duration{"binary-cpu": s.binaryCPU, "binary-before-cpu": s.beforeCPU} {
+		if len(ds) > 0 {
+			b.ReportMetric(ms(percentile(ds, 50)), "p50-"+metric+"-ms")
+		}
+	}
 	floor := percentile(s.floor, 50)
 	var tbl strings.Builder
 	// At most 9 lines: the testing package cuts benchmark logs at 10.

@@ -2,15 +2,16 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestWorkerLinksNoServerSide keeps the static worker binary small and its
 // attack surface narrow: it must not link nats-server, the Docker SDK or the
-// orchestrator. Nor the JSON Schema library, whose package init compiles
-// every draft's meta-schema in each worker process (package schemas has its
-// own validator; docs/benchmarks.md).
+// orchestrator. It validates with the JSON Schema library the design names,
+// github.com/santhosh-tekuri/jsonschema/v5, as the server does (its cost is
+// in docs/benchmarks.md).
 func TestWorkerLinksNoServerSide(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
@@ -23,9 +24,13 @@ func TestWorkerLinksNoServerSide(t *testing.T) {
 		"github.com/agoradev/agora/orchestrator",
 		"github.com/agoradev/agora/internal/compute",
 		"github.com/agoradev/agora/internal/natsserver",
-		"github.com/santhosh-tekuri/jsonschema",
 	}
-	for _, dep := range strings.Fields(string(out)) {
+	const validator = "github.com/santhosh-tekuri/jsonschema/v5"
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, validator) {
+		t.Errorf("agora-worker does not link %s: it validates with no JSON Schema implementation but the design's", validator)
+	}
+	for _, dep := range deps {
 		for _, f := range forbidden {
 			if strings.HasPrefix(dep, f) {
 				t.Errorf("agora-worker links %s", dep)

@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,14 @@ func main() {
 	// First thing: until the handler is in place a SIGTERM kills the worker
 	// outright (the runner then reports the cancel it asked for itself).
 	ctx, stop := cancelOnSignal(context.Background(), cancelMarkerFromEnv(os.Environ()), os.Stderr)
+	if os.Getenv("GOGC") == "" {
+		// A dispatch's start-up (package init, the JSON Schema library's
+		// meta-schemas and the dispatch spec's compilation) allocates about
+		// 4 MB, most of it kept: at the default the collector runs once in
+		// every dispatch to free 1 MB, about 2 ms of CPU (docs/benchmarks.md).
+		// The worker's heap stays a few MB, so a goal of 3× it costs little.
+		debug.SetGCPercent(200)
+	}
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

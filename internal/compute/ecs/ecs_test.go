@@ -413,3 +413,24 @@ func TestSpotInterruption(t *testing.T) {
 		t.Errorf("Wait after a Spot interruption = %+v, %v; want exit 143 and an Err naming SpotInterruption", res, err)
 	}
 }
+
+// TestSmallMemoryOnEC2: a 32 MiB container on the EC2 launch type, below
+// the definition's 64 MiB reservation, is accepted by the fake (which
+// refuses memory at or below its reservation, as ECS does) and runs.
+func TestSmallMemoryOnEC2(t *testing.T) {
+	t.Parallel()
+	docker := computetest.Docker(t)
+	image := computetest.BusyboxImage(t, docker)
+	e, fake := ecstest.Start(t, docker, ecstest.Options{EC2: true})
+	ctx := ctxFor(t, time.Minute)
+	spec := shSpec(image, computetest.Label(t, e), "echo small")
+	spec.Resources.MemoryBytes = 32 << 20
+	res, out := runECS(t, ctx, e, spec)
+	if !res.Successful() || out != "small\n" {
+		t.Fatalf("32 MiB task on EC2 = %+v, output %q; want success and \"small\"", res, out)
+	}
+	calls := fake.Calls("RunTask")
+	if len(calls) != 1 || !strings.Contains(string(calls[0].Body), `"memoryReservation":16`) {
+		t.Errorf("RunTask calls = %d, want one overriding memoryReservation to 16: %s", len(calls), calls)
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
 	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
-	"github.com/agoradev/agora/internal/testutil"
 )
 
 // smResolver reads secrets from the loopback Secrets Manager through the
@@ -58,7 +57,7 @@ func TestSecretsResolvedAtStart(t *testing.T) {
 		"prod/db":  {String: awssmtest.Str(`{"password":"db-pass","port":5432}`)},
 		"prod/api": {String: awssmtest.Str("api-key-value")},
 	})
-	dbARN := "arn:aws:secretsmanager:" + awssmtest.Region + ":123456789012:secret:prod/db-AbCdEf"
+	dbARN, apiARN := awssmtest.ARN("prod/db"), awssmtest.ARN("prod/api")
 	resolver := smResolver(t, sm)
 	failing := func(context.Context, string) (string, error) { return "", errors.New("injected: store unreachable") }
 	for _, tc := range []struct {
@@ -70,16 +69,16 @@ func TestSecretsResolvedAtStart(t *testing.T) {
 		want, reason string
 		resolved     int
 	}{
-		{"by name and by JSON key", resolver, []compute.SecretRef{
-			{Name: "API_KEY", ValueFrom: "prod/api"},
+		{"by ARN and by JSON key", resolver, []compute.SecretRef{
+			{Name: "API_KEY", ValueFrom: apiARN},
 			{Name: "DB_PASSWORD", ValueFrom: dbARN + ":password::"},
 			{Name: "DB_PORT", ValueFrom: dbARN + ":port::"},
 		}, "api-key-value|db-pass|5432|none\n", "", 3},
-		{"missing secret", resolver, []compute.SecretRef{{Name: "X", ValueFrom: "prod/missing"}},
-			"", ecsfake.ResourceInitError + "execution resource retrieval failed: unable to retrieve secret from asm: fetch secret prod/missing: ", 1},
+		{"missing secret", resolver, []compute.SecretRef{{Name: "X", ValueFrom: awssmtest.ARN("prod/missing")}},
+			"", ecsfake.ResourceInitError + "execution resource retrieval failed: unable to retrieve secret from asm: fetch secret " + awssmtest.ARN("prod/missing") + ": ", 1},
 		{"missing JSON key", resolver, []compute.SecretRef{{Name: "X", ValueFrom: dbARN + ":user::"}}, "", "has no key user", 1},
-		{"resolver error", failing, []compute.SecretRef{{Name: "X", ValueFrom: "prod/api"}}, "", "injected: store unreachable", 1},
-		{"no resolver", nil, []compute.SecretRef{{Name: "X", ValueFrom: "prod/api"}}, "", "ResolveSecret is nil", 0},
+		{"resolver error", failing, []compute.SecretRef{{Name: "X", ValueFrom: apiARN}}, "", "injected: store unreachable", 1},
+		{"no resolver", nil, []compute.SecretRef{{Name: "X", ValueFrom: apiARN}}, "", "ResolveSecret is nil", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -110,8 +109,9 @@ func TestSecretsResolvedAtStart(t *testing.T) {
 }
 
 // TestSecretsNeedExecutionRole: a definition with secrets and no
-// execution role (which the engine never registers: Create refuses it)
-// stops before its container runs, as ECS stops it.
+// execution role (which the engine never registers: Create refuses it) is
+// refused when registered, as ECS refuses it ("When you are specifying
+// container secrets, you must also specify a value for 'executionRoleArn'").
 func TestSecretsNeedExecutionRole(t *testing.T) {
 	t.Parallel()
 	docker := computetest.Docker(t)
@@ -127,39 +127,19 @@ func TestSecretsNeedExecutionRole(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider(ecstest.AccessKeyID, ecstest.Secret, ""),
 	}, func(o *awsecs.Options) { o.BaseEndpoint = aws.String(fake.URL()) })
 	family := "agora-test-noexec-" + computetest.RandomSuffix()
-	if _, err := client.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
+	_, err := client.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
 		Family: aws.String(family), NetworkMode: types.NetworkModeAwsvpc, Cpu: aws.String("256"), Memory: aws.String("512"),
 		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
 		ContainerDefinitions: []types.ContainerDefinition{{
 			Name: aws.String(ecs.ContainerName), Image: aws.String(image), User: aws.String(computetest.User),
 			EntryPoint: []string{"/bin/sh", "-c", "echo should-not-run"},
-			Secrets:    []types.Secret{{Name: aws.String("X"), ValueFrom: aws.String("prod/api")}},
+			Secrets:    []types.Secret{{Name: aws.String("X"), ValueFrom: aws.String("arn:aws:secretsmanager:us-east-1:000000000000:secret:prod/api-AbCdEf")}},
 		}},
-	}); err != nil {
-		t.Fatalf("register a definition with secrets and no execution role: %v", err)
-	}
-	cluster := "agora-test-" + computetest.RandomSuffix()
-	out, err := client.RunTask(ctx, &awsecs.RunTaskInput{
-		Cluster: aws.String(cluster), TaskDefinition: aws.String(family), LaunchType: types.LaunchTypeFargate,
-		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{Subnets: []string{ecstest.Subnet}}},
 	})
-	if err != nil || len(out.Tasks) != 1 {
-		t.Fatalf("RunTask = %v, %v", out, err)
-	}
-	arn := aws.ToString(out.Tasks[0].TaskArn)
-	var task types.Task
-	testutil.Eventually(t, 30*time.Second, "the task stops", func() bool {
-		d, err := client.DescribeTasks(ctx, &awsecs.DescribeTasksInput{Cluster: aws.String(cluster), Tasks: []string{arn}})
-		if err != nil || len(d.Tasks) != 1 {
-			return false
-		}
-		task = d.Tasks[0]
-		return aws.ToString(task.LastStatus) == "STOPPED"
-	})
-	want := ecsfake.ResourceInitError + "execution role missing"
-	if !strings.HasPrefix(aws.ToString(task.StoppedReason), want) || task.Containers[0].ExitCode != nil {
-		t.Errorf("task with secrets and no execution role stopped with %q, exit code %v; want %q… and no exit code",
-			aws.ToString(task.StoppedReason), task.Containers[0].ExitCode, want)
+	// ECS refuses such a definition when it is registered.
+	var ce *types.ClientException
+	if !errors.As(err, &ce) || !strings.Contains(ce.ErrorMessage(), "executionRoleArn") {
+		t.Fatalf("register a definition with secrets and no execution role = %v, want a ClientException naming executionRoleArn", err)
 	}
 	if got := fake.SecretsResolved(); len(got) != 0 {
 		t.Errorf("secrets read without an execution role: %q", got)

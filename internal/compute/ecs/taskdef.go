@@ -102,6 +102,9 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ValueFrom, b.ValueFrom))
 		})
 		for _, r := range refs {
+			if !strings.HasPrefix(r.ValueFrom, "arn:") {
+				return nil, invalid("secret %s: valueFrom %q is not an ARN; ECS reads a bare name as an SSM parameter's, so give the Secrets Manager secret's full ARN", r.Name, r.ValueFrom)
+			}
 			cd.Secrets = append(cd.Secrets, types.Secret{Name: aws.String(r.Name), ValueFrom: aws.String(r.ValueFrom)})
 		}
 	}
@@ -125,7 +128,7 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 		td.RequiresCompatibilities = []types.Compatibility{types.CompatibilityEc2}
 		td.NetworkMode = types.NetworkMode(network)
 		cd.DockerSecurityOptions = []string{"no-new-privileges"}
-		cd.MemoryReservation = aws.Int32(64)
+		cd.MemoryReservation = aws.Int32(ec2MemoryReservationMiB)
 		cd.LinuxParameters.Tmpfs = []types.Tmpfs{{ContainerPath: aws.String("/tmp"), Size: int32(mib(tmpfs)), MountOptions: []string{"rw", "nosuid", "nodev", "mode=1777"}}}
 		for _, h := range spec.ExtraHosts {
 			name, ip, ok := strings.Cut(h, ":")
@@ -177,7 +180,13 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	cpuUnits := (spec.Resources.NanoCPUs*1024 + 1e9 - 1) / 1e9
 	memMiB := mib(spec.Resources.MemoryBytes)
 	if memMiB > 0 {
+		// At least 6 MiB, as ECS wants: spec.Validate refuses less.
 		co.Memory = aws.Int32(int32(memMiB))
+		if !fargate && memMiB <= ec2MemoryReservationMiB {
+			// ECS wants the hard limit above the definition's reservation:
+			// a small request reserves half of itself instead.
+			co.MemoryReservation = aws.Int32(int32(memMiB / 2))
+		}
 	}
 	if cpuUnits > 0 {
 		co.Cpu = aws.Int32(int32(cpuUnits))
@@ -243,6 +252,7 @@ func overridesWire(ov *types.TaskOverride) any {
 		Environment []kv     `json:"environment,omitempty"`
 		Cpu         *int32   `json:"cpu,omitempty"`
 		Memory      *int32   `json:"memory,omitempty"`
+		Reservation *int32   `json:"memoryReservation,omitempty"`
 	}
 	var out struct {
 		ContainerOverrides []co    `json:"containerOverrides"`
@@ -251,7 +261,7 @@ func overridesWire(ov *types.TaskOverride) any {
 	}
 	out.Cpu, out.Memory = ov.Cpu, ov.Memory
 	for _, c := range ov.ContainerOverrides {
-		w := co{Name: aws.ToString(c.Name), Command: c.Command, Cpu: c.Cpu, Memory: c.Memory}
+		w := co{Name: aws.ToString(c.Name), Command: c.Command, Cpu: c.Cpu, Memory: c.Memory, Reservation: c.MemoryReservation}
 		for _, e := range c.Environment {
 			w.Environment = append(w.Environment, kv{aws.ToString(e.Name), aws.ToString(e.Value)})
 		}
@@ -259,6 +269,11 @@ func overridesWire(ov *types.TaskOverride) any {
 	}
 	return out
 }
+
+// ec2MemoryReservationMiB is the soft limit an EC2 task definition
+// reserves for its container; a request at or below it reserves half of
+// itself in the overrides, since ECS wants memory above memoryReservation.
+const ec2MemoryReservationMiB = 64
 
 // mib rounds bytes up to MiB.
 func mib(b int64) int64 { return (b + 1<<20 - 1) >> 20 }
@@ -291,5 +306,46 @@ func FargateSize(cpu, memMiB int64) (taskCPU, taskMemMiB int64, err error) {
 		}
 		return s.cpu, m, nil
 	}
-	return 0, 0, fmt.Errorf("no Fargate task size has %d CPU units and %d MiB", cpu, memMiB)
+	nc, nm := nearestFargateSize(cpu, memMiB)
+	asked := vcpus(cpu) + " and " + gib(memMiB)
+	if memMiB == 0 {
+		asked = vcpus(cpu)
+	}
+	return 0, 0, fmt.Errorf("no Fargate task size has %s; the nearest is %s with %s (cpu %d, memory %d): ask for at most that (resources.cpus %s, resources.memory_mb %d)",
+		asked, vcpus(nc), gib(nm), nc, nm, strconv.FormatFloat(float64(nc)/1024, 'f', -1, 64), nm)
+}
+
+// nearestFargateSize is the Fargate task size nearest to cpu units and
+// memMiB that no Fargate size holds: the smallest that holds the request
+// cut down to Fargate's largest CPU and memory.
+func nearestFargateSize(cpu, memMiB int64) (int64, int64) {
+	top := fargateSizes[len(fargateSizes)-1]
+	c, m, err := FargateSize(min(cpu, top.cpu), min(memMiB, top.to))
+	if err != nil {
+		return top.cpu, top.to
+	}
+	return c, m
+}
+
+func vcpus(units int64) string {
+	return strconv.FormatFloat(float64(units)/1024, 'f', -1, 64) + " vCPU"
+}
+
+func gib(mib int64) string {
+	if mib%1024 == 0 {
+		return strconv.FormatInt(mib/1024, 10) + " GiB"
+	}
+	return strconv.FormatInt(mib, 10) + " MiB"
+}
+
+// CheckResources refuses, on Fargate, resources no Fargate task size
+// holds, naming the nearest size; on the EC2 launch type every request
+// passes (the instance's capacity decides). The runner calls it when it
+// claims a dispatch, before anything of the dispatch is written.
+func (e *Engine) CheckResources(r compute.Resources) error {
+	if !e.cfg.Fargate() {
+		return nil
+	}
+	_, _, err := FargateSize((r.NanoCPUs*1024+1e9-1)/1e9, mib(r.MemoryBytes))
+	return err
 }

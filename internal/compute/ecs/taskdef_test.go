@@ -142,6 +142,10 @@ func TestCompileRefuses(t *testing.T) {
 		{"overrides over 8 KiB", true, func(s *compute.ContainerSpec) { s.Env = big.Env }, "over ECS's 8192"},
 		{"root", true, func(s *compute.ContainerSpec) { s.User = "root" }, ""},
 		{"too much memory", true, func(s *compute.ContainerSpec) { s.Resources.MemoryBytes = 200 << 30 }, "no Fargate task size"},
+		{"memory below ECS's minimum", false, func(s *compute.ContainerSpec) { s.Resources.MemoryBytes = 4 << 20 }, "minimum of 6 MiB"},
+		{"secret by name", true, func(s *compute.ContainerSpec) {
+			s.Secrets = []compute.SecretRef{{Name: "DB", ValueFrom: "prod/db"}}
+		}, `valueFrom "prod/db" is not an ARN`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := testSpec()
@@ -151,6 +155,43 @@ func TestCompileRefuses(t *testing.T) {
 				t.Errorf("compile = %v, want ErrInvalidSpec saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCompileMemoryReservation: on EC2 the definition reserves 64 MiB and
+// ECS wants a container's memory above its reservation, so a request at or
+// below 64 MiB reserves half of itself in the overrides; Fargate sets no
+// reservation.
+func TestCompileMemoryReservation(t *testing.T) {
+	for _, tc := range []struct {
+		fargate     bool
+		memMiB      int64
+		reservation int32 // in the overrides; 0: none
+	}{
+		{false, 6, 3},
+		{false, 32, 16},
+		{false, 64, 32},
+		{false, 65, 0},
+		{false, 3000, 0},
+		{true, 32, 0},
+	} {
+		spec := testSpec()
+		spec.Resources.MemoryBytes = tc.memMiB << 20
+		l, err := compile(testConfig(tc.fargate), spec)
+		if err != nil {
+			t.Fatalf("compile %d MiB (Fargate %v): %v", tc.memMiB, tc.fargate, err)
+		}
+		co := l.overrides.ContainerOverrides[0]
+		if got := aws.ToInt32(co.MemoryReservation); got != tc.reservation {
+			t.Errorf("%d MiB (Fargate %v): override memoryReservation = %d, want %d", tc.memMiB, tc.fargate, got, tc.reservation)
+		}
+		reservation := aws.ToInt32(l.taskDef.ContainerDefinitions[0].MemoryReservation)
+		if co.MemoryReservation != nil {
+			reservation = *co.MemoryReservation
+		}
+		if mem := aws.ToInt32(co.Memory); reservation != 0 && mem <= reservation {
+			t.Errorf("%d MiB (Fargate %v): memory %d is not above its reservation %d", tc.memMiB, tc.fargate, mem, reservation)
+		}
 	}
 }
 
@@ -170,6 +211,19 @@ func TestFargateSize(t *testing.T) {
 		c, m, err := FargateSize(tc.cpu, tc.mem)
 		if err != nil || c != tc.wantCPU || m != tc.wantMem {
 			t.Errorf("FargateSize(%d, %d) = %d, %d, %v; want %d, %d", tc.cpu, tc.mem, c, m, err, tc.wantCPU, tc.wantMem)
+		}
+	}
+	for _, tc := range []struct {
+		cpu, mem int64
+		want     string
+	}{
+		{32768, 0, "no Fargate task size has 32 vCPU; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768): ask for at most that (resources.cpus 16, resources.memory_mb 32768)"},
+		{16384, 200 << 10, "the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880)"},
+		{4096, 130 << 10, "no Fargate task size has 4 vCPU and 130 GiB; the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880)"},
+		{20480, 8 << 10, "no Fargate task size has 20 vCPU and 8 GiB; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768)"},
+	} {
+		if _, _, err := FargateSize(tc.cpu, tc.mem); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FargateSize(%d, %d) = %v, want an error saying %q", tc.cpu, tc.mem, err, tc.want)
 		}
 	}
 	if _, _, err := FargateSize(32768, 0); err == nil {
@@ -202,13 +256,14 @@ func TestConfigValidate(t *testing.T) {
 // its own, whatever the order they are given in.
 func TestCompileSecrets(t *testing.T) {
 	const arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf"
+	const apiARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/api-XyZ123"
 	withSecrets := func(refs ...compute.SecretRef) compute.ContainerSpec {
 		s := testSpec()
 		s.Secrets = refs
 		return s
 	}
 	db := compute.SecretRef{Name: "DB_PASSWORD", ValueFrom: arn + ":password::"}
-	api := compute.SecretRef{Name: "API_KEY", ValueFrom: "prod/api"}
+	api := compute.SecretRef{Name: "API_KEY", ValueFrom: apiARN}
 	for _, fargate := range []bool{true, false} {
 		name := map[bool]string{true: "Fargate", false: "EC2"}[fargate]
 		t.Run(name, func(t *testing.T) {
@@ -225,7 +280,7 @@ func TestCompileSecrets(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := l.taskDef.ContainerDefinitions[0].Secrets
-			want := []types.Secret{{Name: aws.String("API_KEY"), ValueFrom: aws.String("prod/api")}, {Name: aws.String("DB_PASSWORD"), ValueFrom: aws.String(arn + ":password::")}}
+			want := []types.Secret{{Name: aws.String("API_KEY"), ValueFrom: aws.String(apiARN)}, {Name: aws.String("DB_PASSWORD"), ValueFrom: aws.String(arn + ":password::")}}
 			if len(got) != len(want) {
 				t.Fatalf("definition's secrets = %d, want %d", len(got), len(want))
 			}
@@ -239,7 +294,7 @@ func TestCompileSecrets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range []string{"DB_PASSWORD", "API_KEY", "prod/api", arn} {
+			for _, s := range []string{"DB_PASSWORD", "API_KEY", apiARN, arn} {
 				if strings.Contains(string(ov), s) {
 					t.Errorf("overrides carry %q: %s", s, ov)
 				}
@@ -252,8 +307,8 @@ func TestCompileSecrets(t *testing.T) {
 				{"reordered", withSecrets(api, db), true},
 				{"none", withSecrets(), false},
 				{"one of them", withSecrets(db), false},
-				{"another secret", withSecrets(db, compute.SecretRef{Name: "API_KEY", ValueFrom: "staging/api"}), false},
-				{"another name", withSecrets(db, compute.SecretRef{Name: "KEY", ValueFrom: "prod/api"}), false},
+				{"another secret", withSecrets(db, compute.SecretRef{Name: "API_KEY", ValueFrom: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:staging/api-QwErTy"}), false},
+				{"another name", withSecrets(db, compute.SecretRef{Name: "KEY", ValueFrom: apiARN}), false},
 			} {
 				if got := family(tc.spec) == l.family; got != tc.same {
 					t.Errorf("family of %s = family of the original: %v, want %v", tc.name, got, tc.same)

@@ -1,5 +1,6 @@
 // Package awssm resolves aws-sm:SECRET_ID[#KEY] secret refs with AWS
-// Secrets Manager's GetSecretValue (aws-sdk-go-v2). The worker uses it when
+// Secrets Manager's GetSecretValue (aws-sdk-go-v2), and a secret's name to
+// its full ARN with DescribeSecret (for ECS, which takes only ARNs). The worker uses it when
 // it runs on its own (a CI job's container); the runner uses it to resolve a
 // dispatch's aws-sm refs on its host, so AWS credentials never enter a
 // dispatch container. It is the only importer of the Secrets Manager SDK.
@@ -61,6 +62,7 @@ type Resolver struct {
 	region   string
 	created  int // how many clients were made; tests hold it at one
 	cache    map[string]awsSecret
+	arns     map[string]string // secret id → its full ARN
 }
 
 // awsSecret is one fetched secret version.
@@ -78,7 +80,7 @@ func New(opts Options) *Resolver {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Resolver{opts: opts, cache: map[string]awsSecret{}}
+	return &Resolver{opts: opts, cache: map[string]awsSecret{}, arns: map[string]string{}}
 }
 
 // Resolve resolves an aws-sm: ref. Errors name the
@@ -115,6 +117,64 @@ func (a *Resolver) Resolve(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("AWS Secrets Manager secret %s holds SecretBinary, so #%s cannot pick a JSON field", id, key)
 	}
 	return jsonField(id, key, *sec.str)
+}
+
+// ARN is the full ARN of the secret id names (a name or an ARN), read
+// once with DescribeSecret (which reads no value); a full ARN is returned
+// as it is, without a call. ECS takes a Secrets Manager secret in a task
+// definition's secrets only by its full ARN: a bare name there is an SSM
+// parameter's.
+func (a *Resolver) ARN(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return "", errors.New("aws-sm ref without a secret id (want aws-sm:SECRET_ID or aws-sm:SECRET_ID#JSON_KEY)")
+	}
+	if IsFullARN(id) {
+		return id, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if arn, ok := a.arns[id]; ok {
+		return arn, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.opts.Timeout)
+	defer cancel()
+	if a.client == nil {
+		if err := a.newClient(ctx); err != nil {
+			return "", err
+		}
+	}
+	if a.region == "" {
+		return "", fmt.Errorf("AWS Secrets Manager secret %s: no AWS region: set AWS_REGION, or use the secret's full ARN", id)
+	}
+	region := a.region
+	var optFns []func(*secretsmanager.Options)
+	if r := arnRegion(id); r != "" {
+		region = r // a partial ARN names its region
+		optFns = append(optFns, func(o *secretsmanager.Options) { o.Region = r })
+	}
+	out, err := a.client.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(id)}, optFns...)
+	if err != nil {
+		return "", a.describeErr(ctx, "DescribeSecret", id, region, err)
+	}
+	arn := aws.ToString(out.ARN)
+	if !IsFullARN(arn) {
+		return "", fmt.Errorf("AWS Secrets Manager: DescribeSecret of %s answered no full ARN (%q)", id, arn)
+	}
+	a.arns[id] = arn
+	return arn, nil
+}
+
+// IsFullARN reports whether id is a Secrets Manager secret's full ARN,
+// arn:PARTITION:secretsmanager:REGION:ACCOUNT:secret:NAME-XXXXXX (with the
+// six characters Secrets Manager appends to the name).
+func IsFullARN(id string) bool {
+	parts := strings.SplitN(id, ":", 7)
+	if len(parts) != 7 || parts[0] != "arn" || parts[2] != "secretsmanager" || parts[3] == "" || parts[4] == "" || parts[5] != "secret" {
+		return false
+	}
+	name := parts[6]
+	i := strings.LastIndex(name, "-")
+	return i > 0 && len(name)-i-1 == 6 && !strings.Contains(name, ":")
 }
 
 // jsonField picks key from the JSON object s: a string as it is, a number
@@ -164,7 +224,7 @@ func (a *Resolver) fetch(ctx context.Context, id string) (awsSecret, error) {
 	}
 	out, err := a.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)}, optFns...)
 	if err != nil {
-		return awsSecret{}, a.describe(ctx, id, region, err)
+		return awsSecret{}, a.describeErr(ctx, "GetSecretValue", id, region, err)
 	}
 	if out.SecretString == nil && out.SecretBinary == nil {
 		return awsSecret{}, fmt.Errorf("AWS Secrets Manager secret %s has neither SecretString nor SecretBinary", id)
@@ -176,9 +236,9 @@ func (a *Resolver) fetch(ctx context.Context, id string) (awsSecret, error) {
 	return awsSecret{str: out.SecretString, binary: out.SecretBinary}, nil
 }
 
-// describe turns a GetSecretValue error into one line that says where it
-// went wrong.
-func (a *Resolver) describe(ctx context.Context, id, region string, err error) error {
+// describeErr turns an error of op into one line that says where it went
+// wrong.
+func (a *Resolver) describeErr(ctx context.Context, op, id, region string, err error) error {
 	where := "region " + region
 	if a.endpoint != "" {
 		where = a.endpoint
@@ -189,11 +249,11 @@ func (a *Resolver) describe(ctx context.Context, id, region string, err error) e
 	case errors.As(err, &notFound):
 		return fmt.Errorf("AWS Secrets Manager (%s) has no secret %s (%s: %s)", where, id, notFound.ErrorCode(), notFound.ErrorMessage())
 	case errors.As(err, &apiErr):
-		return fmt.Errorf("AWS Secrets Manager (%s) refused GetSecretValue of %s: %s: %s", where, id, apiErr.ErrorCode(), apiErr.ErrorMessage())
+		return fmt.Errorf("AWS Secrets Manager (%s) refused %s of %s: %s: %s", where, op, id, apiErr.ErrorCode(), apiErr.ErrorMessage())
 	case ctx.Err() != nil:
 		return fmt.Errorf("AWS Secrets Manager (%s) did not answer for %s within %s : %w", where, id, a.opts.Timeout, err)
 	}
-	return fmt.Errorf("AWS Secrets Manager (%s): GetSecretValue of %s: %w", where, id, err)
+	return fmt.Errorf("AWS Secrets Manager (%s): %s of %s: %w", where, op, id, err)
 }
 
 // newClient loads the AWS configuration from the worker's environment and

@@ -179,3 +179,39 @@ func TestArnRegion(t *testing.T) {
 		}
 	}
 }
+
+// TestARN: a secret's name becomes its full ARN through DescribeSecret,
+// once per name; a full ARN needs no call; a missing secret is an error
+// naming it.
+func TestARN(t *testing.T) {
+	t.Parallel()
+	srv := awssmtest.New(t, map[string]awssmtest.Secret{"prod/db": {String: awssmtest.Str(`{"password":"x"}`)}})
+	a := New(Options{Environ: srv.Environ(), Logger: natstest.Logger(t)})
+	ctx := context.Background()
+	full := awssmtest.ARN("prod/db")
+	for _, id := range []string{"prod/db", "prod/db", full} {
+		got, err := a.ARN(ctx, id)
+		if err != nil || got != full {
+			t.Errorf("ARN(%q) = %q, %v; want %q", id, got, err, full)
+		}
+	}
+	if got := srv.Described(); len(got) != 1 || got[0] != "prod/db" {
+		t.Errorf("DescribeSecret calls = %q, want one for prod/db", got)
+	}
+	if got := srv.IDs(); len(got) != 0 {
+		t.Errorf("GetSecretValue calls = %q, want none: an ARN needs no value", got)
+	}
+	if _, err := a.ARN(ctx, "prod/missing"); err == nil || !strings.Contains(err.Error(), "has no secret prod/missing") {
+		t.Errorf("ARN(prod/missing) = %v, want an error naming the secret", err)
+	}
+	for id, want := range map[string]bool{
+		full: true,
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db": false, // partial: no suffix
+		"arn:aws:ssm:eu-west-1:123456789012:parameter/prod/db":         false,
+		"prod/db-AbCdEf": false,
+	} {
+		if got := IsFullARN(id); got != want {
+			t.Errorf("IsFullARN(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

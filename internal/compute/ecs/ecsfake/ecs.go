@@ -129,6 +129,9 @@ func (s *Server) ecs(op string, body []byte) (any, *apiError) {
 		if err := decode(&in); err != nil {
 			return nil, err
 		}
+		if err := checkTags(in.Tags); err != nil {
+			return nil, err
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		t := s.tasks[in.ResourceArn]
@@ -149,16 +152,13 @@ func (s *Server) ecs(op string, body []byte) (any, *apiError) {
 
 func (s *Server) register(in awsecs.RegisterTaskDefinitionInput, raw map[string]any) (any, *apiError) {
 	family := aws.ToString(in.Family)
-	if family == "" || len(in.ContainerDefinitions) == 0 {
-		return nil, clientErr("Family and containerDefinitions are required.")
+	if err := checkRegister(in); err != nil {
+		return nil, err
 	}
 	fargate := slices.Contains(in.RequiresCompatibilities, types.CompatibilityFargate)
 	if fargate {
 		if in.NetworkMode != types.NetworkModeAwsvpc {
 			return nil, clientErr("Fargate only supports network mode 'awsvpc'.")
-		}
-		if in.Cpu == nil || in.Memory == nil {
-			return nil, clientErr("Fargate requires that 'cpu' be defined at the task level.")
 		}
 		for _, v := range in.Volumes {
 			if v.Host != nil && v.Host.SourcePath != nil {
@@ -246,11 +246,11 @@ func (s *Server) lookupTask(cluster, ref string) *task {
 }
 
 func (s *Server) runTask(in awsecs.RunTaskInput, overrideBytes int) (any, *apiError) {
+	if err := checkRunTask(in); err != nil {
+		return nil, err
+	}
 	if aws.ToInt32(in.Count) > 1 {
 		return nil, invalidParam("the fake runs one task per call")
-	}
-	if in.LaunchType != "" && len(in.CapacityProviderStrategy) > 0 {
-		return nil, invalidParam("Specifying both a launch type and capacity provider strategy is not supported.")
 	}
 	if overrideBytes > 8192 {
 		return nil, invalidParam("Container Overrides length must be at most 8192")
@@ -291,6 +291,9 @@ func (s *Server) runTask(in awsecs.RunTaskInput, overrideBytes int) (any, *apiEr
 	fargateDef := slices.Contains(d.in.RequiresCompatibilities, types.CompatibilityFargate)
 	if (launchType == "FARGATE") != fargateDef {
 		return nil, invalidParam("Task definition does not support launch_type %s.", launchType)
+	}
+	if err := checkOverrides(d, in.Overrides, fargateDef); err != nil {
+		return nil, err
 	}
 	if s.runFails > 0 {
 		s.runFails--

@@ -16,7 +16,9 @@
 // task starts (Config.ResolveSecret), the task role's credentials endpoint
 // (Config.TaskRoleCredentials, on loopback) — and nothing else (no
 // services, no placement, no IAM policies, no image registry: images are
-// local).
+// local). Every request is checked first against AWS's published service
+// models (model/*.json, trimmed from botocore; model.go) and the rules ECS's
+// documentation states (rules.go), and refused as ECS refuses it.
 //
 // It imports internal/compute from the module.
 package ecsfake
@@ -74,14 +76,15 @@ type Config struct {
 	NoEgressSecurityGroups []string
 	// ResolveSecret reads a secret of a task definition's secrets when a
 	// task starts, as ECS does with the execution role: secretID is the
-	// valueFrom, a Secrets Manager secret's name or ARN, without the
+	// valueFrom, a Secrets Manager secret's full ARN (anything else is an
+	// SSM parameter to ECS, and stops the task), without the
 	// json-key, version-stage and version-id parts of ECS's
 	// "ARN:json-key:version-stage:version-id" form (the fake picks the
 	// key from the JSON value itself; it models no version parts). The
 	// values join the container's environment under their names. Nil
 	// stops a task with secrets before it runs (ResourceInitializationError),
-	// as does a task definition with secrets and no execution role, or an
-	// error from ResolveSecret.
+	// as does an error from ResolveSecret; a definition with secrets and no
+	// execution role is refused at registration, as ECS refuses it.
 	ResolveSecret func(ctx context.Context, secretID string) (string, error)
 	// TaskRoleCredentials, when it has keys, are the credentials of every
 	// task role: a task whose definition or overrides name a taskRoleArn
@@ -264,6 +267,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.verify(r, body, service); err != nil {
 		s.cfg.Logger.Warn("ecsfake: signature refused", "target", op, "error", err)
 		writeErr(w, &apiError{http.StatusForbidden, "InvalidSignatureException", err.Error()})
+		return
+	}
+	if aerr := checkModel(service, op, body); aerr != nil {
+		s.cfg.Logger.Debug("ecsfake: refused by the service model", "target", op, "error", aerr)
+		writeErr(w, aerr)
 		return
 	}
 	var out any

@@ -80,6 +80,13 @@ func (s *Server) startEnv(t *task) (env map[string]string, order []string, reaso
 	}()
 	for _, sec := range secrets {
 		from := aws.ToString(sec.ValueFrom)
+		if parts := strings.SplitN(from, ":", 4); len(parts) < 4 || parts[0] != "arn" || parts[2] != "secretsmanager" {
+			// "The supported values are either the full ARN of the Secrets
+			// Manager secret or the full ARN of the parameter in the SSM
+			// Parameter Store" — or an SSM parameter's name in the
+			// task's region. The fake has no Parameter Store.
+			return nil, nil, ResourceInitError + "execution resource retrieval failed: unable to retrieve secrets from ssm: InvalidParameters: " + from + " (the fake has no SSM Parameter Store; a Secrets Manager secret needs its full ARN)"
+		}
 		v, err := s.resolve(ctx, from)
 		if err != nil {
 			return nil, nil, ResourceInitError + "execution resource retrieval failed: unable to retrieve secret from asm: fetch secret " + from + ": " + err.Error()
@@ -89,7 +96,7 @@ func (s *Server) startEnv(t *task) (env map[string]string, order []string, reaso
 	return env, order, ""
 }
 
-// resolve reads one secret as ECS does: valueFrom is a secret's name or
+// resolve reads one secret as ECS does: valueFrom is a secret's full
 // ARN, or "ARN:json-key:version-stage:version-id" for one key of a JSON
 // secret. The resolver gets the secret's id; the key is picked here.
 func (s *Server) resolve(ctx context.Context, valueFrom string) (string, error) {

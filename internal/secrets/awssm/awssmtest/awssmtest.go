@@ -1,5 +1,5 @@
 // Package awssmtest serves the recorded contract of AWS Secrets Manager's
-// GetSecretValue on loopback, for tests: AWS itself cannot be reached from
+// GetSecretValue and DescribeSecret on loopback, for tests: AWS itself cannot be reached from
 // this project's machines.
 package awssmtest
 
@@ -10,6 +10,9 @@ package awssmtest
 // body {"SecretId": …}; the answer {"ARN", "Name", "VersionId",
 // "SecretString" | "SecretBinary" (base64), "VersionStages", "CreatedDate"},
 // or a 400 with {"__type": "ResourceNotFoundException", "message": …}.
+// DescribeSecret (X-Amz-Target secretsmanager.DescribeSecret) takes the same
+// body and answers {"ARN", "Name", "VersionIdsToStages", "CreatedDate"}:
+// the secret's metadata, no value.
 // The server recomputes the request's signature with the test credentials.
 
 import (
@@ -55,7 +58,9 @@ type Server struct {
 	// Calls counts the requests.
 	Calls atomic.Int64
 	mu    sync.Mutex
-	ids   []string // SecretId of every call, in order
+	ids   []string // SecretId of every GetSecretValue, in order
+	// SecretId of every DescribeSecret, in order
+	described []string
 }
 
 // New serves secrets (by name; each also by its ARN in Region) until the
@@ -65,7 +70,7 @@ func New(t testing.TB, secrets map[string]Secret) *Server {
 	s := &Server{t: t, secrets: map[string]Secret{}}
 	for name, sec := range secrets {
 		s.secrets[name] = sec
-		s.secrets["arn:aws:secretsmanager:"+Region+":123456789012:secret:"+name+"-AbCdEf"] = sec
+		s.secrets[ARN(name)] = sec
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(s.srv.Close)
@@ -93,8 +98,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, 400, "InvalidRequestException", "want POST /")
 		return
 	}
-	if got := r.Header.Get("X-Amz-Target"); got != "secretsmanager.GetSecretValue" {
-		s.t.Errorf("X-Amz-Target = %q, want secretsmanager.GetSecretValue", got)
+	target := r.Header.Get("X-Amz-Target")
+	if target != "secretsmanager.GetSecretValue" && target != "secretsmanager.DescribeSecret" {
+		s.t.Errorf("X-Amz-Target = %q, want secretsmanager.GetSecretValue or secretsmanager.DescribeSecret", target)
 		s.fail(w, 400, "UnknownOperationException", "unknown target")
 		return
 	}
@@ -125,7 +131,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.ids = append(s.ids, in.SecretID)
+	if target == "secretsmanager.DescribeSecret" {
+		s.described = append(s.described, in.SecretID)
+	} else {
+		s.ids = append(s.ids, in.SecretID)
+	}
 	s.mu.Unlock()
 	sec, ok := s.secrets[in.SecretID]
 	if !ok {
@@ -135,13 +145,17 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSuffix(in.SecretID, "-AbCdEf")
 	name = name[strings.LastIndex(name, ":")+1:]
 	out := map[string]any{
-		"ARN":           "arn:aws:secretsmanager:" + Region + ":123456789012:secret:" + name + "-AbCdEf",
+		"ARN":           ARN(name),
 		"Name":          name,
 		"VersionId":     "EXAMPLE1-90ab-cdef-fedc-ba987SECRET1",
 		"VersionStages": []string{"AWSCURRENT"},
 		"CreatedDate":   1.523477145713e9,
 	}
-	if sec.String != nil {
+	if target == "secretsmanager.DescribeSecret" {
+		delete(out, "VersionId")
+		delete(out, "VersionStages")
+		out["VersionIdsToStages"] = map[string][]string{"EXAMPLE1-90ab-cdef-fedc-ba987SECRET1": {"AWSCURRENT"}}
+	} else if sec.String != nil {
 		out["SecretString"] = *sec.String
 	} else {
 		out["SecretBinary"] = base64.StdEncoding.EncodeToString(sec.Binary)
@@ -188,11 +202,23 @@ func (s *Server) Environ(extra ...string) []string {
 // URL is the server's endpoint.
 func (s *Server) URL() string { return s.srv.URL }
 
-// IDs are the SecretIds asked for, in order.
+// IDs are the SecretIds GetSecretValue was asked for, in order.
 func (s *Server) IDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.ids...)
+}
+
+// Described are the SecretIds DescribeSecret was asked for, in order.
+func (s *Server) Described() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.described...)
+}
+
+// ARN is the full ARN the server gives the secret called name.
+func ARN(name string) string {
+	return "arn:aws:secretsmanager:" + Region + ":123456789012:secret:" + name + "-AbCdEf"
 }
 
 // Str is a *string, for Secret.String.
