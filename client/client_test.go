@@ -21,6 +21,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -44,7 +45,9 @@ func newClient(t *testing.T, svc *apitest.Service, token string, opts ...client.
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
 	}
-	srv := httptest.NewServer(h)
+	// What the client sends and what it is answered must be what
+	// openapi.json says.
+	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.Strict))
 	t.Cleanup(srv.Close)
 	return client.New(srv.URL+"/", token, append([]client.Option{client.WithHTTPClient(srv.Client())}, opts...)...)
 }

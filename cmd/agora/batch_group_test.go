@@ -11,6 +11,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -26,7 +27,7 @@ func TestBatchSubmitGroupsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.Lenient))
 	t.Cleanup(srv.Close)
 
 	lines := make([]string, 401)

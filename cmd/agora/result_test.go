@@ -24,6 +24,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -238,7 +239,7 @@ func TestArtifactsDownloadStaysInDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.Lenient))
 	t.Cleanup(srv.Close)
 	env := []string{"AGORA_SERVER=" + srv.URL, "HOME=" + t.TempDir()}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 )
 
 // TestServerIsNATS: --server pointed at a NATS port (the easy mistake
@@ -49,7 +50,7 @@ func TestTokenWithName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.Lenient))
 	t.Cleanup(srv.Close)
 	agora(t, []string{"AGORA_SERVER=" + srv.URL, "AGORA_TOKEN=ci:s3cret"}, "events", "parked").want(t, "AGORA_TOKEN=NAME:SECRET", 1, nil,
 		[]string{"refused the token (invalid bearer token): a client sends only the SECRET of the server's --token NAME:SECRET, so if \"ci:\" is the token's name, drop it"})

@@ -24,6 +24,7 @@ import (
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -75,7 +76,7 @@ func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrato
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.Lenient))
 	t.Cleanup(srv.Close)
 	return &taskServer{url: srv.URL, env: []string{"AGORA_SERVER=" + srv.URL, "USER=tester"}, bus: b, store: store, storeURI: storeURI, orch: o}
 }
@@ -359,7 +360,7 @@ func TestNotAnAgoraServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authed := httptest.NewServer(h)
+	authed := httptest.NewServer(openapitest.Handler(t, h, openapitest.Lenient))
 	t.Cleanup(authed.Close)
 	agora(t, []string{"AGORA_SERVER=" + authed.URL, "AGORA_TOKEN=wrong"}, "questions").want(t, "a wrong token", 1, nil,
 		[]string{"refused the request", "pass --token or set AGORA_TOKEN"})

@@ -2,7 +2,8 @@
 // get and list tasks, list and answer open questions, cancel, respawn,
 // continue and remove tasks, stream a round's output, and a server-sent
 // event stream of task changes.
-// Every endpoint but /healthz takes a bearer token; an API without tokens
+// Every endpoint but /healthz and /v1/openapi.json takes a bearer token (the
+// OpenAPI document, openapi.json, describes them all); an API without tokens
 // serves loopback clients only, and CheckBind refuses to put it on the
 // network. docs/api.md describes the wire format; package client speaks it.
 //
@@ -117,11 +118,12 @@ type endpoint struct {
 	serve        http.HandlerFunc
 }
 
-// routes registers every endpoint, a JSON 405 for the other methods of
-// each path, and a JSON 404 for everything else.
-func (h *handler) routes() {
+// endpoints are every method on every path the API serves; openapi.json
+// describes each (a test keeps the two the same).
+func (h *handler) endpoints() []endpoint {
 	endpoints := []endpoint{
 		{http.MethodGet, "/healthz", h.health},
+		{http.MethodGet, OpenAPIPath, h.openAPI},
 		{http.MethodPost, "/v1/tasks", h.submit},
 		{http.MethodGet, "/v1/tasks", h.list},
 		{http.MethodGet, "/v1/tasks/{id}", h.get},
@@ -143,7 +145,13 @@ func (h *handler) routes() {
 		{http.MethodPost, "/v1/parked-events/{seq}/retry", h.retryParked},
 		{http.MethodDelete, "/v1/parked-events/{seq}", h.discardParked},
 	}
-	endpoints = append(endpoints, h.registryRoutes()...)
+	return append(endpoints, h.registryRoutes()...)
+}
+
+// routes registers every endpoint, a JSON 405 for the other methods of
+// each path, and a JSON 404 for everything else.
+func (h *handler) routes() {
+	endpoints := h.endpoints()
 	allowed := map[string][]string{}
 	var paths []string
 	for _, e := range endpoints {
@@ -170,7 +178,8 @@ func (h *handler) routes() {
 }
 
 // ServeHTTP refuses cross-origin browser requests, authenticates every
-// request but /healthz, then routes it.
+// request but /healthz and /v1/openapi.json (neither holds data), then
+// routes it.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
@@ -188,7 +197,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(sw, r, &requestError{http.StatusForbidden, CodeUnauthorized, "cross-origin browser requests are refused: " + err.Error()})
 		return
 	}
-	if r.URL.Path != "/healthz" {
+	if r.URL.Path != "/healthz" && r.URL.Path != OpenAPIPath {
 		id, err := h.auth.authenticate(r)
 		if err != nil {
 			if re, ok := errors.AsType[*requestError](err); ok && re.status == http.StatusUnauthorized {

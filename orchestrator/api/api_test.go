@@ -19,6 +19,8 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -42,7 +44,13 @@ func newHandler(t *testing.T, svc *apitest.Service, tokens ...string) http.Handl
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
 	}
-	return h
+	return checked(t, h)
+}
+
+// checked makes every request and response through h conform to
+// openapi.json, or fail the test.
+func checked(t testing.TB, h http.Handler) http.Handler {
+	return openapitest.Handler(t, h, openapitest.Lenient)
 }
 
 // serve sends one request from a loopback peer; headers come in pairs.
@@ -58,7 +66,8 @@ func serve(h http.Handler, method, target, body string, headers ...string) *http
 }
 
 func task(id string, state orchestrator.State) *orchestrator.Task {
-	return &orchestrator.Task{ID: id, State: state, Attention: orchestrator.Attention{Kind: "none"}}
+	return &orchestrator.Task{ID: id, State: state, Attention: orchestrator.Attention{Kind: "none"},
+		Request: orchestrator.SubmitRequest{Subagent: schemas.Subagent{Name: "x", Runtime: schemas.RuntimeExec}}}
 }
 
 var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)

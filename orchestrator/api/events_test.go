@@ -39,7 +39,7 @@ func openStream(t *testing.T, ctx context.Context, cfg api.Config, target string
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+target, nil)
 	if err != nil {

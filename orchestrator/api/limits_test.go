@@ -38,7 +38,7 @@ func newRealHandler(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return checked(t, h)
 }
 
 // badIDs are path ids that cannot be task ids, as they appear in a URL,

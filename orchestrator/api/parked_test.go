@@ -17,7 +17,8 @@ func TestHandler_ParkedEvents(t *testing.T) {
 	var retried, discarded []uint64
 	svc := &apitest.Service{
 		ParkedEventsFunc: func(context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error) {
-			return []orchestrator.ParkedEvent{{Sequence: 9, DispatchID: "t-1-r1", Kind: schemas.KindFinished, Error: "boom"}},
+			return []orchestrator.ParkedEvent{{Sequence: 9, DispatchID: "t-1-r1", Kind: schemas.KindFinished, Error: "boom",
+					Event: schemas.Event{Kind: schemas.KindFinished, DispatchID: "t-1-r1", TaskID: "t-1", Round: 1}}},
 				orchestrator.PipelineStats{Applied: 3, Parked: 1, ParkedNow: 1, Dropped: map[string]uint64{"unknown_task": 2}}, nil
 		},
 		RetryParkedFunc: func(_ context.Context, seq uint64) error {

@@ -30,7 +30,7 @@ func registryServer(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -87,6 +87,8 @@ func TestRegistryEndpoints(t *testing.T) {
 		{"list", "GET", "/v1/capabilities", nil, 200, `"name":"skill"`},
 		{"get", "GET", "/v1/subagents/s", nil, 200, `"capabilities":["skill"]`},
 		{"versions", "GET", "/v1/envs/e/versions", nil, 200, `"seq":1`},
+		{"capability versions", "GET", "/v1/capabilities/skill/versions?limit=1", nil, 200, `"kind":"capability"`},
+		{"subagent versions", "GET", "/v1/subagents/s/versions", nil, 200, `"kind":"subagent"`},
 		{"get missing", "GET", "/v1/envs/nope", nil, 404, `"code":"not_found"`},
 		{"bad ref", "GET", "/v1/envs/e@latest", nil, 400, "want NAME or NAME@VERSION"},
 		{"wrong method", "DELETE", "/v1/envs", nil, 405, `"code":"no_route"`},
@@ -110,7 +112,7 @@ func TestRegistryEndpointsWithoutRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/v1/subagents")
 	if err != nil {

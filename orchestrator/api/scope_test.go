@@ -45,7 +45,7 @@ func (s *scopeServer) withConfig(t *testing.T, cfg api.Config) *scopeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	return &scopeServer{srv: srv, bus: s.bus, reg: s.reg, orch: s.orch, store: s.store}
 }
@@ -71,7 +71,7 @@ func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(checked(t, h))
 	t.Cleanup(srv.Close)
 	return &scopeServer{srv: srv, bus: b, reg: reg, orch: o, store: store}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/orchestrator/web"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -78,7 +79,8 @@ func newFixture(t *testing.T, tokens ...string) *fixture {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", apiH)
+	// The page's calls to the API must be what openapi.json says.
+	mux.Handle("/", openapitest.Handler(t, apiH, openapitest.Lenient))
 	for _, p := range web.Patterns {
 		mux.Handle(p, h)
 	}
