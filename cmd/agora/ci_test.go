@@ -84,20 +84,7 @@ func startCIServe(t *testing.T) *ciServer {
 	cmd := exec.Command(s.agora, "serve", "--data-dir", t.TempDir(), "--listen", addr, "--image", tag, "--id", runnerID, "--slots", "4",
 		"--ci-route", ciRoute)
 	cmd.Env, cmd.Stdout, cmd.Stderr = withoutCI(os.Environ()), logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	startStopped(t, cmd)
 	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get(s.url + "/healthz")
 		if err == nil {

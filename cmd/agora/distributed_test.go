@@ -59,20 +59,7 @@ func TestDistributedRoles(t *testing.T) {
 	start := func(args ...string) {
 		cmd := exec.Command(agora, args...)
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, logs, logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		})
+		startStopped(t, cmd)
 	}
 	runnerIDs := []string{fmt.Sprintf("dist-a-%d", os.Getpid()), fmt.Sprintf("dist-b-%d", os.Getpid())}
 	// Registered before the runners start, so it runs after they have
@@ -250,4 +237,24 @@ func pipelineStep(t *testing.T, agora, addr string, env []string) {
 			t.Errorf("ci-dist-%s answer = %+v, want %q (assumed %v)", tt.job, a, tt.answer, tt.assumed)
 		}
 	}
+}
+
+// startStopped starts cmd and, when the test ends, interrupts it and waits
+// (a minute at most, then kills it), as a person stopping agora would.
+func startStopped(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
 }

@@ -155,12 +155,7 @@ func TestSubmitMaximums_HTTP(t *testing.T) {
 	h := newRealHandler(t)
 	const sub = `"subagent": {"name": "x", "runtime": "exec", "command": ["true"]}`
 	input := func(n int) string { return `{"x":"` + strings.Repeat("a", n-len(`{"x":""}`)) + `"}` }
-	tests := []struct {
-		name   string
-		fields string
-		status int
-		want   string
-	}{
+	tests := []submitCase{
 		{"under every maximum", `"resources": {"memory_mb": 16384, "cpus": 16, "pids": 4096}, "timeout_seconds": 86400,
 			"limits": {"max_rounds": 100, "max_wait_seconds": 2592000}, "input": ` + input(256<<10), http.StatusCreated, ""},
 		{"memory 2^44 MiB", `"resources": {"memory_mb": 17592186044416}`, http.StatusUnprocessableEntity,
@@ -184,19 +179,36 @@ func TestSubmitMaximums_HTTP(t *testing.T) {
 		{"task id over 96", `"task_id": "` + strings.Repeat("a", 97) + `"`, http.StatusUnprocessableEntity, "task_id"},
 	}
 	for _, tt := range tests {
-		rec := serve(h, http.MethodPost, "/v1/tasks", "{"+sub+", "+tt.fields+"}")
-		if rec.Code != tt.status {
-			t.Errorf("%s: POST /v1/tasks = %d %s; want %d", tt.name, rec.Code, truncate(rec.Body.String()), tt.status)
-			continue
-		}
-		if tt.want == "" {
-			continue
-		}
-		var e wire.ErrorBody
-		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != wire.CodeInvalid || !strings.Contains(e.Error, tt.want) {
-			t.Errorf("%s: POST /v1/tasks = %d %s; want code invalid and a message saying %q", tt.name, rec.Code, truncate(rec.Body.String()), tt.want)
-		}
+		tt.submit(t, h, sub)
 	}
+}
+
+// submitCase is one POST /v1/tasks of fields beside a sub-agent: the
+// status it gets and, for a refusal, what its message must say.
+type submitCase struct {
+	name   string
+	fields string
+	status int
+	want   string
+}
+
+// submit posts the case and checks it; it returns the refusal's message
+// ("" when there is none to look at further).
+func (tt submitCase) submit(t *testing.T, h http.Handler, sub string) string {
+	t.Helper()
+	rec := serve(h, http.MethodPost, "/v1/tasks", "{"+sub+", "+tt.fields+"}")
+	if rec.Code != tt.status {
+		t.Errorf("%s: POST /v1/tasks = %d %s; want %d", tt.name, rec.Code, truncate(rec.Body.String()), tt.status)
+		return ""
+	}
+	if tt.want == "" {
+		return ""
+	}
+	var e wire.ErrorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != wire.CodeInvalid || !strings.Contains(e.Error, tt.want) {
+		t.Errorf("%s: POST /v1/tasks = %d %s; want code invalid and a message saying %q", tt.name, rec.Code, truncate(rec.Body.String()), tt.want)
+	}
+	return e.Error
 }
 
 func truncate(s string) string {

@@ -1,12 +1,9 @@
 package api_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/agoradev/agora/wire"
 )
 
 // TestSubmitReadsJSONExactly: POST /v1/tasks reads its body as every
@@ -17,12 +14,7 @@ func TestSubmitReadsJSONExactly(t *testing.T) {
 	h := newRealHandler(t)
 	const sub = `"subagent": {"name": "x", "runtime": "exec", "command": ["true"]}`
 	deep := strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001)
-	tests := []struct {
-		name   string
-		fields string
-		status int
-		want   string
-	}{
+	tests := []submitCase{
 		{"input an array", `"input": []`, http.StatusUnprocessableEntity, "input must be a JSON object, not an array"},
 		{"input a string", `"input": "x"`, http.StatusUnprocessableEntity, "input must be a JSON object, not a string"},
 		{"input an object", `"input": {"a": [1, {"b": null}]}`, http.StatusCreated, ""},
@@ -38,21 +30,10 @@ func TestSubmitReadsJSONExactly(t *testing.T) {
 		{"input 10,001 deep limit", `"input": ` + deep, http.StatusBadRequest, "nested more than 64 levels deep"},
 	}
 	for _, tt := range tests {
-		rec := serve(h, http.MethodPost, "/v1/tasks", "{"+sub+", "+tt.fields+"}")
-		if rec.Code != tt.status {
-			t.Errorf("%s: POST /v1/tasks = %d %s; want %d", tt.name, rec.Code, truncate(rec.Body.String()), tt.status)
-			continue
-		}
-		if tt.want == "" {
-			continue
-		}
-		var e wire.ErrorBody
-		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code != wire.CodeInvalid || !strings.Contains(e.Error, tt.want) {
-			t.Errorf("%s: POST /v1/tasks = %d %s; want code invalid and a message saying %q", tt.name, rec.Code, truncate(rec.Body.String()), tt.want)
-		}
+		msg := tt.submit(t, h, sub)
 		for _, goText := range []string{"json:", "unmarshal", "Go value", "map[string]", "int64"} {
-			if strings.Contains(e.Error, goText) {
-				t.Errorf("%s: error %q shows Go's decoder (%q)", tt.name, e.Error, goText)
+			if strings.Contains(msg, goText) {
+				t.Errorf("%s: error %q shows Go's decoder (%q)", tt.name, msg, goText)
 			}
 		}
 	}
