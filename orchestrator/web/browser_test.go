@@ -119,6 +119,9 @@ func TestNoOverflowAt390(t *testing.T) {
 	}
 }
 
+// clickToggle clicks the task page's lines toggle as a person would.
+const clickToggle = `(document.querySelector(".lines-toggle a").click(), true)`
+
 // TestOutputToggleInBrowser: a task page shows the sub-agent's output,
 // the stored and the live alike; the link shows agora's lines too,
 // dimmed, and back. Works without the script: the link is a page.
@@ -144,7 +147,11 @@ func TestOutputToggleInBrowser(t *testing.T) {
 	if n := eval[int](c, `document.querySelectorAll(".agora-line").length`); n != 0 {
 		t.Errorf("by default %d of agora's lines are on the page", n)
 	}
-	c.do("show agora's lines", chromedp.Click(chromedp.CSS(`.lines-toggle a`)), chromedp.WaitVisible(chromedp.CSS(".agora-line")))
+	// The link is clicked in the page, not by a node id chromedp resolved
+	// first: the page's script may swap the content (a refresh from its
+	// event stream) between the two, and the id would then be stale.
+	eval[bool](c, clickToggle)
+	c.do("show agora's lines", chromedp.WaitVisible(chromedp.CSS(".agora-line")))
 	c.poll("the live output", `document.querySelector("#log-2").textContent.includes("live line")`)
 	stored, live = text("#log-1"), text("#log-2")
 	if stored != eventLine[1:]+"stored line\n"+workerLine[1:]+forgedEvent || live != eventLine[1:]+"live line\n"+workerLine[1:]+forgedWorker {
@@ -153,7 +160,8 @@ func TestOutputToggleInBrowser(t *testing.T) {
 	if color := eval[string](c, `getComputedStyle(document.querySelector(".agora-line")).color`); color == eval[string](c, `getComputedStyle(document.querySelector("#log-1")).color`) {
 		t.Errorf("agora's lines are not dimmed (%s)", color)
 	}
-	c.do("back to the sub-agent's output", chromedp.Click(chromedp.CSS(`.lines-toggle a`)), chromedp.WaitVisible(chromedp.CSS("#log-1")))
+	eval[bool](c, clickToggle)
+	c.do("back to the sub-agent's output", chromedp.WaitVisible(chromedp.CSS(`.lines-toggle a[href$="?lines=all"]`)), chromedp.WaitVisible(chromedp.CSS("#log-1")))
 	if n := eval[int](c, `document.querySelectorAll(".agora-line").length`); n != 0 || !strings.HasSuffix(eval[string](c, `location.href`), "/tasks/toggle") {
 		t.Errorf("after the toggle back, %d of agora's lines remain (at %s)", n, eval[string](c, `location.href`))
 	}
