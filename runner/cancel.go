@@ -19,7 +19,9 @@ import (
 // worker is told where to look (AGORA_CANCEL_FILE). The worker treats a
 // SIGTERM as a cancel only when the marker exists; it logs and ignores any
 // other. The runner's backstop stop writes no marker: that is a timeout,
-// not a cancel.
+// not a cancel. Without host mounts (ECS on Fargate) the marker is an
+// object of the dispatch's exchange instead (exchange.go); the transport
+// (transport.go) writes the one its containers read.
 //
 // The runner also remembers that it asked: a container that ends without a
 // terminal event after a cancel it requested (its SIGTERM reached the worker

@@ -12,19 +12,7 @@ import (
 	"github.com/agoradev/agora/schemas"
 )
 
-// How one delivery reads, top to bottom:
-//
-//	claim.go    handle: one bus call (Bus.Claim), then start, adopt or settle
-//	            what another runner or a cancel left
-//	start.go    run: limits, the transport's prepare, create, renew, start;
-//	            adopt: a container this process did not create
-//	follow.go   follow: output, heartbeat, cancel, backstop, wait
-//	settle.go   settle: decide (outcome.go, pure), collect, publish, remove
-//	dispatch.go this file: the dispatch's state, conclude and finish
-//
-// The transport (transport.go) is the one place the two ways a dispatch's
-// files reach its container differ: host files (hostfiles.go) or a storage
-// exchange (remote.go, exchange.go).
+// The path of one delivery through these files is in doc.go.
 
 // Exit code reported when the engine could not run the container at all
 // (Docker's own convention for daemon errors).
