@@ -33,8 +33,8 @@ func TestRun(t *testing.T) {
 		env      []string
 		wantCode int
 		// wantArgs must appear, in order, as a contiguous run of claude's args.
-		wantArgs   []string
-		noArgs     []string
+		wantArgs  []string
+		noArgs    []string
 		wantUsage *schemas.Usage // session_id aside, which is checked against the record
 		// wantStdout: the stream is exactly fakeclaude.Transcript's.
 		wantStdout bool

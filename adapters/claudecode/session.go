@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/agoradev/agora/adapters"
+	"github.com/agoradev/agora/schemas"
 )
 
 // Claude Code keeps a conversation (a session) on disk as a JSONL
@@ -56,6 +56,11 @@ const (
 	maxRecordBytes = 64 << 10
 	// EnvConfigDir is Claude Code's variable for its config dir.
 	EnvConfigDir = "CLAUDE_CONFIG_DIR"
+	// configPerm is the mode of what goes back into the config dir;
+	// workspacePerm that of the workspace's copy, which the runner must
+	// read to snapshot it whatever user it runs as (as .agora/resume.json).
+	configPerm    = 0o600
+	workspacePerm = 0o644
 )
 
 // savedSession is SessionDir/session.json.
@@ -108,11 +113,10 @@ func restoreSession(ws, cfgDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Read exactly: the sub-agent could have written it.
 	var s savedSession
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return "", fmt.Errorf("%s/%s: %w", SessionDir, sessionRecord, err)
+	if err := schemas.DecodeKnown(SessionDir+"/"+sessionRecord, data, &s); err != nil {
+		return "", err
 	}
 	switch {
 	case !sessionID.MatchString(s.SessionID):
@@ -127,10 +131,10 @@ func restoreSession(ws, cfgDir string) (string, error) {
 		return "", fmt.Errorf("session transcript: %w", err)
 	}
 	project := filepath.Join(cfgDir, "projects", s.ProjectDir)
-	if err := os.MkdirAll(project, 0o700); err != nil {
+	if err := os.MkdirAll(project, 0o700); err != nil { // as private as Claude Code's own
 		return "", fmt.Errorf("restore session: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(project, s.SessionID+".jsonl"), transcript, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(project, s.SessionID+".jsonl"), transcript, configPerm); err != nil {
 		return "", fmt.Errorf("restore session: %w", err)
 	}
 	files := path.Join(SessionDir, sessionFiles)
@@ -140,7 +144,7 @@ func restoreSession(ws, cfgDir string) (string, error) {
 			return "", fmt.Errorf("restore session files: %w", err)
 		}
 		defer sub.Close()
-		if err := copyTree(sub.FS(), filepath.Join(project, s.SessionID), MaxSessionBytes-int64(len(transcript))); err != nil {
+		if err := copyTree(sub.FS(), filepath.Join(project, s.SessionID), MaxSessionBytes-int64(len(transcript)), configPerm); err != nil {
 			return "", fmt.Errorf("restore session files: %w", err)
 		}
 	}
@@ -184,12 +188,15 @@ func saveSession(ws, cfgDir, id string, round int) error {
 		return fmt.Errorf("save session: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, sessionTranscript), data, 0o600); err != nil {
+	if err := os.Chmod(tmp, workspacePerm|0o111); err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, sessionTranscript), data, workspacePerm); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
 	own := strings.TrimSuffix(transcript, ".jsonl")
 	if fi, err := os.Lstat(own); err == nil && fi.IsDir() {
-		if err := copyTree(os.DirFS(own), filepath.Join(tmp, sessionFiles), MaxSessionBytes-int64(len(data))); err != nil {
+		if err := copyTree(os.DirFS(own), filepath.Join(tmp, sessionFiles), MaxSessionBytes-int64(len(data)), workspacePerm); err != nil {
 			return fmt.Errorf("save session files: %w", err)
 		}
 	}
@@ -197,7 +204,7 @@ func saveSession(ws, cfgDir, id string, round int) error {
 	if err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, sessionRecord), append(rec, '\n'), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, sessionRecord), append(rec, '\n'), workspacePerm); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -208,8 +215,10 @@ func saveSession(ws, cfgDir, id string, round int) error {
 
 // copyTree copies the regular files and directories of src into dst
 // (created), at most budget bytes and maxSessionEntries entries; a symlink
-// or any other kind of file is an error.
-func copyTree(src fs.FS, dst string, budget int64) error {
+// or any other kind of file is an error. Files get mode perm, directories
+// perm with the execute bits of its read bits.
+func copyTree(src fs.FS, dst string, budget int64, perm fs.FileMode) error {
+	dirPerm := perm | (perm&0o444)>>2
 	entries := 0
 	return fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -221,7 +230,7 @@ func copyTree(src fs.FS, dst string, budget int64) error {
 		target := filepath.Join(dst, filepath.FromSlash(p))
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
+			return os.MkdirAll(target, dirPerm)
 		case !d.Type().IsRegular():
 			return fmt.Errorf("%s is not a regular file", p)
 		}
@@ -230,7 +239,7 @@ func copyTree(src fs.FS, dst string, budget int64) error {
 			return err
 		}
 		defer f.Close()
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 		if err != nil {
 			return err
 		}
