@@ -98,7 +98,11 @@ func claudeImage(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = eng.Close() })
+	t.Cleanup(func() {
+		if err := eng.Close(); err != nil {
+			t.Logf("close the Docker client: %v", err)
+		}
+	})
 	bin := testenv.Binary(t, "github.com/agoradev/agora/adapters/claudecode/fakeclaude/cmd/claude", false)
 	claude, err := os.ReadFile(bin)
 	if err != nil {
