@@ -153,12 +153,13 @@ type Usage struct {
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 	InputTokens  int64   `json:"input_tokens,omitempty"`
 	OutputTokens int64   `json:"output_tokens,omitempty"`
-	// CacheCreationInputTokens and CacheReadInputTokens are the input
-	// tokens written to and read from the model's prompt cache (Claude
-	// Code's result usage): a round that resumed its conversation reads
-	// most of its input from the cache.
+	// CacheCreationInputTokens are input tokens written to the model's
+	// prompt cache (Claude Code's result usage), besides InputTokens.
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
+	// CacheReadInputTokens are input tokens read from the model's prompt
+	// cache, besides InputTokens: a round that resumed its conversation
+	// reads most of its input from there.
+	CacheReadInputTokens int64 `json:"cache_read_input_tokens,omitempty"`
 	// SessionID is the runtime's own conversation id (Claude Code's
 	// session_id), which a later round may resume.
 	SessionID string `json:"session_id,omitempty"`
