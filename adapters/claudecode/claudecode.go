@@ -1,14 +1,19 @@
 // Package claudecode is the runtime adapter for runtime "claude-code": it runs
 // Claude Code non-interactively,
 //
-//	claude --print --output-format stream-json --verbose [--model M] --permission-mode MODE [extra args]
+//	claude --print --output-format stream-json --verbose [--model M] --permission-mode MODE [--resume SESSION] [extra args]
 //
 // with the prompt rendered by RenderPrompt on stdin (so a large prompt never
 // meets the argv size limit), in the workspace, under internal/proc's
 // process-group supervision. Claude Code's stream-json stdout is passed
-// through unchanged and read line by line as it arrives for the model
-// (system/init message) and the turns, cost and tokens (result message),
-// which become Result.Usage.
+// through unchanged and read line by line as it arrives for the model and
+// session (system/init message) and the turns, cost and tokens (result
+// message), which become Result.Usage.
+//
+// A round resumes the previous round's conversation when the workspace
+// holds its session (session.go): --resume with the answer alone
+// (RenderResumeMessage) as the next message. docs/runtimes.md has the
+// whole behaviour and where Claude Code documents each piece.
 //
 // The runtime environment (Invocation.Env) tunes it:
 //

@@ -31,7 +31,7 @@ func TestUsageText(t *testing.T) {
 	}
 }
 
-// agora get shows each round's session and whether it resumed the one
+// agora status TASK shows each round's session and whether it resumed the one
 // before.
 func TestTimelineShowsSession(t *testing.T) {
 	t.Parallel()
