@@ -134,7 +134,12 @@ func restoreSession(ws, cfgDir string) (string, error) {
 	if err := os.MkdirAll(project, 0o700); err != nil { // as private as Claude Code's own
 		return "", fmt.Errorf("restore session: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(project, s.SessionID+".jsonl"), transcript, configPerm); err != nil {
+	dst, err := os.OpenRoot(project)
+	if err != nil {
+		return "", fmt.Errorf("restore session: %w", err)
+	}
+	defer dst.Close()
+	if err := dst.WriteFile(s.SessionID+".jsonl", transcript, configPerm); err != nil {
 		return "", fmt.Errorf("restore session: %w", err)
 	}
 	files := path.Join(SessionDir, sessionFiles)
@@ -144,7 +149,7 @@ func restoreSession(ws, cfgDir string) (string, error) {
 			return "", fmt.Errorf("restore session files: %w", err)
 		}
 		defer sub.Close()
-		if err := copyTree(sub.FS(), filepath.Join(project, s.SessionID), MaxSessionBytes-int64(len(transcript)), configPerm); err != nil {
+		if err := copyTree(sub.FS(), dst, s.SessionID, MaxSessionBytes-int64(len(transcript)), configPerm); err != nil {
 			return "", fmt.Errorf("restore session files: %w", err)
 		}
 	}
@@ -158,8 +163,14 @@ func restoreSession(ws, cfgDir string) (string, error) {
 // emptied: a later round must not resume an older conversation that lacks
 // this round. The error says why nothing was kept.
 func saveSession(ws, cfgDir, id string, round int) error {
-	dir := filepath.Join(ws, filepath.FromSlash(SessionDir))
-	if err := os.RemoveAll(dir); err != nil {
+	// Everything in the workspace goes through a root: the sub-agent may
+	// have put links there, and none may lead the worker out.
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return fmt.Errorf("open workspace: %w", err)
+	}
+	defer root.Close()
+	if err := root.RemoveAll(SessionDir); err != nil {
 		return fmt.Errorf("remove the earlier session: %w", err)
 	}
 	switch {
@@ -183,20 +194,20 @@ func saveSession(ws, cfgDir, id string, round int) error {
 	}
 	// Written aside and renamed, so SessionDir holds a whole session or
 	// none.
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".claude-session-")
-	if err != nil {
+	tmp := SessionDir + ".tmp"
+	if err := root.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, workspacePerm|0o111); err != nil {
+	if err := root.MkdirAll(tmp, workspacePerm|0o111); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, sessionTranscript), data, workspacePerm); err != nil {
+	defer root.RemoveAll(tmp)
+	if err := root.WriteFile(path.Join(tmp, sessionTranscript), data, workspacePerm); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
 	own := strings.TrimSuffix(transcript, ".jsonl")
 	if fi, err := os.Lstat(own); err == nil && fi.IsDir() {
-		if err := copyTree(os.DirFS(own), filepath.Join(tmp, sessionFiles), MaxSessionBytes-int64(len(data)), workspacePerm); err != nil {
+		if err := copyTree(os.DirFS(own), root, path.Join(tmp, sessionFiles), MaxSessionBytes-int64(len(data)), workspacePerm); err != nil {
 			return fmt.Errorf("save session files: %w", err)
 		}
 	}
@@ -204,20 +215,20 @@ func saveSession(ws, cfgDir, id string, round int) error {
 	if err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, sessionRecord), append(rec, '\n'), workspacePerm); err != nil {
+	if err := root.WriteFile(path.Join(tmp, sessionRecord), append(rec, '\n'), workspacePerm); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := root.Rename(tmp, SessionDir); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
 	return nil
 }
 
-// copyTree copies the regular files and directories of src into dst
-// (created), at most budget bytes and maxSessionEntries entries; a symlink
-// or any other kind of file is an error. Files get mode perm, directories
-// perm with the execute bits of its read bits.
-func copyTree(src fs.FS, dst string, budget int64, perm fs.FileMode) error {
+// copyTree copies the regular files and directories of src into dir
+// (created) inside dst, at most budget bytes and maxSessionEntries
+// entries; a symlink or any other kind of file is an error. Files get mode
+// perm, directories perm with the execute bits of its read bits.
+func copyTree(src fs.FS, dst *os.Root, dir string, budget int64, perm fs.FileMode) error {
 	dirPerm := perm | (perm&0o444)>>2
 	entries := 0
 	return fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
@@ -227,10 +238,10 @@ func copyTree(src fs.FS, dst string, budget int64, perm fs.FileMode) error {
 		if entries++; entries > maxSessionEntries {
 			return fmt.Errorf("more than %d entries", maxSessionEntries)
 		}
-		target := filepath.Join(dst, filepath.FromSlash(p))
+		target := path.Join(dir, p)
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, dirPerm)
+			return dst.MkdirAll(target, dirPerm)
 		case !d.Type().IsRegular():
 			return fmt.Errorf("%s is not a regular file", p)
 		}
@@ -239,7 +250,7 @@ func copyTree(src fs.FS, dst string, budget int64, perm fs.FileMode) error {
 			return err
 		}
 		defer f.Close()
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
+		out, err := dst.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
 		if err != nil {
 			return err
 		}

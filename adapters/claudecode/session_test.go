@@ -288,3 +288,25 @@ func removeAll(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// Links the sub-agent left where the session is kept lead the worker
+// nowhere: they are replaced, and what they point at is left alone.
+func TestRunSavesSessionPastLinks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fakeclaude.ModeOK)
+	home := h.newHome(t)
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "keep"), "mine")
+	for _, name := range []string{claudecode.SessionDir, claudecode.SessionDir + ".tmp"} {
+		if err := os.Symlink(outside, filepath.Join(h.inv.Workspace, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.run(t)
+	rec := h.record(t)
+	h.checkSaved(t, rec.SessionID, 1, home)
+	entries, err := os.ReadDir(outside)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "keep" {
+		t.Errorf("the links' target holds %v, %v; want only what was there", entries, err)
+	}
+}
