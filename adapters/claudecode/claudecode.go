@@ -120,11 +120,12 @@ func (*Adapter) Run(ctx context.Context, inv adapters.Invocation) (adapters.Resu
 	if err != nil {
 		return res.Result, err
 	}
-	if res.Usage != nil {
-		res.Usage.Resumed = resume != ""
-	}
+	// The session to keep is the one the stream names: the resumed one, or
+	// a new one should a Claude Code version give a resumed session a new
+	// id.
 	var id string
 	if res.Usage != nil {
+		res.Usage.Resumed = resume != ""
 		id = res.Usage.SessionID
 	}
 	if err := saveSession(inv.Workspace, cfgDir, id, inv.Spec.EffectiveRound()); err != nil {
