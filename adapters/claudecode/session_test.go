@@ -2,6 +2,7 @@ package claudecode_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -308,5 +309,36 @@ func TestRunSavesSessionPastLinks(t *testing.T) {
 	entries, err := os.ReadDir(outside)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "keep" {
 		t.Errorf("the links' target holds %v, %v; want only what was there", entries, err)
+	}
+}
+
+// When the resumed conversation comes back under a new session id — as
+// Claude Code's --fork-session makes it, given here through
+// AGORA_CLAUDE_ARGS — the round keeps that one, and the next round resumes
+// it with the whole conversation.
+func TestRunKeepsTheSessionTheStreamNames(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fakeclaude.ModeAsk)
+	h.inv.Env = append(h.inv.Env, claudecode.EnvExtraArgs+"=--fork-session")
+	var prompts []string
+	var last string
+	for round := 1; round <= 3; round++ {
+		h.newHome(t)
+		if round > 1 {
+			removeAll(t, filepath.Join(h.inv.Workspace, ".agora", "needs_input.json"))
+			h.nextRound(fmt.Sprint("answer ", round))
+		}
+		res := h.run(t)
+		rec := h.record(t)
+		if rec.Resumed != last || !slices.Equal(rec.Conversation, prompts) {
+			t.Errorf("round %d resumed %q with conversation %q, want %q with %q", round, rec.Resumed, rec.Conversation, last, prompts)
+		}
+		if round > 1 && rec.SessionID == last {
+			t.Errorf("round %d ran in session %s, want a forked one", round, rec.SessionID)
+		}
+		if res.Usage == nil || res.Usage.SessionID != rec.SessionID || res.Usage.Resumed != (round > 1) {
+			t.Errorf("round %d usage = %+v, want session %s, resumed %t", round, res.Usage, rec.SessionID, round > 1)
+		}
+		prompts, last = append(prompts, rec.Prompt), rec.SessionID
 	}
 }

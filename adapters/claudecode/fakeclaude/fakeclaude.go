@@ -28,7 +28,8 @@
 //   - Sessions (https://code.claude.com/docs/en/agent-sdk/sessions): every
 //     run is a session with a new id unless `--resume <id>` continues one
 //     (CLI reference, https://code.claude.com/docs/en/cli-reference); the
-//     resumed session keeps its id (only --fork-session makes a new one).
+//     resumed session keeps its id; with --fork-session it is a new session
+//     with a copy of the history, and the original is left untouched.
 //     A session is a JSONL transcript at
 //     <config dir>/projects/<encoded cwd>/<session id>.jsonl, where the
 //     encoded cwd is the absolute working directory with every character
@@ -274,7 +275,7 @@ func Main() int {
 // invocation is what the arguments asked for.
 type invocation struct {
 	model, permission, resume string
-	persist                   bool
+	persist, fork             bool
 }
 
 func run(args []string, stdout *bufio.Writer) (int, error) {
@@ -319,6 +320,14 @@ func run(args []string, stdout *bufio.Writer) (int, error) {
 		for _, l := range history {
 			if l.Type == "user" {
 				rec.Conversation = append(rec.Conversation, l.Message.Text())
+			}
+		}
+		if inv.fork {
+			// A new session starting from a copy of the history; the
+			// original is left as it is.
+			rec.SessionID = newSessionID()
+			for i := range history {
+				history[i].SessionID = rec.SessionID
 			}
 		}
 	default:
@@ -424,6 +433,8 @@ func checkArgs(args []string) (invocation, error) {
 			inv.resume, err = value(&i)
 		case "--no-session-persistence":
 			inv.persist = false
+		case "--fork-session":
+			inv.fork = true
 		}
 		if err != nil {
 			return inv, err
