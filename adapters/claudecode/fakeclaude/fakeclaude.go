@@ -43,7 +43,7 @@
 //     (.claude.json) is written beside it in $HOME, or inside
 //     $CLAUDE_CONFIG_DIR.
 //   - --permission-mode takes default, acceptEdits, plan, auto, dontAsk or
-//     bypassPermissions (CLI reference).
+//     bypassPermissions (https://code.claude.com/docs/en/permission-modes).
 //
 // It insists on the arguments the claude-code adapter must pass (--print,
 // --output-format stream-json, --verbose, --permission-mode) and fails like
