@@ -305,6 +305,11 @@ func (c Config) WithDefaults() Config {
 	if c.Runner && c.Max.CPUs <= 0 {
 		c.Max.CPUs = runner.DefaultMaxCPUs()
 	}
+	if c.Runner && c.ECS != nil && c.ECS.Engine.WithDefaults().Fargate() {
+		// The orchestrator here knows its runner: a task no Fargate task
+		// size holds is refused at submit (docs/ecs.md).
+		c.Max.FargateTaskSizes = true
+	}
 	c.Max = c.Max.WithDefaults()
 	if c.MaxWorkspaceBytes <= 0 {
 		c.MaxWorkspaceBytes = runner.DefaultMaxWorkspaceMB << 20
