@@ -2,11 +2,9 @@ package schemas
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,223 +14,85 @@ import (
 
 // compiledSchemas holds each schema, compiled by
 // github.com/santhosh-tekuri/jsonschema/v5 (draft 2020-12, format
-// assertions on) once per process, on its first use or when Prepare asks:
-// a worker process compiles the dispatch spec, the event schema and
-// perhaps the sentinel's, and nothing else.
+// assertions on) on its first use or when Prepare asks: a worker process validates a dispatch
+// spec, its events and perhaps a sentinel, and compiles nothing else.
 var compiledSchemas = func() map[string]func() (*jsonschema.Schema, error) {
 	out := map[string]func() (*jsonschema.Schema, error){}
 	for _, name := range Names() {
-		out[name] = sync.OnceValues(func() (*jsonschema.Schema, error) {
-			s, _, err := compile(name, true)
-			return s, err
-		})
+		out[name] = sync.OnceValues(func() (*jsonschema.Schema, error) { return theCompiler.compile(name) })
 	}
 	return out
 }()
 
-// Prepare compiles the named schemas in the background, each on a
-// goroutine of its own, and returns at once: a process that knows which
-// schemas it is about to use starts their compilation while it does other
-// work (the worker, while it reads its configuration and dispatch spec),
-// and compiles them in parallel. Validate waits for a compilation under
-// way; a failed one is reported by Validate. Unknown names are ignored
-// (Validate reports them).
+// Prepare compiles the named schemas in the background, in order, on one
+// goroutine, and returns at once: a process that knows which schemas it is
+// about to use starts their compilation while it does other work (the
+// worker, while it reads its configuration and fetches its dispatch spec,
+// from S3 on Fargate). Validate waits for a compilation under way; a failed
+// one is reported by Validate. Unknown names are ignored (Validate reports
+// them). The schemas share one compiler, so each file is read and checked
+// against the meta-schema once: compiling them on goroutines of their own
+// would check the files they share once each, more CPU for a worker that
+// shares its machine (docs/benchmarks.md).
 func Prepare(names ...string) {
+	var gets []func() (*jsonschema.Schema, error)
 	for _, name := range names {
 		if get, ok := compiledSchemas[name]; ok {
-			go func() { _, _ = get() }()
+			gets = append(gets, get)
 		}
 	}
+	if len(gets) == 0 {
+		return
+	}
+	go func() {
+		for _, get := range gets {
+			_, _ = get()
+		}
+	}()
 }
 
-// compile compiles the schema called name with a compiler of its own, so
-// schemas compile in parallel (the library's compiler is not safe for
-// concurrent use; a compiled *jsonschema.Schema is). The library checks
-// every document it reads against the draft's meta-schema, which is most
-// of a compilation's cost, so with trim set each other schema file the
-// $refs reach is cut to the $defs they reach (see documents). It returns
-// the files read, in order, and for each cut one the $defs kept (for
-// tests).
-func compile(name string, trim bool) (*jsonschema.Schema, []string, error) {
-	docs, err := documents(name+".schema.json", trim)
-	if err != nil {
-		return nil, nil, fmt.Errorf("compile schema %s: %w", name, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	var loaded []string
-	c.LoadURL = func(url string) (io.ReadCloser, error) {
-		file, ok := strings.CutPrefix(url, baseURL)
-		if !ok {
-			return nil, fmt.Errorf("no schema at %s: only agora's own are loaded", url)
-		}
-		doc, ok := docs[file]
-		if !ok {
-			return nil, fmt.Errorf("no schema at %s", url)
-		}
-		loaded = append(loaded, doc.describe(file))
-		return io.NopCloser(bytes.NewReader(doc.data)), nil
-	}
-	s, err := c.Compile(baseURL + name + ".schema.json")
-	if err != nil {
-		return nil, loaded, fmt.Errorf("compile schema %s: %w", name, err)
-	}
-	return s, loaded, nil
+// theCompiler is the one compiler of the process: a schema's document is
+// read, checked against the meta-schema and compiled once, however many of
+// the schemas $ref it (the event schema reaches into the dispatch spec's).
+var theCompiler = &sharedCompiler{}
+
+// sharedCompiler serialises the library's compiler, which is not safe for
+// concurrent use; a compiled *jsonschema.Schema is.
+type sharedCompiler struct {
+	mu sync.Mutex
+	c  *jsonschema.Compiler
+	// loaded lists the schema files read, in order (for tests).
+	loaded []string
 }
 
-// document is one schema file as a compilation reads it.
-type document struct {
-	data []byte
-	// defs lists the $defs kept when the file was cut; nil when it is
-	// read whole.
-	defs []string
-}
-
-func (d document) describe(file string) string {
-	if d.defs == nil {
-		return file
-	}
-	return file + " $defs " + strings.Join(d.defs, ",")
-}
-
-// documents returns the schema files that compiling root reads, by file
-// name. The root is read whole. So is any other file that a $ref reaches
-// other than through "#/$defs/NAME" (or that uses anchors or ids of its
-// own, which a cut could lose), and every file when trim is false. The
-// rest are cut to their $schema, $id and the $defs the $refs reach,
-// directly or through each other: a $ref resolves to the same subschema,
-// under the same base URI, in the cut file as in the whole one, so what
-// is compiled validates alike (TestCutDocumentsValidateAlike), and the
-// library checks only that much against the meta-schema. Each file is
-// compiled whole, and checked whole, when it is itself the schema used.
-func documents(root string, trim bool) (map[string]document, error) {
-	parsed := map[string]map[string]any{}
-	raw := map[string][]byte{}
-	load := func(file string) (map[string]any, error) {
-		if doc, ok := parsed[file]; ok {
-			return doc, nil
-		}
-		data, err := files.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("no schema file %s", file)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return nil, fmt.Errorf("read schema file %s: %w", file, err)
-		}
-		parsed[file], raw[file] = doc, data
-		return doc, nil
-	}
-	// A place is a file's whole document (def "") or one of its $defs.
-	type place struct{ file, def string }
-	whole := map[string]bool{}
-	defs := map[string]map[string]bool{}
-	queue := []place{{root, ""}}
-	seen := map[place]bool{}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		doc, err := load(p.file)
-		if err != nil {
-			return nil, err
-		}
-		var node any = doc
-		if p.def == "" {
-			whole[p.file] = true
-		} else {
-			d, _ := doc["$defs"].(map[string]any)
-			sub, ok := d[p.def]
+// compile compiles the schema called name, loading the embedded schema
+// files only as the $refs reach them.
+func (sc *sharedCompiler) compile(name string) (*jsonschema.Schema, error) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.c == nil {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		c.AssertFormat = true
+		c.LoadURL = func(url string) (io.ReadCloser, error) {
+			file, ok := strings.CutPrefix(url, baseURL)
 			if !ok {
-				return nil, fmt.Errorf("schema file %s has no $defs/%s", p.file, p.def)
+				return nil, fmt.Errorf("no schema at %s: only agora's own are loaded", url)
 			}
-			if defs[p.file] == nil {
-				defs[p.file] = map[string]bool{}
+			data, err := files.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("no schema at %s", url)
 			}
-			defs[p.file][p.def] = true
-			node = sub
+			sc.loaded = append(sc.loaded, file)
+			return io.NopCloser(bytes.NewReader(data)), nil
 		}
-		refs, local := references(node, p.def != "")
-		if !local {
-			whole[p.file] = true
-		}
-		for _, ref := range refs {
-			file, frag, _ := strings.Cut(ref, "#")
-			if file == "" {
-				file = p.file
-			}
-			if _, err := files.ReadFile(file); err != nil {
-				continue // not ours: the library reports it
-			}
-			def, ok := strings.CutPrefix(frag, "/$defs/")
-			if !ok || def == "" || strings.ContainsAny(def, "/~%") {
-				def = "" // anything else reads the whole document
-			}
-			queue = append(queue, place{file, def})
-		}
+		sc.c = c
 	}
-	out := map[string]document{}
-	for file := range parsed {
-		if whole[file] || !trim {
-			out[file] = document{data: raw[file]}
-			continue
-		}
-		doc := parsed[file]
-		kept := map[string]any{}
-		all, _ := doc["$defs"].(map[string]any)
-		for def := range defs[file] {
-			kept[def] = all[def]
-		}
-		cut := map[string]any{"$defs": kept}
-		for _, k := range []string{"$schema", "$id"} {
-			if v, ok := doc[k]; ok {
-				cut[k] = v
-			}
-		}
-		data, err := json.Marshal(cut)
-		if err != nil {
-			return nil, fmt.Errorf("cut schema file %s: %w", file, err)
-		}
-		out[file] = document{data: data, defs: slices.Sorted(maps.Keys(defs[file]))}
+	s, err := sc.c.Compile(baseURL + name + ".schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %s: %w", name, err)
 	}
-	return out, nil
-}
-
-// references lists the $ref values in a schema (sub)document. local is
-// false when, inside a $defs entry (inDef), it declares an $id, an anchor
-// or a $dynamicRef: resolving those may need more of the file than the
-// entry, so the file is then read whole.
-func references(node any, inDef bool) (refs []string, local bool) {
-	local = true
-	var walk func(any)
-	walk = func(n any) {
-		switch v := n.(type) {
-		case map[string]any:
-			for k, child := range v {
-				switch k {
-				case "$ref":
-					if s, ok := child.(string); ok {
-						refs = append(refs, s)
-					}
-				case "$id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef", "$recursiveAnchor":
-					if inDef {
-						local = false
-					}
-				}
-				walk(child)
-			}
-		case []any:
-			for _, child := range v {
-				walk(child)
-			}
-		}
-	}
-	walk(node)
-	return refs, local
+	return s, nil
 }
 
 // check validates doc (decoded with json.Number) against s and returns the

@@ -470,68 +470,24 @@ func ExampleValidate() {
 }
 
 // TestCompileLoadsOnlyWhatIsReached: compiling a schema reads only the
-// schema files its $refs reach, and of another file than its own only the
-// $defs they reach.
+// schema files its $refs reach, each once however many schemas reach it.
 func TestCompileLoadsOnlyWhatIsReached(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
+	sc := &sharedCompiler{}
+	for _, step := range []struct {
 		name string
 		want []string
 	}{
 		{SchemaNeedsInput, []string{"needs-input.schema.json"}},
-		{SchemaDispatchSpec, []string{"dispatch-spec.schema.json"}},
-		{SchemaEvent, []string{"event.schema.json", "dispatch-spec.schema.json $defs object_ref,sha256"}},
-		{SchemaRequest, []string{"dispatch-request.schema.json", "dispatch-spec.schema.json"}},
-		{SchemaEnv, []string{"env.schema.json", "subagent.schema.json $defs name"}},
-		{SchemaCapability, []string{"capability.schema.json", "subagent.schema.json $defs name"}},
+		{SchemaDispatchSpec, []string{"needs-input.schema.json", "dispatch-spec.schema.json"}},
+		{SchemaEvent, []string{"needs-input.schema.json", "dispatch-spec.schema.json", "event.schema.json"}},
+		{SchemaEvent, []string{"needs-input.schema.json", "dispatch-spec.schema.json", "event.schema.json"}},
 	} {
-		_, loaded, err := compile(tc.name, true)
-		if err != nil {
+		if _, err := sc.compile(step.name); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(loaded, tc.want) {
-			t.Errorf("compile(%s): loaded %q, want %q", tc.name, loaded, tc.want)
+		if !slices.Equal(sc.loaded, step.want) {
+			t.Errorf("after compiling %s: loaded %v, want %v", step.name, sc.loaded, step.want)
 		}
 	}
-}
-
-// TestCutDocumentsValidateAlike: every schema compiled with the other
-// files cut to the $defs it reaches (as Validate does) judges the whole
-// corpus exactly as when it is compiled from whole files.
-func TestCutDocumentsValidateAlike(t *testing.T) {
-	t.Parallel()
-	docs := corpus(t)
-	n := 0
-	for _, name := range Names() {
-		cut, _, err := compile(name, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		full, _, err := compile(name, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range docs[name] {
-			doc, err := decodeJSON([]byte(d))
-			if err != nil {
-				continue // refused before validation, whatever the schema
-			}
-			got, err := check(cut, doc)
-			if err != nil {
-				t.Fatalf("%s %q: %v", name, d, err)
-			}
-			want, err := check(full, doc)
-			if err != nil {
-				t.Fatalf("%s %q: %v", name, d, err)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%s %q: cut files give %v, whole files %v", name, d, got, want)
-			}
-			n++
-		}
-	}
-	if n < 1000 {
-		t.Errorf("only %d documents compared", n)
-	}
-	t.Logf("%d documents judged alike", n)
 }

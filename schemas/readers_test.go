@@ -195,7 +195,6 @@ var notOutside = map[string]string{
 	"orchestrator/registry/registry.go:Versions":           "registry entries the orchestrator stored",
 	"orchestrator/registry/registry.go:List":               "registry entries the orchestrator stored",
 	"orchestrator/registry/files.go:knownFields":           "this package's embedded schemas",
-	"schemas/compiled.go:documents":                        "this package's embedded schemas",
 	"orchestrator/answer/slackanswer/store.go:decode":      "the bot's own KV records",
 	"orchestrator/answer/slackanswer/follow.go:resultHead": "a result the worker read strictly, rendered",
 	"worker/sentinel/sentinel.go:Warnings":                 "a sentinel already read by Parse; keys compared exactly",

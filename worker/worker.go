@@ -83,9 +83,9 @@ func Run(ctx context.Context, cfg Config) Result {
 	cfg.Logger = slog.New(newRedactHandler(cfg.Logger.Handler(), red))
 	w := &run{cfg: cfg, log: cfg.Logger.With("dispatch_id", cfg.DispatchID), redact: red}
 	w.timings.Start = time.Now()
-	// The schemas this run validates with compile in the background, in
-	// parallel, while it reads its files and dials NATS: the dispatch
-	// spec's, and the event schema's when events are published (the bus
+	// The schemas this run validates with compile in the background while
+	// it reads its files, dials NATS and fetches its spec: the dispatch
+	// spec's, then the event schema's when events are published (the bus
 	// checks each against it). Most of a cold start's cost
 	// (docs/benchmarks.md).
 	if cfg.NATSURL != "" {
@@ -247,9 +247,6 @@ func (w *run) execute(ctx context.Context) schemas.Event {
 	rctx, cancel := context.WithTimeoutCause(ctx, timeout, errDispatchTimeout)
 	defer cancel()
 	w.timings.RuntimeExec = time.Now()
-	// A sentinel, if the runtime leaves one, is read against its schema:
-	// compiled while the runtime runs.
-	schemas.Prepare(schemas.SchemaNeedsInput)
 	res, err := adapter.Run(rctx, adapters.Invocation{
 		Spec: spec, Workspace: w.cfg.Workspace, Env: env,
 		Stdout: w.cfg.Stderr, Stderr: w.cfg.Stderr, Grace: w.cfg.Grace, Logger: w.log,
