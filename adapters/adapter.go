@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/agoradev/agora/internal/proc"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -49,7 +49,7 @@ type Invocation struct {
 
 // Result is how a started runtime ended.
 type Result struct {
-	Exit proc.ExitResult
+	Exit exit.Result
 	// Usage is what the runtime reported about its consumption, when it did.
 	Usage *schemas.Usage
 	// Text is the runtime's own final answer, when it gives one (Claude

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 	"github.com/cenkalti/backoff/v5"
@@ -661,7 +662,7 @@ func (d *dispatch) onStdoutLine(ctx context.Context, line []byte, relay bool) {
 // settle records the outcome: the events the bus lacks, or a worker-lost
 // failure when the worker left no terminal event; then the workspace
 // snapshot, the output, and the cleanup.
-func (d *dispatch) settle(ctx context.Context, res compute.ExitResult, waitErr error, timedOut bool, logs *logSink) {
+func (d *dispatch) settle(ctx context.Context, res exit.Result, waitErr error, timedOut bool, logs *logSink) {
 	r := d.r
 	// The container has ended: its secrets leave the host before its
 	// outcome is published.
@@ -792,7 +793,7 @@ func (d *dispatch) keepAnswerFile(ctx context.Context) {
 
 // lost is the failure the runner reports for a container that ended
 // without the worker's terminal event.
-func (d *dispatch) lost(res compute.ExitResult, waitErr error, timedOut bool, lastLine string) schemas.Event {
+func (d *dispatch) lost(res exit.Result, waitErr error, timedOut bool, lastLine string) schemas.Event {
 	detail := fmt.Sprintf("container exited with code %d", res.ExitCode)
 	switch {
 	case waitErr != nil:
