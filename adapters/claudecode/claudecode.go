@@ -45,7 +45,7 @@ const (
 	// Executable is the name looked up on the runtime's PATH.
 	Executable = "claude"
 	// EnvPermissionMode overrides DefaultPermissionMode.
-	EnvPermissionMode = "AGORA_CLAUDE_PERMISSION_MODE"
+	EnvPermissionMode = schemas.EnvClaudePermissionMode
 	// EnvExtraArgs holds extra arguments, split on white space.
 	EnvExtraArgs = "AGORA_CLAUDE_ARGS"
 	// DefaultPermissionMode lets Claude Code use its tools without asking:
