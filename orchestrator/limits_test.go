@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 )
@@ -28,7 +29,7 @@ type limitsStack struct {
 func newLimitsStack(t *testing.T, max Maximums) *limitsStack {
 	t.Helper()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	reg, err := registry.Open(ctx, b, store)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func TestMaximumsValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v; want it to name %s", bad, err, want)
 		}
 	}
-	if _, err := New(Config{Bus: testenv.Bus(t), Max: bad}); err == nil {
+	if _, err := New(Config{Bus: bustest.Bus(t), Max: bad}); err == nil {
 		t.Error("New accepted maximums over the contract's")
 	}
 }
