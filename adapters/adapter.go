@@ -1,8 +1,8 @@
 // Package adapters defines the runtime-adapter seam: how the worker hands one
 // dispatch to a runtime (a plain command, Claude Code, …) and learns how it
 // ended. Implementations live in sub-packages (exec, claudecode); this package
-// holds the interface and the pieces they share. It imports only schemas and
-// internal/proc from this module.
+// holds the interface and the pieces they share. What it may import:
+// docs/architecture.md.
 package adapters
 
 import (

@@ -24,7 +24,7 @@
 // it: one JSON object per line, a system/init message first and a result
 // message with num_turns, total_cost_usd and usage last.
 //
-// It imports only adapters, schemas and internal/proc from this module.
+// What it may import: docs/architecture.md.
 package claudecode
 
 import (

@@ -8,7 +8,7 @@
 // fake compute/ecs/ecsfake. Image work (building the worker image)
 // is an optional capability, ImageBuilder, found by type assertion.
 //
-// compute imports nothing from this module.
+// What it may import: docs/architecture.md.
 package compute
 
 import (

@@ -18,5 +18,5 @@
 // the group id — cannot be reused before the group is killed. On other
 // systems Run returns an error.
 //
-// proc imports nothing from this module.
+// What it may import: docs/architecture.md.
 package proc

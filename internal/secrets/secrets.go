@@ -4,7 +4,7 @@
 // bundles use, so the runner (which copies a dispatch's local: secrets into
 // its container) and the worker (which resolves them) agree on it.
 //
-// It imports nothing from this module.
+// What it may import: docs/architecture.md.
 package secrets
 
 import (
