@@ -89,19 +89,18 @@ func (s *logsStack) publish(t *testing.T, kind schemas.EventKind, dispatchID str
 
 func (s *logsStack) waitRound(t *testing.T, taskID string, state State) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := testutil.Poll(t.Context(), 30*time.Second, testutil.DefaultPollInterval, func() error {
 		task, err := s.orch.Get(t.Context(), taskID)
 		if err != nil {
-			t.Fatal(err)
+			return testutil.Permanent(err)
 		}
-		if currentRound(task).State == state {
-			return
+		if got := currentRound(task).State; got != state {
+			return fmt.Errorf("round of %s is %s, want %s", taskID, got, state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round of %s is %s, want %s", taskID, currentRound(task).State, state)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

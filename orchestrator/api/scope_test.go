@@ -167,16 +167,10 @@ func (s *scopeServer) ask(t *testing.T, token, id string) {
 			t.Fatalf("publish %s of %s: %v", ev.Kind, dispatch, err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, task := s.call(t, token, "GET", "/v1/tasks/"+id, ""); task["state"] == "needs_input" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s never asked its question", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, "task "+id+" to ask its question", func() bool {
+		_, task := s.call(t, token, "GET", "/v1/tasks/"+id, "")
+		return task["state"] == "needs_input"
+	})
 }
 
 func submitOf(id string) string {
