@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/images/imagestest"
+	"github.com/agoradev/agora/internal/testenv"
 )
 
 var (

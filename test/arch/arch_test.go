@@ -167,10 +167,18 @@ func rel(path string) string {
 	return r
 }
 
+// isHelper reports whether p is a test helper or lies under one (a
+// stand-in's command, fakeclaude/cmd/claude).
 func isHelper(p string) bool {
-	last := p[strings.LastIndex(p, "/")+1:]
-	return strings.HasSuffix(last, "test") || strings.HasSuffix(last, "fake") || strings.HasPrefix(last, "fake") ||
-		p == "internal/testutil" || p == "internal/testlog"
+	if p == "internal/testutil" || p == "internal/testlog" {
+		return true
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if strings.HasSuffix(seg, "test") || strings.HasSuffix(seg, "fake") || strings.HasPrefix(seg, "fake") {
+			return true
+		}
+	}
+	return false
 }
 
 func isStd(path string) bool { return !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") }
