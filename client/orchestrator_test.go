@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
@@ -22,7 +23,7 @@ import (
 func TestClient_RealOrchestrator(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
@@ -25,7 +26,7 @@ import (
 func TestClient_Pages(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	o, err := orchestrator.New(orchestrator.Config{Bus: testenv.Bus(t), Store: testenv.FileStore(t), Logger: natstest.Logger(t)})
+	o, err := orchestrator.New(orchestrator.Config{Bus: bustest.Bus(t), Store: storagetest.FileStore(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

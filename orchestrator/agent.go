@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/schemas"
 )
 
 var _ answer.AgentRunner = (*Orchestrator)(nil)
@@ -49,8 +50,8 @@ func (o *Orchestrator) RunAgent(ctx context.Context, name string, input json.Raw
 	}
 	res := answer.AgentResult{TaskID: t.ID}
 	id := currentRound(t).DispatchID
-	res.Output = o.readSmall(ctx, "dispatches/"+id+"/answer.json")
-	out := o.readSmall(ctx, "dispatches/"+id+"/output.log")
+	res.Output = o.readSmall(ctx, schemas.DispatchKey(id, schemas.ExchangeAnswer))
+	out := o.readSmall(ctx, schemas.DispatchKey(id, schemas.DispatchOutput))
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		// The worker's own log lines are not the agent's output.

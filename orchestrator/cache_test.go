@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
@@ -106,7 +107,7 @@ func TestTaskCacheOrder(t *testing.T) {
 // cache has caught up.
 func newListingOrchestrator(t *testing.T) *Orchestrator {
 	t.Helper()
-	o, err := New(Config{Bus: testenv.Bus(t), Store: testenv.FileStore(t), Logger: natstest.Logger(t)})
+	o, err := New(Config{Bus: bustest.Bus(t), Store: storagetest.FileStore(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func TestQuestionPages(t *testing.T) {
 // once and another replica's as soon as the watch brings them.
 func TestTaskCacheAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	start := func() *Orchestrator {
 		o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
 		if err != nil {

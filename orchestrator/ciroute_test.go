@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 )
@@ -18,7 +19,7 @@ import (
 func TestCIRoute(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	reg, err := registry.Open(ctx, b, store)
 	if err != nil {
 		t.Fatal(err)
@@ -67,10 +68,10 @@ func TestCIRoute(t *testing.T) {
 // answerer nobody serves, stops the orchestrator from starting.
 func TestCIRouteRefused(t *testing.T) {
 	t.Parallel()
-	if _, err := New(Config{Bus: testenv.Bus(t), CIRoute: "human=soon"}); err == nil || !strings.Contains(err.Error(), `CI route "human=soon"`) {
+	if _, err := New(Config{Bus: bustest.Bus(t), CIRoute: "human=soon"}); err == nil || !strings.Contains(err.Error(), `CI route "human=soon"`) {
 		t.Errorf("New with a bad CI route = %v; want it refused", err)
 	}
-	o, err := New(Config{Bus: testenv.Bus(t), Store: testenv.FileStore(t), CIRoute: "agent:nobody=1m", Logger: natstest.Logger(t)})
+	o, err := New(Config{Bus: bustest.Bus(t), Store: storagetest.FileStore(t), CIRoute: "agent:nobody=1m", Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

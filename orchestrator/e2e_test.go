@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -176,23 +178,22 @@ func (s *stack) submit(req SubmitRequest) *Task {
 // waitState polls the task until it is in one of states.
 func (s *stack) waitState(id string, states ...State) *Task {
 	s.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		t, err := s.orch.Get(context.Background(), id)
-		if err != nil {
-			s.t.Fatal(err)
+	var t *Task
+	err := testutil.Poll(context.Background(), 3*time.Minute, 50*time.Millisecond, func() error {
+		var err error
+		if t, err = s.orch.Get(context.Background(), id); err != nil {
+			return testutil.Permanent(err)
 		}
-		for _, st := range states {
-			if t.State == st {
-				return t
-			}
+		if slices.Contains(states, t.State) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(t, "", "  ")
-			s.t.Fatalf("task %s is %s, want one of %v:\n%s", id, t.State, states, data)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("task %s is %s, want one of %v", id, t.State, states)
+	})
+	if err != nil {
+		data, _ := json.MarshalIndent(t, "", "  ")
+		s.t.Fatalf("%v:\n%s", err, data)
 	}
+	return t
 }
 
 // asker asks on every round until it has n answers, keeping them in its
@@ -432,13 +433,17 @@ func TestLimitsAndOperations(t *testing.T) {
 			t.Fatal(err)
 		}
 		task = s.waitState(task.ID, StateCancelled)
-		deadline := time.Now().Add(time.Minute)
-		for currentRound(task).State != StateCancelled && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-			task, _ = s.orch.Get(ctx, task.ID)
-		}
-		if currentRound(task).State != StateCancelled {
-			t.Errorf("round state = %s, want the dispatch cancelled", currentRound(task).State)
+		err := testutil.Poll(ctx, time.Minute, 50*time.Millisecond, func() error {
+			if got := currentRound(task).State; got != StateCancelled {
+				if now, err := s.orch.Get(ctx, task.ID); err == nil {
+					task = now
+				}
+				return fmt.Errorf("round state = %s, want the dispatch cancelled", got)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
 		}
 	})
 	t.Run("continue a finished task", func(t *testing.T) {

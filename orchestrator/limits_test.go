@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
 )
@@ -28,7 +30,7 @@ type limitsStack struct {
 func newLimitsStack(t *testing.T, max Maximums) *limitsStack {
 	t.Helper()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	reg, err := registry.Open(ctx, b, store)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestMaximumsValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v; want it to name %s", bad, err, want)
 		}
 	}
-	if _, err := New(Config{Bus: testenv.Bus(t), Max: bad}); err == nil {
+	if _, err := New(Config{Bus: bustest.Bus(t), Max: bad}); err == nil {
 		t.Error("New accepted maximums over the contract's")
 	}
 }
@@ -263,20 +265,21 @@ func (s *limitsStack) askedTask(t *testing.T, id string, q schemas.NeedsInput) *
 	if _, err := s.bus.PublishEvent(t.Context(), ev); err != nil {
 		t.Fatalf("publish needs_input of %s: %v", dispatch, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		task, err := s.orch.Get(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
+	var task *Task
+	err := testutil.Poll(t.Context(), 30*time.Second, testutil.DefaultPollInterval, func() error {
+		var err error
+		if task, err = s.orch.Get(t.Context(), id); err != nil {
+			return testutil.Permanent(err)
 		}
 		if task.State == StateNeedsInput || task.State.Terminal() {
-			return task
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %s, want the question applied", id, task.State)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("task %s is %s, want the question applied", id, task.State)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return task
 }
 
 // TestQuestionOverLimits: a round whose partial_state (inline or by ref)

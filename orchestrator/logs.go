@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
 )
 
 const (
@@ -31,7 +32,9 @@ const (
 )
 
 // OutputKey is the storage key of a dispatch's output.
-func OutputKey(dispatchID string) string { return "dispatches/" + dispatchID + "/output.log" }
+func OutputKey(dispatchID string) string {
+	return schemas.DispatchKey(dispatchID, schemas.DispatchOutput)
+}
 
 // Logs writes the output of round n of task taskID to w (n 0: the task's
 // current round; a respawned round: its latest attempt). A round that

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
@@ -62,7 +63,7 @@ type logsStack struct {
 func newLogsStack(t *testing.T) *logsStack {
 	t.Helper()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -88,19 +89,18 @@ func (s *logsStack) publish(t *testing.T, kind schemas.EventKind, dispatchID str
 
 func (s *logsStack) waitRound(t *testing.T, taskID string, state State) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := testutil.Poll(t.Context(), 30*time.Second, testutil.DefaultPollInterval, func() error {
 		task, err := s.orch.Get(t.Context(), taskID)
 		if err != nil {
-			t.Fatal(err)
+			return testutil.Permanent(err)
 		}
-		if currentRound(task).State == state {
-			return
+		if got := currentRound(task).State; got != state {
+			return fmt.Errorf("round of %s is %s, want %s", taskID, got, state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round of %s is %s, want %s", taskID, currentRound(task).State, state)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

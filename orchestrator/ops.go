@@ -9,6 +9,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -302,7 +303,7 @@ func (o *Orchestrator) deleteOutputs(ctx context.Context, dispatchID string) err
 	if o.cfg.Store == nil {
 		return nil
 	}
-	for _, key := range []string{"dispatches/" + dispatchID + "/output.log", "dispatches/" + dispatchID + "/workspace.json", "dispatches/" + dispatchID + "/answer.json"} {
+	for _, key := range []string{schemas.DispatchKey(dispatchID, schemas.DispatchOutput), schemas.DispatchKey(dispatchID, schemas.ExchangeWorkspace), schemas.DispatchKey(dispatchID, schemas.ExchangeAnswer)} {
 		if err := o.cfg.Store.Delete(ctx, key); err != nil {
 			return err
 		}

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 )
 
@@ -18,8 +19,8 @@ import (
 func TestOutboxSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b := testenv.Bus(t)
-	o, err := New(Config{Bus: b, Store: testenv.FileStore(t), Logger: natstest.Logger(t), OutboxSweep: 100 * time.Millisecond})
+	b := bustest.Bus(t)
+	o, err := New(Config{Bus: b, Store: storagetest.FileStore(t), Logger: natstest.Logger(t), OutboxSweep: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/wire"
 )
 
 // ParkedBucket keeps the events the pipeline gave up on, one key per
@@ -77,7 +78,8 @@ func (o *Orchestrator) startPipeline(ctx context.Context) error {
 }
 
 // park stores an event the consumer gave up on.
-func (o *Orchestrator) park(ctx context.Context, pe bus.ParkedEvent) error {
+func (o *Orchestrator) park(ctx context.Context, parked bus.ParkedEvent) error {
+	pe := wire.ParkedEvent(parked)
 	data, err := json.Marshal(pe)
 	if err != nil {
 		return fmt.Errorf("park event %d: %w", pe.Sequence, err)

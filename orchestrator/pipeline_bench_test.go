@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkEventsApplied(b *testing.B) {
 func applyBacklog(b *testing.B, n, workers, maxPending int) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
-	bs, store := testenv.Bus(b), testenv.FileStore(b)
+	bs, store := bustest.Bus(b), storagetest.FileStore(b)
 	ctx := context.Background()
 	first, err := New(Config{Bus: bs, Store: store})
 	if err != nil {

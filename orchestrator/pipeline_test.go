@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
@@ -38,7 +39,7 @@ func publish(t *testing.T, b *bus.Bus, ev schemas.Event) {
 // (one ordered consumer, retried forever) the tasks below stayed queued.
 func TestStrayAndUnappliableEvents(t *testing.T) {
 	t.Parallel()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t), EventMaxDeliveries: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 // another replica or a restarted process lists them and can discard them.
 func TestParkedEventsSurviveRestart(t *testing.T) {
 	t.Parallel()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	start := func() *Orchestrator {
 		o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t), EventMaxDeliveries: 1})
 		if err != nil {

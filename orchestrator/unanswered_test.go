@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -104,7 +105,7 @@ func TestIfUnansweredShown(t *testing.T) {
 func TestDefaultTakenLogged(t *testing.T) {
 	t.Parallel()
 	var logs testutil.Buffer
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

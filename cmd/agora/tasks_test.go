@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -50,7 +50,7 @@ func newTaskServer(t *testing.T) *taskServer {
 func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrator.Service) *taskServer {
 	t.Helper()
 	ctx := t.Context()
-	b := testenv.Bus(t)
+	b := bustest.Bus(t)
 	storeURI := "file://" + t.TempDir()
 	store, err := storage.Open(ctx, storeURI, storage.Options{})
 	if err != nil {

@@ -8,8 +8,9 @@
 // This package holds the interface, the question/reply types, the route
 // syntax (ParseRoute), the Resolver that turns route steps into answerers,
 // and the implementations, one file each: memory, lookup, webhook, agent,
-// human. It imports nothing from this module (go.yaml.in/yaml/v3 reads lookup
-// rules); answertest holds the conformance suites. The orchestrator wires it.
+// human (go.yaml.in/yaml/v3 reads lookup rules); answertest holds the
+// conformance suites. The orchestrator wires it. What it may import:
+// docs/architecture.md.
 // docs/answerers.md is the user's guide and the webhook protocol.
 package answer
 

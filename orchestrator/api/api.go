@@ -10,8 +10,7 @@
 // The registry endpoints (/v1/subagents, /v1/capabilities, /v1/envs) serve
 // an orchestrator/registry.Registry.
 //
-// It imports orchestrator (with its answer and registry packages), wire,
-// internal/sse and the standard library, nothing else.
+// What it may import: docs/architecture.md.
 package api
 
 import (

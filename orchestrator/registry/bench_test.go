@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 )
 
 // BenchmarkResolve is what naming a registered sub-agent adds to a submit:
 // the sub-agent, two capabilities and an env bundle looked up and pinned, on
 // an embedded NATS (numbers in docs/benchmarks.md).
 func BenchmarkResolve(b *testing.B) {
-	r, err := Open(b.Context(), testenv.Bus(b), testenv.FileStore(b))
+	r, err := Open(b.Context(), bustest.Bus(b), storagetest.FileStore(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,14 +13,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 )
 
 func openRegistry(t *testing.T) (*Registry, storage.Store) {
 	t.Helper()
-	store := testenv.FileStore(t)
-	r, err := Open(t.Context(), testenv.Bus(t), store)
+	store := storagetest.FileStore(t)
+	r, err := Open(t.Context(), bustest.Bus(t), store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -625,12 +625,11 @@ func (w *clusterWorkload) outcomes() string {
 // seconds), so a failed read is tried again for up to bus.EnsureWindow,
 // as agora's own writes are.
 func storedEvents(b *bus.Bus, dispatchID string) ([]bus.StoredEvent, error) {
-	deadline := time.Now().Add(bus.EnsureWindow)
-	for {
-		stored, err := b.StoredEvents(context.Background(), dispatchID)
-		if err == nil || time.Now().After(deadline) {
-			return stored, err
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	var stored []bus.StoredEvent
+	err := testutil.Poll(context.Background(), bus.EnsureWindow, 500*time.Millisecond, func() error {
+		var err error
+		stored, err = b.StoredEvents(context.Background(), dispatchID)
+		return err
+	})
+	return stored, err
 }

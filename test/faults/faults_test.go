@@ -779,21 +779,18 @@ func roundsText(t *orchestrator.Task) string {
 
 func freePort(t *testing.T) int { return testutil.FreePort(t) }
 
+// faultPoll is how often the fault suite asks: its checks are whole API
+// calls and container listings, not worth doing every 20 ms.
+const faultPoll = 100 * time.Millisecond
+
+// waitUntil reports whether ok held within d (testutil.Poll).
 func waitUntil(d time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
+	return testutil.Poll(context.Background(), d, faultPoll, testutil.Cond(ok)) == nil
 }
 
+// retry calls fn until it succeeds or d passes, and returns its last error.
 func retry(d time.Duration, fn func() error) error {
-	var err error
-	waitUntil(d, func() bool { err = fn(); return err == nil })
-	return err
+	return testutil.Poll(context.Background(), d, faultPoll, fn)
 }
 
 // buildAll gives the built agora and nats-server (testenv.Binary: built

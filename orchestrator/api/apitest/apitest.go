@@ -3,7 +3,7 @@
 // of the same name, and one left nil fails the call with an error naming it
 // (the API answers it 500 internal).
 //
-// It imports orchestrator and the standard library.
+// A test helper: what it may import, docs/architecture.md.
 package apitest
 
 import (

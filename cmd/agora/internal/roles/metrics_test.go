@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 )
@@ -125,7 +125,7 @@ func TestTaskCollectorExposition(t *testing.T) {
 func TestTaskCollectorFromCache(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b := testenv.Bus(t)
+	b := bustest.Bus(t)
 	o, err := orchestrator.New(orchestrator.Config{Bus: b, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/images/imagestest"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveChild(dir)) // the serve process of BenchmarkServeAt100k
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	image, cleanup, err := testenv.WorkerImage(ctx, "../../../..")
+	image, cleanup, err := imagestest.WorkerImage(ctx, "../../../..")
 	cancel()
 	workerImage, dockerErr = image, err
 	code := m.Run()

@@ -1,11 +1,12 @@
-package testenv
+// Package bustest connects tests to a bus on an embedded NATS server.
+// Imported only by tests.
+package bustest
 
 import (
 	"testing"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/storage"
 )
 
 // Bus connects to a new embedded NATS server (random port, temp store) for
@@ -18,14 +19,4 @@ func Bus(t testing.TB) *bus.Bus {
 	}
 	t.Cleanup(b.Close)
 	return b
-}
-
-// FileStore opens file:// storage in a t.TempDir().
-func FileStore(t testing.TB) storage.Store {
-	t.Helper()
-	store, err := storage.Open(t.Context(), "file://"+t.TempDir(), storage.Options{})
-	if err != nil {
-		t.Fatalf("open file storage: %v", err)
-	}
-	return store
 }
