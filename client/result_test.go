@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/wire"
 )
@@ -37,8 +36,8 @@ func TestResultAndArtifacts(t *testing.T) {
 			}
 			return json.RawMessage(`{"verdict":"ok"}`), nil
 		},
-		GetFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
-			return &orchestrator.Task{ID: id, State: orchestrator.StateFinished, Artifacts: []wire.Artifact{art}}, nil
+		GetFunc: func(_ context.Context, id string) (*wire.Task, error) {
+			return &wire.Task{ID: id, State: wire.StateFinished, Artifacts: []wire.Artifact{art}}, nil
 		},
 		OpenArtifactFunc: func(_ context.Context, id, name string) (wire.Artifact, io.ReadCloser, error) {
 			gotName = name

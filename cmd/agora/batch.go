@@ -21,7 +21,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
@@ -466,10 +465,10 @@ const batchStatusSynopsis = "ID [--json] [--server URL] [--token TOKEN]"
 
 // batchStatus is batch status's --json output.
 type batchStatus struct {
-	Batch     string                     `json:"batch"`
-	Tasks     int                        `json:"tasks"`
-	Counts    map[orchestrator.State]int `json:"counts"`
-	Questions []questionGroup            `json:"questions"`
+	Batch     string             `json:"batch"`
+	Tasks     int                `json:"tasks"`
+	Counts    map[wire.State]int `json:"counts"`
+	Questions []questionGroup    `json:"questions"`
 }
 
 // openedBatch is a batch verb's flags, client and every task of the batch.
@@ -497,7 +496,7 @@ func openBatch(ctx context.Context, verb, synopsis string, args, environ []strin
 	if err != nil {
 		return nil, err
 	}
-	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	tasks, _, err := c.ListAll(ctx, wire.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return nil, a.explain(err, "")
 	}
@@ -515,7 +514,7 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 		return err
 	}
 	a, c, id, tasks := b.api, b.client, b.id, b.tasks
-	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[orchestrator.State]int{}}
+	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
 	for _, t := range tasks {
 		st.Counts[t.State]++
 	}
@@ -527,14 +526,14 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 	}
 	u := newUI(stdout, environ)
 	var parts []string
-	for _, s := range []orchestrator.State{orchestrator.StateQueued, orchestrator.StateRunning, orchestrator.StateNeedsInput,
-		orchestrator.StateFinished, orchestrator.StateFailed, orchestrator.StateCancelled, orchestrator.StateExpired} {
+	for _, s := range []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput,
+		wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired} {
 		if n := st.Counts[s]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, u.state(s)))
 		}
 	}
 	fmt.Fprintf(stdout, "batch %s: %d task%s · %s\n", u.paint(sgrBold, id), st.Tasks, pluralS(st.Tasks), strings.Join(parts, " · "))
-	if n := st.Counts[orchestrator.StateFailed]; n > 0 {
+	if n := st.Counts[wire.StateFailed]; n > 0 {
 		fmt.Fprintf(stdout, "failed: agora status --label %s=%s --state failed\n", batchLabel, id)
 	}
 	fmt.Fprintln(stdout)

@@ -64,9 +64,9 @@ func runDispatch(ctx context.Context, args, environ []string, stdout, stderr io.
 // parseDispatch reads the flags and the files they name into the request,
 // without contacting anything: every mistake is found before a task
 // exists.
-func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator.SubmitRequest, error) {
+func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitRequest, error) {
 	var f dispatchFlags
-	var req orchestrator.SubmitRequest
+	var req wire.SubmitRequest
 	fs := flag.NewFlagSet("agora dispatch", flag.ContinueOnError)
 	f.api = newAPIFlags(fs)
 	fs.StringVar(&f.subagent, "subagent", "", "a registered sub-agent: `NAME` (its latest version) or NAME@VERSION; the task pins the versions it resolves")
@@ -215,7 +215,7 @@ func parseSeconds(v string) (int, error) {
 // readSubagentFile reads and checks a sub-agent file against
 // schemas/subagent.schema.json; every error names the file, the line, the
 // field and the problem.
-func readSubagentFile(name string) (*registry.Subagent, error) {
+func readSubagentFile(name string) (*wire.Subagent, error) {
 	data, err := registry.ReadFile(name)
 	if err != nil {
 		return nil, usagef("--subagent-file %v", err)
@@ -232,11 +232,11 @@ func readSubagentFile(name string) (*registry.Subagent, error) {
 
 // inlineRequest is a task of def given inline: its defaults become the
 // request's, as a registered sub-agent's do on the server.
-func inlineRequest(def *registry.Subagent) orchestrator.SubmitRequest {
-	req := orchestrator.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
+func inlineRequest(def *wire.Subagent) wire.SubmitRequest {
+	req := wire.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
 		Image: def.Image, Network: def.Network, Egress: def.Egress, Resources: def.Resources, Workspace: def.Workspace, AllowMemory: def.AllowMemory, Retry: def.Retry}
 	if def.Limits != nil {
-		req.Limits = orchestrator.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
+		req.Limits = wire.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
 	}
 	return req
 }
@@ -331,9 +331,9 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, stateLabel(final.State), rerr)
 	}
 	switch final.State {
-	case orchestrator.StateFinished:
+	case wire.StateFinished:
 		return nil
-	case orchestrator.StateFailed:
+	case wire.StateFailed:
 		writeOutputTail(ctx, c, final, stderr)
 		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
@@ -424,7 +424,7 @@ type progress struct {
 	lastWait time.Time
 	// status is the current in-place line, empty when none is shown.
 	status string
-	task   *orchestrator.Task
+	task   *wire.Task
 }
 
 func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *progress {
@@ -432,7 +432,7 @@ func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *prog
 		asked: map[string]bool{}, told: map[string]bool{}, then: map[string]string{}}
 }
 
-func (p *progress) update(t *orchestrator.Task) {
+func (p *progress) update(t *wire.Task) {
 	p.task = t
 	now := p.now()
 	r := lastRound(t)
@@ -441,7 +441,7 @@ func (p *progress) update(t *orchestrator.Task) {
 		elapsed = humanDuration(e)
 	}
 	p.tellAnswers(t)
-	waiting := t.State == orchestrator.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
+	waiting := t.State == wire.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
 	then := ""
 	if waiting {
 		then = roundConsequence(t, r)
@@ -493,7 +493,7 @@ func (p *progress) update(t *orchestrator.Task) {
 // gave it, or for a default taken because nobody answered, which and why.
 // Rounds answered before this --wait began are told only when a default
 // was taken.
-func (p *progress) tellAnswers(t *orchestrator.Task) {
+func (p *progress) tellAnswers(t *wire.Task) {
 	for i := range t.Rounds {
 		r := &t.Rounds[i]
 		if r.Question == nil || r.Answer == nil || p.told[r.DispatchID] || (!p.asked[r.DispatchID] && !r.Answer.Assumed) {
@@ -507,7 +507,7 @@ func (p *progress) tellAnswers(t *orchestrator.Task) {
 // answerText is how round r's question was answered: "round 1 answered:
 // `b.conf` by carol via cli", or "nobody answered round 1 by 14:05:00 UTC:
 // the default `draft` was taken (human timed out: no answer within 10m0s)".
-func answerText(r *orchestrator.Round) string {
+func answerText(r *wire.Round) string {
 	a := r.Answer
 	if !a.Assumed {
 		return fmt.Sprintf("round %d answered: `%s` by %s via %s", r.N, a.Value, a.By, a.Channel)
@@ -532,7 +532,7 @@ func answerText(r *orchestrator.Round) string {
 // heartbeatLine says that a question still waits, for how long already,
 // and until when: "still waiting for an answer to round 1 (asked 5m 0s
 // ago, 5m 0s left): at 14:10:00 UTC the default `draft` is taken".
-func heartbeatLine(t *orchestrator.Task, r *orchestrator.Round, now time.Time) string {
+func heartbeatLine(t *wire.Task, r *wire.Round, now time.Time) string {
 	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, humanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
 	switch at := consequenceAt(r); {
 	case at.IsZero():
@@ -561,7 +561,7 @@ func thenSuffix(then string) string {
 // answers, and when: the server's IfUnanswered, or, from a server that
 // does not fill it in, the same worked out from the route and the step's
 // deadline. Empty when neither says.
-func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
+func roundConsequence(t *wire.Task, r *wire.Round) string {
 	if iu := r.IfUnanswered; iu != nil {
 		if iu.Text != "" {
 			return iu.Text
@@ -585,7 +585,7 @@ func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
 }
 
 // consequenceAt is when round r's open question's consequence comes.
-func consequenceAt(r *orchestrator.Round) time.Time {
+func consequenceAt(r *wire.Round) time.Time {
 	if r.IfUnanswered != nil {
 		return r.IfUnanswered.At
 	}
@@ -608,7 +608,7 @@ func consequenceText(at time.Time, action, def, next string) string {
 // clockText is a moment as a CI log shows it: the UTC time of day.
 func clockText(at time.Time) string { return at.UTC().Format("15:04:05 UTC") }
 
-func routeText(t *orchestrator.Task) string {
+func routeText(t *wire.Task) string {
 	if t.Request.Route == "" {
 		return orchestrator.DefaultRoute
 	}
@@ -647,7 +647,7 @@ func (p *progress) clear() {
 
 // pinsText is the versions a task runs: "reviewer@3f2a9c1b7d20 with
 // capabilities review-skill@… and env review-env@…".
-func pinsText(p *registry.Pins) string {
+func pinsText(p *wire.Pins) string {
 	s := p.Subagent
 	if len(p.Capabilities) > 0 {
 		s += " with capabilities " + strings.Join(p.Capabilities, ", ")
@@ -665,7 +665,7 @@ const tailLines = 20
 // printed (the worker's event lines left out), so that a CI log shows why
 // it failed, not only its exit code. The output is read from the server;
 // when it cannot be, one line says so.
-func writeOutputTail(ctx context.Context, c *client.Client, t *orchestrator.Task, w io.Writer) {
+func writeOutputTail(ctx context.Context, c *client.Client, t *wire.Task, w io.Writer) {
 	r := lastRound(t)
 	if r == nil {
 		return

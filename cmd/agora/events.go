@@ -13,7 +13,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -77,7 +76,7 @@ func listParked(ctx context.Context, c *client.Client, a *apiFlags, environ []st
 		return a.explain(err, "")
 	}
 	if parked == nil {
-		parked = []orchestrator.ParkedEvent{}
+		parked = []wire.ParkedEvent{}
 	}
 	if a.json {
 		return writeJSON(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats})

@@ -10,8 +10,8 @@ import (
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 const logsSynopsis = "TASK [--round N] [-f] [--worker] [--json] [--server URL] [--token TOKEN]"
@@ -79,7 +79,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	switch {
 	case errors.Is(err, context.Canceled):
 		return nil // interrupted while following: that is how it ends
-	case errors.Is(err, orchestrator.ErrWrongState):
+	case errors.Is(err, wire.ErrWrongState):
 		return fmt.Errorf("round %d of %s is %s: its output is stored when it ends; follow it live with: agora logs %s -f",
 			r.N, id, stateLabel(r.State), id)
 	case err != nil:

@@ -25,6 +25,7 @@ import (
 
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -146,8 +147,8 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora validate: unknown schema %q; want one of %s\n", name, strings.Join(schemas.Names(), ", "))
 		return 2
 	}
-	kind := registry.Kind(name)
-	isRegistry := slices.Contains(registry.Kinds, kind)
+	kind := wire.Kind(name)
+	isRegistry := slices.Contains(wire.Kinds, kind)
 	var data []byte
 	var err error
 	switch {

@@ -19,15 +19,15 @@ import (
 
 // registryVerb is one of subagent, capability and env.
 type registryVerb struct {
-	kind  registry.Kind
+	kind  wire.Kind
 	noun  string // for messages: "sub-agent"
 	plain string // the verb as typed
 }
 
 var registryVerbs = map[string]registryVerb{
-	"subagent":   {registry.KindSubagent, "sub-agent", "subagent"},
-	"capability": {registry.KindCapability, "capability", "capability"},
-	"env":        {registry.KindEnv, "env bundle", "env"},
+	"subagent":   {wire.KindSubagent, "sub-agent", "subagent"},
+	"capability": {wire.KindCapability, "capability", "capability"},
+	"env":        {wire.KindEnv, "env bundle", "env"},
 }
 
 func runRegistry(ctx context.Context, verb string, args, environ []string, stdout, stderr io.Writer) int {
@@ -54,23 +54,23 @@ func runRegistry(ctx context.Context, verb string, args, environ []string, stdou
 // registryFile is a registry file read and checked as register sends it:
 // one of subagent, capability (with archive, its packed directory) and env.
 type registryFile struct {
-	subagent   *registry.Subagent
+	subagent   *wire.Subagent
 	capability *registry.CapabilityFile
 	archive    []byte
-	env        *registry.Env
+	env        *wire.Env
 }
 
 // parseRegistryFile checks a registry file of kind the one way both
 // register and validate do: YAML or JSON against the kind's schema, and for
 // a capability its directory packed. file names it in errors (and is where
 // a capability's relative path starts).
-func parseRegistryFile(kind registry.Kind, file string, data []byte) (registryFile, error) {
+func parseRegistryFile(kind wire.Kind, file string, data []byte) (registryFile, error) {
 	var f registryFile
 	var err error
 	switch kind {
-	case registry.KindSubagent:
+	case wire.KindSubagent:
 		f.subagent, err = registry.ParseSubagent(file, data)
-	case registry.KindCapability:
+	case wire.KindCapability:
 		if f.capability, err = registry.ParseCapability(file, data); err != nil {
 			break
 		}
@@ -81,7 +81,7 @@ func parseRegistryFile(kind registry.Kind, file string, data []byte) (registryFi
 		if f.archive, _, err = registry.PackDir(dir, registry.MaxCapabilityBytes); err != nil {
 			err = fmt.Errorf("%s: field path: %w", file, err)
 		}
-	case registry.KindEnv:
+	case wire.KindEnv:
 		f.env, err = registry.ParseEnv(file, data)
 	default:
 		err = fmt.Errorf("%s: no registry kind %q", file, kind)
@@ -110,16 +110,16 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	if err != nil {
 		return usagef("%v", err)
 	}
-	var call func(*client.Client) (registry.Registered, error)
+	var call func(*client.Client) (wire.Registered, error)
 	switch {
 	case f.subagent != nil:
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
+		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
 	case f.capability != nil:
-		call = func(c *client.Client) (registry.Registered, error) {
+		call = func(c *client.Client) (wire.Registered, error) {
 			return c.RegisterCapability(ctx, f.capability.Name, f.capability.Description, f.archive)
 		}
 	case f.env != nil:
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
+		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -186,9 +186,9 @@ func (v registryVerb) list(ctx context.Context, name string, args, environ []str
 }
 
 // orEmpty makes a nil list an empty one, so JSON says [] and not null.
-func orEmpty(entries []*registry.Entry) []*registry.Entry {
+func orEmpty(entries []*wire.Entry) []*wire.Entry {
 	if entries == nil {
-		return []*registry.Entry{}
+		return []*wire.Entry{}
 	}
 	return entries
 }
@@ -254,15 +254,15 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 }
 
 // table writes entries, one per row.
-func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.Entry, latest bool) {
+func (v registryVerb) table(w io.Writer, environ []string, entries []*wire.Entry, latest bool) {
 	u := newUI(w, environ)
 	header := []string{"NAME", "VERSION", "SEQ", "REGISTERED"}
 	switch v.kind {
-	case registry.KindSubagent:
+	case wire.KindSubagent:
 		header = append(header, "RUNTIME", "USES")
-	case registry.KindCapability:
+	case wire.KindCapability:
 		header = append(header, "FILES", "SIZE")
-	case registry.KindEnv:
+	case wire.KindEnv:
 		header = append(header, "VALUES", "SECRETS")
 	}
 	header = append(header, "DESCRIPTION")
@@ -274,7 +274,7 @@ func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.E
 		}
 		row := []cell{{e.Name, sgrBold}, {e.Version, ""}, {seq, ""}, {e.CreatedAt.Local().Format(time.DateTime), sgrDim}}
 		switch v.kind {
-		case registry.KindSubagent:
+		case wire.KindSubagent:
 			uses := "-"
 			if s := e.Subagent; s != nil {
 				if all := append(append([]string{}, s.Capabilities...), s.Env...); len(all) > 0 {
@@ -284,9 +284,9 @@ func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.E
 			} else {
 				row = append(row, cell{"?", ""}, cell{uses, ""})
 			}
-		case registry.KindCapability:
+		case wire.KindCapability:
 			row = append(row, cell{fmt.Sprint(e.Files), ""}, cell{humanBytes(e.Size), ""})
-		case registry.KindEnv:
+		case wire.KindEnv:
 			nv, ns := 0, 0
 			if e.Env != nil {
 				nv, ns = len(e.Env.Values), len(e.Env.Secrets)
@@ -300,7 +300,7 @@ func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.E
 
 // detail writes one entry in full. Env values are shown; secrets are refs,
 // never values, so they are shown too.
-func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
+func (v registryVerb) detail(w io.Writer, environ []string, e *wire.Entry) {
 	u := newUI(w, environ)
 	fmt.Fprintf(w, "%s %s · version %d · registered %s\n", v.noun, u.paint(sgrBold, e.Ref()), e.Seq, e.CreatedAt.Local().Format(time.DateTime))
 	fmt.Fprintf(w, "digest: %s\n", e.Digest)

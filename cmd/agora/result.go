@@ -22,7 +22,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -94,10 +93,10 @@ func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		return a.explain(err, id)
 	}
 	switch t.State {
-	case orchestrator.StateFinished:
-	case orchestrator.StateFailed:
+	case wire.StateFinished:
+	case wire.StateFailed:
 		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, outcomeDetail(t), t.ID)}
-	case orchestrator.StateCancelled, orchestrator.StateExpired:
+	case wire.StateCancelled, wire.StateExpired:
 		return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, stateLabel(t.State), outcomeDetail(t))}
 	default:
 		return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, stateLabel(t.State), t.ID)
@@ -269,11 +268,11 @@ const batchResultsSynopsis = "ID [--server URL] [--token TOKEN]"
 
 // batchResult is one line of agora batch results.
 type batchResult struct {
-	ID        string             `json:"id"`
-	State     orchestrator.State `json:"state"`
-	Outcome   *wire.Outcome      `json:"outcome,omitempty"`
-	Result    json.RawMessage    `json:"result,omitempty"`
-	Artifacts []wire.Artifact    `json:"artifacts,omitempty"`
+	ID        string          `json:"id"`
+	State     wire.State      `json:"state"`
+	Outcome   *wire.Outcome   `json:"outcome,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Artifacts []wire.Artifact `json:"artifacts,omitempty"`
 	// Error says why the result of a task that has one could not be read.
 	Error string `json:"error,omitempty"`
 }

@@ -24,7 +24,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -168,10 +167,10 @@ func plainMessage(e *client.Error) string {
 	msg := e.Message
 	if s := wire.Code(e.Code).Sentinel(); s != nil {
 		switch {
-		case errors.Is(s, orchestrator.ErrInvalidAnswer), errors.Is(s, orchestrator.ErrInvalidRequest):
+		case errors.Is(s, wire.ErrInvalidAnswer), errors.Is(s, wire.ErrInvalidRequest):
 			msg = strings.Replace(msg, s.Error()+": ", "", 1)
 			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		case errors.Is(s, orchestrator.ErrWrongState):
+		case errors.Is(s, wire.ErrWrongState):
 			msg = strings.TrimSuffix(msg, ": "+s.Error())
 		}
 	}
@@ -225,7 +224,7 @@ type pageFlags struct {
 
 func newPageFlags(fs *flag.FlagSet, items string) *pageFlags {
 	p := &pageFlags{}
-	fs.IntVar(&p.limit, "limit", 0, fmt.Sprintf("show at most `N` %s (default %d, at most %d)", items, orchestrator.DefaultPageLimit, orchestrator.MaxPageLimit))
+	fs.IntVar(&p.limit, "limit", 0, fmt.Sprintf("show at most `N` %s (default %d, at most %d)", items, wire.DefaultPageLimit, wire.MaxPageLimit))
 	fs.StringVar(&p.cursor, "cursor", "", "show the page after the one that printed this `CURSOR` (its next_cursor)")
 	fs.BoolVar(&p.all, "all", false, "show every one of the "+items+", following every page")
 	return p
@@ -233,16 +232,16 @@ func newPageFlags(fs *flag.FlagSet, items string) *pageFlags {
 
 func (p *pageFlags) check(name string) error {
 	switch {
-	case p.limit < 0 || p.limit > orchestrator.MaxPageLimit:
-		return usagef("--limit %d: want 1 to %d; --all shows every one", p.limit, orchestrator.MaxPageLimit)
+	case p.limit < 0 || p.limit > wire.MaxPageLimit:
+		return usagef("--limit %d: want 1 to %d; --all shows every one", p.limit, wire.MaxPageLimit)
 	case p.all && (p.limit != 0 || p.cursor != ""):
 		return usagef("--all follows every page; drop --limit and --cursor (run '%s -h' for the flags)", name)
 	}
 	return nil
 }
 
-func (p *pageFlags) options() orchestrator.PageOptions {
-	return orchestrator.PageOptions{Limit: p.limit, Cursor: p.cursor}
+func (p *pageFlags) options() wire.PageOptions {
+	return wire.PageOptions{Limit: p.limit, Cursor: p.cursor}
 }
 
 // writeMore tells how to see what one page left out: the same command
@@ -294,9 +293,9 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if err := pf.check("agora status"); err != nil {
 		return err
 	}
-	if *state != "" && !slices.Contains(orchestrator.States, orchestrator.State(*state)) {
-		names := make([]string, len(orchestrator.States))
-		for i, s := range orchestrator.States {
+	if *state != "" && !slices.Contains(wire.States, wire.State(*state)) {
+		names := make([]string, len(wire.States))
+		for i, s := range wire.States {
 			names[i] = string(s)
 		}
 		return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
@@ -316,8 +315,8 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
 		return nil
 	}
-	opts := orchestrator.ListOptions{State: orchestrator.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
-	var page orchestrator.TaskPage
+	opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
+	var page wire.TaskPage
 	if pf.all {
 		page.Tasks, page.Summary, err = c.ListAll(ctx, opts)
 	} else {
@@ -328,7 +327,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	}
 	if a.json {
 		if page.Tasks == nil {
-			page.Tasks = []*orchestrator.Task{}
+			page.Tasks = []*wire.Task{}
 		}
 		return writeJSON(stdout, page)
 	}
@@ -351,7 +350,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 // counts line counts: "showing failed: 3 of 12 tasks". With --label the
 // server counts no matches, so the line counts the ones listed, "at
 // least" when more pages follow.
-func filterText(state, label string, page orchestrator.TaskPage) string {
+func filterText(state, label string, page wire.TaskPage) string {
 	if state == "" && label == "" {
 		return ""
 	}
@@ -361,7 +360,7 @@ func filterText(state, label string, page orchestrator.TaskPage) string {
 	}
 	var what []string
 	if state != "" {
-		what = append(what, stateLabel(orchestrator.State(state)))
+		what = append(what, stateLabel(wire.State(state)))
 	}
 	if label != "" {
 		what = append(what, "labelled "+label)
@@ -369,7 +368,7 @@ func filterText(state, label string, page orchestrator.TaskPage) string {
 	shown := strconv.Itoa(len(page.Tasks))
 	switch {
 	case label == "":
-		shown = strconv.Itoa(page.Summary.Counts[orchestrator.State(state)])
+		shown = strconv.Itoa(page.Summary.Counts[wire.State(state)])
 	case page.NextCursor != "":
 		shown = "at least " + shown
 	}
@@ -410,7 +409,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 	if *group {
 		return questionsGroupedMain(ctx, c, a, environ, stdout)
 	}
-	var page orchestrator.QuestionPage
+	var page wire.QuestionPage
 	if pf.all {
 		page.Questions, err = c.QuestionsAll(ctx)
 	} else {
@@ -421,7 +420,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 	}
 	if a.json {
 		if page.Questions == nil {
-			page.Questions = []orchestrator.QuestionView{}
+			page.Questions = []wire.QuestionView{}
 		}
 		return writeJSON(stdout, page)
 	}
@@ -478,8 +477,8 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if *allLike {
 		return answerAllLikeMain(ctx, c, a, pos[0], pos[1], who, stdout)
 	}
-	t, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli"})
-	if errors.Is(err, orchestrator.ErrNoQuestion) {
+	t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli"})
+	if errors.Is(err, wire.ErrNoQuestion) {
 		return fmt.Errorf("%v; 'agora questions' lists the open ones", a.explain(err, pos[0]))
 	}
 	if err != nil {
@@ -488,7 +487,7 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if a.json {
 		return writeJSON(stdout, t)
 	}
-	var answered *orchestrator.Round
+	var answered *wire.Round
 	for i := len(t.Rounds) - 1; i >= 0; i-- {
 		if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
 			answered = r
@@ -514,9 +513,9 @@ const bulkSynopsis = "TASK | --batch ID | --label KEY=VALUE | --state STATE [--y
 func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	ended := false // the task had ended before the cancel
 	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", bulkCancel, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*orchestrator.Task, error) {
+		func(c *client.Client, id string) (*wire.Task, error) {
 			t, err := c.Cancel(ctx, id)
-			if errors.Is(err, orchestrator.ErrWrongState) {
+			if errors.Is(err, wire.ErrWrongState) {
 				if got, gerr := c.Get(ctx, id); gerr == nil && got.State.Terminal() {
 					ended = true
 					return got, nil
@@ -524,7 +523,7 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 			}
 			return t, err
 		},
-		func(t *orchestrator.Task) string {
+		func(t *wire.Task) string {
 			if ended {
 				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, stateLabel(t.State), outcomeDetail(t))
 			}
@@ -534,13 +533,13 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 
 func runRespawn(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", bulkRespawn, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Respawn(ctx, id) },
-		func(t *orchestrator.Task) string {
+		func(c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) },
+		func(t *wire.Task) string {
 			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
 		}))
 }
 
-func outcomeDetail(t *orchestrator.Task) string {
+func outcomeDetail(t *wire.Task) string {
 	if t.Outcome != nil {
 		return t.Outcome.Detail
 	}
@@ -575,7 +574,7 @@ func oneOrBulk(ctx context.Context, fs *flag.FlagSet, a *apiFlags, bulk bulkOp, 
 // taskOpMain is a verb that takes one TASK and changes it, or every task
 // a selector picks (bulk).
 func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []string, stdout, stderr io.Writer,
-	op func(*client.Client, string) (*orchestrator.Task, error), done func(*orchestrator.Task) string) error {
+	op func(*client.Client, string) (*wire.Task, error), done func(*wire.Task) string) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
 	pos, bulked, err := oneOrBulk(ctx, fs, a, bulk, args, environ, stdout, stderr)
@@ -604,7 +603,7 @@ func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []s
 // allow, the command that fits its state.
 func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, taskID string) error {
 	line := a.explain(err, taskID)
-	if !errors.Is(err, orchestrator.ErrWrongState) {
+	if !errors.Is(err, wire.ErrWrongState) {
 		return line
 	}
 	t, gerr := c.Get(ctx, taskID)
@@ -678,7 +677,7 @@ func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		return a.explain(err, pos[0])
 	}
 	if a.json {
-		return writeJSON(stdout, orchestrator.Change{TaskID: pos[0], Removed: true})
+		return writeJSON(stdout, wire.Change{TaskID: pos[0], Removed: true})
 	}
 	fmt.Fprintf(stdout, "removed %s and its stored output\n", pos[0])
 	return nil

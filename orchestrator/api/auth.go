@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // token is one accepted bearer token: the secret's hash (so every compare
@@ -118,14 +119,14 @@ func (a *Auth) Wrap(h http.Handler, log *slog.Logger) http.Handler {
 			log.Warn("request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
 			if after, ok := RateLimited(err); ok {
 				w.Header().Set("Retry-After", after)
-				writeBody(w, http.StatusTooManyRequests, ErrorBody{Error: err.Error(), Code: CodeRateLimited})
+				writeBody(w, http.StatusTooManyRequests, wire.ErrorBody{Error: err.Error(), Code: wire.CodeRateLimited})
 				return
 			}
 			re, _ := errors.AsType[*requestError](err)
 			if re.status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
 			}
-			writeBody(w, re.status, ErrorBody{Error: re.msg, Code: re.code})
+			writeBody(w, re.status, wire.ErrorBody{Error: re.msg, Code: re.code})
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -236,11 +237,11 @@ func (a *Auth) authenticate(r *http.Request) (orchestrator.Identity, error) {
 func (a *Auth) match(r *http.Request) (int, error) {
 	if len(a.tokens) == 0 {
 		if !loopbackPeer(r.RemoteAddr) {
-			return -1, &requestError{http.StatusForbidden, CodeUnauthorized,
+			return -1, &requestError{http.StatusForbidden, wire.CodeUnauthorized,
 				"this API has no tokens and serves loopback clients only; start it with --token to serve the network"}
 		}
 		if !loopbackHost(r.Host) {
-			return -1, &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+			return -1, &requestError{http.StatusForbidden, wire.CodeUnauthorized, fmt.Sprintf(
 				"this API has no tokens and answers requests for localhost, 127.0.0.1 or [::1] only, not %q", r.Host)}
 		}
 		return -1, nil
@@ -248,7 +249,7 @@ func (a *Auth) match(r *http.Request) (int, error) {
 	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	secret = strings.TrimSpace(secret)
 	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized,
+		return -1, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized,
 			"missing bearer token: send the header Authorization: Bearer <token>"}
 	}
 	client, now := ClientOf(r), time.Now()
@@ -264,7 +265,7 @@ func (a *Auth) match(r *http.Request) (int, error) {
 	}
 	if match < 0 {
 		a.failures.failed(client, now)
-		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
+		return -1, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "invalid bearer token"}
 	}
 	return match, nil
 }

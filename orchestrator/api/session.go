@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // Browser sessions: the web inbox logs a person in with the same token the
@@ -155,7 +156,7 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	}
 	c, err := r.Cookie(cookie)
 	if err != nil {
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "not signed in: sign in with your agora token"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "not signed in: sign in with your agora token"}
 	}
 	version, rest, _ := strings.Cut(c.Value, ".")
 	issuedText, rest, _ := strings.Cut(rest, ".")
@@ -163,7 +164,7 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	issuedUnix, ierr := strconv.ParseInt(issuedText, 10, 64)
 	expUnix, eerr := strconv.ParseInt(expText, 10, 64)
 	if version != sessionVersion || ierr != nil || eerr != nil {
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
 	}
 	stamp := issuedText + "." + expText
 	issued, exp := time.Unix(0, issuedUnix), time.Unix(expUnix, 0)
@@ -175,18 +176,18 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	}
 	switch {
 	case match < 0:
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session is not valid (its token was removed?): sign in again"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session is not valid (its token was removed?): sign in again"}
 	case !now.Before(exp):
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session has expired: sign in again"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session has expired: sign in again"}
 	}
 	sess := Session{Identity: a.identity(match), Value: c.Value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}
 	if a.sessions != nil {
 		ended, err := a.sessions.SessionEnded(r.Context(), sess.id(), sess.holder(), issued)
 		if err != nil {
-			return Session{}, &requestError{http.StatusServiceUnavailable, CodeInternal, "the session cannot be checked right now: " + err.Error()}
+			return Session{}, &requestError{http.StatusServiceUnavailable, wire.CodeInternal, "the session cannot be checked right now: " + err.Error()}
 		}
 		if ended {
-			return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session was signed out: sign in again"}
+			return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session was signed out: sign in again"}
 		}
 	}
 	return sess, nil

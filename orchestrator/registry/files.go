@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // MaxFileBytes caps a registry file (sub-agent, capability or env).
@@ -78,8 +79,8 @@ func ReadFile(path string) ([]byte, error) {
 
 // ParseSubagent reads a sub-agent file (YAML or JSON) and checks it against
 // schemas/subagent.schema.json. file names it in errors.
-func ParseSubagent(file string, data []byte) (*Subagent, error) {
-	var s Subagent
+func ParseSubagent(file string, data []byte) (*wire.Subagent, error) {
+	var s wire.Subagent
 	if err := parse(file, data, schemas.SchemaSubagent, &s); err != nil {
 		return nil, err
 	}
@@ -102,8 +103,8 @@ func ParseCapability(file string, data []byte) (*CapabilityFile, error) {
 }
 
 // ParseEnv reads an env bundle file.
-func ParseEnv(file string, data []byte) (*Env, error) {
-	var e Env
+func ParseEnv(file string, data []byte) (*wire.Env, error) {
+	var e wire.Env
 	if err := parse(file, data, schemas.SchemaEnv, &e); err != nil {
 		return nil, err
 	}

@@ -5,29 +5,6 @@ import (
 	"github.com/agoradev/agora/wire"
 )
 
-// The registry's wire types live in package wire; these names keep the
-// registry's callers reading naturally.
-type (
-	Kind       = wire.Kind
-	Subagent   = wire.Subagent
-	Limits     = wire.SubagentLimits
-	Command    = wire.Command
-	Env        = wire.Env
-	Entry      = wire.Entry
-	Registered = wire.Registered
-	Pins       = wire.Pins
-)
-
-// Kinds of entries.
-const (
-	KindSubagent   = wire.KindSubagent
-	KindCapability = wire.KindCapability
-	KindEnv        = wire.KindEnv
-)
-
-// Kinds in display order.
-var Kinds = wire.Kinds
-
 // CapabilityFile is a capability as its file describes it: a directory to
 // pack. Its format is schemas/capability.schema.json.
 type CapabilityFile struct {
@@ -38,9 +15,9 @@ type CapabilityFile struct {
 
 // Resolved is a sub-agent with everything it names pinned.
 type Resolved struct {
-	Entry        *Entry
+	Entry        *wire.Entry
 	Subagent     schemas.Subagent
 	Capabilities []schemas.BundleRef
 	Env          []schemas.BundleRef
-	Pins         Pins
+	Pins         wire.Pins
 }
