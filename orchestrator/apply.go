@@ -145,7 +145,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 // taskOf finds the task a dispatch belongs to.
 func (o *Orchestrator) taskOf(ctx context.Context, ev schemas.Event) (string, error) {
 	if ev.TaskID != "" {
-		if !taskIDPattern.MatchString(ev.TaskID) {
+		if wire.CheckTaskID(ev.TaskID) != nil {
 			return "", wire.ErrNotFound // no task can have this id
 		}
 		return ev.TaskID, nil

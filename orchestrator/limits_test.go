@@ -239,7 +239,7 @@ func TestInvalidTaskIDs(t *testing.T) {
 	for _, id := range []string{">", "*", "a b", "..", ".", "a.b", "-a", "", "t/1", "a\x00", long, strings.Repeat("x", 5000)} {
 		for name, op := range ops {
 			err := op(id)
-			if !errors.Is(err, ErrInvalidID) || !errors.Is(err, wire.ErrInvalidRequest) {
+			if !errors.Is(err, wire.ErrInvalidID) || !errors.Is(err, wire.ErrInvalidRequest) {
 				t.Errorf("%s(%q) = %v; want ErrInvalidID", name, cut(id, 20), err)
 				continue
 			}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -25,14 +24,8 @@ import (
 
 // Defaults for a task's limits and route.
 const (
-	DefaultMaxRounds = 10
-	DefaultMaxWait   = 7 * 24 * time.Hour
-	DefaultRoute     = "human"
-	// DefaultCIRoute is the route of a task submitted from CI
-	// (SubmitRequest.FromCI) without one, unless Config.CIRoute says
-	// otherwise: a person has 10 minutes, then the question's default is
-	// taken, or the task expires.
-	DefaultCIRoute     = "human=10m"
+	DefaultMaxRounds   = 10
+	DefaultMaxWait     = 7 * 24 * time.Hour
 	consumerName       = "orchestrator"
 	routerTick         = 250 * time.Millisecond
 	lastOutputMaxBytes = 200
@@ -55,7 +48,7 @@ type Config struct {
 	// zero fields take DefaultMaximums.
 	Max Maximums
 	// CIRoute is the route of a task submitted from CI (FromCI) that names
-	// none; empty means DefaultCIRoute.
+	// none; empty means wire.DefaultCIRoute.
 	CIRoute string
 	Logger  *slog.Logger
 	// Now is the clock; tests may set it.
@@ -113,8 +106,8 @@ func New(cfg Config) (*Orchestrator, error) {
 	if err := max.Validate(); err != nil {
 		return nil, fmt.Errorf("orchestrator config: %w", err)
 	}
-	cfg.CIRoute = orDefault(cfg.CIRoute, DefaultCIRoute)
-	if _, err := answer.ParseRoute(cfg.CIRoute); err != nil {
+	cfg.CIRoute = orDefault(cfg.CIRoute, wire.DefaultCIRoute)
+	if _, err := wire.ParseRoute(cfg.CIRoute); err != nil {
 		return nil, fmt.Errorf("orchestrator config: CI route %q: %w", cfg.CIRoute, err)
 	}
 	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
@@ -290,8 +283,6 @@ func (o *Orchestrator) sweepLoop(ctx context.Context) {
 	}
 }
 
-var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
-
 // followTasks keeps the task cache current with the bucket.
 func (o *Orchestrator) followTasks(ctx context.Context) error {
 	c := newTaskCache(o.log)
@@ -460,7 +451,7 @@ func (o *Orchestrator) validate(req *wire.SubmitRequest) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{wire.ErrInvalidRequest}, args...)...)
 	}
-	if req.TaskID != "" && !taskIDPattern.MatchString(req.TaskID) {
+	if req.TaskID != "" && wire.CheckTaskID(req.TaskID) != nil {
 		return bad("task_id %q: letters, digits, '-' and '_', at most 96", req.TaskID)
 	}
 	if len(req.Input) > 0 {
@@ -485,7 +476,7 @@ func (o *Orchestrator) validate(req *wire.SubmitRequest) error {
 	default:
 		return bad("workspace %q: want persist or fresh", req.Workspace)
 	}
-	if _, err := answer.ParseRoute(routeOf(*req)); err != nil {
+	if _, err := wire.ParseRoute(routeOf(*req)); err != nil {
 		return bad("route: %v", err)
 	}
 	if err := schemas.CheckOutputs(req.Subagent.Outputs); err != nil {
@@ -508,7 +499,7 @@ func (o *Orchestrator) validate(req *wire.SubmitRequest) error {
 // agent:NAME step whose sub-agent is neither configured nor registered:
 // found now, not when the task's first question has nowhere to go.
 func (o *Orchestrator) checkRoute(ctx context.Context, route string) error {
-	steps, err := answer.ParseRoute(route)
+	steps, err := wire.ParseRoute(route)
 	if err != nil {
 		return fmt.Errorf("%w: route: %v", wire.ErrInvalidRequest, err)
 	}
@@ -551,7 +542,7 @@ func orDefault(s, def string) string {
 
 func routeOf(req wire.SubmitRequest) string {
 	if req.Route == "" {
-		return DefaultRoute
+		return wire.DefaultRoute
 	}
 	return req.Route
 }

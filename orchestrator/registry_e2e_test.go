@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -26,7 +27,7 @@ func TestRegisteredSubagent(t *testing.T) {
 		c.Registry, reg = r, r
 	})
 	ctx := context.Background()
-	archive, files, err := registry.PackDir(filepath.Join("testdata", "greeter-skill"), registry.MaxCapabilityBytes)
+	archive, files, err := registryfile.PackDir(filepath.Join("testdata", "greeter-skill"), wire.MaxCapabilityBytes)
 	if err != nil || files != 1 {
 		t.Fatalf("PackDir = %d files, %v", files, err)
 	}

@@ -96,7 +96,7 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 		o.schedule(taskID, time.Time{})
 		return false, nil
 	}
-	steps, err := answer.ParseRoute(routeOf(t.Request))
+	steps, err := wire.ParseRoute(routeOf(t.Request))
 	if err != nil {
 		return false, err
 	}
@@ -164,7 +164,7 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 
 // nextStep records what step idx did and moves the question to the next one.
 func (o *Orchestrator) nextStep(ctx context.Context, t *wire.Task, idx int, result, detail string) error {
-	steps, _ := answer.ParseRoute(routeOf(t.Request))
+	steps, _ := wire.ParseRoute(routeOf(t.Request))
 	_, err := o.store.update(ctx, t.ID, func(t *wire.Task) error {
 		r := currentRound(t)
 		if t.State != wire.StateNeedsInput || r.Step != idx {
@@ -182,7 +182,7 @@ func (o *Orchestrator) nextStep(ctx context.Context, t *wire.Task, idx int, resu
 
 // stepTimeout is the timeout of route step idx (zero past the end).
 func (o *Orchestrator) stepTimeout(t *wire.Task, idx int) time.Duration {
-	steps, err := answer.ParseRoute(routeOf(t.Request))
+	steps, err := wire.ParseRoute(routeOf(t.Request))
 	if err != nil || idx >= len(steps) {
 		return 0
 	}

@@ -51,11 +51,11 @@ func openStore(ctx context.Context, b *bus.Bus, log *slog.Logger) (*store, error
 	return &store{tasks: tasks, index: index, log: log}, nil
 }
 
-// get, create and update check the task id first (CheckTaskID): an id
-// such as ">" or "a b" is ErrInvalidID, never a KV error, whatever path
+// get, create and update check the task id first (wire.CheckTaskID): an id
+// such as ">" or "a b" is wire.ErrInvalidID, never a KV error, whatever path
 // it came by.
 func (s *store) get(ctx context.Context, id string) (*wire.Task, error) {
-	if err := CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		return nil, err
 	}
 	data, rev, err := s.tasks.Get(ctx, id)
@@ -74,7 +74,7 @@ func (s *store) get(ctx context.Context, id string) (*wire.Task, error) {
 }
 
 func (s *store) create(ctx context.Context, t *wire.Task) error {
-	if err := CheckTaskID(t.ID); err != nil {
+	if err := wire.CheckTaskID(t.ID); err != nil {
 		return err
 	}
 	data, err := json.Marshal(t)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -18,7 +17,7 @@ func ifUnanswered(t *wire.Task, r *wire.Round, now time.Time) *wire.IfUnanswered
 	if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil {
 		return nil
 	}
-	steps, err := answer.ParseRoute(routeOf(t.Request))
+	steps, err := wire.ParseRoute(routeOf(t.Request))
 	if err != nil {
 		return nil
 	}

@@ -21,7 +21,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -145,7 +144,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 		return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
 	}
 	if *route != "" {
-		if _, err := answer.ParseRoute(*route); err != nil {
+		if _, err := wire.ParseRoute(*route); err != nil {
 			return usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", *route, err)
 		}
 	}

@@ -16,9 +16,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/answer"
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -110,7 +108,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 	case given > 1:
 		return f, req, usagef("want one of --subagent, --subagent-file or --command, not several")
 	case f.subagent != "":
-		if _, _, err := registry.ParseRef(f.subagent); err != nil {
+		if _, _, err := wire.ParseRef(f.subagent); err != nil {
 			return f, req, usagef("--subagent %q: want a registered sub-agent's NAME or NAME@VERSION; 'agora subagent list' shows them", f.subagent)
 		}
 		if f.name != "" {
@@ -135,7 +133,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 		}
 	}
 	if f.route != "" {
-		if _, err := answer.ParseRoute(f.route); err != nil {
+		if _, err := wire.ParseRoute(f.route); err != nil {
 			return f, req, usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.route, err)
 		}
 		req.Route = f.route
@@ -156,7 +154,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 		req.Labels[k] = v
 	}
 	// The server's own rule, checked before the request leaves the CLI.
-	if f.taskID != "" && orchestrator.CheckTaskID(f.taskID) != nil {
+	if f.taskID != "" && wire.CheckTaskID(f.taskID) != nil {
 		return f, req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
 	}
 	req.TaskID, req.AllowMemory = f.taskID, f.allowMemory
@@ -216,11 +214,11 @@ func parseSeconds(v string) (int, error) {
 // schemas/subagent.schema.json; every error names the file, the line, the
 // field and the problem.
 func readSubagentFile(name string) (*wire.Subagent, error) {
-	data, err := registry.ReadFile(name)
+	data, err := registryfile.ReadFile(name)
 	if err != nil {
 		return nil, usagef("--subagent-file %v", err)
 	}
-	def, err := registry.ParseSubagent(name, data)
+	def, err := registryfile.ParseSubagent(name, data)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -263,7 +261,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		// A server older than this CLI: it has no CI route. Submit as an
 		// older CLI would, and say what that means.
 		fmt.Fprintf(stderr, "agora dispatch: the server at %s is older than this agora and has no CI route: the task gets its default route (%s); pass --route, e.g. --route %s\n",
-			a.server, orchestrator.DefaultRoute, orchestrator.DefaultCIRoute)
+			a.server, wire.DefaultRoute, wire.DefaultCIRoute)
 		req.FromCI = false
 		t, err = c.Submit(ctx, req)
 	}
@@ -571,7 +569,7 @@ func roundConsequence(t *wire.Task, r *wire.Round) string {
 	if r.StepDeadline.IsZero() || r.Question == nil {
 		return ""
 	}
-	steps, err := answer.ParseRoute(routeText(t))
+	steps, err := wire.ParseRoute(routeText(t))
 	if err != nil {
 		return ""
 	}
@@ -610,7 +608,7 @@ func clockText(at time.Time) string { return at.UTC().Format("15:04:05 UTC") }
 
 func routeText(t *wire.Task) string {
 	if t.Request.Route == "" {
-		return orchestrator.DefaultRoute
+		return wire.DefaultRoute
 	}
 	return t.Request.Route
 }

@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -155,7 +155,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case file == "-":
 		data, err = io.ReadAll(stdin)
 	case isRegistry:
-		data, err = registry.ReadFile(file)
+		data, err = registryfile.ReadFile(file)
 	default:
 		data, err = os.ReadFile(file)
 	}

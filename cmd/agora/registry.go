@@ -13,7 +13,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -55,7 +55,7 @@ func runRegistry(ctx context.Context, verb string, args, environ []string, stdou
 // one of subagent, capability (with archive, its packed directory) and env.
 type registryFile struct {
 	subagent   *wire.Subagent
-	capability *registry.CapabilityFile
+	capability *registryfile.CapabilityFile
 	archive    []byte
 	env        *wire.Env
 }
@@ -69,20 +69,20 @@ func parseRegistryFile(kind wire.Kind, file string, data []byte) (registryFile, 
 	var err error
 	switch kind {
 	case wire.KindSubagent:
-		f.subagent, err = registry.ParseSubagent(file, data)
+		f.subagent, err = registryfile.ParseSubagent(file, data)
 	case wire.KindCapability:
-		if f.capability, err = registry.ParseCapability(file, data); err != nil {
+		if f.capability, err = registryfile.ParseCapability(file, data); err != nil {
 			break
 		}
 		dir := f.capability.Path
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(filepath.Dir(file), dir)
 		}
-		if f.archive, _, err = registry.PackDir(dir, registry.MaxCapabilityBytes); err != nil {
+		if f.archive, _, err = registryfile.PackDir(dir, wire.MaxCapabilityBytes); err != nil {
 			err = fmt.Errorf("%s: field path: %w", file, err)
 		}
 	case wire.KindEnv:
-		f.env, err = registry.ParseEnv(file, data)
+		f.env, err = registryfile.ParseEnv(file, data)
 	default:
 		err = fmt.Errorf("%s: no registry kind %q", file, kind)
 	}
@@ -102,7 +102,7 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 		return usagef("want one FILE (YAML or JSON; 'agora schema %s' prints its schema)", v.kind)
 	}
 	file := pos[0]
-	data, err := registry.ReadFile(file)
+	data, err := registryfile.ReadFile(file)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -206,7 +206,7 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 		return usagef("want one NAME or NAME@VERSION; 'agora %s list' shows the names", v.plain)
 	}
 	ref := pos[0]
-	refName, version, err := registry.ParseRef(ref)
+	refName, version, err := wire.ParseRef(ref)
 	if err != nil {
 		return usagef("%q: want NAME or NAME@VERSION (12 hex digits); 'agora %s list' shows them", ref, v.plain)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -29,7 +28,7 @@ func classify(err error) (int, wire.Code) {
 	if re, ok := errors.AsType[*requestError](err); ok {
 		return re.status, re.code
 	}
-	if errors.Is(err, orchestrator.ErrInvalidID) {
+	if errors.Is(err, wire.ErrInvalidID) {
 		// An id in the path that cannot be one: the request is malformed.
 		return http.StatusBadRequest, wire.CodeInvalid
 	}

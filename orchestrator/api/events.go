@@ -29,7 +29,7 @@ const streamWriteTimeout = 30 * time.Second
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	taskID := r.URL.Query().Get("task")
 	if taskID != "" {
-		if err := orchestrator.CheckTaskID(taskID); err != nil {
+		if err := wire.CheckTaskID(taskID); err != nil {
 			h.fail(w, r, invalid("query: task: "+err.Error()))
 			return
 		}

@@ -116,11 +116,11 @@ func (h *handler) registerCapability(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, invalid("query: name is required (POST /v1/capabilities?name=NAME with the tar as the body)"))
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, registry.MaxCapabilityBytes+1<<20)
+	body := http.MaxBytesReader(w, r.Body, wire.MaxCapabilityBytes+1<<20)
 	archive, err := io.ReadAll(body)
 	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
 		h.fail(w, r, &requestError{http.StatusRequestEntityTooLarge, wire.CodeInvalid,
-			fmt.Sprintf("capability archive is larger than %d bytes", registry.MaxCapabilityBytes)})
+			fmt.Sprintf("capability archive is larger than %d bytes", wire.MaxCapabilityBytes)})
 		return
 	} else if err != nil {
 		h.fail(w, r, invalid("read capability archive: "+err.Error()))

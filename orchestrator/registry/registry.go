@@ -41,7 +41,6 @@ var (
 
 var (
 	namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	refPattern  = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:@([0-9a-f]{12}(?:[0-9a-f]{52})?))?$`)
 )
 
 // Registry is the registry on a KV bucket and object storage.
@@ -121,7 +120,7 @@ func (r *Registry) RegisterCapability(ctx context.Context, name, description str
 	if !namePattern.MatchString(name) {
 		return wire.Registered{}, fmt.Errorf("%w: capability name %q: letters, digits, '-' and '_', at most 64", ErrInvalid, name)
 	}
-	files, err := CheckTar(archive, MaxCapabilityBytes)
+	files, err := CheckTar(archive, wire.MaxCapabilityBytes)
 	if err != nil {
 		return wire.Registered{}, fmt.Errorf("%w: capability %s: %v", ErrInvalid, name, err)
 	}
@@ -288,13 +287,13 @@ func (r *Registry) entry(ctx context.Context, key string) (*wire.Entry, error) {
 	return &e, nil
 }
 
-// ParseRef splits NAME or NAME@VERSION.
+// ParseRef is wire.ParseRef, its error an ErrInvalid.
 func ParseRef(ref string) (name, version string, err error) {
-	m := refPattern.FindStringSubmatch(ref)
-	if m == nil {
-		return "", "", fmt.Errorf("%w: %q: want NAME or NAME@VERSION (12 hex digits)", ErrInvalid, ref)
+	name, version, err = wire.ParseRef(ref)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return m[1], m[2], nil
+	return name, version, nil
 }
 
 // Get returns the entry ref names: NAME is the latest version.

@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -30,7 +30,7 @@ func openRegistry(t *testing.T) (*Registry, storage.Store) {
 
 func mustPack(t *testing.T, dir string) []byte {
 	t.Helper()
-	data, _, err := PackDir(dir, MaxCapabilityBytes)
+	data, _, err := registryfile.PackDir(dir, wire.MaxCapabilityBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,8 @@ func TestRegisterIsContentAddressed(t *testing.T) {
 	}
 	rc.Close()
 
-	data, _ := ReadFile(filepath.Join("testdata", "reviewer.yaml"))
-	def, err := ParseSubagent("reviewer.yaml", data)
+	data, _ := registryfile.ReadFile(filepath.Join("testdata", "reviewer.yaml"))
+	def, err := registryfile.ParseSubagent("reviewer.yaml", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,57 +205,6 @@ func TestRegisterConcurrently(t *testing.T) {
 	versions, err := r.Versions(ctx, wire.KindEnv, "shared")
 	if err != nil || len(versions) != n {
 		t.Errorf("Versions = %d, %v; want %d", len(versions), err, n)
-	}
-}
-
-func TestPackDir(t *testing.T) {
-	dir := t.TempDir()
-	write := func(rel, data string, mode os.FileMode) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("b.txt", "b", 0o600)
-	write("a/run.sh", "#!/bin/sh\n", 0o700)
-	one, files, err := PackDir(dir, 1<<20)
-	if err != nil || files != 2 {
-		t.Fatalf("PackDir = %d files, %v", files, err)
-	}
-	// Touching times and permissions beyond the executable bit changes nothing.
-	if err := os.Chmod(filepath.Join(dir, "b.txt"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	two, _, _ := PackDir(dir, 1<<20)
-	if !bytes.Equal(one, two) {
-		t.Error("the same tree packed twice gave different bytes")
-	}
-	tr := tar.NewReader(bytes.NewReader(one))
-	var got []string
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			break
-		}
-		got = append(got, fmt.Sprintf("%s %o %d", h.Name, h.Mode, h.Uid))
-	}
-	if want := "[a/ 755 0 a/run.sh 755 0 b.txt 644 0]"; fmt.Sprint(got) != want {
-		t.Errorf("entries = %v, want %s", got, want)
-	}
-	if _, _, err := PackDir(dir, 3); err == nil {
-		t.Error("PackDir over the cap succeeded")
-	}
-	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := PackDir(dir, 1<<20); err == nil || !bytes.Contains([]byte(err.Error()), []byte("link is a symlink")) {
-		t.Errorf("PackDir with a symlink = %v; want it named", err)
-	}
-	if _, _, err := PackDir(filepath.Join(dir, "b.txt"), 1<<20); err == nil {
-		t.Error("PackDir of a file succeeded")
 	}
 }
 

@@ -1,4 +1,11 @@
-package registry
+// Package registryfile reads the registry's files as people write them:
+// sub-agent, capability and env definitions in YAML or JSON, checked
+// against their JSON Schemas with errors that name the file, the line and
+// the field, and a capability's directory packed into the tar the API
+// takes. The CLI uses it before it sends anything (agora subagent
+// register, agora validate, agora dispatch --subagent-file); the server
+// receives the parsed JSON and checks it again.
+package registryfile
 
 import (
 	"encoding/json"
@@ -17,6 +24,14 @@ import (
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
+
+// CapabilityFile is a capability as its file describes it: a directory to
+// pack. Its format is schemas/capability.schema.json.
+type CapabilityFile struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Path        string `json:"path"`
+}
 
 // MaxFileBytes caps a registry file (sub-agent, capability or env).
 const MaxFileBytes = 1 << 20

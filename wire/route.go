@@ -1,4 +1,4 @@
-package answer
+package wire
 
 import (
 	"fmt"
@@ -7,15 +7,28 @@ import (
 	"time"
 )
 
-// Step is one step of a task's route: an answerer and how long it may take.
-type Step struct {
-	// Answerer is the step as Resolver.Resolve reads it: "memory",
+// RouteStep is one step of a task's route (SubmitRequest.Route, written
+// as ParseRoute reads it): an answerer and how long it may take.
+type RouteStep struct {
+	// Answerer is the step as the answer package's Resolver reads it: "memory",
 	// "agent:triage", "webhook:https://…".
 	Answerer string `json:"answerer"`
 	// Timeout bounds the step: how long Ask may run and, for a pending
 	// answer, how long to wait before the next step takes over.
 	Timeout time.Duration `json:"timeout"`
 }
+
+// Default routes of a task that names none.
+const (
+	// DefaultRoute: a person answers, through the API, CLI, web page or
+	// Slack.
+	DefaultRoute = "human"
+	// DefaultCIRoute is the route of a task submitted from CI
+	// (SubmitRequest.FromCI) without one, unless the orchestrator's
+	// Config.CIRoute says otherwise: a person has 10 minutes, then the
+	// question's default is taken, or the task expires.
+	DefaultCIRoute = "human=10m"
+)
 
 // Default step timeouts.
 const (
@@ -30,8 +43,8 @@ const (
 	DefaultWaitTimeout = 24 * time.Hour
 )
 
-// DefaultTimeout is the timeout of a step written without one.
-func DefaultTimeout(answerer string) time.Duration {
+// DefaultStepTimeout is the timeout of a step written without one.
+func DefaultStepTimeout(answerer string) time.Duration {
 	switch name, _, _ := strings.Cut(answerer, ":"); name {
 	case "memory", "lookup":
 		return DefaultAutomaticTimeout
@@ -42,24 +55,24 @@ func DefaultTimeout(answerer string) time.Duration {
 }
 
 // String renders the step as ParseRoute reads it: "agent:triage=2m".
-func (s Step) String() string {
+func (s RouteStep) String() string {
 	return s.Answerer + "=" + formatDuration(s.Timeout)
 }
 
 // ParseRoute reads a route: steps separated by commas, each an answerer
 // optionally followed by "=" and a timeout ("30s", "2m", "24h", "7d", or
 // any Go duration), e.g. "memory,lookup,agent:triage=2m,human=24h". A step
-// without a timeout gets DefaultTimeout. In a webhook step an "=" followed
+// without a timeout gets DefaultStepTimeout. In a webhook step an "=" followed
 // by something that is not a duration belongs to the URL, so
 // "webhook:https://h/x?a=b=1h" is that URL with a 1h timeout (slack steps
 // alike: "slack:#ops?allow=U1=2h"). Arguments
 // cannot contain commas.
-func ParseRoute(spec string) ([]Step, error) {
+func ParseRoute(spec string) ([]RouteStep, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, fmt.Errorf("route is empty")
 	}
 	parts := strings.Split(spec, ",")
-	steps := make([]Step, 0, len(parts))
+	steps := make([]RouteStep, 0, len(parts))
 	for i, p := range parts {
 		s, err := parseStep(strings.TrimSpace(p))
 		if err != nil {
@@ -70,9 +83,9 @@ func ParseRoute(spec string) ([]Step, error) {
 	return steps, nil
 }
 
-func parseStep(p string) (Step, error) {
+func parseStep(p string) (RouteStep, error) {
 	if p == "" {
-		return Step{}, fmt.Errorf("empty step")
+		return RouteStep{}, fmt.Errorf("empty step")
 	}
 	answerer, timeout := p, time.Duration(0)
 	if i := strings.LastIndex(p, "="); i >= 0 {
@@ -82,24 +95,24 @@ func parseStep(p string) (Step, error) {
 			answerer, timeout = strings.TrimSpace(p[:i]), d
 		case !strings.HasPrefix(p, "webhook:") && !strings.HasPrefix(p, "slack:"):
 			// A URL's or a slack step's query may hold "=".
-			return Step{}, fmt.Errorf("timeout: %w", err)
+			return RouteStep{}, fmt.Errorf("timeout: %w", err)
 		}
 	}
 	name, arg, hasArg := strings.Cut(answerer, ":")
-	if !validName(name) {
-		return Step{}, fmt.Errorf("answerer name %q: want lower-case letters, digits, '-' or '_'", name)
+	if !IsAnswererName(name) {
+		return RouteStep{}, fmt.Errorf("answerer name %q: want lower-case letters, digits, '-' or '_'", name)
 	}
 	if hasArg && strings.TrimSpace(arg) == "" {
-		return Step{}, fmt.Errorf("empty argument after %q", name+":")
+		return RouteStep{}, fmt.Errorf("empty argument after %q", name+":")
 	}
 	if timeout == 0 {
-		timeout = DefaultTimeout(answerer)
+		timeout = DefaultStepTimeout(answerer)
 	}
-	return Step{Answerer: answerer, Timeout: timeout}, nil
+	return RouteStep{Answerer: answerer, Timeout: timeout}, nil
 }
 
 // FormatRoute renders steps as ParseRoute reads them.
-func FormatRoute(steps []Step) string {
+func FormatRoute(steps []RouteStep) string {
 	s := make([]string, len(steps))
 	for i, st := range steps {
 		s[i] = st.String()
@@ -107,7 +120,10 @@ func FormatRoute(steps []Step) string {
 	return strings.Join(s, ",")
 }
 
-func validName(s string) bool {
+// IsAnswererName reports whether s is an answerer's name as a route
+// writes it (the part before any ":"): lower-case letters, digits, '-' and
+// '_', starting with a letter.
+func IsAnswererName(s string) bool {
 	if s == "" || s[0] < 'a' || s[0] > 'z' {
 		return false
 	}
@@ -123,7 +139,7 @@ func validName(s string) bool {
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	var d time.Duration
-	if days, ok := strings.CutSuffix(s, "d"); ok && isDigits(days) {
+	if days, ok := strings.CutSuffix(s, "d"); ok && allDigits(days) {
 		n, err := strconv.Atoi(days)
 		if err != nil || n > 100000 {
 			return 0, fmt.Errorf("%q: too many days", s)
@@ -150,4 +166,16 @@ func formatDuration(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
 	}
 	return d.String()
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package answer_test
+package wire_test
 
 import (
 	"reflect"
@@ -6,43 +6,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestParseRoute(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		spec    string
-		want    []answer.Step
+		want    []wire.RouteStep
 		wantErr string
 	}{
-		{spec: "memory,lookup,agent:triage=2m,human=24h", want: []answer.Step{
+		{spec: "memory,lookup,agent:triage=2m,human=24h", want: []wire.RouteStep{
 			{Answerer: "memory", Timeout: 30 * time.Second},
 			{Answerer: "lookup", Timeout: 30 * time.Second},
 			{Answerer: "agent:triage", Timeout: 2 * time.Minute},
 			{Answerer: "human", Timeout: 24 * time.Hour},
 		}},
-		{spec: " memory , human ", want: []answer.Step{
-			{Answerer: "memory", Timeout: answer.DefaultAutomaticTimeout},
-			{Answerer: "human", Timeout: answer.DefaultWaitTimeout},
+		{spec: " memory , human ", want: []wire.RouteStep{
+			{Answerer: "memory", Timeout: wire.DefaultAutomaticTimeout},
+			{Answerer: "human", Timeout: wire.DefaultWaitTimeout},
 		}},
-		{spec: "agent:triage,webhook:https://hooks.example.com/agora,slack:#ops,cli", want: []answer.Step{
-			{Answerer: "agent:triage", Timeout: answer.DefaultAgentTimeout},
+		{spec: "agent:triage,webhook:https://hooks.example.com/agora,slack:#ops,cli", want: []wire.RouteStep{
+			{Answerer: "agent:triage", Timeout: wire.DefaultAgentTimeout},
 			{Answerer: "webhook:https://hooks.example.com/agora", Timeout: 24 * time.Hour},
 			{Answerer: "slack:#ops", Timeout: 24 * time.Hour},
 			{Answerer: "cli", Timeout: 24 * time.Hour},
 		}},
-		{spec: "lookup:rules/ops.yaml=5s,human=7d", want: []answer.Step{
+		{spec: "lookup:rules/ops.yaml=5s,human=7d", want: []wire.RouteStep{
 			{Answerer: "lookup:rules/ops.yaml", Timeout: 5 * time.Second},
 			{Answerer: "human", Timeout: 7 * 24 * time.Hour},
 		}},
-		{spec: "webhook:https://h.example/x?token=abc", want: []answer.Step{
+		{spec: "webhook:https://h.example/x?token=abc", want: []wire.RouteStep{
 			{Answerer: "webhook:https://h.example/x?token=abc", Timeout: 24 * time.Hour},
 		}},
-		{spec: "webhook:https://h.example/x?token=abc=1h30m", want: []answer.Step{
+		{spec: "webhook:https://h.example/x?token=abc=1h30m", want: []wire.RouteStep{
 			{Answerer: "webhook:https://h.example/x?token=abc", Timeout: 90 * time.Minute},
 		}},
-		{spec: "slack:#ops?allow=U1+S2,slack:@U9?remind=1h=2h", want: []answer.Step{
+		{spec: "slack:#ops?allow=U1+S2,slack:@U9?remind=1h=2h", want: []wire.RouteStep{
 			{Answerer: "slack:#ops?allow=U1+S2", Timeout: 24 * time.Hour},
 			{Answerer: "slack:@U9?remind=1h", Timeout: 2 * time.Hour},
 		}},
@@ -57,7 +57,7 @@ func TestParseRoute(t *testing.T) {
 		{spec: "=2m", wantErr: `route step 1 "=2m": answerer name ""`},
 	}
 	for _, tt := range tests {
-		got, err := answer.ParseRoute(tt.spec)
+		got, err := wire.ParseRoute(tt.spec)
 		if tt.wantErr != "" {
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) && !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("ParseRoute(%q) = %v, %v; want error %q", tt.spec, got, err, tt.wantErr)
@@ -69,7 +69,7 @@ func TestParseRoute(t *testing.T) {
 			continue
 		}
 		// FormatRoute writes what ParseRoute reads.
-		again, err := answer.ParseRoute(answer.FormatRoute(got))
+		again, err := wire.ParseRoute(wire.FormatRoute(got))
 		if err != nil || !reflect.DeepEqual(again, got) {
 			t.Errorf("ParseRoute(FormatRoute(%v)) = %v, %v; want the same steps", got, again, err)
 		}
@@ -79,14 +79,14 @@ func TestParseRoute(t *testing.T) {
 func TestStepString(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		step answer.Step
+		step wire.RouteStep
 		want string
 	}{
-		{answer.Step{Answerer: "memory", Timeout: 30 * time.Second}, "memory=30s"},
-		{answer.Step{Answerer: "agent:triage", Timeout: 2 * time.Minute}, "agent:triage=2m"},
-		{answer.Step{Answerer: "human", Timeout: 48 * time.Hour}, "human=48h"},
-		{answer.Step{Answerer: "human", Timeout: 90 * time.Minute}, "human=90m"},
-		{answer.Step{Answerer: "lookup", Timeout: 1500 * time.Millisecond}, "lookup=1.5s"},
+		{wire.RouteStep{Answerer: "memory", Timeout: 30 * time.Second}, "memory=30s"},
+		{wire.RouteStep{Answerer: "agent:triage", Timeout: 2 * time.Minute}, "agent:triage=2m"},
+		{wire.RouteStep{Answerer: "human", Timeout: 48 * time.Hour}, "human=48h"},
+		{wire.RouteStep{Answerer: "human", Timeout: 90 * time.Minute}, "human=90m"},
+		{wire.RouteStep{Answerer: "lookup", Timeout: 1500 * time.Millisecond}, "lookup=1.5s"},
 	}
 	for _, tt := range tests {
 		if got := tt.step.String(); got != tt.want {
