@@ -125,7 +125,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	a := newAPIFlags(fs)
 	batch := fs.String("batch", "", "the batch `ID` (default: the file's name without its extension)")
 	route := fs.String("route", "", "the route of every line that names none, e.g. memory,human=24h")
-	pos, err := parseVerb(fs, batchSubmitSynopsis, args, stdout)
+	pos, err := parseArgs(fs, batchSubmitSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -433,7 +433,7 @@ func batchBulkMain(ctx context.Context, name string, op bulkOp, args, environ []
 		states = fs.StringArray("state", nil, "respawn the batch's tasks in `STATE` (repeat; default failed and expired)")
 		synopsis = "ID [--state STATE] [--yes] [--json] [--server URL] [--token TOKEN]"
 	}
-	pos, err := parseVerb(fs, synopsis, args, stdout)
+	pos, err := parseArgs(fs, synopsis, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -481,20 +481,12 @@ type openedBatch struct {
 // openBatch parses a batch verb's flags and one batch ID, and lists every
 // task of the batch; a batch without tasks is an error naming the server.
 func openBatch(ctx context.Context, verb, synopsis string, args, environ []string, stdout io.Writer) (*openedBatch, error) {
-	fs := flag.NewFlagSet("agora batch "+verb, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, synopsis, args, stdout)
+	a := newAPIVerb("agora batch "+verb, synopsis)
+	c, pos, err := a.open(args, environ, stdout, wantOne(fmt.Sprintf("want one batch ID, e.g. agora batch %s tasks", verb)))
 	if err != nil {
 		return nil, err
-	}
-	if len(pos) != 1 {
-		return nil, usagef("want one batch ID, e.g. agora batch %s tasks", verb)
 	}
 	id := pos[0]
-	c, err := a.connect(environ)
-	if err != nil {
-		return nil, err
-	}
 	tasks, _, err := c.ListAll(ctx, wire.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return nil, a.explain(err, "")
@@ -502,7 +494,7 @@ func openBatch(ctx context.Context, verb, synopsis string, args, environ []strin
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
 	}
-	return &openedBatch{api: a, client: c, id: id, tasks: tasks}, nil
+	return &openedBatch{api: a.apiFlags, client: c, id: id, tasks: tasks}, nil
 }
 
 // batchStatusMain counts the batch's tasks by state and groups their open

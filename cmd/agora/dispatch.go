@@ -81,7 +81,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 		"SIGINT or SIGTERM cancels the task and exits 130 or 143")
 	fs.BoolVar(&f.detachOnSignal, "detach-on-signal", false, "with --wait: on SIGINT or SIGTERM stop waiting and leave the task running (exit 1), instead of cancelling it")
 	fs.DurationVar(&f.heartbeat, "heartbeat", defaultHeartbeat, "with --wait: while a question waits for a person, say so this often (`DURATION`, at least 1s)")
-	pos, err := parseVerb(fs, dispatchSynopsis, args, stdout)
+	pos, err := parseArgs(fs, dispatchSynopsis, args, stdout)
 	if err != nil {
 		return f, req, err
 	}

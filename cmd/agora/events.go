@@ -25,7 +25,7 @@ func runEvents(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 func eventsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("agora events", flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, eventsSynopsis, args, stdout)
+	pos, err := parseArgs(fs, eventsSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func parseRegistryFile(kind wire.Kind, file string, data []byte) (registryFile, 
 func (v registryVerb) register(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, "FILE [--json] [--server URL] [--token TOKEN]", args, stdout)
+	pos, err := parseArgs(fs, "FILE [--json] [--server URL] [--token TOKEN]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -145,20 +145,14 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 // --json writes the entries as a JSON array, as before pages; the hint to
 // the next page then goes to stderr.
 func (v registryVerb) list(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pf := newPageFlags(fs, "names")
-	pos, err := parseVerb(fs, "[--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]", args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q; 'agora %s show %s' shows one", pos[0], v.plain, pos[0])
-	}
-	if err := pf.check(name); err != nil {
-		return err
-	}
-	c, err := a.connect(environ)
+	a := newAPIVerb(name, "[--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]")
+	pf := newPageFlags(a.fs, "names")
+	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 0 {
+			return usagef("unexpected argument %q; 'agora %s show %s' shows one", pos[0], v.plain, pos[0])
+		}
+		return pf.check(name)
+	})
 	if err != nil {
 		return err
 	}
@@ -194,32 +188,31 @@ func orEmpty(entries []*wire.Entry) []*wire.Entry {
 }
 
 func (v registryVerb) show(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	versions := fs.Bool("versions", false, "list the versions, oldest first (a page; --all for every one)")
-	pf := newPageFlags(fs, "versions")
-	pos, err := parseVerb(fs, "NAME[@VERSION] [--versions [--limit N | --cursor CURSOR | --all]] [--json] [--server URL] [--token TOKEN]", args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one NAME or NAME@VERSION; 'agora %s list' shows the names", v.plain)
-	}
-	ref := pos[0]
-	refName, version, err := wire.ParseRef(ref)
-	if err != nil {
-		return usagef("%q: want NAME or NAME@VERSION (12 hex digits); 'agora %s list' shows them", ref, v.plain)
-	}
-	if *versions && version != "" {
-		return usagef("--versions lists every version of a name; give NAME, not NAME@VERSION")
-	}
-	if err := pf.check(name); err != nil {
-		return err
-	}
-	if !*versions && (pf.all || pf.limit != 0 || pf.cursor != "") {
-		return usagef("--limit, --cursor and --all page the list of --versions")
-	}
-	c, err := a.connect(environ)
+	a := newAPIVerb(name, "NAME[@VERSION] [--versions [--limit N | --cursor CURSOR | --all]] [--json] [--server URL] [--token TOKEN]")
+	versions := a.fs.Bool("versions", false, "list the versions, oldest first (a page; --all for every one)")
+	pf := newPageFlags(a.fs, "versions")
+	var ref, refName string
+	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want one NAME or NAME@VERSION; 'agora %s list' shows the names", v.plain)
+		}
+		ref = pos[0]
+		var version string
+		var err error
+		if refName, version, err = wire.ParseRef(ref); err != nil {
+			return usagef("%q: want NAME or NAME@VERSION (12 hex digits); 'agora %s list' shows them", ref, v.plain)
+		}
+		switch {
+		case *versions && version != "":
+			return usagef("--versions lists every version of a name; give NAME, not NAME@VERSION")
+		case !*versions && (pf.all || pf.limit != 0 || pf.cursor != ""):
+			if err := pf.check(name); err != nil {
+				return err
+			}
+			return usagef("--limit, --cursor and --all page the list of --versions")
+		}
+		return pf.check(name)
+	})
 	if err != nil {
 		return err
 	}

@@ -74,20 +74,12 @@ func runResult(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // else as JSON (--json: always JSON). A task that has not finished has no
 // result: it says how the task stands and exits as dispatch --wait would.
 func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora result", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, resultSynopsis, args, stdout)
+	a := newAPIVerb("agora result", resultSynopsis)
+	c, pos, err := a.open(args, environ, stdout, wantOne("want one TASK, e.g. agora result t-42 ('agora status' lists the tasks)"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. agora result t-42 ('agora status' lists the tasks)")
 	}
 	id := pos[0]
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
 	t, err := c.Get(ctx, id)
 	if err != nil {
 		return a.explain(err, id)
@@ -135,7 +127,7 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 	a := newAPIFlags(fs)
 	var dir string
 	fs.StringVarP(&dir, "dir", "d", "", "download the artifacts (all, or the NAMEs given) into `DIR`, each checked against its sha256; names keep their sub-directories")
-	pos, err := parseVerb(fs, artifactsSynopsis, args, stdout)
+	pos, err := parseArgs(fs, artifactsSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,42 @@ func newAPIFlags(fs *flag.FlagSet) *apiFlags {
 	return a
 }
 
+// apiVerb is what every verb that talks to the server starts from: its
+// flag set, which holds --server, --token and --json beside the verb's
+// own flags (declared on fs before open), and its usage line.
+type apiVerb struct {
+	*apiFlags
+	fs       *flag.FlagSet
+	name     string
+	synopsis string
+}
+
+func newAPIVerb(name, synopsis string) *apiVerb {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return &apiVerb{apiFlags: newAPIFlags(fs), fs: fs, name: name, synopsis: synopsis}
+}
+
+// open is the one preamble of those verbs: it parses args (flags anywhere,
+// -h prints the usage), lets check refuse the other arguments or a
+// combination of flags with a usage error before anything is sent, and
+// returns a client of the server with those arguments.
+func (v *apiVerb) open(args, environ []string, stdout io.Writer, check func(pos []string) error) (*client.Client, []string, error) {
+	pos, err := parseArgs(v.fs, v.synopsis, args, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	if check != nil {
+		if err := check(pos); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := v.connect(environ)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, pos, nil
+}
+
 // connect settles the server and token (flag, else environment, else
 // default) and returns a client of that server.
 func (a *apiFlags) connect(environ []string) (*client.Client, error) {
@@ -68,6 +104,26 @@ func (a *apiFlags) connect(environ []string) (*client.Client, error) {
 		a.token = getenv(environ, "AGORA_TOKEN")
 	}
 	return client.New(a.server, a.token), nil
+}
+
+// wantOne is a check for open: exactly one argument, else usage.
+func wantOne(usage string) func([]string) error {
+	return func(pos []string) error {
+		if len(pos) != 1 {
+			return usageError{msg: usage}
+		}
+		return nil
+	}
+}
+
+// who is the person an answer or a follow-up is recorded as: --by, else
+// (when a token is given) the token's name, which the server records, else
+// $USER.
+func (a *apiFlags) who(by string, environ []string) string {
+	if by == "" && a.token == "" {
+		return getenv(environ, "USER")
+	}
+	return by
 }
 
 // explain turns an error of the client into one line that says what to
@@ -177,11 +233,6 @@ func plainMessage(e *client.Error) string {
 	return msg
 }
 
-// parseVerb is parseArgs: flags anywhere, the other arguments returned.
-func parseVerb(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) ([]string, error) {
-	return parseArgs(fs, synopsis, args, stdout)
-}
-
 // writeJSON writes v as indented JSON.
 func writeJSON(w io.Writer, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -278,29 +329,26 @@ func runStatus(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // command, what waits for a person first. With TASK it is the task's
 // timeline.
 func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora status", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	state := fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
-	label := fs.String("label", "", "only tasks labelled `KEY=VALUE`")
-	pf := newPageFlags(fs, "tasks")
-	pos, err := parseVerb(fs, statusSynopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 {
-		return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
-	}
-	if err := pf.check("agora status"); err != nil {
-		return err
-	}
-	if *state != "" && !slices.Contains(wire.States, wire.State(*state)) {
-		names := make([]string, len(wire.States))
-		for i, s := range wire.States {
-			names[i] = string(s)
+	a := newAPIVerb("agora status", statusSynopsis)
+	state := a.fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
+	label := a.fs.String("label", "", "only tasks labelled `KEY=VALUE`")
+	pf := newPageFlags(a.fs, "tasks")
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 1 {
+			return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
 		}
-		return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
-	}
-	c, err := a.connect(environ)
+		if err := pf.check("agora status"); err != nil {
+			return err
+		}
+		if *state != "" && !slices.Contains(wire.States, wire.State(*state)) {
+			names := make([]string, len(wire.States))
+			for i, s := range wire.States {
+				names[i] = string(s)
+			}
+			return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -385,29 +433,26 @@ func runQuestions(ctx context.Context, args, environ []string, stdout, stderr io
 
 // questionsMain lists a page of the open questions, oldest first.
 func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora questions", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	group := fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks (reads every open question)")
-	pf := newPageFlags(fs, "questions")
-	pos, err := parseVerb(fs, questionsSynopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
-	}
-	if err := pf.check("agora questions"); err != nil {
-		return err
-	}
-	if *group && (pf.limit != 0 || pf.cursor != "") {
-		return usagef("--group groups every open question; drop --limit and --cursor")
-	}
-	c, err := a.connect(environ)
+	a := newAPIVerb("agora questions", questionsSynopsis)
+	group := a.fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks (reads every open question)")
+	pf := newPageFlags(a.fs, "questions")
+	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 0 {
+			return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
+		}
+		if err := pf.check("agora questions"); err != nil {
+			return err
+		}
+		if *group && (pf.limit != 0 || pf.cursor != "") {
+			return usagef("--group groups every open question; drop --limit and --cursor")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	if *group {
-		return questionsGroupedMain(ctx, c, a, environ, stdout)
+		return questionsGroupedMain(ctx, c, a.apiFlags, environ, stdout)
 	}
 	var page wire.QuestionPage
 	if pf.all {
@@ -445,37 +490,29 @@ func runAnswer(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // 1-based index. Who answers is --by, else the token's name when a token
 // is given, else $USER.
 func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora answer", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	round := fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
-	by := fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
-	allLike := fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
-	pos, err := parseVerb(fs, answerSynopsis, args, stdout)
+	a := newAPIVerb("agora answer", answerSynopsis)
+	round := a.fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
+	by := a.fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
+	allLike := a.fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		switch {
+		case len(pos) != 2:
+			return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
+		case *round < 0:
+			return usagef("--round %d: want a round number (1, 2, …)", *round)
+		case *allLike && *round != 0:
+			return usagef("--all-like answers each task's open round; drop --round")
+		case strings.TrimSpace(pos[1]) == "":
+			return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
-	}
-	if *round < 0 {
-		return usagef("--round %d: want a round number (1, 2, …)", *round)
-	}
-	if *allLike && *round != 0 {
-		return usagef("--all-like answers each task's open round; drop --round")
-	}
-	if strings.TrimSpace(pos[1]) == "" {
-		return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	who := *by
-	if who == "" && a.token == "" {
-		who = getenv(environ, "USER")
-	}
+	who := a.who(*by, environ)
 	if *allLike {
-		return answerAllLikeMain(ctx, c, a, pos[0], pos[1], who, stdout)
+		return answerAllLikeMain(ctx, c, a.apiFlags, pos[0], pos[1], who, stdout)
 	}
 	t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli"})
 	if errors.Is(err, wire.ErrNoQuestion) {
@@ -549,9 +586,9 @@ func outcomeDetail(t *wire.Task) string {
 // oneOrBulk parses a task verb's flags with the selectors. With a
 // selector it does the bulk operation (bulked true); otherwise it returns
 // the TASK arguments for the one-task form.
-func oneOrBulk(ctx context.Context, fs *flag.FlagSet, a *apiFlags, bulk bulkOp, args, environ []string, stdout, stderr io.Writer) (pos []string, bulked bool, err error) {
-	sf := newSelectorFlags(fs, bulk.verb)
-	if pos, err = parseVerb(fs, bulkSynopsis, args, stdout); err != nil {
+func (a *apiVerb) oneOrBulk(ctx context.Context, bulk bulkOp, args, environ []string, stdout, stderr io.Writer) (pos []string, bulked bool, err error) {
+	sf := newSelectorFlags(a.fs, bulk.verb)
+	if pos, err = parseArgs(a.fs, a.synopsis, args, stdout); err != nil {
 		return nil, false, err
 	}
 	sel, err := sf.selector()
@@ -568,16 +605,15 @@ func oneOrBulk(ctx context.Context, fs *flag.FlagSet, a *apiFlags, bulk bulkOp, 
 	if err != nil {
 		return nil, true, err
 	}
-	return nil, true, bulkMain(ctx, c, a, bulk, sel, sf.yes, stdout, stderr)
+	return nil, true, bulkMain(ctx, c, a.apiFlags, bulk, sel, sf.yes, stdout, stderr)
 }
 
 // taskOpMain is a verb that takes one TASK and changes it, or every task
 // a selector picks (bulk).
 func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []string, stdout, stderr io.Writer,
 	op func(*client.Client, string) (*wire.Task, error), done func(*wire.Task) string) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, bulked, err := oneOrBulk(ctx, fs, a, bulk, args, environ, stdout, stderr)
+	a := newAPIVerb(name, bulkSynopsis)
+	pos, bulked, err := a.oneOrBulk(ctx, bulk, args, environ, stdout, stderr)
 	if bulked || err != nil {
 		return err
 	}
@@ -624,25 +660,18 @@ func runContinue(ctx context.Context, args, environ []string, stdout, stderr io.
 
 // continueMain gives a finished task a follow-up message: a new round.
 func continueMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora continue", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	by := fs.String("by", "", "who continues, recorded in the timeline (default: the token's name, else $USER)")
-	pos, err := parseVerb(fs, continueSynopsis, args, stdout)
+	a := newAPIVerb("agora continue", continueSynopsis)
+	by := a.fs.String("by", "", "who continues, recorded in the timeline (default: the token's name, else $USER)")
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
+			return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
-		return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	who := *by
-	if who == "" && a.token == "" {
-		who = getenv(environ, "USER")
-	}
-	t, err := c.Continue(ctx, pos[0], pos[1], who)
+	t, err := c.Continue(ctx, pos[0], pos[1], a.who(*by, environ))
 	if err != nil {
 		return a.explainOp(ctx, c, err, pos[0])
 	}
@@ -660,9 +689,8 @@ func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // removeMain deletes a task and its stored output (cancelling it first if
 // it has not ended), or every task a selector picks.
 func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora rm", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, bulked, err := oneOrBulk(ctx, fs, a, bulkRemove, args, environ, stdout, stderr)
+	a := newAPIVerb("agora rm", bulkSynopsis)
+	pos, bulked, err := a.oneOrBulk(ctx, bulkRemove, args, environ, stdout, stderr)
 	if bulked || err != nil {
 		return err
 	}

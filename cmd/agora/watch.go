@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	flag "github.com/spf13/pflag"
-
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/wire"
 )
@@ -28,22 +26,19 @@ func runWatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 // of a task's state or round; with --json one wire.Change per line
 // (the tasks there are first, as changes).
 func watchMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora watch", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, watchSynopsis, args, stdout)
+	a := newAPIVerb("agora watch", watchSynopsis)
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 1 {
+			return usagef("want at most one TASK, got %d", len(pos))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) > 1 {
-		return usagef("want at most one TASK, got %d", len(pos))
 	}
 	taskID := ""
 	if len(pos) == 1 {
 		taskID = pos[0]
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
 	}
 	w := &watcher{out: stdout, ui: newUI(stdout, environ), json: a.json, server: a.server, taskID: taskID,
 		tasks: map[string]*wire.Task{}, shown: map[string]string{}}
