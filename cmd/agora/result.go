@@ -7,14 +7,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +184,7 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 	}
 	var got []wire.Artifact
 	for _, f := range want {
-		path, err := download(ctx, c, id, f, dir)
+		path, err := c.SaveArtifact(ctx, id, f, dir)
 		if err != nil {
 			return err
 		}
@@ -202,56 +197,6 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 		return writeJSON(stdout, wire.ArtifactList{TaskID: id, Artifacts: got})
 	}
 	return nil
-}
-
-// download writes artifact f of task id under dir: to a temporary file
-// beside its place, renamed once its sha256 and size check out. Every
-// path is opened through an os.Root on dir, so neither the name (which
-// the API never lists outside one) nor a symbolic link already in dir can
-// put a file outside it.
-func download(ctx context.Context, c *client.Client, id string, f wire.Artifact, dir string) (string, error) {
-	if err := wire.CheckArtifactName(f.Name); err != nil {
-		return "", fmt.Errorf("task %s: %w; not downloaded", id, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("download %s: %w", f.Name, err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", fmt.Errorf("download %s: %w", f.Name, err)
-	}
-	defer root.Close()
-	target := filepath.FromSlash(f.Name)
-	if err := root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
-	}
-	var suffix [6]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
-		return "", err
-	}
-	tmpName := filepath.Join(filepath.Dir(target), ".agora-download-"+hex.EncodeToString(suffix[:]))
-	tmp, err := root.OpenFile(tmpName, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
-	}
-	defer root.Remove(tmpName) // fails harmlessly after the rename
-	served, err := c.DownloadArtifact(ctx, id, f.Name, tmp)
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err == nil && (served.SHA256 != f.SHA256 || served.Size != f.Size) {
-		err = fmt.Errorf("served %d bytes of sha256 %s, the task lists %d bytes of sha256 %s: %w", served.Size, served.SHA256, f.Size, f.SHA256, client.ErrIntegrity)
-	}
-	if err != nil {
-		if errors.Is(err, client.ErrIntegrity) {
-			return "", fmt.Errorf("artifact %s of task %s failed its sha256 check; nothing written: %w", f.Name, id, err)
-		}
-		return "", fmt.Errorf("download artifact %s of task %s: %w", f.Name, id, err)
-	}
-	if err := root.Rename(tmpName, target); err != nil {
-		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
-	}
-	return filepath.Join(dir, target), nil
 }
 
 // ---- agora batch results
