@@ -125,7 +125,7 @@ func (a *Auth) Login(client, secret string, now time.Time, ttl time.Duration) (S
 	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 	match := -1
 	for i := range a.tokens { // every token, always: no early exit to time
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].Sum[:]) == 1 {
 			match = i
 		}
 	}
@@ -135,8 +135,8 @@ func (a *Auth) Login(client, secret string, now time.Time, ttl time.Duration) (S
 	}
 	issued, exp := now, now.Add(ttl).Truncate(time.Second)
 	stamp := strconv.FormatInt(issued.UnixNano(), 10) + "." + strconv.FormatInt(exp.Unix(), 10)
-	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].sum[:], stamp)
-	return Session{Identity: a.identity(match), Value: value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}, nil
+	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].Sum[:], stamp)
+	return Session{Identity: a.identity(match), Value: value, Issued: issued, Expires: exp, key: a.tokens[match].Sum[:]}, nil
 }
 
 // SessionOf authenticates a browser request: the session cookie (or, as
@@ -152,7 +152,7 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 		if i < 0 {
 			return Session{Identity: orchestrator.Identity{Admin: true}, Value: "loopback", key: a.openKey()}, nil
 		}
-		return Session{Identity: a.identity(i), Value: "bearer", key: a.tokens[i].sum[:]}, nil
+		return Session{Identity: a.identity(i), Value: "bearer", key: a.tokens[i].Sum[:]}, nil
 	}
 	c, err := r.Cookie(cookie)
 	if err != nil {
@@ -170,7 +170,7 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	issued, exp := time.Unix(0, issuedUnix), time.Unix(expUnix, 0)
 	match := -1
 	for i := range a.tokens {
-		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].sum[:], stamp))) == 1 {
+		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].Sum[:], stamp))) == 1 {
 			match = i
 		}
 	}
@@ -180,7 +180,7 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	case !now.Before(exp):
 		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session has expired: sign in again"}
 	}
-	sess := Session{Identity: a.identity(match), Value: c.Value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}
+	sess := Session{Identity: a.identity(match), Value: c.Value, Issued: issued, Expires: exp, key: a.tokens[match].Sum[:]}
 	if a.sessions != nil {
 		ended, err := a.sessions.SessionEnded(r.Context(), sess.id(), sess.holder(), issued)
 		if err != nil {
@@ -196,8 +196,8 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 // identity is the identity of token i, as authenticate gives it.
 func (a *Auth) identity(i int) orchestrator.Identity {
 	t := a.tokens[i]
-	return orchestrator.Identity{Name: t.name, Admin: t.admin || t.name == "", Answerer: t.answerer,
-		LocalSecrets: a.local[t.name]}
+	return orchestrator.Identity{Name: t.Name, Admin: t.Admin || t.Name == "", Answerer: t.Answerer,
+		LocalSecrets: a.local[t.Name]}
 }
 
 // openKey signs the CSRF tokens of an API without tokens: random per
