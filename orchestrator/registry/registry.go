@@ -115,7 +115,7 @@ func validateSubagent(s wire.Subagent) error {
 	return nil
 }
 
-// RegisterCapability registers a capability from its tar (see PackDir).
+// RegisterCapability registers a capability from its tar (registryfile.PackDir makes one; CheckTar checks it).
 func (r *Registry) RegisterCapability(ctx context.Context, name, description string, archive []byte) (wire.Registered, error) {
 	if !namePattern.MatchString(name) {
 		return wire.Registered{}, fmt.Errorf("%w: capability name %q: letters, digits, '-' and '_', at most 64", ErrInvalid, name)
