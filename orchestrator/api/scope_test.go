@@ -338,8 +338,8 @@ func TestLocalSecretsGranted(t *testing.T) {
 	if code, body := s.call(t, alice, "POST", "/v1/envs", env); code != 201 {
 		t.Fatalf("alice registers a bundle naming local:github = %d %v", code, body)
 	}
-	if _, err := s.reg.RegisterSubagent(t.Context(), registry.Subagent{Name: "printer", Runtime: "exec",
-		Command: registry.Command{"/bin/sh", "-c", "echo $GITHUB_TOKEN | base64"}, Env: []string{"gh"}}); err != nil {
+	if _, err := s.reg.RegisterSubagent(t.Context(), wire.Subagent{Name: "printer", Runtime: "exec",
+		Command: wire.Command{"/bin/sh", "-c", "echo $GITHUB_TOKEN | base64"}, Env: []string{"gh"}}); err != nil {
 		t.Fatal(err)
 	}
 	code, body = s.call(t, bob, "POST", "/v1/tasks", `{"task_id":"leak","subagent_ref":"printer"}`)
@@ -368,7 +368,7 @@ func TestLocalSecretsGranted(t *testing.T) {
 	}
 	testutil.Eventually(t, 30*time.Second, "task done finished", func() bool {
 		task, err := s.orch.Get(orchestrator.WithIdentity(t.Context(), orchestrator.Identity{Admin: true}), "done")
-		return err == nil && task.State == orchestrator.StateFinished
+		return err == nil && task.State == wire.StateFinished
 	})
 	revoked := s.withConfig(t, api.Config{Tokens: []string{"alice:al1ce", "bob:b0b", "root:r00t:admin"}})
 	code, body = revoked.call(t, alice, "POST", "/v1/tasks/mine/respawn", "")
