@@ -82,6 +82,8 @@ type Orchestrator struct {
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
+	// rules holds the remembered answers (RulesBucket).
+	rules *bus.KV
 	pipe   *pipeline
 
 	mu         sync.Mutex
@@ -144,6 +146,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
 	o.memory = kvMemory{kv: mem}
+	if o.rules, err = o.cfg.Bus.KeyValueTTL(ctx, RulesBucket, "remembered answers: rules made by answering with remember", wire.MaxRuleTTL); err != nil {
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
 	if o.cfg.Answerers == nil {
 		o.cfg.Answerers = &answer.Resolver{Logger: o.log}
 	}

@@ -33,6 +33,9 @@ func classify(err error) (int, Code) {
 		// An id in the path that cannot be one: the request is malformed.
 		return http.StatusBadRequest, CodeInvalid
 	}
+	if errors.Is(err, orchestrator.ErrForbidden) {
+		return http.StatusForbidden, CodeUnauthorized
+	}
 	if code, status, ok := wire.SentinelCode(err); ok {
 		return status, code
 	}
