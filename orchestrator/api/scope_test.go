@@ -155,16 +155,8 @@ func (s *scopeServer) stream(t *testing.T, token string) <-chan [2]string {
 // ask plays round 1 of task id: started, then a question.
 func (s *scopeServer) ask(t *testing.T, token, id string) {
 	t.Helper()
-	dispatch := id + "-r1"
-	zero, ms := 0, int64(10)
-	for _, ev := range []schemas.Event{
-		{Kind: schemas.KindStarted, DispatchID: dispatch, Time: time.Now().UTC()},
-		{Kind: schemas.KindNeedsInput, DispatchID: dispatch, Time: time.Now().UTC(), ExitCode: &zero, DurationMS: &ms,
-			NeedsInput: &schemas.NeedsInput{Question: "Rewrite A or B?", Options: []string{"A", "B"}}},
-	} {
-		if _, err := s.bus.PublishEvent(t.Context(), ev); err != nil {
-			t.Fatalf("publish %s of %s: %v", ev.Kind, dispatch, err)
-		}
+	if err := s.publishAsk(t, id); err != nil {
+		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -176,6 +168,24 @@ func (s *scopeServer) ask(t *testing.T, token, id string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// publishAsk publishes round 1 of task id's events: started, then the
+// question "Rewrite A or B?".
+func (s *scopeServer) publishAsk(t *testing.T, id string) error {
+	t.Helper()
+	dispatch := id + "-r1"
+	zero, ms := 0, int64(10)
+	for _, ev := range []schemas.Event{
+		{Kind: schemas.KindStarted, DispatchID: dispatch, Time: time.Now().UTC()},
+		{Kind: schemas.KindNeedsInput, DispatchID: dispatch, Time: time.Now().UTC(), ExitCode: &zero, DurationMS: &ms,
+			NeedsInput: &schemas.NeedsInput{Question: "Rewrite A or B?", Options: []string{"A", "B"}}},
+	} {
+		if _, err := s.bus.PublishEvent(t.Context(), ev); err != nil {
+			return fmt.Errorf("publish %s of %s: %w", ev.Kind, dispatch, err)
+		}
+	}
+	return nil
 }
 
 func submitOf(id string) string {
