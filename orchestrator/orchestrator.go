@@ -82,8 +82,10 @@ type Orchestrator struct {
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
-	// rules holds the remembered answers (RulesBucket).
-	rules *bus.KV
+	// rules holds the remembered answers (RulesBucket); ruleCache is
+	// what this process last saw of it.
+	rules     *bus.KV
+	ruleCache *ruleCache
 	pipe   *pipeline
 
 	mu         sync.Mutex
@@ -167,6 +169,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
+	o.ruleCache = &ruleCache{rules: map[string]wire.Rule{}}
+	if err := o.followRules(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
 	if err := o.followTasks(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -182,40 +183,132 @@ func specificity(kind string) int {
 // the narrowest scope, then the newest. Expired rules met on the way are
 // deleted.
 func (o *Orchestrator) matchRule(ctx context.Context, t *Task, r *Round) (*wire.Rule, error) {
-	if o.rules == nil {
-		return nil, nil
-	}
 	q, now := questionOf(t, r), o.now()
 	var best *wire.Rule
 	var expired []string
-	err := o.rules.Each(ctx, func(key string, value []byte, _ uint64) error {
-		var rule wire.Rule
-		if err := json.Unmarshal(value, &rule); err != nil {
-			o.log.Warn("undecodable rule skipped", "rule", key, "error", err)
-			return nil
-		}
+	err := o.eachRule(ctx, func(rule *wire.Rule) {
 		if !now.Before(rule.ExpiresAt) {
-			expired = append(expired, key)
-			return nil
+			expired = append(expired, rule.ID)
+			return
 		}
-		if !ruleApplies(&rule, t, q, now) {
-			return nil
+		if !ruleApplies(rule, t, q, now) {
+			return
 		}
 		if best == nil || specificity(rule.Scope.Kind) < specificity(best.Scope.Kind) ||
 			specificity(rule.Scope.Kind) == specificity(best.Scope.Kind) && rule.CreatedAt.After(best.CreatedAt) {
-			best = &rule
+			best = rule
 		}
-		return nil
 	})
-	for _, key := range expired {
-		if derr := o.rules.Delete(ctx, key); derr != nil && !errors.Is(derr, bus.ErrKeyNotFound) {
-			o.log.Warn("delete expired rule", "rule", key, "error", derr)
+	for _, id := range expired {
+		if derr := o.deleteRule(ctx, id); derr != nil {
+			o.log.Warn("delete expired rule", "rule", id, "error", derr)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read rules: %w", err)
 	}
 	return best, nil
+}
+
+// ruleCache is the rules bucket as this process last saw it, kept by a
+// watch (followRules), so a question does not read the bucket. Until the
+// watch has caught up, or after it is lost, the bucket is read instead.
+type ruleCache struct {
+	mu    sync.RWMutex
+	ready bool
+	rules map[string]wire.Rule
+}
+
+func (c *ruleCache) put(rule wire.Rule) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rules[rule.ID] = rule
+}
+
+func (c *ruleCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rules, id)
+}
+
+// snapshot returns the cached rules, or ok false when the cache is not
+// to be trusted.
+func (c *ruleCache) snapshot() (rules []wire.Rule, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready {
+		return nil, false
+	}
+	rules = make([]wire.Rule, 0, len(c.rules))
+	for _, r := range c.rules {
+		rules = append(rules, r)
+	}
+	return rules, true
+}
+
+// followRules keeps o.ruleCache from the bucket until ctx ends. Rules this
+// process writes are in the cache at once; other replicas' arrive with
+// the watch, within moments.
+func (o *Orchestrator) followRules(ctx context.Context) error {
+	c := o.ruleCache
+	return o.rules.Follow(ctx, func(key string, value []byte, _ uint64) {
+		if value == nil {
+			c.drop(key)
+			return
+		}
+		var rule wire.Rule
+		if err := json.Unmarshal(value, &rule); err != nil || rule.ID != key {
+			o.log.Warn("undecodable rule skipped", "rule", key, "error", err)
+			c.drop(key)
+			return
+		}
+		c.put(rule)
+	}, func() {
+		c.mu.Lock()
+		c.ready = true
+		c.mu.Unlock()
+	}, func() {
+		o.log.Warn("the watch of the rules bucket ended; rules are read from the bucket from now on")
+		c.mu.Lock()
+		c.ready = false
+		c.mu.Unlock()
+	})
+}
+
+// eachRule calls fn with every stored rule (expired ones included): from
+// the cache when it is caught up, else from the bucket.
+func (o *Orchestrator) eachRule(ctx context.Context, fn func(*wire.Rule)) error {
+	if o.rules == nil {
+		return nil
+	}
+	if o.ruleCache != nil {
+		if rules, ok := o.ruleCache.snapshot(); ok {
+			for i := range rules {
+				fn(&rules[i])
+			}
+			return nil
+		}
+	}
+	return o.rules.Each(ctx, func(key string, value []byte, _ uint64) error {
+		var rule wire.Rule
+		if err := json.Unmarshal(value, &rule); err != nil || rule.ID != key {
+			o.log.Warn("undecodable rule skipped", "rule", key, "error", err)
+			return nil
+		}
+		fn(&rule)
+		return nil
+	})
+}
+
+// deleteRule removes rule id from the bucket and the cache.
+func (o *Orchestrator) deleteRule(ctx context.Context, id string) error {
+	if err := o.rules.Delete(ctx, id); err != nil && !errors.Is(err, bus.ErrKeyNotFound) {
+		return err
+	}
+	if o.ruleCache != nil {
+		o.ruleCache.drop(id)
+	}
+	return nil
 }
 
 // answerByRule answers round r of t from a remembered rule when one
@@ -255,8 +348,13 @@ func (o *Orchestrator) storeRule(ctx context.Context, rule wire.Rule) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.rules.Put(ctx, rule.ID, data)
-	return err
+	if _, err := o.rules.Put(ctx, rule.ID, data); err != nil {
+		return err
+	}
+	if o.ruleCache != nil {
+		o.ruleCache.put(rule)
+	}
+	return nil
 }
 
 // seesRule reports whether id may read rule: admins and answerers see
@@ -313,7 +411,7 @@ func (o *Orchestrator) RemoveRule(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: rule %s answers %s's tasks and was made by %s; only they or an admin may remove it",
 			ErrForbidden, id, cmp.Or(rule.Owner, OperatorName), rule.By)
 	}
-	if err := o.rules.Delete(ctx, id); err != nil && !errors.Is(err, bus.ErrKeyNotFound) {
+	if err := o.deleteRule(ctx, id); err != nil {
 		return fmt.Errorf("remove rule %s: %w", id, err)
 	}
 	o.log.Info("rule removed", "rule", id, "by", who.actor())
@@ -340,16 +438,10 @@ func (o *Orchestrator) Rules(ctx context.Context, opts PageOptions) (wire.RuleLi
 		return out, nil
 	}
 	who, now := caller(ctx), o.now()
-	err := o.rules.Each(ctx, func(key string, value []byte, _ uint64) error {
-		if key <= opts.Cursor {
-			return nil
+	err := o.eachRule(ctx, func(rule *wire.Rule) {
+		if rule.ID > opts.Cursor && now.Before(rule.ExpiresAt) && who.seesRule(rule) {
+			out.Rules = append(out.Rules, *rule)
 		}
-		var rule wire.Rule
-		if err := json.Unmarshal(value, &rule); err != nil || !now.Before(rule.ExpiresAt) || !who.seesRule(&rule) {
-			return nil
-		}
-		out.Rules = append(out.Rules, rule)
-		return nil
 	})
 	if err != nil {
 		return wire.RuleList{}, fmt.Errorf("list rules: %w", err)

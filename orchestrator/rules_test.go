@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -283,5 +285,89 @@ func TestRulePermissions(t *testing.T) {
 	}
 	if task := s.ask(t, alice, "a2", "deployer", nil, deployQ); byRule(task) != "" {
 		t.Errorf("a removed rule answered: %+v", task.Rounds[0].Answer)
+	}
+}
+
+// TestRememberedAnswerOnRealStack is issue 23's "what must be shown" on
+// the whole loop (Docker, NATS, the worker): a remembered answer answers
+// the next task's question, named in its timeline, and the sub-agent's
+// next round reads it; it does not answer a task of another sub-agent,
+// nor one asked after it expired.
+func TestRememberedAnswerOnRealStack(t *testing.T) {
+	t.Parallel()
+	var offset atomic.Int64
+	s := newStack(t, func(c *Config) { c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) } })
+	ctx := context.Background()
+	alice := as("alice", false)
+	submit := func(sub schemas.Subagent) *Task {
+		t.Helper()
+		task, err := s.orch.Submit(alice, SubmitRequest{TaskID: fmt.Sprintf("t%d-%d", os.Getpid(), seq.Add(1)), Subagent: sub, Route: "human=1h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+
+	first := s.waitState(submit(askerWith(1)).ID, StateNeedsInput)
+	if _, err := s.orch.Answer(alice, AnswerRequest{TaskID: first.ID, Answer: "green", By: "alice", Channel: "cli", Remember: &wire.Remember{}}); err != nil {
+		t.Fatalf("answer with remember: %v", err)
+	}
+	first = s.waitState(first.ID, StateFinished, StateFailed)
+	rule := first.Rounds[0].Answer.Remembered
+	if first.State != StateFinished || rule == "" {
+		t.Fatalf("first task %s, answer %+v; want finished with a rule made", first.State, first.Rounds[0].Answer)
+	}
+
+	// Nobody answers the next task: the rule does, and round 2 reads it.
+	next := s.waitState(submit(askerWith(1)).ID, StateFinished, StateFailed, StateNeedsInput)
+	a := next.Rounds[0].Answer
+	if next.State != StateFinished || a == nil || a.Channel != RuleChannel || a.Rule.ID != rule || a.By != "rule "+rule+" (made by alice)" {
+		t.Fatalf("next task %s, answer %+v; want finished, answered by rule %s made by alice", next.State, a, rule)
+	}
+	if out := s.output(next.Rounds[1].DispatchID); !strings.Contains(out, "answers: green") {
+		t.Errorf("the next task's round 2 output = %q, want the rule's answer read", out)
+	}
+
+	// Another sub-agent asking the same: left to its route.
+	painter := askerWith(1)
+	painter.Name = "painter"
+	other := s.waitState(submit(painter).ID, StateNeedsInput)
+	s.waitPending(other.ID)
+	if got, _ := s.orch.Get(ctx, other.ID); got.Rounds[0].Answer != nil {
+		t.Errorf("another sub-agent's question was answered: %+v", got.Rounds[0].Answer)
+	}
+	if _, err := s.orch.Cancel(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// After the rule expires: left to the route.
+	offset.Store(int64(wire.DefaultRuleTTL + time.Hour))
+	late := s.waitState(submit(askerWith(1)).ID, StateNeedsInput)
+	s.waitPending(late.ID)
+	if got, _ := s.orch.Get(ctx, late.ID); got.Rounds[0].Answer != nil {
+		t.Errorf("a question after the rule expired was answered: %+v", got.Rounds[0].Answer)
+	}
+	if _, err := s.orch.Cancel(ctx, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.waitState(late.ID, StateCancelled)
+}
+
+// waitPending waits until task id's open question waits at a route step.
+func (s *stack) waitPending(id string) {
+	s.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		task, err := s.orch.Get(context.Background(), id)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if r := currentRound(task); len(r.Decisions) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("task %s: the question never reached its route", id)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
