@@ -36,11 +36,6 @@ func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, val
 	return o.acceptAnswer(ctx, taskID, round, acceptance{value: value, by: by, channel: channel, assumed: assumed})
 }
 
-// acceptVia is accept with the token that vouched for by.
-func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, value, by, via, channel string, assumed bool) (*Task, error) {
-	return o.acceptAnswer(ctx, taskID, round, acceptance{value: value, by: by, via: via, channel: channel, assumed: assumed})
-}
-
 // acceptance is one answer to accept.
 type acceptance struct {
 	value, by, via, channel string

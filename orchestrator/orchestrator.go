@@ -86,7 +86,7 @@ type Orchestrator struct {
 	// what this process last saw of it.
 	rules     *bus.KV
 	ruleCache *ruleCache
-	pipe   *pipeline
+	pipe      *pipeline
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out

@@ -23,7 +23,7 @@ const (
 	// submission answers and makes the answer a rule.
 	actionAlways   = "agora_always"
 	callbackAlways = "agora_always"
-	blockAnswers = "answers"
+	blockAnswers   = "answers"
 )
 
 // fallback is the message's plain text (notifications, screen readers).
