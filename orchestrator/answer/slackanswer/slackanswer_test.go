@@ -785,10 +785,14 @@ func TestAlwaysAnswerThis(t *testing.T) {
 	if a.Value != "B" || a.By != "slack:U1 (alice)" || a.Via != Via || a.Remembered == "" {
 		t.Fatalf("answer = %+v, want B by alice via the Slack app, remembered", a)
 	}
-	rule, err := f.orch.Rule(t.Context(), a.Remembered)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The rule is stored just after the answer is accepted: a watcher of
+	// the task may see the answer first.
+	var rule *wire.Rule
+	waitFor(t, "the rule stored", func() bool {
+		var err error
+		rule, err = f.orch.Rule(t.Context(), a.Remembered)
+		return err == nil
+	})
 	if rule.By != "slack:U1 (alice)" || rule.Scope.Kind != wire.RuleScopeSubagent || rule.Scope.Subagent != "coder" ||
 		rule.ExpiresAt.Sub(rule.CreatedAt) != 7*24*time.Hour {
 		t.Errorf("rule = %+v, want alice's for coder, 7 days", rule)
