@@ -17,34 +17,48 @@ import (
 	"github.com/agoradev/agora/wire"
 )
 
-const rulesSynopsis = "[list] | show RULE | rm RULE [--json] [--server URL] [--token TOKEN]"
+// rulesSynopses are the usage of agora rules and of each subcommand.
+var rulesSynopses = map[string]string{
+	"":     "[list | show RULE | rm RULE] [--json] [--server URL] [--token TOKEN]",
+	"list": "[--json] [--server URL] [--token TOKEN]",
+	"show": "RULE [--json] [--server URL] [--token TOKEN]",
+	"rm":   "RULE [--server URL] [--token TOKEN]",
+}
 
 func runRules(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora rules", rulesMain(ctx, args, environ, stdout))
 }
 
 func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora rules", flag.ContinueOnError)
+	sub := ""
+	if len(args) > 0 {
+		if _, ok := rulesSynopses[args[0]]; ok && args[0] != "" {
+			sub, args = args[0], args[1:]
+		}
+	}
+	name := strings.TrimSpace("agora rules " + sub)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, rulesSynopsis, args, stdout)
+	pos, err := parseVerb(fs, rulesSynopses[sub], args, stdout)
 	if err != nil {
 		return err
 	}
-	sub := "list"
-	if len(pos) > 0 {
-		sub = pos[0]
+	if sub == "" {
+		if len(pos) > 0 {
+			return usagef("unknown rules command %q; want list, show RULE or rm RULE", pos[0])
+		}
+		sub = "list"
 	}
 	switch sub {
 	case "list":
-		if len(pos) > 1 {
-			return usagef("unexpected argument %q; agora rules list takes none", pos[1])
+		if len(pos) > 0 {
+			return usagef("unexpected argument %q; agora rules list takes none", pos[0])
 		}
 	case "show", "rm":
-		if len(pos) != 2 {
+		if len(pos) != 1 {
 			return usagef("want agora rules %s RULE, with RULE from 'agora rules'", sub)
 		}
-	default:
-		return usagef("unknown rules command %q; want list, show RULE or rm RULE", sub)
+		pos = append([]string{sub}, pos...)
 	}
 	c, err := a.connect(environ)
 	if err != nil {
