@@ -212,7 +212,7 @@ func withQuery(path string, q url.Values) string {
 // wire.ErrAlreadyAnswered, with who answered when in the message.
 func (c *Client) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 	return c.task(ctx, http.MethodPost, req.TaskID, "/answer",
-		wire.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel})
+		wire.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel, Remember: req.Remember})
 }
 
 // Cancel ends a queued, running or waiting task.

@@ -281,6 +281,11 @@ type Answer struct {
 	WaitMS  int64     `json:"wait_ms"`
 	// Assumed: nobody answered; the sentinel's default was taken.
 	Assumed bool `json:"assumed,omitempty"`
+	// Rule is the remembered answer that gave this one (Channel "rule"):
+	// its id and who made it.
+	Rule *RuleRef `json:"rule,omitempty"`
+	// Remembered is the id of the rule this answer made (AnswerRequest.Remember).
+	Remembered string `json:"remembered,omitempty"`
 }
 
 // Decision is what one route step did with a question.
@@ -315,6 +320,8 @@ type AnswerRequest struct {
 	Via string `json:"via,omitempty"`
 	// Channel is how the answer came (api, cli, slack, web).
 	Channel string `json:"channel"`
+	// Remember, when set, also makes the answer a rule (see Remember).
+	Remember *Remember `json:"remember,omitempty"`
 }
 
 // QuestionView is one open question, for the questions list.

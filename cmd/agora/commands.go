@@ -46,6 +46,7 @@ func verbs() []verb {
 		{name: "status", short: "what every task needs and the next command; with TASK, its timeline", run: runStatus},
 		{name: "questions", short: "the open questions, oldest first, with the answer command", run: runQuestions},
 		{name: "answer", short: "answer a task's question (an option or its number)", run: runAnswer},
+		{name: "rules", short: "remembered answers (made by answer --remember): list, show RULE, rm RULE", subs: []string{"list", "show", "rm"}, run: runRules},
 		{name: "watch", short: "the tasks, live, until interrupted", run: runWatch},
 		{name: "logs", short: "a round's output; -f follows a running round", run: runLogs},
 		{name: "result", short: "what a finished task hands back (a string as its text, else JSON)", run: runResult},

@@ -144,6 +144,7 @@ func (h *handler) endpoints() []endpoint {
 		{http.MethodPost, "/v1/parked-events/{seq}/retry", h.retryParked},
 		{http.MethodDelete, "/v1/parked-events/{seq}", h.discardParked},
 	}
+	endpoints = append(endpoints, h.ruleRoutes()...)
 	return append(endpoints, h.registryRoutes()...)
 }
 
@@ -359,7 +360,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
-		Answer: body.Answer, By: who, Via: via, Channel: channel})
+		Answer: body.Answer, By: who, Via: via, Channel: channel, Remember: body.Remember})
 	h.reply(w, r, t, err)
 }
 

@@ -82,7 +82,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 
 	// The runner may not write the orchestrator's buckets.
-	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket}
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket, orchestrator.RulesBucket}
 	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
 		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
 	}
@@ -127,7 +127,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	if err := put(orchJS); err != nil {
 		t.Errorf("the orchestrator's credentials: write agora_tasks: %v", err)
 	}
-	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket} {
+	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket, orchestrator.RulesBucket} {
 		if err := read(runnerJS, bucket); err == nil {
 			t.Errorf("the runner's credentials read %s, want refused", bucket)
 		}
