@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/wire"
 )
 
