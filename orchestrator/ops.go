@@ -157,6 +157,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
 		cancel.Detail = "while " + stateLabel(was)
 		o.record(t, cancel)
+		o.settleReplay(t, now)
 		return nil
 	})
 	if err != nil {
