@@ -24,7 +24,7 @@ import (
 // another registered version of its sub-agent), from round 1, carrying the
 // original's answered rounds (wire.Replay). Its questions never reach the
 // route: apply answers each one from the recording when it is the same
-// question (wire.NormalizeQuestion, wire.SameOptions), and fails the
+// question (sameQuestion, sameOptions), and fails the
 // replay at once when it is not — a CI job replaying tasks must never
 // wait for a person. Every difference is a wire.Divergence on the task.
 //
@@ -378,6 +378,14 @@ func (o *Orchestrator) ReplayBatch(ctx context.Context, batch string, req wire.R
 	return out, nil
 }
 
+// sameQuestion and sameOptions compare as the memory answerer and the
+// question groups do (answer.MemoryKey): the text trimmed, case-folded,
+// inner white space collapsed and trailing punctuation dropped; the
+// options trimmed, in any order, duplicates ignored.
+func sameQuestion(a, b string) bool { return QuestionGroupKey(a, nil) == QuestionGroupKey(b, nil) }
+
+func sameOptions(a, b []string) bool { return QuestionGroupKey("", a) == QuestionGroupKey("", b) }
+
 // replayQuestion answers round r's question of replay t from the
 // recording, or fails the replay when the question is not the one
 // recorded. It reports whether a next round was queued.
@@ -395,9 +403,9 @@ func (o *Orchestrator) replayQuestion(t *Task, r *Round, now time.Time) bool {
 			what = fmt.Sprintf("the original's round %d did not ask", r.N)
 		}
 		d = &wire.Divergence{Round: r.N, Kind: wire.DivergenceNewQuestion, Detail: fmt.Sprintf("round %d asked %q, a question not asked before: %s", r.N, q.Question, what)}
-	case wire.NormalizeQuestion(q.Question) != wire.NormalizeQuestion(rec.Question):
+	case !sameQuestion(q.Question, rec.Question):
 		d = &wire.Divergence{Round: r.N, Kind: wire.DivergenceQuestion, Detail: fmt.Sprintf("round %d asked %q; the original asked %q", r.N, q.Question, rec.Question)}
-	case !wire.SameOptions(q.Options, rec.Options):
+	case !sameOptions(q.Options, rec.Options):
 		d = &wire.Divergence{Round: r.N, Kind: wire.DivergenceOptions, Detail: fmt.Sprintf("round %d asked %q with options %s; the original offered %s", r.N, q.Question, optionsText(q.Options), optionsText(rec.Options))}
 	}
 	if d == nil {

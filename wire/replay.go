@@ -1,10 +1,6 @@
 package wire
 
-import (
-	"slices"
-	"strings"
-	"time"
-)
+import "time"
 
 // Link kinds: how one task came from another (Task.Origin, Task.Derived).
 const (
@@ -145,29 +141,6 @@ func (r *Replay) FirstFailing() *Divergence {
 		}
 	}
 	return nil
-}
-
-// NormalizeQuestion is how a replay compares questions and options: Unicode
-// white space is trimmed at both ends and each run of it inside becomes
-// one space; case, punctuation and everything else count.
-func NormalizeQuestion(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// SameOptions reports whether two option lists are the same after
-// NormalizeQuestion, in any order (an answer stays valid when only the
-// order changed).
-func SameOptions(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	norm := func(in []string) []string {
-		out := make([]string, len(in))
-		for i, s := range in {
-			out[i] = NormalizeQuestion(s)
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(norm(a), norm(b))
 }
 
 // BatchReplay is the answer of POST /v1/batches/{batch}/replay: the new

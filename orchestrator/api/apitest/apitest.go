@@ -28,6 +28,10 @@ type Service struct {
 	RespawnFunc   func(ctx context.Context, taskID string) (*orchestrator.Task, error)
 	ContinueFunc  func(ctx context.Context, taskID, message, by string) (*orchestrator.Task, error)
 	RemoveFunc    func(ctx context.Context, taskID string) error
+	ReplayFunc    func(ctx context.Context, taskID string, req wire.ReplayRequest) (*orchestrator.Task, error)
+	ForkFunc      func(ctx context.Context, taskID string, req wire.ForkRequest) (*orchestrator.Task, error)
+
+	ReplayBatchFunc func(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error)
 	WatchFunc     func(ctx context.Context, fn func(orchestrator.Change)) error
 	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
 
@@ -163,4 +167,25 @@ func (s *Service) DiscardParked(ctx context.Context, seq uint64) error {
 		return unset("DiscardParked")
 	}
 	return s.DiscardParkedFunc(ctx, seq)
+}
+
+func (s *Service) Replay(ctx context.Context, taskID string, req wire.ReplayRequest) (*orchestrator.Task, error) {
+	if s.ReplayFunc == nil {
+		return nil, unset("Replay")
+	}
+	return s.ReplayFunc(ctx, taskID, req)
+}
+
+func (s *Service) ReplayBatch(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error) {
+	if s.ReplayBatchFunc == nil {
+		return wire.BatchReplay{}, unset("ReplayBatch")
+	}
+	return s.ReplayBatchFunc(ctx, batch, req)
+}
+
+func (s *Service) Fork(ctx context.Context, taskID string, req wire.ForkRequest) (*orchestrator.Task, error) {
+	if s.ForkFunc == nil {
+		return nil, unset("Fork")
+	}
+	return s.ForkFunc(ctx, taskID, req)
 }
