@@ -32,8 +32,8 @@ type Service struct {
 	ForkFunc      func(ctx context.Context, taskID string, req wire.ForkRequest) (*orchestrator.Task, error)
 
 	ReplayBatchFunc func(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error)
-	WatchFunc     func(ctx context.Context, fn func(orchestrator.Change)) error
-	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+	WatchFunc       func(ctx context.Context, fn func(orchestrator.Change)) error
+	LogsFunc        func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
 
 	ResultFunc       func(ctx context.Context, taskID string) (json.RawMessage, error)
 	OpenArtifactFunc func(ctx context.Context, taskID, name string) (wire.Artifact, io.ReadCloser, error)
