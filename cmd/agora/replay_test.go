@@ -39,7 +39,7 @@ func TestReplayAndForkEndToEnd(t *testing.T) {
 	c := client.New(strings.TrimPrefix(s.env[0], "AGORA_SERVER="), "")
 	const waitFor = 3 * time.Minute
 
-	v1, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "asker", Runtime: schemas.RuntimeExec, Command: wire.Command{askTwice("Which size?")}})
+	v1, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "asker", Runtime: schemas.RuntimeExec, Command: wire.Command{"/bin/sh", "-c", askTwice("Which size?")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,9 @@ func TestReplayAndForkEndToEnd(t *testing.T) {
 		n := strconv.Itoa(round)
 		testutil.Eventually(t, waitFor, id+" round "+n+"'s question", func() bool {
 			got, err := s.orch.Get(ctx, id)
+			if err == nil && got.State.Terminal() {
+				t.Fatalf("%s ended %s waiting for round %d's question: %+v", id, got.State, round, got.Outcome)
+			}
 			return err == nil && got.State == orchestrator.StateNeedsInput && got.Rounds[len(got.Rounds)-1].N == round
 		})
 		agora(t, s.env, "answer", id, value, "--round", n).want(t, "answer "+id+" round "+n, 0, nil, nil)
@@ -80,7 +83,7 @@ func TestReplayAndForkEndToEnd(t *testing.T) {
 	}
 
 	// A changed sub-agent asks another second question: exit 1 naming it.
-	v2, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "asker", Runtime: schemas.RuntimeExec, Command: wire.Command{askTwice("Which shape?")}})
+	v2, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "asker", Runtime: schemas.RuntimeExec, Command: wire.Command{"/bin/sh", "-c", askTwice("Which shape?")}})
 	if err != nil || v2.Entry.Ref() == v1.Entry.Ref() {
 		t.Fatalf("register v2: %v, %v", v2, err)
 	}
