@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -409,7 +410,16 @@ func (o *Orchestrator) replayQuestion(t *Task, r *Round, now time.Time) bool {
 		d = &wire.Divergence{Round: r.N, Kind: wire.DivergenceOptions, Detail: fmt.Sprintf("round %d asked %q with options %s; the original offered %s", r.N, q.Question, optionsText(q.Options), optionsText(rec.Options))}
 	}
 	if d == nil {
-		canonical, err := answer.ValidateAnswer(questionOf(t, r), rec.Answer)
+		// The options matched trimmed: the recorded answer is the option
+		// spelt as this question spells it.
+		value := rec.Answer
+		for _, opt := range q.Options {
+			if strings.TrimSpace(opt) == strings.TrimSpace(value) {
+				value = opt
+				break
+			}
+		}
+		canonical, err := answer.ValidateAnswer(questionOf(t, r), value)
 		if err != nil {
 			d = &wire.Divergence{Round: r.N, Kind: wire.DivergenceOptions, Detail: fmt.Sprintf("round %d: the recorded answer %q does not fit: %v", r.N, rec.Answer, err)}
 		} else {
