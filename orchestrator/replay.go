@@ -38,7 +38,7 @@ const replayChannel = "replay"
 
 // Replay starts a replay of the finished task taskID.
 func (o *Orchestrator) Replay(ctx context.Context, taskID string, req wire.ReplayRequest) (*Task, error) {
-	orig, err := o.owned(ctx, taskID)
+	orig, err := o.visible(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func resultDigest(inline json.RawMessage, ref *schemas.ObjectRef) string {
 // Fork starts a new task from round req.Round of taskID with another
 // answer.
 func (o *Orchestrator) Fork(ctx context.Context, taskID string, req wire.ForkRequest) (*Task, error) {
-	orig, err := o.owned(ctx, taskID)
+	orig, err := o.visible(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +352,7 @@ func (o *Orchestrator) ReplayBatch(ctx context.Context, batch string, req wire.R
 	}
 	out := wire.BatchReplay{Of: batch, Batch: batch + "-replay-" + newTaskID()[2:8], Replays: []wire.ReplayStarted{}}
 	for i := len(ids) - 1; i >= 0; i-- { // oldest first, as submitted
-		orig, err := o.owned(ctx, ids[i])
+		orig, err := o.visible(ctx, ids[i])
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
