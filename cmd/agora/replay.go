@@ -233,3 +233,36 @@ func clipList(s []string, n int) []string {
 	}
 	return append(s[:n:n], fmt.Sprintf("%d more", len(s)-n))
 }
+
+// writeLinks writes, in a task's timeline, the task it was made from, what
+// its replay found, and the replays and forks made from it.
+func writeLinks(w io.Writer, t *wire.Task) {
+	if o := t.Origin; o != nil {
+		fmt.Fprintf(w, "%s of %s", o.Kind, o.TaskID)
+		if o.Kind == wire.LinkFork {
+			fmt.Fprintf(w, " from round %d, answered %q", o.Round, o.Answer)
+		}
+		fmt.Fprintf(w, " by %s\n", o.By)
+	}
+	if rp := t.Replay; rp != nil {
+		fmt.Fprintf(w, "replay: %s · %d of %d recorded answers used", orDash(rp.Verdict), rp.Matched, len(rp.Recorded))
+		if len(rp.Divergences) == 0 {
+			fmt.Fprint(w, " · no divergence")
+		}
+		fmt.Fprintln(w)
+		for _, d := range rp.Divergences {
+			fmt.Fprintf(w, "  divergence, round %d, %s: %s\n", d.Round, d.Kind, d.Detail)
+		}
+	}
+	if len(t.Derived) > 0 {
+		parts := make([]string, len(t.Derived))
+		for i, l := range t.Derived {
+			parts[i] = l.TaskID + " (" + l.Kind
+			if l.Round > 0 {
+				parts[i] += fmt.Sprintf(" from round %d", l.Round)
+			}
+			parts[i] += ")"
+		}
+		fmt.Fprintf(w, "replays and forks: %s\n", strings.Join(parts, ", "))
+	}
+}

@@ -123,6 +123,9 @@ func TestReplayDivergences(t *testing.T) {
 					t.Errorf("replay --wait stdout %q lacks %q", d.stdout.String(), want)
 				}
 			}
+			if tc.code == 1 {
+				agora(t, s.env, "status", rp).want(t, "the replay's timeline", 0, []string{"replay of " + id + " by ", "replay: diverged · ", "  divergence, round "}, nil)
+			}
 			got := s.get(t, rp)
 			if got.Replay == nil || got.Replay.Verdict == "" || got.Origin == nil || got.Origin.TaskID != id {
 				t.Fatalf("replay record = %+v, origin %+v; want a verdict and origin %s", got.Replay, got.Origin, id)
@@ -241,6 +244,9 @@ func TestReplayFollowUpBatchAndRefusals(t *testing.T) {
 	} {
 		agora(t, s.env, tc.args...).want(t, tc.what, tc.code, nil, []string{tc.stderr})
 	}
+	agora(t, s.env, "status", "fk-b").want(t, "the fork's timeline", 0, []string{`fork of fk from round 1, answered "b" by erin`}, nil)
+	agora(t, s.env, "status", "fk").want(t, "the original's timeline", 0, []string{"replays and forks: fk-b (fork from round 1)"}, nil)
+	agora(t, s.env, "status", "nb-3").want(t, "a task never replayed", 0, nil, nil)
 	if d := s.get(t, "fk").Derived; len(d) != 1 || d[0].TaskID != "fk-b" || d[0].By != "erin" {
 		t.Errorf("fk's derived = %+v; want the one fork by erin, nothing from the refusals", d)
 	}
