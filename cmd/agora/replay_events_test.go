@@ -244,6 +244,10 @@ func TestReplayFollowUpBatchAndRefusals(t *testing.T) {
 	} {
 		agora(t, s.env, tc.args...).want(t, tc.what, tc.code, nil, []string{tc.stderr})
 	}
+	if err := s.store.Put(t.Context(), "dispatches/fk-r1/output.log", bytes.NewReader([]byte("round one said hi\n"))); err != nil {
+		t.Fatal(err)
+	}
+	agora(t, s.env, "logs", "fk-b", "--round", "1").want(t, "a copied round's output", 0, []string{"round one said hi"}, nil)
 	agora(t, s.env, "status", "fk-b").want(t, "the fork's timeline", 0, []string{`fork of fk from round 1, answered "b" by erin`}, nil)
 	agora(t, s.env, "status", "fk").want(t, "the original's timeline", 0, []string{"replays and forks: fk-b (fork from round 1)"}, nil)
 	agora(t, s.env, "status", "nb-3").want(t, "a task never replayed", 0, nil, nil)
