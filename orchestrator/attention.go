@@ -48,6 +48,12 @@ func (o *Orchestrator) attention(t *Task) Attention {
 	if t.Outcome != nil {
 		a.Summary = stateLabel(t.State) + ": " + t.Outcome.Detail
 	}
+	switch {
+	case t.Replay != nil:
+		// A replay is not respawned or continued: it is run again whole.
+		a.Action = "agora replay " + t.Replay.Of + " --wait"
+		return a
+	}
 	switch t.State {
 	case StateFailed, StateCancelled, StateExpired:
 		a.Action = "agora respawn " + t.ID

@@ -181,6 +181,9 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+		if err := notReplay(t, "respawned"); err != nil {
+			return err
+		}
 		switch t.State {
 		case StateFailed, StateCancelled, StateExpired:
 		default:
@@ -222,6 +225,9 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+		if err := notReplay(t, "continued"); err != nil {
+			return err
+		}
 		if t.State != StateFinished {
 			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, ErrWrongState)
 		}

@@ -198,9 +198,6 @@ func (o *Orchestrator) Fork(ctx context.Context, taskID string, req wire.ForkReq
 	if err != nil {
 		return nil, fmt.Errorf("task %s round %d: %w: %v", orig.ID, at.N, ErrInvalidAnswer, err)
 	}
-	if err := o.checkLocalSecrets(ctx, orig.Request.Env); err != nil {
-		return nil, err
-	}
 	sub := orig.Request
 	sub.TaskID, sub.SubagentRef, sub.FromCI = "", "", false
 	sub.Labels = derivedLabels(orig.Request.Labels, "")
@@ -516,4 +513,14 @@ func digestText(got, want string) string {
 		return d
 	}
 	return "now " + short(got) + ", was " + short(want)
+}
+
+// notReplay refuses to respawn or continue a replay: a round run again or
+// added would make its comparison with the original meaningless.
+func notReplay(t *Task, what string) error {
+	if t.Replay == nil {
+		return nil
+	}
+	return fmt.Errorf("task %s is a replay of %s and is not %s; replay %s again instead (agora replay %s --wait): %w",
+		t.ID, t.Replay.Of, what, t.Replay.Of, t.Replay.Of, ErrWrongState)
 }

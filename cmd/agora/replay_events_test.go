@@ -232,6 +232,7 @@ func TestReplayFollowUpBatchAndRefusals(t *testing.T) {
 		stderr string
 	}{
 		{"replay a failed task", []string{"replay", "nb-3"}, 1, "task nb-3 is failed; replay takes a finished task"},
+		{"continue a replay", []string{"continue", "cont-rp", "more"}, 1, "task cont-rp is a replay of cont and is not continued; replay cont again instead"},
 		{"replay nothing", []string{"replay"}, 2, "want one TASK, e.g. agora replay t-42 --wait"},
 		{"replay both", []string{"replay", "nb-1", "--batch", "nb"}, 2, "give one TASK or --batch BATCH, not both"},
 		{"replay an unknown batch", []string{"replay", "--batch", "none"}, 1, "batch none"},
