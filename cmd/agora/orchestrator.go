@@ -98,6 +98,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		Tokens:       f.tokens,
 		LocalSecrets: f.localSecrets,
 		Orchestrator: true,
+		WrapHTTP:     apiCheck(environ, stderr),
 		Answerers:    &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log},
 		Max:          max,
 		CIRoute:      *f.ciRoute,
