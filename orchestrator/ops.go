@@ -197,6 +197,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*wire.Task, e
 		t.Outcome = &wire.Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
 		cancel.Detail = "while " + stateLabel(was)
 		o.record(t, cancel)
+		o.settleReplay(t, now)
 		return nil
 	})
 	if err != nil {
@@ -220,6 +221,9 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*wire.Task, 
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if err := notReplay(t, "respawned"); err != nil {
+			return err
+		}
 		switch t.State {
 		case wire.StateFailed, wire.StateCancelled, wire.StateExpired:
 		default:
@@ -261,6 +265,9 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if err := notReplay(t, "continued"); err != nil {
+			return err
+		}
 		if t.State != wire.StateFinished {
 			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, wire.ErrWrongState)
 		}

@@ -54,6 +54,8 @@ func verbs() []verb {
 		{name: "cancel", short: "stop a queued, running or waiting task, or all a selector picks (--batch, --label, --state)", run: runCancel},
 		{name: "respawn", short: "run a failed, cancelled or expired task's last round again (one, or by selector)", run: runRespawn},
 		{name: "continue", short: "a new round of a finished task, with a follow-up message", run: runContinue},
+		{name: "replay", short: "run a finished task (or --batch) again from round 1 with its recorded answers; --wait exits 1 on a divergence", run: runReplay},
+		{name: "fork", short: "a new task from round N of a task, answered differently (--round N --answer X)", run: runFork},
 		{name: "rm", short: "remove a task and its stored output (one, or by selector)", run: runRemove},
 		{name: "batch", short: "submit a task per JSONL line; a batch's status and results; cancel or retry a batch", subs: []string{"submit", "status", "results", "cancel", "retry"}, run: runBatch},
 		{name: "events", short: "lifecycle events the orchestrator parked: parked, retry SEQ, discard SEQ", run: runEvents},

@@ -186,6 +186,9 @@ type roundView struct {
 	Live      bool
 	// Linked: the output is not shown, a link to it is.
 	Linked bool
+	// Fork, on a round whose question was answered, is the form that
+	// answers it differently in a new task (replay.go).
+	Fork *answerForm
 }
 
 // shownOutputs is how many of the latest rounds a task page shows the
@@ -223,6 +226,10 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		Result: resultOf(t)}
 	for i := len(t.Rounds) - 1; i >= 0; i-- { // newest first
 		rv := roundView{Round: t.Rounds[i]}
+		if q := rv.Question; q != nil && rv.Answer != nil {
+			rv.Fork = &answerForm{Action: "/ui/tasks/" + t.ID + "/fork", CSRF: d.CSRF, Back: "/tasks/" + t.ID, Task: t.ID, Round: rv.N,
+				Options: q.Options}
+		}
 		switch {
 		case rv.State == wire.StateRunning:
 			rv.Live = true
