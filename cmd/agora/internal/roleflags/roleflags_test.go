@@ -147,19 +147,25 @@ func TestEnvironmentFillsFlags(t *testing.T) {
 		{"runner serves no metrics by default", Runner, nats, []string{home, "AGORA_LISTEN=127.0.0.1:7171"},
 			func(c roles.Config) bool { return c.Listen == "" && !c.Metrics }},
 		{"$AGORA_TOKENS adds to --token", Orchestrator, append(slices.Clone(nats), "--token", "a:s3cret-a"), []string{home, "AGORA_TOKENS=b:s3cret-b c:s3cret-c"},
-			func(c roles.Config) bool { return slices.Equal(c.Tokens, []string{"a:s3cret-a", "b:s3cret-b", "c:s3cret-c"}) }},
+			func(c roles.Config) bool {
+				return slices.Equal(c.Tokens, []string{"a:s3cret-a", "b:s3cret-b", "c:s3cret-c"})
+			}},
 		{"slack from the environment", Serve, []string{"--slack-socket-mode"}, slack,
 			func(c roles.Config) bool {
 				return c.Slack != nil && c.Slack.Token == "xoxb-1" && c.Slack.SigningSecret == "sig" && c.Slack.AppToken == "xapp-1" && c.Slack.PublicURL == "https://agora.example.com"
 			}},
 		{"slack flags win over the environment", Orchestrator, append(slices.Clone(nats), "--slack-token", "xoxb-2", "--public-url", "https://b.example.com"), slack,
-			func(c roles.Config) bool { return c.Slack.Token == "xoxb-2" && c.Slack.PublicURL == "https://b.example.com" }},
+			func(c roles.Config) bool {
+				return c.Slack.Token == "xoxb-2" && c.Slack.PublicURL == "https://b.example.com"
+			}},
 		{"no slack on a runner-only serve", Serve, append(slices.Clone(nats), "--runner-only"), slack,
 			func(c roles.Config) bool { return c.Slack == nil && !c.Orchestrator }},
 		{"a signing secret in the environment alone is no mistake", Serve, nil, []string{home, "AGORA_SLACK_SIGNING_SECRET=sig"},
 			func(c roles.Config) bool { return c.Slack == nil }},
 		{"the AWS variables go to the roles", Runner, nats, []string{home, "AWS_REGION=eu-west-1", "AGORA_X=1", "AWS_ACCESS_KEY_ID=AKID"},
-			func(c roles.Config) bool { return slices.Equal(c.AWSEnv, []string{"AWS_REGION=eu-west-1", "AWS_ACCESS_KEY_ID=AKID"}) }},
+			func(c roles.Config) bool {
+				return slices.Equal(c.AWSEnv, []string{"AWS_REGION=eu-west-1", "AWS_ACCESS_KEY_ID=AKID"})
+			}},
 		{"DOCKER_HOST words the engine's error", Serve, nil, []string{home, "DOCKER_HOST=tcp://10.0.0.1:2375"},
 			func(c roles.Config) bool { return c.DockerHost == "tcp://10.0.0.1:2375" }},
 	} {
