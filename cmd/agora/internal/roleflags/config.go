@@ -20,6 +20,9 @@ import (
 // ones a verb has its own of. A demo without --data-dir gets none: the
 // demo makes a temporary one.
 func (f *Flags) Config(environ []string) (roles.Config, error) {
+	if f.declErr != nil {
+		return roles.Config{}, f.declErr
+	}
 	if err := f.fromEnv(environ); err != nil {
 		return roles.Config{}, err
 	}

@@ -3,8 +3,6 @@ package roleflags
 import (
 	"time"
 
-	flag "github.com/spf13/pflag"
-
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/compute/ecs"
 )
@@ -29,10 +27,11 @@ type ecsFlags struct {
 	poll             time.Duration
 }
 
-func (f *ecsFlags) register(fs *flag.FlagSet) {
+func (f *ecsFlags) register(fl *Flags) {
+	fs := fl.fs
 	fs.StringVar(&f.cluster, "ecs-cluster", "", "with --compute ecs: run tasks in the ECS cluster `NAME` (or ARN); required")
 	fs.StringVar(&f.region, "ecs-region", "", "with --compute ecs: the AWS `REGION` (default $AWS_REGION)")
-	env(fs, "ecs-region", "AWS_REGION", "AWS_DEFAULT_REGION")
+	fl.env("ecs-region", "AWS_REGION", "AWS_DEFAULT_REGION")
 	fs.StringVar(&f.launchType, "ecs-launch-type", ecs.LaunchEC2, "with --compute ecs: the launch `TYPE`, EC2 (host volumes, the runner on the container instance) or FARGATE (dispatches get no host files: the worker reads them from --storage s3:// with --ecs-task-role)")
 	fs.StringVar(&f.capacityProvider, "ecs-capacity-provider", "", "with --compute ecs: place tasks with the capacity provider `NAME` instead of the launch type (an EC2 Auto Scaling group provider; FARGATE and FARGATE_SPOT are Fargate)")
 	fs.StringArrayVar(&f.subnets, "ecs-subnet", nil, "with --compute ecs: an awsvpc subnet `ID` (repeatable; Fargate)")

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	flag "github.com/spf13/pflag"
-
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
@@ -41,7 +39,8 @@ type maxFlags struct {
 // --max-cpus, --max-pids, --max-timeout and --allow-host-network belong to
 // both). --max-cpus defaults to the host's cores where a runner runs here,
 // else to the orchestrator's 16.
-func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool) {
+func (m *maxFlags) register(fl *Flags, orchestratorRole, runnerRole bool) {
+	fs := fl.fs
 	m.orchestrator, m.runner = orchestratorRole, runnerRole
 	def := orchestrator.DefaultMaximums()
 	cpus := def.CPUs
@@ -61,14 +60,14 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 		fs.IntVar(&m.retryAttempts, "max-retry-attempts", def.RetryAttempts, "refuse a task whose retry policy allows more than `N` dispatches of a round (retry.attempts)")
 		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
 		fs.IntVar(&m.egressHosts, "max-egress-hosts", def.EgressHosts, "refuse a task whose egress allow-list names more than `N` hosts")
-		role(fs, roleOrch, "max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-retry-attempts", "max-task-kb", "max-egress-hosts")
+		fl.role(roleOrch, "max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-retry-attempts", "max-task-kb", "max-egress-hosts")
 	}
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
 		fs.StringVar(&m.egressUplink, "egress-uplink", runner.DefaultEgressUplink, "the Docker `NETWORK` the egress proxy of a task with an egress allow-list reaches its hosts through")
 		fs.IntVar(&m.artifacts, "max-artifacts", schemas.DefaultMaxArtifacts, "fail a round that hands back more than `N` artifacts")
 		fs.Int64Var(&m.artifactsMB, "max-artifacts-mb", schemas.DefaultMaxArtifactBytes>>20, "fail a round whose artifacts hold more than `MB` in all")
-		role(fs, roleRunner, "max-workspace-mb", "egress-uplink", "max-artifacts", "max-artifacts-mb")
+		fl.role(roleRunner, "max-workspace-mb", "egress-uplink", "max-artifacts", "max-artifacts-mb")
 	}
 }
 

@@ -58,8 +58,9 @@ const (
 // Flags is the command line of one role verb: Register declares it on the
 // verb's flag set, the verb parses, Config reads it.
 type Flags struct {
-	verb Verb
-	fs   *flag.FlagSet
+	verb    Verb
+	fs      *flag.FlagSet
+	declErr error // a mistake in Register's annotations
 
 	dataDir, natsURL, storage, listen string
 	natsPort                          int
@@ -134,7 +135,7 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 			Orchestrator: "serve the HTTP API and /metrics on `ADDR`",
 		}))
 		if v == Serve {
-			env(fs, "listen", "AGORA_LISTEN")
+			f.env("listen", "AGORA_LISTEN")
 		}
 		fs.StringArrayVar(&f.tokens, "token", nil, help(map[Verb]string{
 			Serve:        "accept API and metrics bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback",
@@ -142,7 +143,7 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 			Orchestrator: "accept API bearer token `NAME:SECRET[:ROLE]` (repeatable; a named token sees its own tasks only, roles admin or answerer widen that; an unnamed SECRET is an admin); required off loopback",
 		})+"; --tokens-file or $AGORA_TOKENS keep it out of the process list")
 		fs.StringVar(&f.tokensFile, "tokens-file", "", "accept the tokens in `FILE`, one a line: NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE] ('agora token create' makes one), # comments; mode 0600 or stricter (default $AGORA_TOKENS_FILE)")
-		env(fs, "tokens-file", "AGORA_TOKENS_FILE")
+		f.env("tokens-file", "AGORA_TOKENS_FILE")
 	}
 	if takes(Serve) {
 		fs.IntVar(&f.natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")
@@ -163,11 +164,11 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 			Serve:  "copy the local:NAME secrets a dispatch references from the store in `DIR` (default <data-dir>/secrets, where 'agora secret set' writes)",
 			Runner: "copy the local:NAME secrets a dispatch references from the store in `DIR` (default $AGORA_DATA_DIR/secrets, else ~/.agora/secrets, where 'agora secret set' writes)",
 		}))
-		role(fs, roleRunner, "slots", "image", "id", "worker-env", "secrets-dir")
+		f.role(roleRunner, "slots", "image", "id", "worker-env", "secrets-dir")
 	}
 	if takes(Serve, Demo) {
 		fs.StringVar(&f.worker, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
-		role(fs, roleRunner, "worker")
+		f.role(roleRunner, "worker")
 	}
 	if takes(Demo) {
 		fs.StringVar(&f.busybox, "busybox", "", "the static busybox at `PATH` becomes /bin/sh in the worker image (default "+images.DefaultBusybox+")")
@@ -176,7 +177,7 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 		fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
 		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md)")
-		f.ecs.register(fs)
+		f.ecs.register(f)
 		fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
 		fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")
 		fs.Float64Var(&f.cpus, "cpus", float64(roles.DefaultResources.NanoCPUs)/1e9, "default CPU limit of a dispatch container, in `CPUS` (0: none)")
@@ -191,29 +192,33 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 		fs.StringVar(&f.ciRoute, "ci-route", "", "the `ROUTE` of a task submitted from CI (agora dispatch under CI=true) that names none (default "+
 			orchestrator.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
-		role(fs, roleOrch, "rules", "webhook-secret", "ci-route")
-		f.slack.register(fs)
+		f.role(roleOrch, "rules", "webhook-secret", "ci-route")
+		f.slack.register(f)
 	}
 	if takes(Serve, Runner, Orchestrator) {
-		f.max.register(fs, v != Runner, v != Orchestrator)
+		f.max.register(f, v != Runner, v != Orchestrator)
 	}
 	return f
 }
 
 // env records on the flag name the environment variables that fill it
 // when the command line does not, in order.
-func env(fs *flag.FlagSet, name string, vars ...string) {
-	if err := fs.SetAnnotation(name, envAnnotation, vars); err != nil {
-		panic(err) // a declaration mistake, caught by every test
+func (f *Flags) env(name string, vars ...string) {
+	f.annotate(name, envAnnotation, vars...)
+}
+
+// role records that the flags configure the role r of agora serve.
+func (f *Flags) role(r string, names ...string) {
+	for _, n := range names {
+		f.annotate(n, roleAnnotation, r)
 	}
 }
 
-// role records that the flags configure one role of agora serve.
-func role(fs *flag.FlagSet, r string, names ...string) {
-	for _, n := range names {
-		if err := fs.SetAnnotation(n, roleAnnotation, []string{r}); err != nil {
-			panic(err) // a declaration mistake, caught by every test
-		}
+// annotate sets an annotation on a declared flag. Naming an undeclared one
+// is a mistake in Register, which Config reports (every test sees it).
+func (f *Flags) annotate(name, key string, values ...string) {
+	if err := f.fs.SetAnnotation(name, key, values); err != nil {
+		f.declErr = errors.Join(f.declErr, fmt.Errorf("declare --%s: %w", name, err))
 	}
 }
 

@@ -278,3 +278,14 @@ func TestDeclaredOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestAnnotatingAnUndeclaredFlag: a mistake in Register's annotations
+// fails every Config, naming the flag, instead of being lost.
+func TestAnnotatingAnUndeclaredFlag(t *testing.T) {
+	t.Parallel()
+	f := Register(flagSet(Orchestrator), Orchestrator)
+	f.env("no-such-flag", "AGORA_NOTHING")
+	if _, err := f.Config([]string{"HOME=/h"}); err == nil || !strings.Contains(err.Error(), "declare --no-such-flag") {
+		t.Errorf("Config after annotating an undeclared flag = %v; want the mistake named", err)
+	}
+}

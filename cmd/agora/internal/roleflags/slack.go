@@ -16,18 +16,19 @@ type slackFlags struct {
 	socketMode                                        bool
 }
 
-func (f *slackFlags) register(fs *flag.FlagSet) {
+func (f *slackFlags) register(fl *Flags) {
+	fs := fl.fs
 	fs.StringVar(&f.token, "slack-token", "", "answer questions in Slack (route steps slack:#channel, slack:@user) as the bot with `TOKEN` (xoxb-…; default $AGORA_SLACK_TOKEN)")
-	env(fs, "slack-token", "AGORA_SLACK_TOKEN")
+	fl.env("slack-token", "AGORA_SLACK_TOKEN")
 	fs.StringVar(&f.signingSecret, "slack-signing-secret", "", "verify Slack's interactivity and events requests with the app's signing `SECRET` (default $AGORA_SLACK_SIGNING_SECRET)")
-	env(fs, "slack-signing-secret", "AGORA_SLACK_SIGNING_SECRET")
+	fl.env("slack-signing-secret", "AGORA_SLACK_SIGNING_SECRET")
 	fs.BoolVar(&f.socketMode, "slack-socket-mode", false, "take Slack interactions and events over Socket Mode (no public ingress) instead of POST /slack/interactions and /slack/events")
 	fs.StringVar(&f.appToken, "slack-app-token", "", "the app-level `TOKEN` (xapp-…) Socket Mode connects with (default $AGORA_SLACK_APP_TOKEN)")
-	env(fs, "slack-app-token", "AGORA_SLACK_APP_TOKEN")
+	fl.env("slack-app-token", "AGORA_SLACK_APP_TOKEN")
 	fs.StringVar(&f.apiURL, "slack-api-url", "", "the Slack Web API at `URL` instead of https://slack.com/api/ (a fake, in tests)")
 	fs.StringVar(&f.publicURL, "public-url", "", "where people reach this server, `URL`; Slack messages link to URL/tasks/ID (default $AGORA_PUBLIC_URL)")
-	env(fs, "public-url", "AGORA_PUBLIC_URL")
-	role(fs, roleOrch, "slack-token", "slack-signing-secret", "slack-socket-mode", "slack-app-token", "slack-api-url", "public-url")
+	fl.env("public-url", "AGORA_PUBLIC_URL")
+	fl.role(roleOrch, "slack-token", "slack-signing-secret", "slack-socket-mode", "slack-app-token", "slack-api-url", "public-url")
 }
 
 // config is the Slack answerer's configuration, nil without a bot token.
