@@ -31,8 +31,6 @@ import (
 //go:embed demo_agent.sh
 var demoAgent string
 
-const demoSynopsis = "[--answer ANSWER | --web] [--data-dir DIR] [--keep] [--worker PATH] [--busybox PATH]"
-
 // runDemo shows the whole loop on the embedded stack: a sub-agent pauses
 // with a question, it is answered, the same sub-agent resumes and finishes.
 func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -42,7 +40,7 @@ func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdou
 func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var answerFlag string
 	var keep, webOnly bool
-	cfg, err := parseRole(roleflags.Demo, "agora demo", demoSynopsis, args, environ, stdout, func(fs *flag.FlagSet) {
+	cfg, err := parseRole(roleflags.Demo, args, environ, stdout, func(fs *flag.FlagSet) {
 		fs.StringVar(&answerFlag, "answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
 		fs.BoolVar(&keep, "keep", false, "keep the temporary data directory")
 		fs.BoolVar(&webOnly, "web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")

@@ -9,14 +9,12 @@ import (
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
-const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
-
 func runOrchestrator(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return exitCode(stderr, "agora orchestrator", orchestratorMain(ctx, args, environ, stdout, stderr))
 }
 
 func parseOrchestratorFlags(args, environ []string, stdout io.Writer) (roles.Config, error) {
-	return parseRole(roleflags.Orchestrator, "agora orchestrator", orchestratorSynopsis, args, environ, stdout, nil)
+	return parseRole(roleflags.Orchestrator, args, environ, stdout, nil)
 }
 
 // orchestratorMain runs the roles package with the orchestrator role only:

@@ -9,14 +9,12 @@ import (
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
-const runnerSynopsis = "--nats URL [--storage URI] [--data-dir DIR] [--slots N] [--image IMAGE] [--compute docker|ecs [--ecs-… VALUE]...] [--id ID] [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--worker-nats URL [--worker-nats-signer FILE]] [--grace DURATION] [--log-cap BYTES] [--secrets-dir DIR] [--max-… LIMIT]..."
-
 func runRunner(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return exitCode(stderr, "agora runner", runnerMain(ctx, args, environ, stdout, stderr))
 }
 
 func parseRunnerFlags(args, environ []string, stdout io.Writer) (roles.Config, error) {
-	return parseRole(roleflags.Runner, "agora runner", runnerSynopsis, args, environ, stdout, nil)
+	return parseRole(roleflags.Runner, args, environ, stdout, nil)
 }
 
 // runnerMain runs one runner until ctx is done, then stops it gracefully:

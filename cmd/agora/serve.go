@@ -15,9 +15,6 @@ import (
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
-const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... " +
-	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
-
 // stopTimeout bounds the graceful stop after the first signal. Stopping does
 // not wait for containers (they keep running and the next runner process
 // adopts them), only for the roles' own goroutines to let go of them.
@@ -31,8 +28,12 @@ func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 // roles' configuration without touching anything outside the process, so
 // every mistake is reported before starting. The flags are roleflags',
 // declared once for every role verb; extra declares the verb's own.
-func parseRole(v roleflags.Verb, name, synopsis string, args, environ []string, stdout io.Writer, extra func(*flag.FlagSet)) (roles.Config, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+func parseRole(v roleflags.Verb, args, environ []string, stdout io.Writer, extra func(*flag.FlagSet)) (roles.Config, error) {
+	fs := flag.NewFlagSet(v.String(), flag.ContinueOnError)
+	synopsis := "" // the usage line names the required flags; all are listed from their declarations
+	if v == roleflags.Runner || v == roleflags.Orchestrator {
+		synopsis = "--nats URL"
+	}
 	rf := roleflags.Register(fs, v)
 	if extra != nil {
 		extra(fs)
@@ -48,7 +49,7 @@ func parseRole(v roleflags.Verb, name, synopsis string, args, environ []string, 
 }
 
 func parseServeFlags(args, environ []string, stdout io.Writer) (roles.Config, error) {
-	return parseRole(roleflags.Serve, "agora serve", serveSynopsis, args, environ, stdout, nil)
+	return parseRole(roleflags.Serve, args, environ, stdout, nil)
 }
 
 // serveMain runs the stack until ctx is done (the first SIGINT or SIGTERM),
