@@ -1,5 +1,6 @@
 // Package roles is agora's composition root: the top of the import graph,
-// imported by cmd/agora only (Go's internal rule enforces it). It wires
+// imported by cmd/agora only (Go's internal rule enforces it), whose role
+// verbs fill its Config from the flags roleflags declares. It wires
 // every role a process can run — the orchestrator with its HTTP API, a
 // runner on the local Docker engine, an embedded NATS server with
 // JetStream on disk (or a remote NATS), object storage and Prometheus
