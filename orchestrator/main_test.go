@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	image, cleanup, err := testenv.WorkerImage(ctx, "..")
 	cancel()
 	workerImage, dockerErr = image, err
-	code := m.Run()
+	code := testenv.RemovingBinaries(m).Run() // the stand-in claude (claude_e2e_test.go)
 	cleanup()
 	os.Exit(code)
 }

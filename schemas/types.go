@@ -153,4 +153,17 @@ type Usage struct {
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 	InputTokens  int64   `json:"input_tokens,omitempty"`
 	OutputTokens int64   `json:"output_tokens,omitempty"`
+	// CacheCreationInputTokens are input tokens written to the model's
+	// prompt cache (Claude Code's result usage), besides InputTokens.
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+	// CacheReadInputTokens are input tokens read from the model's prompt
+	// cache, besides InputTokens: a round that resumed its conversation
+	// reads most of its input from there.
+	CacheReadInputTokens int64 `json:"cache_read_input_tokens,omitempty"`
+	// SessionID is the runtime's own conversation id (Claude Code's
+	// session_id), which a later round may resume.
+	SessionID string `json:"session_id,omitempty"`
+	// Resumed reports that this round continued the previous round's
+	// conversation (claude --resume) instead of starting afresh.
+	Resumed bool `json:"resumed,omitempty"`
 }

@@ -33,10 +33,11 @@ func TestRun(t *testing.T) {
 		env      []string
 		wantCode int
 		// wantArgs must appear, in order, as a contiguous run of claude's args.
-		wantArgs   []string
-		noArgs     []string
-		wantUsage  *schemas.Usage
-		wantStdout string // exact, when set
+		wantArgs  []string
+		noArgs    []string
+		wantUsage *schemas.Usage // session_id aside, which is checked against the record
+		// wantStdout: the stream is exactly fakeclaude.Transcript's.
+		wantStdout bool
 		wantAsked  bool
 		wantEnv    map[string]string
 		// wantText is the final result text Run reports; nil: none.
@@ -45,14 +46,14 @@ func TestRun(t *testing.T) {
 		{
 			name: "streams usage", mode: fakeclaude.ModeOK, model: "claude-sonnet-4-5",
 			wantArgs:   []string{"--print", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-5", "--permission-mode", "bypassPermissions"},
-			wantUsage:  ptr(fakeclaude.ReportedUsage("claude-sonnet-4-5")),
-			wantStdout: fakeclaude.Transcript("claude-sonnet-4-5"),
+			wantUsage:  ptr(fakeclaude.ReportedUsage("claude-sonnet-4-5", false)),
+			wantStdout: true,
 			wantText:   ptr(fakeclaude.ResultText),
 		},
 		{
 			name: "no model given", mode: fakeclaude.ModeOK,
 			noArgs:    []string{"--model"},
-			wantUsage: ptr(fakeclaude.ReportedUsage("")),
+			wantUsage: ptr(fakeclaude.ReportedUsage("", false)),
 		},
 		{
 			name: "permission mode and extra args from the runtime env", mode: fakeclaude.ModeOK,
@@ -62,7 +63,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "writes the sentinel", mode: fakeclaude.ModeAsk,
 			wantAsked: true,
-			wantUsage: ptr(fakeclaude.ReportedUsage("")),
+			wantUsage: ptr(fakeclaude.ReportedUsage("", false)),
 		},
 		{
 			name: "fails", mode: fakeclaude.ModeFail,
@@ -72,7 +73,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "malformed lines are passed through and ignored", mode: fakeclaude.ModeGarbage,
-			wantUsage: ptr(fakeclaude.ReportedUsage("")),
+			wantUsage: ptr(fakeclaude.ReportedUsage("", false)),
 			wantText:  ptr(fakeclaude.ResultText),
 		},
 		{
@@ -97,8 +98,13 @@ func TestRun(t *testing.T) {
 			if res.Exit.ExitCode != tt.wantCode || res.Exit.Signal != "" || res.Exit.Err != nil {
 				t.Errorf("Run().Exit = %+v, want exit code %d (stderr %q)", res.Exit, tt.wantCode, h.stderr.String())
 			}
-			if tt.wantUsage != nil && (res.Usage == nil || *res.Usage != *tt.wantUsage) {
-				t.Errorf("Run().Usage = %+v, want %+v", res.Usage, tt.wantUsage)
+			rec := h.record(t)
+			if tt.wantUsage != nil {
+				want := *tt.wantUsage
+				want.SessionID = rec.SessionID
+				if res.Usage == nil || *res.Usage != want {
+					t.Errorf("Run().Usage = %+v, want %+v", res.Usage, want)
+				}
 			}
 			switch {
 			case tt.wantText == nil && res.Text != nil && tt.mode == fakeclaude.ModeFail:
@@ -106,11 +112,9 @@ func TestRun(t *testing.T) {
 			case tt.wantText != nil && (res.Text == nil || *res.Text != *tt.wantText):
 				t.Errorf("Run().Text = %v, want %q", res.Text, *tt.wantText)
 			}
-			if tt.wantStdout != "" && h.stdout.String() != tt.wantStdout {
-				t.Errorf("Run() stdout = %q, want the stream unchanged: %q", h.stdout.String(), tt.wantStdout)
+			if want := fakeclaude.Transcript(fakeclaude.Stream{Model: tt.model, SessionID: rec.SessionID, Cwd: h.inv.Workspace, PermissionMode: "bypassPermissions"}); tt.wantStdout && h.stdout.String() != want {
+				t.Errorf("Run() stdout = %q, want the stream unchanged: %q", h.stdout.String(), want)
 			}
-
-			rec := h.record(t)
 			if tt.wantArgs != nil && !containsRun(rec.Args, tt.wantArgs) {
 				t.Errorf("claude args = %q, want them to contain %q", rec.Args, tt.wantArgs)
 			}
@@ -318,6 +322,10 @@ func newHarness(t *testing.T, mode string) *harness {
 		Workspace: ws,
 		Env: []string{
 			"PATH=" + bin,
+			// As in agora's containers: a HOME of its own, which holds
+			// Claude Code's config dir (~/.claude) and does not outlive
+			// the round.
+			"HOME=" + t.TempDir(),
 			fakeclaude.ModeEnv + "=" + mode,
 			fakeclaude.RecordEnv + "=" + h.recordPath,
 			"GORACE=atexit_sleep_ms=0",

@@ -149,3 +149,27 @@ func isNull(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null"
 }
+
+// RenderResumeMessage is the message Claude Code gets on stdin when a
+// round resumes the previous round's session (claude --resume): the
+// conversation already holds the sub-agent's prompt, the input and
+// everything it did, so this is only the next turn — the answer to its
+// question — and a reminder that the sentinel it wrote is gone. It is pure,
+// like RenderPrompt. spec.Resume must be set.
+func RenderResumeMessage(spec *schemas.DispatchSpec) string {
+	r := spec.Resume
+	var b strings.Builder
+	fmt.Fprintf(&b, "# agora: your question was answered (round %d)\n\n", spec.EffectiveRound())
+	b.WriteString("You stopped to ask a question and it has been answered. " +
+		"This is the same conversation: the workspace is as you left it, " +
+		"and nobody reads this conversation while you work.\n\n")
+	writeField(&b, "Your question", r.Question)
+	writeField(&b, "Answer", r.Answer)
+	fmt.Fprintf(&b, "Continue the task from where you stopped, with this answer. "+
+		"The question, the answer, your partial state and the earlier answers are also in $%s (%s).\n\n",
+		adapters.EnvResumeFile, schemas.ResumePath)
+	fmt.Fprintf(&b, "The %s you wrote has been removed. If you need another decision, write a new one "+
+		"(the path is in $%s) and stop, as before; when you need nothing, finish the task.\n",
+		schemas.SentinelPath, adapters.EnvNeedsInputFile)
+	return b.String()
+}

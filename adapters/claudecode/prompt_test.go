@@ -46,6 +46,24 @@ func TestRenderPromptGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("RenderPrompt(%s) differs from %s (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", path, golden, got, want)
 			}
+			if spec.Resume == nil {
+				return
+			}
+			// A resumed round that resumes its Claude Code session gets
+			// only the next message.
+			got = claudecode.RenderResumeMessage(spec)
+			golden = filepath.Join("testdata", name+".session.golden.txt")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want, err = os.ReadFile(golden); err != nil {
+				t.Fatalf("read golden file (run with -update to create it): %v", err)
+			}
+			if got != string(want) {
+				t.Errorf("RenderResumeMessage(%s) differs from %s (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", path, golden, got, want)
+			}
 		})
 	}
 }

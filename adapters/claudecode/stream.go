@@ -23,17 +23,27 @@ const maxStreamLine = 8 << 20
 //	{"type":"assistant","message":{…},"session_id":"…"}
 //	{"type":"result","subtype":"success","num_turns":2,"total_cost_usd":0.01,
 //	 "usage":{"input_tokens":…,"output_tokens":…},…}
+//
+// The result message's fields are the Agent SDK's SDKResultMessage
+// (https://code.claude.com/docs/en/agent-sdk/typescript): session_id,
+// num_turns, total_cost_usd, usage with the prompt cache's
+// cache_creation_input_tokens and cache_read_input_tokens, and on an error
+// result is_error and errors.
 type streamMessage struct {
 	Type         string   `json:"type"`
 	Subtype      string   `json:"subtype"`
 	Model        string   `json:"model"`
+	SessionID    string   `json:"session_id"`
 	NumTurns     *int     `json:"num_turns"`
 	Result       *string  `json:"result"`
 	IsError      bool     `json:"is_error"`
+	Errors       []string `json:"errors"`
 	TotalCostUSD *float64 `json:"total_cost_usd"`
 	Usage        *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
 }
 
@@ -51,6 +61,8 @@ type streamWriter struct {
 	usage    schemas.Usage
 	reported bool // the stream carried an init or result message
 	text     *string
+	// errors are the last result message's errors, when it was one.
+	errors []string
 }
 
 func newStreamWriter(dst io.Writer, log *slog.Logger) *streamWriter {
@@ -120,6 +132,9 @@ func (w *streamWriter) parse(line []byte) {
 		if m.Model != "" {
 			w.usage.Model = m.Model
 		}
+		if m.SessionID != "" {
+			w.usage.SessionID = m.SessionID
+		}
 		w.reported = true
 	case m.Type == "result":
 		// Claude Code writes one result, last; should there be more, the
@@ -133,10 +148,20 @@ func (w *streamWriter) parse(line []byte) {
 		if m.Usage != nil {
 			w.usage.InputTokens = m.Usage.InputTokens
 			w.usage.OutputTokens = m.Usage.OutputTokens
+			w.usage.CacheCreationInputTokens = m.Usage.CacheCreationInputTokens
+			w.usage.CacheReadInputTokens = m.Usage.CacheReadInputTokens
 		}
-		w.text = nil
+		// The init message names the session; a result without one (a
+		// run that failed before it began) does not unname it.
+		if m.SessionID != "" && w.usage.SessionID == "" {
+			w.usage.SessionID = m.SessionID
+		}
+		w.text, w.errors = nil, nil
 		if m.Result != nil && !m.IsError {
 			w.text = m.Result
+		}
+		if m.IsError {
+			w.errors = m.Errors
 		}
 		w.reported = true
 	}
@@ -160,4 +185,50 @@ func (w *streamWriter) Text() *string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.text
+}
+
+// Errors are the error messages of the last result message, when it was
+// an error result.
+func (w *streamWriter) Errors() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.errors
+}
+
+// phraseWatcher passes what is written through to dst and reports whether
+// phrase appeared in it, also across writes.
+type phraseWatcher struct {
+	dst    io.Writer
+	phrase []byte
+
+	mu   sync.Mutex
+	tail []byte // the last len(phrase)-1 bytes written
+	seen bool
+}
+
+func newPhraseWatcher(dst io.Writer, phrase string) *phraseWatcher {
+	if dst == nil {
+		dst = io.Discard
+	}
+	return &phraseWatcher{dst: dst, phrase: []byte(phrase)}
+}
+
+func (w *phraseWatcher) Write(p []byte) (int, error) {
+	n, err := w.dst.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.seen {
+		buf := append(w.tail, p[:n]...)
+		w.seen = bytes.Contains(buf, w.phrase)
+		keep := min(len(buf), len(w.phrase)-1)
+		w.tail = append(w.tail[:0:0], buf[len(buf)-keep:]...)
+	}
+	return n, err
+}
+
+// Seen reports whether the phrase was written.
+func (w *phraseWatcher) Seen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen
 }

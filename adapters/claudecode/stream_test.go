@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,12 +13,13 @@ import (
 
 const (
 	initLine   = `{"type":"system","subtype":"init","model":"claude-x","session_id":"s"}`
-	resultLine = `{"type":"result","subtype":"success","num_turns":4,"total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}`
+	resultLine = `{"type":"result","subtype":"success","num_turns":4,"total_cost_usd":0.5,"session_id":"s","usage":{"input_tokens":100,"output_tokens":20,"cache_creation_input_tokens":30,"cache_read_input_tokens":400}}`
 )
 
 func TestStreamWriter(t *testing.T) {
 	t.Parallel()
-	full := &schemas.Usage{Model: "claude-x", Turns: 4, CostUSD: 0.5, InputTokens: 100, OutputTokens: 20}
+	full := &schemas.Usage{Model: "claude-x", Turns: 4, CostUSD: 0.5, InputTokens: 100, OutputTokens: 20,
+		CacheCreationInputTokens: 30, CacheReadInputTokens: 400, SessionID: "s"}
 	tests := []struct {
 		name  string
 		input string
@@ -30,8 +32,11 @@ func TestStreamWriter(t *testing.T) {
 		{name: "CRLF line ends", input: initLine + "\r\n" + resultLine + "\r\n", want: full},
 		{name: "no stream-json at all", input: "plain text\nmore text\n", want: nil},
 		{name: "empty", input: "", want: nil},
-		{name: "init only", input: initLine + "\n", want: &schemas.Usage{Model: "claude-x"}},
+		{name: "init only", input: initLine + "\n", want: &schemas.Usage{Model: "claude-x", SessionID: "s"}},
 		{name: "result without usage", input: `{"type":"result","num_turns":1}` + "\n", want: &schemas.Usage{Turns: 1}},
+		{name: "result names the session without an init", input: resultLine + "\n", want: &schemas.Usage{Turns: 4, CostUSD: 0.5,
+			InputTokens: 100, OutputTokens: 20, CacheCreationInputTokens: 30, CacheReadInputTokens: 400, SessionID: "s"}},
+		{name: "init names the session", input: initLine + "\n" + strings.Replace(resultLine, `"s"`, `"other"`, 1) + "\n", want: full},
 		{
 			name:  "malformed lines are ignored",
 			input: "{not json\n" + initLine + "\n" + `{"type":"result","num_turns":"four"}` + "\n" + `[1,2]` + "\n" + resultLine + "\n",
@@ -102,4 +107,65 @@ func (f failAfter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return f.n, f.err
+}
+
+// An error result's errors are kept until a later result replaces them.
+func TestStreamWriterErrors(t *testing.T) {
+	t.Parallel()
+	errLine := `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["No conversation found with session ID: x"]}`
+	tests := []struct {
+		name  string
+		input string
+		want  []string
+	}{
+		{"error result", errLine + "\n", []string{"No conversation found with session ID: x"}},
+		{"success after the error", errLine + "\n" + resultLine + "\n", nil},
+		{"errors on a success are not errors", `{"type":"result","is_error":false,"errors":["x"]}` + "\n", nil},
+		{"no result", initLine + "\n", nil},
+	}
+	for _, tt := range tests {
+		w := newStreamWriter(nil, slog.New(slog.DiscardHandler))
+		writeChunks(t, w, tt.input, 0)
+		w.flush()
+		if got := w.Errors(); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Errors() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// The phrase is found however the writes cut it, and everything is passed
+// through.
+func TestPhraseWatcher(t *testing.T) {
+	t.Parallel()
+	const phrase = "No conversation found with session ID"
+	tests := []struct {
+		name  string
+		input string
+		chunk int
+		want  bool
+	}{
+		{"whole", "Error: " + phrase + ": abc\n", 0, true},
+		{"a byte at a time", "Error: " + phrase + ": abc\n", 1, true},
+		{"cut in three", "xx" + phrase + "yy", 7, true},
+		{"absent", "No conversation found with session", 3, false},
+		{"empty", "", 0, false},
+	}
+	for _, tt := range tests {
+		var dst bytes.Buffer
+		w := newPhraseWatcher(&dst, phrase)
+		s, size := tt.input, tt.chunk
+		if size <= 0 {
+			size = max(len(s), 1)
+		}
+		for len(s) > 0 {
+			n := min(size, len(s))
+			if _, err := w.Write([]byte(s[:n])); err != nil {
+				t.Fatal(err)
+			}
+			s = s[n:]
+		}
+		if w.Seen() != tt.want || dst.String() != tt.input {
+			t.Errorf("%s: Seen() = %t, passed %q; want %t, %q", tt.name, w.Seen(), dst.String(), tt.want, tt.input)
+		}
+	}
 }

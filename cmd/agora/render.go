@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -434,17 +435,42 @@ func (u ui) writeRound(w io.Writer, r *orchestrator.Round, now time.Time, waitin
 	} else if waiting && !r.AskedAt.IsZero() {
 		field("waiting", "for an answer for "+humanDuration(now.Sub(r.AskedAt)))
 	}
-	if us := r.Usage; us != nil && (us.Model != "" || us.Turns > 0 || us.CostUSD > 0) {
-		var parts []string
-		if us.Model != "" {
-			parts = append(parts, us.Model)
-		}
-		if us.Turns > 0 {
-			parts = append(parts, fmt.Sprintf("%d turns", us.Turns))
-		}
-		if us.CostUSD > 0 {
-			parts = append(parts, fmt.Sprintf("$%.2f", us.CostUSD))
-		}
-		field("usage", strings.Join(parts, " · "))
+	if text := usageText(r.Usage); text != "" {
+		field("usage", text)
 	}
+	if us := r.Usage; us != nil && us.SessionID != "" {
+		how := "new conversation"
+		if us.Resumed {
+			how = "resumed the previous round's conversation"
+		}
+		field("session", us.SessionID+" — "+how)
+	}
+}
+
+// usageText is a round's usage on one line: model · turns · cost · tokens
+// (in, of which from the prompt cache, out); "" when it reported nothing.
+func usageText(us *schemas.Usage) string {
+	if us == nil {
+		return ""
+	}
+	var parts []string
+	if us.Model != "" {
+		parts = append(parts, us.Model)
+	}
+	if us.Turns > 0 {
+		parts = append(parts, fmt.Sprintf("%d turns", us.Turns))
+	}
+	if us.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", us.CostUSD))
+	}
+	// Claude Code's input_tokens leave out what was written to and read
+	// from the prompt cache; the line counts them in.
+	if in := us.InputTokens + us.CacheCreationInputTokens + us.CacheReadInputTokens; in > 0 || us.OutputTokens > 0 {
+		tokens := fmt.Sprintf("%d tokens in", in)
+		if us.CacheReadInputTokens > 0 {
+			tokens += fmt.Sprintf(" (%d from cache)", us.CacheReadInputTokens)
+		}
+		parts = append(parts, tokens+fmt.Sprintf(", %d out", us.OutputTokens))
+	}
+	return strings.Join(parts, " · ")
 }
