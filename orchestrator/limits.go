@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/agoradev/agora/internal/fargate"
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -46,6 +48,13 @@ type Maximums struct {
 	// sub-agent the host's loopback (NATS, the API): off unless the
 	// operator turns it on (--allow-host-network).
 	AllowHostNetwork bool
+	// FargateTaskSizes says this server's runners run their dispatches on
+	// ECS Fargate: a task whose resources no Fargate task size holds is
+	// refused at submit, naming the nearest size, instead of failing when
+	// a runner claims it (--fargate-task-sizes; `agora serve` with a
+	// Fargate runner sets it itself). The orchestrator cannot tell by
+	// itself which runner claims a task.
+	FargateTaskSizes bool
 }
 
 // DefaultMaximums are the maximums of a server that sets none; each is
@@ -202,6 +211,9 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 			return over("resources.pids", i64(r.Pids), i64(m.Pids), "--max-pids")
 		}
 	}
+	if err := checkFargateSize(req.Resources, m); err != nil {
+		return fmt.Errorf("%w: resources%s: %v", ErrInvalidRequest, from("resources"), err)
+	}
 	if req.Network == schemas.NetworkHost && !m.AllowHostNetwork {
 		return fmt.Errorf("%w: network %q%s is not allowed on this server: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with --allow-host-network",
 			ErrInvalidRequest, req.Network, from("network"))
@@ -233,6 +245,21 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 			ErrInvalidRequest, len(req.Input), m.InputBytes, m.InputBytes>>10)
 	}
 	return nil
+}
+
+// checkFargateSize refuses, when the runners are on Fargate
+// (Maximums.FargateTaskSizes), resources no Fargate task size holds, with
+// the runner's own check (internal/fargate): what the task leaves out is
+// the runner's default, checked when it claims the dispatch.
+func checkFargateSize(r *schemas.Resources, m Maximums) error {
+	if !m.FargateTaskSizes || r == nil || (r.CPUs <= 0 && r.MemoryMB <= 0) {
+		return nil
+	}
+	// Within the maximums, checked before: the conversions fit.
+	nano, _ := units.NanoCPUs(r.CPUs)
+	mem, _ := units.MiB(r.MemoryMB)
+	_, err := fargate.FitResources(nano, mem)
+	return err
 }
 
 // fillDefaults puts the default of a limit into a request that leaves it

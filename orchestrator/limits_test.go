@@ -358,3 +358,61 @@ func TestHostNetworkGated(t *testing.T) {
 		t.Errorf("network host with --allow-host-network = %v", err)
 	}
 }
+
+// TestFargateTaskSizesAtSubmit: on a server whose runners are on Fargate
+// (Maximums.FargateTaskSizes), a task whose resources no Fargate task size
+// holds is refused at submit, naming the nearest size, whether the request
+// or its registered sub-agent asks for them; a server that does not say so
+// leaves the check to the runner's claim.
+func TestFargateTaskSizesAtSubmit(t *testing.T) {
+	t.Parallel()
+	// Maximums above Fargate's largest size, or nothing could be refused.
+	max := Maximums{MemoryMB: 256 << 10, CPUs: 64}
+	fargate := max
+	fargate.FargateTaskSizes = true
+	on, off := newLimitsStack(t, fargate), newLimitsStack(t, max)
+	ctx := t.Context()
+	big, err := on.reg.RegisterSubagent(ctx, registry.Subagent{Name: "big", Runtime: "exec", Command: registry.Command{"true"},
+		Resources: &schemas.Resources{CPUs: 4, MemoryMB: 130 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := func(cpus float64, mb int64) *schemas.Resources { return &schemas.Resources{CPUs: cpus, MemoryMB: mb} }
+	tests := []struct {
+		name string
+		req  SubmitRequest
+		want string // "" accepted
+	}{
+		{name: "a size", req: SubmitRequest{Resources: res(1, 2048)}},
+		{name: "rounded up to a size (0.25 vCPU has no 4 GiB; 0.5 vCPU has)", req: SubmitRequest{Resources: res(0.25, 4096)}},
+		{name: "largest size", req: SubmitRequest{Resources: res(16, 120<<10)}},
+		{name: "memory only", req: SubmitRequest{Resources: res(0, 60<<10)}},
+		{name: "no resources: the runner's defaults", req: SubmitRequest{}},
+		{name: "memory past every size", req: SubmitRequest{Resources: res(4, 130<<10)},
+			want: "resources: no Fargate task size has 4 vCPU and 130 GiB; the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880): ask for at most that (resources.cpus 16, resources.memory_mb 122880)"},
+		{name: "cpus past every size", req: SubmitRequest{Resources: res(20, 0)},
+			want: "resources: no Fargate task size has 20 vCPU; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768)"},
+		{name: "from the registered sub-agent", req: SubmitRequest{SubagentRef: "big"},
+			want: "resources (from the registered sub-agent " + big.Entry.Ref() + "): no Fargate task size has 4 vCPU and 130 GiB; the nearest is 16 vCPU with 120 GiB"},
+		{name: "the registered sub-agent's, overridden", req: SubmitRequest{SubagentRef: "big", Resources: res(4, 30<<10)}},
+	}
+	for i, tt := range tests {
+		tt.req.TaskID = fmt.Sprintf("fargate-%d", i)
+		if tt.req.SubagentRef == "" {
+			tt.req.Subagent = script("sized", "true")
+		}
+		_, err := on.orch.Submit(ctx, tt.req)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: Submit = %v, want it accepted", tt.name, err)
+		case tt.want != "" && (!errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: Submit = %v; want ErrInvalidRequest saying %q", tt.name, err, tt.want)
+		}
+		if tt.req.SubagentRef != "" {
+			continue
+		}
+		if _, err := off.orch.Submit(ctx, tt.req); err != nil {
+			t.Errorf("%s: Submit on a server without FargateTaskSizes = %v, want it accepted (the runner checks)", tt.name, err)
+		}
+	}
+}

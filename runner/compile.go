@@ -76,9 +76,7 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		"HOME=/tmp",
 	}
 	network := req.NetworkMode()
-	// A container without a network cannot reach NATS, nor one whose only
-	// way out is its egress proxy: the runner relays.
-	if cfg.WorkerNATSURL != "" && network != schemas.NetworkNone && network != schemas.NetworkEgress {
+	if workerPublishes(cfg, req) {
 		env = append(env, "AGORA_NATS_URL="+cfg.WorkerNATSURL)
 		if p.KeyDir != "" && p.NATSCreds {
 			env = append(env, "AGORA_NATS_CREDS_FILE="+containerNATSCredsFile)
@@ -205,6 +203,15 @@ func containerLabels(spec *schemas.DispatchSpec, cfg Config) map[string]string {
 func containerName(runnerID, dispatchID string) string {
 	sum := sha256.Sum256([]byte(runnerID))
 	return "agora-" + dispatchID + "-" + hex.EncodeToString(sum[:4])
+}
+
+// workerPublishes reports whether a host-mounted dispatch's worker
+// publishes its own events: only with --worker-nats, and not from a
+// container without a network, nor one whose only way out is its egress
+// proxy. Otherwise the runner relays them from its output.
+func workerPublishes(cfg Config, req *schemas.DispatchRequest) bool {
+	network := req.NetworkMode()
+	return cfg.WorkerNATSURL != "" && network != schemas.NetworkNone && network != schemas.NetworkEgress
 }
 
 // workerStorage is the worker's AGORA_STORAGE_URI: the staged store when

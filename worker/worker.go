@@ -83,6 +83,16 @@ func Run(ctx context.Context, cfg Config) Result {
 	cfg.Logger = slog.New(newRedactHandler(cfg.Logger.Handler(), red))
 	w := &run{cfg: cfg, log: cfg.Logger.With("dispatch_id", cfg.DispatchID), redact: red}
 	w.timings.Start = time.Now()
+	// The schemas this run validates with compile in the background while
+	// it reads its files, dials NATS and fetches its spec: the dispatch
+	// spec's, then the event schema's when events are published (the bus
+	// checks each against it). Most of a cold start's cost
+	// (docs/benchmarks.md).
+	if cfg.NATSURL != "" {
+		schemas.Prepare(schemas.SchemaDispatchSpec, schemas.SchemaEvent)
+	} else {
+		schemas.Prepare(schemas.SchemaDispatchSpec)
+	}
 	// Before anything else runs: once the file is gone, only this process
 	// holds the key the runner checks event lines with.
 	key, keyErr := readEventKey(cfg.EventKeyFile)

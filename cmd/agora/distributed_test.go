@@ -23,6 +23,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 )
 
@@ -240,9 +241,14 @@ func pipelineStep(t *testing.T, agora, addr string, env []string) {
 }
 
 // startStopped starts cmd and, when the test ends, interrupts it and waits
-// (a minute at most, then kills it), as a person stopping agora would.
+// (a minute at most, then kills it), as a person stopping agora would. The
+// API it serves, if any, is checked against openapi.json (openapitest.Env).
 func startStopped(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, openapitest.Env(t))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

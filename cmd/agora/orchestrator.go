@@ -26,6 +26,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 	}
 	log := newLogger(stderr)
 	cfg.Logger = log
+	cfg.WrapHTTP = apiCheck(environ, stderr)
 	s, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
@@ -69,7 +70,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	t.Cleanup(logs.stop)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(agora, "orchestrator", "--nats", srv.ClientURL(), "--storage", "file://"+storeDir, "--listen", addr)
-		cmd.Stderr = logs
+		cmd.Stderr, cmd.Env = logs, append(os.Environ(), openapitest.Env(t))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -72,6 +72,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 	}
 	log := newLogger(stderr)
 	cfg.Logger = log
+	cfg.WrapHTTP = apiCheck(environ, stderr)
 	s, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -101,8 +102,10 @@ func TestServeAndDemo(t *testing.T) {
 	addr := freeAddr(t)
 	done := make(chan int, 1)
 	var serveOut bytes.Buffer // read once run has returned
+	// With the openapicheck tag (make test) the API checks its traffic.
+	report := openapitest.Env(t)
 	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", addr, "--slots", "1", "--worker", worker}, os.Environ(), &serveOut, logs)
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", addr, "--slots", "1", "--worker", worker}, append(os.Environ(), report), &serveOut, logs)
 	}()
 	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")

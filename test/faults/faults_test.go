@@ -43,6 +43,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
@@ -194,7 +195,7 @@ func (p *proc) start(t *testing.T) {
 	fmt.Fprintf(f, "==== start %s %s\n", p.name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(append(os.Environ(), "CI=true"), p.env...)
+	cmd.Env = append(append(os.Environ(), "CI=true", openapitest.Env(t)), p.env...)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", p.name, err)

@@ -33,6 +33,7 @@ type maxFlags struct {
 	artifacts      int
 	artifactsMB    int64
 	hostNetwork    bool
+	fargateSizes   bool
 }
 
 // register adds the flags of the roles this command runs (--max-memory-mb,
@@ -60,7 +61,8 @@ func (m *maxFlags) register(fl *Flags, orchestratorRole, runnerRole bool) {
 		fs.IntVar(&m.retryAttempts, "max-retry-attempts", def.RetryAttempts, "refuse a task whose retry policy allows more than `N` dispatches of a round (retry.attempts)")
 		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
 		fs.IntVar(&m.egressHosts, "max-egress-hosts", def.EgressHosts, "refuse a task whose egress allow-list names more than `N` hosts")
-		fl.role(roleOrch, "max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-retry-attempts", "max-task-kb", "max-egress-hosts")
+		fs.BoolVar(&m.fargateSizes, "fargate-task-sizes", false, "the runners are on ECS Fargate: refuse at submit a task whose resources no Fargate task size holds, naming the nearest (a Fargate runner in this process sets it)")
+		fl.role(roleOrch, "max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-retry-attempts", "max-task-kb", "max-egress-hosts", "fargate-task-sizes")
 	}
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
@@ -122,6 +124,7 @@ func (m *maxFlags) maximums() orchestrator.Maximums {
 		TimeoutSeconds: int(m.timeout / time.Second), Rounds: m.rounds, WaitSeconds: int(m.wait / time.Second),
 		InputBytes: m.inputKB << 10, PartialStateBytes: int64(m.partialStateKB) << 10, TaskBytes: m.taskKB << 10,
 		RetryAttempts: m.retryAttempts, EgressHosts: m.egressHosts, AllowHostNetwork: m.hostNetwork,
+		FargateTaskSizes: m.fargateSizes,
 	}
 }
 

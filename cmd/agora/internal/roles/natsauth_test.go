@@ -38,7 +38,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Logger: natstest.Logger(t)})
+	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Logger: natstest.Logger(t), WrapHTTP: checkAPI(t)})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -262,6 +262,7 @@ func TestAnonymousBus(t *testing.T) {
 				cfg.StorageURI = "file://" + t.TempDir()
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			cfg.WrapHTTP = checkAPI(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			s, err := Start(ctx, cfg)

@@ -19,6 +19,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 )
@@ -196,9 +197,11 @@ func TestServeStopRestart(t *testing.T) {
 	})
 }
 
-// start starts a stack and stops it in t.Cleanup.
+// start starts a stack and stops it in t.Cleanup. What it serves is
+// checked against openapi.json (checkAPI).
 func start(t *testing.T, cfg Config) *Stack {
 	t.Helper()
+	cfg.WrapHTTP = checkAPI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Start(ctx, cfg)
@@ -284,4 +287,10 @@ func expectSeries(t *testing.T, exposition string, want ...string) {
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", exposition)
 	}
+}
+
+// checkAPI is a Config.WrapHTTP that checks every request and response of
+// the API against openapi.json, failing t on a mismatch.
+func checkAPI(t testing.TB) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler { return openapitest.Handler(t, h, openapitest.Lenient) }
 }
