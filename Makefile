@@ -23,8 +23,9 @@ tools: ## test tools: versitygw (strict S3 suite), staticcheck, act (the GitHub 
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@test -x $(GOBIN)/act || $(GO) install github.com/nektos/act@$(ACT_VERSION)
 
-check: ## gofmt, go vet, staticcheck
+check: ## gofmt, go mod tidy (nothing to change), go vet, staticcheck
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags openapicheck ./cmd/agora
 	$(GOBIN)/staticcheck ./...

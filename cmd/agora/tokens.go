@@ -12,7 +12,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/internal/apitoken"
 )
 
 // runToken makes a strong token: the secret, shown once, and the line for
@@ -48,7 +48,7 @@ func tokenMain(args []string, stdout io.Writer) error {
 		line += ":" + strings.Join(roles, ",")
 	}
 	// The line must read back as the token it stands for.
-	if _, err := api.NewAuth([]string{line}); err != nil {
+	if _, err := apitoken.Parse([]string{line}); err != nil {
 		return usagef("%v", err)
 	}
 	if *asJSON {

@@ -19,9 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/schemas"
-	"github.com/cenkalti/backoff/v5"
 )
 
 // Webhook request headers. The signature covers timestamp + "." + body.

@@ -13,6 +13,7 @@ import (
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
 )
 
 // Config checks the parsed command line and returns the roles' configuration
@@ -340,8 +341,8 @@ func checkCIRoute(route string) error {
 	if route == "" {
 		return nil
 	}
-	if _, err := answer.ParseRoute(route); err != nil {
-		return fmt.Errorf("--ci-route %q: %v; e.g. --ci-route %s", route, err, orchestrator.DefaultCIRoute)
+	if _, err := wire.ParseRoute(route); err != nil {
+		return fmt.Errorf("--ci-route %q: %v; e.g. --ci-route %s", route, err, wire.DefaultCIRoute)
 	}
 	return nil
 }

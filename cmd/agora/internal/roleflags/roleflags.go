@@ -22,8 +22,8 @@ import (
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // Verb is a command that runs roles; each takes its own share of the flags.
@@ -191,7 +191,7 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		fs.StringVar(&f.rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 		fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 		fs.StringVar(&f.ciRoute, "ci-route", "", "the `ROUTE` of a task submitted from CI (agora dispatch under CI=true) that names none (default "+
-			orchestrator.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
+			wire.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
 		f.role(roleOrch, "rules", "webhook-secret", "ci-route")
 		f.slack.register(f)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/internal/apitoken"
 )
 
 // readTokens are every bearer token given, as an operator keeps secrets:
@@ -38,7 +38,7 @@ func readTokensFile(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--tokens-file: %v", err)
 	}
-	tokens, err := api.ParseTokensFile(bytes.NewReader(data))
+	tokens, err := apitoken.ParseFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("--tokens-file %s: %v", path, err)
 	}

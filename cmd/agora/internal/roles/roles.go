@@ -218,7 +218,7 @@ type Config struct {
 	// runs here.
 	Max orchestrator.Maximums
 	// CIRoute is the route of a task submitted from CI without one
-	// (SubmitRequest.FromCI); empty means orchestrator.DefaultCIRoute.
+	// (SubmitRequest.FromCI); empty means wire.DefaultCIRoute.
 	CIRoute string
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
@@ -384,7 +384,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.CIRoute != "" {
-		if _, err := answer.ParseRoute(c.CIRoute); err != nil {
+		if _, err := wire.ParseRoute(c.CIRoute); err != nil {
 			errs = append(errs, fmt.Errorf("CI route %q: %w", c.CIRoute, err))
 		}
 	}
@@ -825,7 +825,7 @@ func (s *Stack) serve(ctx context.Context) error {
 	if s.cfg.WrapHTTP != nil {
 		inner = s.cfg.WrapHTTP(inner)
 	}
-	handler := httplimit.Bodies(inner, registry.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
+	handler := httplimit.Bodies(inner, wire.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
 	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	srv, ln := s.srv, s.ln
