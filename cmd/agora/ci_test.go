@@ -701,8 +701,8 @@ func TestOrchestratorCIRouteFlag(t *testing.T) {
 	agora(t, nil, append(nats, "--ci-route", "human=-1m")...).want(t, "orchestrator --ci-route human=-1m", 2, nil,
 		[]string{`agora orchestrator: --ci-route "human=-1m": route step 1 "human=-1m": timeout: "-1m": must be positive; e.g. --ci-route human=10m`})
 	f, err := parseOrchestratorFlags([]string{"--nats", "x", "--ci-route", "memory,human=5m"}, nil, io.Discard)
-	if err != nil || *f.ciRoute != "memory,human=5m" {
-		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", *f.ciRoute, err)
+	if err != nil || f.CIRoute != "memory,human=5m" {
+		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", f.CIRoute, err)
 	}
 }
 
