@@ -47,8 +47,11 @@ type taskCache struct {
 	open                  map[string]*cacheEntry // the entries of open tasks
 	counts                map[wire.State]int
 	// gone holds the revision at which a task was removed, so an older
-	// value still in flight does not bring it back.
-	gone map[string]uint64
+	// value still in flight does not bring it back. goneBefore is the
+	// previous generation: forgetGone moves gone there and drops what was
+	// there, so a removal is remembered for one to two retention sweeps
+	// (long past any value in flight), not forever.
+	gone, goneBefore map[string]uint64
 }
 
 // cacheEntry is one task in the cache.
@@ -59,6 +62,9 @@ type cacheEntry struct {
 	labels string // encodeLabels: one string costs a tenth of a map
 	owner  string
 	rounds []roundStat
+	// updated is the task's updated_at in Unix seconds: retention expires
+	// a terminal task by it.
+	updated int64
 	// task is the list view of an open task; nil for a terminal one.
 	task *wire.Task
 }
@@ -164,7 +170,7 @@ func labelIs(enc, key, value string) bool {
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, gone: map[string]uint64{}}
+		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
@@ -173,6 +179,7 @@ func newTaskCache(log *slog.Logger) *taskCache {
 type taskHead struct {
 	State     wire.State `json:"state"`
 	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 	Owner     string     `json:"owner"`
 	Request   struct {
 		Labels map[string]string `json:"labels"`
@@ -196,6 +203,9 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
 	e.labels = encodeLabels(h.Request.Labels)
 	e.owner = h.Owner
+	if !h.UpdatedAt.IsZero() {
+		e.updated = h.UpdatedAt.Unix()
+	}
 	e.rounds = make([]roundStat, len(h.Rounds))
 	for i, r := range h.Rounds {
 		var wait int64
@@ -311,11 +321,12 @@ func (c *taskCache) load(id string, value []byte, rev uint64) error {
 	if cur != nil && cur.rev >= rev {
 		return nil
 	}
-	if g, ok := c.gone[id]; ok {
+	if g, ok := c.goneAt(id); ok {
 		if rev <= g {
 			return nil
 		}
 		delete(c.gone, id)
+		delete(c.goneBefore, id)
 	}
 	if cur != nil && cur.key == e.key {
 		c.replace(cur, e)
@@ -337,12 +348,48 @@ func (c *taskCache) remove(id string, rev uint64) {
 	if rev == 0 && cur != nil {
 		rev = cur.rev
 	}
-	if rev > c.gone[id] {
+	if g, _ := c.goneAt(id); rev > g {
 		c.gone[id] = rev
 	}
 	if cur != nil && cur.rev <= rev { // not a task created again since
 		c.drop(cur)
 	}
+}
+
+// goneAt is the revision at which id was removed; the caller holds the lock.
+func (c *taskCache) goneAt(id string) (uint64, bool) {
+	if g, ok := c.gone[id]; ok {
+		return g, true
+	}
+	g, ok := c.goneBefore[id]
+	return g, ok
+}
+
+// forgetGone ages the removals remembered: those of the previous call are
+// forgotten. Called once a retention sweep, it bounds the memory removals
+// hold to the tasks removed in two sweep intervals.
+func (c *taskCache) forgetGone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.goneBefore, c.gone = c.gone, map[string]uint64{}
+}
+
+// ended is the ids of the terminal tasks last written before cutoff, at
+// most limit of them, oldest first by creation.
+func (c *taskCache) ended(cutoff time.Time, limit int) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var ids []string
+	at := cutoff.Unix()
+	for _, e := range c.order {
+		if len(ids) >= limit {
+			break
+		}
+		if e.state.Terminal() && e.updated != 0 && e.updated < at {
+			ids = append(ids, e.key.id)
+		}
+	}
+	return ids
 }
 
 // add indexes e; the caller holds the lock. Until the watch has caught up

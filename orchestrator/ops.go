@@ -307,6 +307,18 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 			return err
 		}
 	}
+	if err := o.removeTask(ctx, t); err != nil {
+		return err
+	}
+	o.log.Info("task removed", "task_id", taskID, "by", caller(ctx).actor(), "owner", t.Owner)
+	return nil
+}
+
+// removeTask deletes task t's outputs and workspace snapshots, its
+// dispatch index entries and its record, and takes it out of the task
+// index; Remove and retention share it.
+func (o *Orchestrator) removeTask(ctx context.Context, t *wire.Task) error {
+	taskID := t.ID
 	for _, r := range t.Rounds {
 		if err := o.deleteOutputs(ctx, r.DispatchID); err != nil {
 			return fmt.Errorf("remove task %s: %w", taskID, err)
@@ -335,7 +347,6 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 	if o.store.cache != nil {
 		o.store.cache.remove(taskID, 0)
 	}
-	o.log.Info("task removed", "task_id", taskID, "by", caller(ctx).actor(), "owner", t.Owner)
 	o.schedule(taskID, time.Time{})
 	return nil
 }

@@ -63,6 +63,12 @@ type Config struct {
 	// enqueue that failed after the task was written: a NATS leader
 	// election, a lost connection); 0 means DefaultOutboxSweep.
 	OutboxSweep time.Duration
+	// Retention is how long a task that ended is kept after its last
+	// change; 0 means DefaultRetention (CheckRetention has the bounds).
+	Retention time.Duration
+	// RetentionSweep is how often a running orchestrator expires tasks;
+	// 0 means DefaultRetentionSweep.
+	RetentionSweep time.Duration
 }
 
 // DefaultOutboxSweep is Config.OutboxSweep's default.
@@ -108,6 +114,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	max := cfg.Max.WithDefaults()
 	if err := max.Validate(); err != nil {
+		return nil, fmt.Errorf("orchestrator config: %w", err)
+	}
+	if err := CheckRetention(cfg.Retention); err != nil {
 		return nil, fmt.Errorf("orchestrator config: %w", err)
 	}
 	cfg.CIRoute = orDefault(cfg.CIRoute, wire.DefaultCIRoute)
@@ -187,9 +196,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	o.wg.Add(2)
+	o.wg.Add(3)
 	go o.route(runCtx)
 	go o.sweepLoop(runCtx)
+	go o.retentionLoop(runCtx)
 	return nil
 }
 

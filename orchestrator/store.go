@@ -40,11 +40,14 @@ type store struct {
 }
 
 func openStore(ctx context.Context, b *bus.Bus, log *slog.Logger) (*store, error) {
-	tasks, err := b.KeyValue(ctx, TaskBucket, "agora tasks, one key per task id")
+	// Removed and expired tasks leave a delete marker each; the server
+	// drops it after markerAge, so the history is bounded by the tasks
+	// kept, not by every task ever run.
+	tasks, err := b.KeyValueMarkers(ctx, TaskBucket, "agora tasks, one key per task id", markerAge)
 	if err != nil {
 		return nil, err
 	}
-	index, err := b.KeyValue(ctx, IndexBucket, "agora dispatch id → task id")
+	index, err := b.KeyValueMarkers(ctx, IndexBucket, "agora dispatch id → task id", markerAge)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ var (
 type KV struct {
 	kv     jetstream.KeyValue
 	bucket string
+	// markerTTL, when set, is how long the marker Delete leaves stays in
+	// the bucket's history (KeyValueMarkers).
+	markerTTL time.Duration
 }
 
 // KeyValue opens bucket, creating it (file storage, Options.Replicas) when
@@ -49,6 +52,21 @@ func (b *Bus) KeyValueTTL(ctx context.Context, bucket, description string, ttl t
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
 	return &KV{kv: kv, bucket: bucket}, nil
+}
+
+// KeyValueMarkers opens bucket as KeyValue does, with the marker that
+// Delete leaves removed by the server markerTTL later (JetStream's limit
+// marker TTL, NATS 2.11+): a bucket whose keys come and go — a task per
+// key, removed when it expires — keeps no trace of the keys it held, where
+// a plain bucket keeps one marker per deleted key forever.
+func (b *Bus) KeyValueMarkers(ctx context.Context, bucket, description string, markerTTL time.Duration) (*KV, error) {
+	kv, err := b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: description, Storage: jetstream.FileStorage, LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	return &KV{kv: kv, bucket: bucket, markerTTL: markerTTL}, nil
 }
 
 func (k *KV) wrap(op, key string, err error) error {
@@ -109,7 +127,11 @@ func (k *KV) Put(ctx context.Context, key string, value []byte) (uint64, error) 
 
 // Delete removes key (and its history); a missing key is no error.
 func (k *KV) Delete(ctx context.Context, key string) error {
-	if err := k.kv.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	var opts []jetstream.KVDeleteOpt
+	if k.markerTTL > 0 {
+		opts = append(opts, jetstream.PurgeTTL(k.markerTTL))
+	}
+	if err := k.kv.Purge(ctx, key, opts...); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return k.wrap("delete", key, err)
 	}
 	return nil

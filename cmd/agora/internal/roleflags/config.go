@@ -88,6 +88,9 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 	if err := f.checkRunner(); err != nil {
 		return roles.Config{}, err
 	}
+	if err := checkRetention(f.retention); err != nil {
+		return roles.Config{}, err
+	}
 	if err := checkCIRoute(f.ciRoute); err != nil {
 		return roles.Config{}, err
 	}
@@ -142,6 +145,7 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 		Metrics:      true,
 		Max:          f.max.maximums(),
 		CIRoute:      f.ciRoute,
+		Retention:    f.retention,
 		Slack:        slack,
 		DockerHost:   getenv(environ, "DOCKER_HOST"),
 	}
@@ -296,6 +300,9 @@ func (f *Flags) orchestrator(environ []string) (roles.Config, error) {
 	if err := f.max.check(); err != nil {
 		return roles.Config{}, err
 	}
+	if err := checkRetention(f.retention); err != nil {
+		return roles.Config{}, err
+	}
 	if err := checkCIRoute(f.ciRoute); err != nil {
 		return roles.Config{}, err
 	}
@@ -331,9 +338,19 @@ func (f *Flags) orchestrator(environ []string) (roles.Config, error) {
 		Answerers:    &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret},
 		Max:          f.max.maximums(),
 		CIRoute:      f.ciRoute,
+		Retention:    f.retention,
 		Metrics:      true,
 		Slack:        slack,
 	}, nil
+}
+
+// checkRetention refuses a --task-retention out of bounds, naming the flag
+// and its variable.
+func checkRetention(d time.Duration) error {
+	if err := orchestrator.CheckRetention(d); err != nil {
+		return fmt.Errorf("--task-retention (or $AGORA_TASK_RETENTION): %w", err)
+	}
+	return nil
 }
 
 // checkCIRoute refuses a --ci-route that does not parse, with an example.

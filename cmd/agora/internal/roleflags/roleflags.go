@@ -22,6 +22,7 @@ import (
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/wire"
 )
@@ -76,6 +77,7 @@ type Flags struct {
 	secretsDir           string
 
 	rules, webhookSecret, ciRoute string
+	retention                     time.Duration
 
 	workerNATS, signerFile, compute string
 	grace                           time.Duration
@@ -192,7 +194,9 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		fs.StringVar(&f.webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 		fs.StringVar(&f.ciRoute, "ci-route", "", "the `ROUTE` of a task submitted from CI (agora dispatch under CI=true) that names none (default "+
 			wire.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
-		f.role(roleOrch, "rules", "webhook-secret", "ci-route")
+		fs.DurationVar(&f.retention, "task-retention", orchestrator.DefaultRetention, "remove a task that ended (finished, failed, cancelled), with its outputs, `DURATION` after its last change (default $AGORA_TASK_RETENTION, else 168h; 1m to 8760h); open tasks are never removed")
+		f.env("task-retention", "AGORA_TASK_RETENTION")
+		f.role(roleOrch, "rules", "webhook-secret", "ci-route", "task-retention")
 		f.slack.register(f)
 	}
 	if takes(Serve, Runner, Orchestrator) {

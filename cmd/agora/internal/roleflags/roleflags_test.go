@@ -205,6 +205,12 @@ func TestRoleDefaults(t *testing.T) {
 	if o, err := parse(Orchestrator, append(slices.Clone(nats), "--storage", "s3://b/p"), nil); err != nil || o.NoStorage || o.DataDir != "" {
 		t.Errorf("orchestrator --storage s3://b/p without HOME = %+v, %v; want storage and no data dir", o, err)
 	}
+	if o, err := parse(Orchestrator, nats, append(slices.Clone(env), "AGORA_TASK_RETENTION=720h")); err != nil || o.Retention != 720*time.Hour {
+		t.Errorf("orchestrator with $AGORA_TASK_RETENTION=720h: retention %s, %v", o.Retention, err)
+	}
+	if _, err := parse(Serve, nil, append(slices.Clone(env), "AGORA_TASK_RETENTION=a week")); err == nil || !strings.Contains(err.Error(), "AGORA_TASK_RETENTION") {
+		t.Errorf("serve with $AGORA_TASK_RETENTION=\"a week\": %v; want an error naming the variable", err)
+	}
 	d, err := parse(Demo, []string{"--worker", "/w", "--busybox", "/b"}, env)
 	if err != nil || d.DataDir != "" || d.WorkerBinary != "/w" || d.Busybox != "/b" || !d.Runner || !d.Orchestrator || d.Listen != "127.0.0.1:0" {
 		t.Errorf("demo = %+v, %v", d, err)
@@ -221,6 +227,9 @@ func TestRoleDefaults(t *testing.T) {
 		{Serve, append(slices.Clone(nats), "--runner-only", "--rules", "r", "--slack-token", "x"), "--rules, --slack-token configure the orchestrator"},
 		{Orchestrator, append(slices.Clone(nats), "--listen", "0.0.0.0:7070"), "refusing to listen on 0.0.0.0:7070 without --token"},
 		{Orchestrator, append(slices.Clone(nats), "--ci-route", "human=-1m"), `--ci-route "human=-1m"`},
+		{Orchestrator, append(slices.Clone(nats), "--task-retention", "10s"), "--task-retention (or $AGORA_TASK_RETENTION): retention 10s is under the minimum of 1m0s"},
+		{Serve, []string{"--task-retention", "9000h"}, "retention 9000h0m0s is over the maximum of 8760h0m0s"},
+		{Serve, []string{"--task-retention", "-1h"}, "retention -1h0m0s is negative"},
 		{Runner, nil, "--nats is required"},
 		{Serve, nil, "HOME is not set"},
 	} {

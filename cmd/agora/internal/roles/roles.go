@@ -220,6 +220,9 @@ type Config struct {
 	// CIRoute is the route of a task submitted from CI without one
 	// (SubmitRequest.FromCI); empty means wire.DefaultCIRoute.
 	CIRoute string
+	// Retention is how long a task that ended is kept after its last
+	// change; 0 means orchestrator.DefaultRetention.
+	Retention time.Duration
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
 	MaxWorkspaceBytes int64
@@ -381,6 +384,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Max.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := orchestrator.CheckRetention(c.Retention); err != nil {
 		errs = append(errs, err)
 	}
 	if c.CIRoute != "" {
@@ -661,7 +667,7 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 			return fmt.Errorf("open the registry: %w", err)
 		}
 	}
-	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, CIRoute: s.cfg.CIRoute, Logger: s.log})
+	o, err := orchestrator.New(orchestrator.Config{Bus: s.bus, Store: s.store, Answerers: res, Registry: reg, Max: s.cfg.Max, CIRoute: s.cfg.CIRoute, Retention: s.cfg.Retention, Logger: s.log})
 	if err != nil {
 		return err
 	}
