@@ -41,6 +41,12 @@ type taskCache struct {
 	once     sync.Once
 	byID     map[string]*cacheEntry
 	order    []*cacheEntry // by sortKey (created_at, id), oldest first, once sorted
+	// dropped counts the entries of order that are removed (dropped set):
+	// removing one from the middle of millions moves megabytes, so a
+	// removal only marks it and order is compacted once an eighth is
+	// dropped — the oldest tasks, which retention removes, are at its
+	// start.
+	dropped int
 	// unsorted: order is in arrival order, to be sorted when the watch
 	// has caught up (settledOnce).
 	unsorted, settledOnce bool
@@ -67,6 +73,8 @@ type cacheEntry struct {
 	updated int64
 	// task is the list view of an open task; nil for a terminal one.
 	task *wire.Task
+	// dropped: removed, still in order until the next compaction.
+	dropped bool
 }
 
 // roundStat is what the metrics need of one round (RoundStats), in 16
@@ -385,7 +393,7 @@ func (c *taskCache) ended(cutoff time.Time, limit int) []string {
 		if len(ids) >= limit {
 			break
 		}
-		if e.state.Terminal() && e.updated != 0 && e.updated < at {
+		if !e.dropped && e.state.Terminal() && e.updated != 0 && e.updated < at {
 			ids = append(ids, e.key.id)
 		}
 	}
@@ -430,9 +438,12 @@ func (c *taskCache) drop(e *cacheEntry) {
 	id := e.key.id
 	delete(c.byID, id)
 	delete(c.open, id)
-	i := c.index(e)
-	c.order = slices.Delete(c.order, i, i+1)
 	c.uncount(e.state)
+	e.dropped = true
+	if c.dropped++; c.dropped > 64 && c.dropped > len(c.order)/8 {
+		c.order = slices.DeleteFunc(c.order, func(e *cacheEntry) bool { return e.dropped })
+		c.dropped = 0
+	}
 }
 
 func (c *taskCache) uncount(s wire.State) {
@@ -545,7 +556,7 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 	}
 	for ; i >= 0; i-- {
 		e := c.order[i]
-		if !f.matchEntry(e) {
+		if e.dropped || !f.matchEntry(e) {
 			continue
 		}
 		if len(sel) == limit {
@@ -572,7 +583,7 @@ func (c *taskCache) ownerCounts(owner string) map[wire.State]int {
 		return counts
 	}
 	for _, e := range c.order {
-		if e.owner == owner {
+		if !e.dropped && e.owner == owner {
 			counts[e.state]++
 		}
 	}
@@ -595,6 +606,9 @@ func (c *taskCache) eachStats(fn func(s *TaskStats)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, e := range c.order {
+		if e.dropped {
+			continue
+		}
 		s.State = e.state
 		s.OpenQuestion = false
 		if t := e.task; t != nil && t.State == wire.StateNeedsInput {

@@ -2,7 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -156,5 +158,43 @@ func TestRetentionConfig(t *testing.T) {
 	}
 	if got := o.retention(); got != DefaultRetention {
 		t.Errorf("default retention %s, want %s", got, DefaultRetention)
+	}
+}
+
+// TestTaskCacheDropsInBulk: removals only mark entries until an eighth of
+// the order is dropped; listings, counts and stats never show a dropped
+// one, and the order is compacted.
+func TestTaskCacheDropsInBulk(t *testing.T) {
+	c := newTaskCache(natstest.Logger(t))
+	c.setReady(true)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 1000
+	for i := range n {
+		data, _ := json.Marshal(wire.Task{ID: fmt.Sprintf("t%04d", i), State: wire.StateFinished,
+			CreatedAt: base.Add(time.Duration(i) * time.Second), UpdatedAt: base.Add(time.Duration(i) * time.Second)})
+		c.put(fmt.Sprintf("t%04d", i), data, uint64(i+1))
+	}
+	for i := 0; i < n; i += 2 { // every other one, oldest first, as retention does
+		c.remove(fmt.Sprintf("t%04d", i), 0)
+		if i == 100 && len(c.order) != n {
+			t.Errorf("after 51 removals the order holds %d, want %d (not yet compacted)", len(c.order), n)
+		}
+	}
+	if len(c.order) >= n || c.dropped > len(c.order)/8+1 {
+		t.Errorf("after %d removals: order %d, dropped %d; want it compacted", n/2, len(c.order), c.dropped)
+	}
+	sel, counts, _ := c.pageTasks(taskFilter{}, nil, 100)
+	if len(sel) != 100 || sel[0].key.id != fmt.Sprintf("t%04d", n-1) || counts[wire.StateFinished] != n/2 {
+		t.Fatalf("first page: %d tasks from %q, %v finished; want %d from t%04d, %d", len(sel), sel[0].key.id, counts[wire.StateFinished], 100, n-1, n/2)
+	}
+	for _, s := range sel {
+		if _, err := fmt.Sscanf(s.key.id, "t%d", new(int)); err != nil || c.byID[s.key.id] == nil {
+			t.Errorf("listed %q, which was removed", s.key.id)
+		}
+	}
+	stats := 0
+	c.eachStats(func(*TaskStats) { stats++ })
+	if ended := c.ended(base.Add(time.Hour), n); stats != n/2 || len(ended) != n/2 {
+		t.Errorf("stats of %d tasks, %d ended; want %d each", stats, len(ended), n/2)
 	}
 }
