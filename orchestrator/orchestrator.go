@@ -76,11 +76,14 @@ const DefaultOutboxSweep = 10 * time.Second
 
 // Orchestrator implements Service on JetStream.
 type Orchestrator struct {
-	cfg    Config
-	max    Maximums
-	log    *slog.Logger
-	store  *store
-	memory answer.MemoryStore
+	cfg Config
+	max Maximums
+	// markerTTL is how long the server keeps a removed task's delete
+	// marker; 0 is markerAge (a benchmark shortens it).
+	markerTTL time.Duration
+	log       *slog.Logger
+	store     *store
+	memory    answer.MemoryStore
 	// rules holds the remembered answers (RulesBucket); ruleCache is
 	// what this process last saw of it.
 	rules     *bus.KV
@@ -133,7 +136,10 @@ func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }
 // resumes the timers of open questions from their stored deadlines, and
 // starts consuming events. It returns once running.
 func (o *Orchestrator) Start(ctx context.Context) error {
-	st, err := openStore(ctx, o.cfg.Bus, o.log)
+	if o.markerTTL == 0 {
+		o.markerTTL = markerAge
+	}
+	st, err := openStore(ctx, o.cfg.Bus, o.markerTTL, o.log)
 	if err != nil {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/cenkalti/backoff/v5"
 
@@ -39,15 +40,15 @@ type store struct {
 	log   *slog.Logger
 }
 
-func openStore(ctx context.Context, b *bus.Bus, log *slog.Logger) (*store, error) {
+func openStore(ctx context.Context, b *bus.Bus, markerTTL time.Duration, log *slog.Logger) (*store, error) {
 	// Removed and expired tasks leave a delete marker each; the server
 	// drops it after markerAge, so the history is bounded by the tasks
 	// kept, not by every task ever run.
-	tasks, err := b.KeyValueMarkers(ctx, TaskBucket, "agora tasks, one key per task id", markerAge)
+	tasks, err := b.KeyValueMarkers(ctx, TaskBucket, "agora tasks, one key per task id", markerTTL)
 	if err != nil {
 		return nil, err
 	}
-	index, err := b.KeyValueMarkers(ctx, IndexBucket, "agora dispatch id → task id", markerAge)
+	index, err := b.KeyValueMarkers(ctx, IndexBucket, "agora dispatch id → task id", markerTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,16 @@ func (k *KV) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// Size is what the bucket holds: its messages (live values, their kept
+// history and delete markers) and their bytes on the server.
+func (k *KV) Size(ctx context.Context) (msgs, bytes uint64, err error) {
+	st, err := k.kv.Status(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("status of bucket %s: %w", k.bucket, err)
+	}
+	return st.Values(), st.Bytes(), nil
+}
+
 // Each calls fn for every live key and its value and revision.
 func (k *KV) Each(ctx context.Context, fn func(key string, value []byte, rev uint64) error) error {
 	w, err := k.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
