@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus/bustest"
-	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -52,7 +52,7 @@ func BenchmarkRetentionWeek(b *testing.B) {
 	var mu sync.Mutex
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	o, err := New(Config{Bus: bs, Store: st, Logger: natstest.Logger(b), Now: clock, RetentionSweep: 24 * time.Hour})
+	o, err := New(Config{Bus: bs, Store: st, Logger: slog.New(slog.DiscardHandler), Now: clock, RetentionSweep: 24 * time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func BenchmarkRetentionWeek(b *testing.B) {
 	fmt.Fprintf(&sb, "expired %d; sweeps took %s in all (%d sweeps); run %s; load average at end %s\n", expired, sweep.Round(time.Millisecond), days*24, time.Since(began).Round(time.Second), loadavg())
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(submitted-expired), "kept-tasks")
-	b.Log("\n" + strings.TrimSuffix(sb.String(), "\n"))
+	fmt.Print(sb.String())
 }
 
 // countFiles counts the regular files under dir.

@@ -187,7 +187,20 @@ func (s *store) generation(ctx context.Context, taskID string) (int, error) {
 }
 
 // noteRemoved records that the task of this id and generation was removed.
+// The first removal of an id is recorded for removedTTL, after which no
+// queue message id, claim or event of its dispatches is left to collide
+// with (the event stream keeps 30 days), so expiring a million tasks a day
+// does not leave a million records a day for good; an id removed again
+// (its record exists) is overwritten and kept.
 func (s *store) noteRemoved(ctx context.Context, t *wire.Task) error {
-	_, err := s.index.Put(ctx, removedKey(t.ID), []byte(strconv.Itoa(max(t.Generation, 1))))
+	value := []byte(strconv.Itoa(max(t.Generation, 1)))
+	_, err := s.index.CreateTTL(ctx, removedKey(t.ID), value, removedTTL)
+	if errors.Is(err, bus.ErrKeyExists) {
+		_, err = s.index.Put(ctx, removedKey(t.ID), value)
+	}
 	return err
 }
+
+// removedTTL is how long the first removal of a task id is remembered:
+// the events' retention and a day.
+const removedTTL = bus.EventMaxAge + 24*time.Hour

@@ -96,7 +96,17 @@ func (k *KV) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 
 // Create stores key only when it does not exist (ErrKeyExists otherwise).
 func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, error) {
-	rev, err := k.kv.Create(ctx, key, value)
+	return k.CreateTTL(ctx, key, value, 0)
+}
+
+// CreateTTL is Create of a key the server removes ttl later (0: never);
+// the bucket must be opened with KeyValueMarkers.
+func (k *KV) CreateTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	var opts []jetstream.KVCreateOpt
+	if ttl > 0 {
+		opts = append(opts, jetstream.KeyTTL(ttl))
+	}
+	rev, err := k.kv.Create(ctx, key, value, opts...)
 	if err != nil {
 		return 0, k.wrap("create", key, err)
 	}
