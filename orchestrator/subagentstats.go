@@ -165,8 +165,11 @@ func durationsOf(ms []int64) wire.Durations {
 		return wire.Durations{}
 	}
 	slices.Sort(ms)
-	n := len(ms)
-	return wire.Durations{Count: n, MedianMS: ms[nearestRank(n, 50)], P90MS: ms[nearestRank(n, 90)], MaxMS: ms[n-1]}
+	n, total := len(ms), int64(0)
+	for _, v := range ms {
+		total += v
+	}
+	return wire.Durations{Count: n, MedianMS: ms[nearestRank(n, 50)], P90MS: ms[nearestRank(n, 90)], MaxMS: ms[n-1], TotalMS: total}
 }
 
 func distributionOf(v []int) wire.Distribution {

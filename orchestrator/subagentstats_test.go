@@ -111,13 +111,13 @@ func TestStatsOfTasks(t *testing.T) {
 	painter := wire.SubagentStats{Subagent: "painter", Tasks: 2, EndedTasks: 2,
 		Questions: 3, QuestionsPerTask: 1.5, WithOptions: 2, WithOptionsShare: 2.0 / 3, WithDefault: 2, WithDefaultShare: 2.0 / 3,
 		Answered: 2, AnsweredWithDefault: 2, DefaultTaken: 2, DefaultTakenShare: 1, DefaultAssumed: 1,
-		AnswerWait: wire.Durations{Count: 2, MedianMS: 60_000, P90MS: 3_600_000, MaxMS: 3_600_000},
+		AnswerWait: wire.Durations{Count: 2, MedianMS: 60_000, P90MS: 3_600_000, MaxMS: 3_600_000, TotalMS: 3_660_000},
 		Rounds:     4, Dispatches: 5, RoundsPerTask: wire.Distribution{Count: 2, Mean: 2, Median: 2, P90: 2, Max: 2},
-		ColdStart: wire.Durations{Count: 5, MedianMS: 2000, P90MS: 3000, MaxMS: 3000}, // 2, 1, 3 and 3, 1 s
+		ColdStart: wire.Durations{Count: 5, MedianMS: 2000, P90MS: 3000, MaxMS: 3000, TotalMS: 10_000}, // 2, 1, 3 and 3, 1 s
 		Usage: &wire.UsageStats{Tasks: 1, InputTokens: 110, OutputTokens: 55, CacheCreationInputTokens: 1000, CacheReadInputTokens: 2000,
 			CostUSD: 0.75, TokensPerTask: 3165, CostPerTaskUSD: 0.75}}
 	linter := wire.SubagentStats{Subagent: "linter", Tasks: 2, Questions: 1, QuestionsPerTask: 0.5, WithDefault: 1, WithDefaultShare: 1,
-		Rounds: 2, Dispatches: 2, ColdStart: wire.Durations{Count: 1, MedianMS: 1000, P90MS: 1000, MaxMS: 1000}}
+		Rounds: 2, Dispatches: 2, ColdStart: wire.Durations{Count: 1, MedianMS: 1000, P90MS: 1000, MaxMS: 1000, TotalMS: 1000}}
 	if len(st.Subagents) != 2 || !jsonEqual(st.Subagents[0], linter) || !jsonEqual(st.Subagents[1], painter) {
 		t.Errorf("sub-agents (tied on tasks, so by name):\n got %+v\nwant %+v\n     %+v", st.Subagents, linter, painter)
 	}

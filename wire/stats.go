@@ -82,12 +82,14 @@ type SubagentStats struct {
 }
 
 // Durations summarises a set of durations in milliseconds; all zero when
-// Count is 0. Median and P90 are the nearest-rank percentiles.
+// Count is 0. Median and P90 are the nearest-rank percentiles; TotalMS is
+// their sum (for AnswerWait: the time the questions kept tasks waiting).
 type Durations struct {
 	Count    int   `json:"count"`
 	MedianMS int64 `json:"median_ms"`
 	P90MS    int64 `json:"p90_ms"`
 	MaxMS    int64 `json:"max_ms"`
+	TotalMS  int64 `json:"total_ms"`
 }
 
 // Distribution summarises a set of counts; all zero when Count is 0.
