@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +140,20 @@ func TestStatsPageInBrowser(t *testing.T) {
 	c.do("painter's page", chromedp.WaitVisible(chromedp.CSS(`input[name="subagent"][value="painter"]`)))
 	if got := svc.lastOpts(); got.Subagent != "painter" || got.Label != wire.BatchLabel+"=b-9" || got.Since.IsZero() {
 		t.Errorf("after painter's link: Stats(%+v), want painter, still batch b-9 of the last 24 hours", got)
+	}
+
+	// With AGORA_SCREENSHOTS=DIR, the picture docs/stats.md shows.
+	if dir := os.Getenv("AGORA_SCREENSHOTS"); dir != "" {
+		c.do("load the stats page", chromedp.Navigate(srv.URL+"/stats"), chromedp.WaitVisible(chromedp.CSS("#stats-table")))
+		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err != nil {
+			t.Fatalf("screenshot /stats: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "stats.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	phone := newChrome(t, 390, 844)
