@@ -65,8 +65,8 @@ func sampleStats() wire.Stats {
 		DefaultTaken: 2, DefaultTakenShare: 2.0 / 3, DefaultAssumed: 1,
 		AnswerWait: wire.Durations{Count: 5, MedianMS: 90_000, P90MS: 3_600_000, MaxMS: 3_600_000, TotalMS: 3_900_000},
 		Rounds:     8, Dispatches: 8, RoundsPerTask: wire.Distribution{Count: 3, Mean: 8.0 / 3, Median: 3, P90: 3, Max: 3},
-		ColdStart:  wire.Durations{Count: 8, MedianMS: 1200, P90MS: 2500, MaxMS: 2600, TotalMS: 12_000},
-		Usage:      &wire.UsageStats{Tasks: 3, InputTokens: 3000, OutputTokens: 1500, CostUSD: 0.75, TokensPerTask: 1500, CostPerTaskUSD: 0.25}}
+		ColdStart: wire.Durations{Count: 8, MedianMS: 1200, P90MS: 2500, MaxMS: 2600, TotalMS: 12_000},
+		Usage:     &wire.UsageStats{Tasks: 3, InputTokens: 3000, OutputTokens: 1500, CostUSD: 0.75, TokensPerTask: 1500, CostPerTaskUSD: 0.25}}
 	quiet := wire.SubagentStats{Subagent: strings.Repeat("linter-", 20), Tasks: 1, EndedTasks: 1, Rounds: 1, Dispatches: 1,
 		RoundsPerTask: wire.Distribution{Count: 1, Mean: 1, Median: 1, P90: 1, Max: 1}, ColdStart: wire.Durations{Count: 1, MedianMS: 900, P90MS: 900, MaxMS: 900, TotalMS: 900}}
 	total := painter
