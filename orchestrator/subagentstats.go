@@ -106,7 +106,7 @@ func (a *statsAcc) add(s *TaskStats) {
 			continue
 		}
 		a.out.Answered++
-		a.waits = append(a.waits, r.AnswerWaitMS)
+		a.waits = append(a.waits, max(r.AnswerWaitMS, 0))
 		if r.WithDefault {
 			a.out.AnsweredWithDefault++
 		}
