@@ -9,9 +9,9 @@
 // Its registry methods register and read sub-agents, capabilities and env
 // bundles.
 //
-// It imports only wire, schemas and the standard library — no NATS, AWS or
-// Docker package (TestClientDependencies holds that), so a Slack app or a
-// web service can import it cheaply.
+// It links no NATS, AWS or Docker package (docs/architecture.md;
+// test/arch and TestClientDependencies hold that), so a Slack app or a web
+// service can import it cheaply.
 package client
 
 import (

@@ -24,6 +24,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // BenchmarkAnswerToNextRound measures, side by side in one run on the same
@@ -67,8 +68,8 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	// gone, then times the answer until round 2 has started.
 	throughAgora := func() agoraSpans {
 		iter++
-		task := s.submit(SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", os.Getpid(), iter), Subagent: askerWith(1)})
-		s.waitState(task.ID, StateNeedsInput)
+		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", os.Getpid(), iter), Subagent: askerWith(1)})
+		s.waitState(task.ID, wire.StateNeedsInput)
 		s.waitIdle()
 		next := dispatchIDOf(task, 2, 1)
 		seen := make(chan time.Time, 1)
@@ -86,7 +87,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 		defer stop()
 
 		began := time.Now()
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "green", By: "bench"}); err != nil {
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "green", By: "bench"}); err != nil {
 			b.Fatalf("Answer: %v", err)
 		}
 		answered := time.Now()
@@ -97,7 +98,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 			b.Fatalf("no dispatch.started for %s", next)
 		}
 		m := s.eng.marksOf(next)
-		if t := s.waitState(task.ID, StateFinished, StateFailed); t.State != StateFinished {
+		if t := s.waitState(task.ID, wire.StateFinished, wire.StateFailed); t.State != wire.StateFinished {
 			b.Fatalf("task %s ended %s: %+v", t.ID, t.State, t.Outcome)
 		}
 		s.waitIdle()
@@ -298,7 +299,7 @@ func newBenchStack(tb testing.TB) *benchStack {
 	return &benchStack{tb: tb, bus: p.bus, orch: o, runner: r, raw: p.docker, eng: eng}
 }
 
-func (s *benchStack) submit(req SubmitRequest) *Task {
+func (s *benchStack) submit(req wire.SubmitRequest) *wire.Task {
 	s.tb.Helper()
 	t, err := s.orch.Submit(context.Background(), req)
 	if err != nil {
@@ -308,7 +309,7 @@ func (s *benchStack) submit(req SubmitRequest) *Task {
 }
 
 // waitState polls the task until it is in one of states.
-func (s *benchStack) waitState(id string, states ...State) *Task {
+func (s *benchStack) waitState(id string, states ...wire.State) *wire.Task {
 	s.tb.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

@@ -38,14 +38,14 @@ func TestClaudeCodeResumesItsSession(t *testing.T) {
 	env := envBundle(t, s.store, "fake-claude", `{"values": {"`+fakeclaude.ModeEnv+`": "`+fakeclaude.ModeAskOnce+`", "`+fakeclaude.RecordEnv+`": "`+fakeclaude.RecordToStderr+`"}}`)
 	ctx := context.Background()
 
-	task := s.submit(SubmitRequest{
+	task := s.submit(wire.SubmitRequest{
 		Subagent: schemas.Subagent{Name: "painter", Runtime: schemas.RuntimeClaudeCode, Prompt: "Paint the fence.", Model: "claude-test-model"},
 		Input:    []byte(`{"fence": "north"}`),
 		Env:      []schemas.BundleRef{env},
 		Image:    image,
 	})
-	task = s.waitState(task.ID, StateNeedsInput, StateFailed)
-	if task.State != StateNeedsInput {
+	task = s.waitState(task.ID, wire.StateNeedsInput, wire.StateFailed)
+	if task.State != wire.StateNeedsInput {
 		t.Fatalf("round 1 ended %s: %+v\n%s", task.State, task.Outcome, s.output(task.Rounds[0].DispatchID))
 	}
 	rec1 := fakeRecord(t, s.output(task.Rounds[0].DispatchID))
@@ -59,11 +59,11 @@ func TestClaudeCodeResumesItsSession(t *testing.T) {
 		t.Errorf("round 1 usage = %+v, want %+v", u1, want1)
 	}
 
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "B", By: "alice"}); err != nil {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "B", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished {
 		t.Fatalf("task ended %s: %+v\n%s", task.State, task.Outcome, s.output(task.Rounds[1].DispatchID))
 	}
 	rec2 := fakeRecord(t, s.output(task.Rounds[1].DispatchID))

@@ -34,6 +34,5 @@
 // checked on start), and its msg-id and the runner's claim make a repeated
 // enqueue harmless: no round runs twice.
 //
-// The orchestrator imports schemas, internal/bus, internal/storage and
-// orchestrator/answer.
+// What it may import: docs/architecture.md.
 package orchestrator

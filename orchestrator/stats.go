@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"time"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // TaskStats is what the metrics and Stats read of one task: its state and
@@ -11,7 +13,7 @@ import (
 // was answered. The task cache keeps these few numbers for every task,
 // finished ones included, so a scrape decodes nothing (EachTaskStats).
 type TaskStats struct {
-	State State
+	State wire.State
 	// Subagent is the sub-agent's name.
 	Subagent string
 	// OpenQuestion: the task waits for an answer to its last round's question.
@@ -28,7 +30,7 @@ type TaskStats struct {
 // RoundStats is one round's (one dispatch's) share of TaskStats.
 type RoundStats struct {
 	// State is the round's state ("" for one this version does not know).
-	State State
+	State wire.State
 	// Ended: the round's dispatch started and ended; Ran is EndedAt −
 	// StartedAt (below zero when two hosts' clocks disagree).
 	Ended bool
@@ -84,7 +86,7 @@ func (s *UsageSum) Tokens() int64 {
 }
 
 // roundStatsOf is the timing part of a round's RoundStats.
-func roundStatsOf(state State, queued, retryAt, started, ended time.Time) RoundStats {
+func roundStatsOf(state wire.State, queued, retryAt, started, ended time.Time) RoundStats {
 	rs := RoundStats{State: canonicalState(state)}
 	if !started.IsZero() && !ended.IsZero() {
 		rs.Ended, rs.Ran = true, ended.Sub(started)
@@ -96,7 +98,7 @@ func roundStatsOf(state State, queued, retryAt, started, ended time.Time) RoundS
 }
 
 // StatsOf is t's TaskStats.
-func StatsOf(t *Task) TaskStats {
+func StatsOf(t *wire.Task) TaskStats {
 	s := TaskStats{State: t.State, Subagent: t.Request.Subagent.Name, Rounds: make([]RoundStats, len(t.Rounds))}
 	for i := range t.Rounds {
 		r := &t.Rounds[i]
@@ -114,7 +116,7 @@ func StatsOf(t *Task) TaskStats {
 			s.Usage = s.Usage.add(u.Turns, u.CostUSD, u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)
 		}
 	}
-	if r := currentRound(t); t.State == StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil {
+	if r := currentRound(t); t.State == wire.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil {
 		s.OpenQuestion = true
 	}
 	return s

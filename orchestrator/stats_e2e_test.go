@@ -36,32 +36,32 @@ func TestStatsOfABatch(t *testing.T) {
 	answered := []struct{ first, second string }{{"red", "no"}, {"blue", "yes, tidy up"}}
 	var ids []string
 	for _, a := range answered {
-		task := s.submit(SubmitRequest{Subagent: sub, Labels: batch})
+		task := s.submit(wire.SubmitRequest{Subagent: sub, Labels: batch})
 		ids = append(ids, task.ID)
 		for round, value := range []string{a.first, a.second} {
-			task = s.waitRound(task.ID, round+1, StateNeedsInput)
-			if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: value, By: "alice", Channel: "cli"}); err != nil {
+			task = s.waitRound(task.ID, round+1, wire.StateNeedsInput)
+			if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: value, By: "alice", Channel: "cli"}); err != nil {
 				t.Fatalf("answer round %d of %s: %v", round+1, task.ID, err)
 			}
 		}
 	}
 	// Nobody answers: round 1 takes its default after a second, round 2
 	// has none and expires.
-	lapsed := s.submit(SubmitRequest{Subagent: sub, Labels: batch, Route: "human=1s"})
+	lapsed := s.submit(wire.SubmitRequest{Subagent: sub, Labels: batch, Route: "human=1s"})
 	bobs := WithIdentity(ctx, Identity{Name: "bob"})
-	plain, err := s.orch.Submit(bobs, SubmitRequest{TaskID: "t-stats-plain-" + lapsed.ID, Subagent: script("stats-plain", "true"), Labels: batch})
+	plain, err := s.orch.Submit(bobs, wire.SubmitRequest{TaskID: "t-stats-plain-" + lapsed.ID, Subagent: script("stats-plain", "true"), Labels: batch})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		if task := s.waitState(id, StateFinished, StateFailed, StateExpired); task.State != StateFinished {
+		if task := s.waitState(id, wire.StateFinished, wire.StateFailed, wire.StateExpired); task.State != wire.StateFinished {
 			t.Fatalf("task %s ended %s: %+v", id, task.State, task.Outcome)
 		}
 	}
-	if task := s.waitState(lapsed.ID, StateFinished, StateFailed, StateExpired); task.State != StateExpired {
+	if task := s.waitState(lapsed.ID, wire.StateFinished, wire.StateFailed, wire.StateExpired); task.State != wire.StateExpired {
 		t.Fatalf("unanswered task ended %s: %+v", task.State, task.Outcome)
 	}
-	s.waitState(plain.ID, StateFinished, StateFailed)
+	s.waitState(plain.ID, wire.StateFinished, wire.StateFailed)
 
 	st, err := s.orch.Stats(ctx, wire.StatsOptions{Label: wire.BatchLabel + "=b-stats"})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestStatsOfABatch(t *testing.T) {
 }
 
 // waitRound polls the task until its current round is n and in state.
-func (s *stack) waitRound(id string, n int, state State) *Task {
+func (s *stack) waitRound(id string, n int, state wire.State) *wire.Task {
 	s.t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

@@ -14,7 +14,7 @@ import (
 // own for any other token) that opts chooses. It reads the task cache's
 // index only: no task is read or decoded.
 func (o *Orchestrator) Stats(ctx context.Context, opts wire.StatsOptions) (wire.Stats, error) {
-	limit, err := PageLimit(opts.Limit)
+	limit, err := wire.PageLimit(opts.Limit)
 	if err != nil {
 		return wire.Stats{}, err
 	}
@@ -22,7 +22,7 @@ func (o *Orchestrator) Stats(ctx context.Context, opts wire.StatsOptions) (wire.
 	if opts.Label != "" {
 		k, v, ok := strings.Cut(opts.Label, "=")
 		if !ok || k == "" {
-			return wire.Stats{}, fmt.Errorf("label %q: want key=value: %w", opts.Label, ErrInvalidRequest)
+			return wire.Stats{}, fmt.Errorf("label %q: want key=value: %w", opts.Label, wire.ErrInvalidRequest)
 		}
 		f.key, f.value, f.label = k, v, true
 	}

@@ -12,41 +12,41 @@ import (
 )
 
 // statsTasks are task records with every kind of round the stats count.
-func statsTasks() []*Task {
+func statsTasks() []*wire.Task {
 	t0 := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 	red, no := "red", "no"
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	return []*Task{
-		{ID: "t-a", State: StateFinished, CreatedAt: at(0), Owner: "alice",
-			Request: SubmitRequest{Subagent: schemas.Subagent{Name: "painter"}, Labels: map[string]string{wire.BatchLabel: "b1"}},
-			Rounds: []Round{
-				{N: 1, Attempt: 1, State: StateNeedsInput, QueuedAt: at(0), StartedAt: at(2), EndedAt: at(10),
+	return []*wire.Task{
+		{ID: "t-a", State: wire.StateFinished, CreatedAt: at(0), Owner: "alice",
+			Request: wire.SubmitRequest{Subagent: schemas.Subagent{Name: "painter"}, Labels: map[string]string{wire.BatchLabel: "b1"}},
+			Rounds: []wire.Round{
+				{N: 1, Attempt: 1, State: wire.StateNeedsInput, QueuedAt: at(0), StartedAt: at(2), EndedAt: at(10),
 					Question: &schemas.NeedsInput{Question: "Colour?", Options: []string{"red", "blue"}, Default: &red},
-					Answer:   &Answer{Value: "red", WaitMS: 60_000},
+					Answer:   &wire.Answer{Value: "red", WaitMS: 60_000},
 					Usage:    &schemas.Usage{Turns: 3, CostUSD: 0.25, InputTokens: 100, OutputTokens: 50, CacheCreationInputTokens: 1000, SessionID: "s"}},
-				{N: 2, Attempt: 1, State: StateFailed, QueuedAt: at(70), StartedAt: at(71), EndedAt: at(72),
+				{N: 2, Attempt: 1, State: wire.StateFailed, QueuedAt: at(70), StartedAt: at(71), EndedAt: at(72),
 					Usage: &schemas.Usage{SessionID: "s"}}, // a session id alone is no usage
-				{N: 2, Attempt: 2, State: StateFinished, QueuedAt: at(72), RetryAt: at(82), StartedAt: at(85), EndedAt: at(90),
+				{N: 2, Attempt: 2, State: wire.StateFinished, QueuedAt: at(72), RetryAt: at(82), StartedAt: at(85), EndedAt: at(90),
 					Usage: &schemas.Usage{Turns: 1, CostUSD: 0.5, InputTokens: 10, OutputTokens: 5, CacheReadInputTokens: 2000, Resumed: true}},
 			}},
-		{ID: "t-b", State: StateExpired, CreatedAt: at(1), Owner: "bob",
-			Request: SubmitRequest{Subagent: schemas.Subagent{Name: "painter"}},
-			Rounds: []Round{
-				{N: 1, Attempt: 1, State: StateNeedsInput, QueuedAt: at(1), StartedAt: at(4), EndedAt: at(5),
+		{ID: "t-b", State: wire.StateExpired, CreatedAt: at(1), Owner: "bob",
+			Request: wire.SubmitRequest{Subagent: schemas.Subagent{Name: "painter"}},
+			Rounds: []wire.Round{
+				{N: 1, Attempt: 1, State: wire.StateNeedsInput, QueuedAt: at(1), StartedAt: at(4), EndedAt: at(5),
 					Question: &schemas.NeedsInput{Question: "Proceed?", Options: []string{"yes", "no"}, Default: &no},
-					Answer:   &Answer{Value: "no", WaitMS: 3_600_000, Assumed: true}},
-				{N: 2, Attempt: 1, State: StateNeedsInput, QueuedAt: at(3601), StartedAt: at(3602), EndedAt: at(3603),
+					Answer:   &wire.Answer{Value: "no", WaitMS: 3_600_000, Assumed: true}},
+				{N: 2, Attempt: 1, State: wire.StateNeedsInput, QueuedAt: at(3601), StartedAt: at(3602), EndedAt: at(3603),
 					Question: &schemas.NeedsInput{Question: "Why?"}},
 			}},
-		{ID: "t-c", State: StateNeedsInput, CreatedAt: at(2), Owner: "alice",
-			Request: SubmitRequest{Subagent: schemas.Subagent{Name: "linter"}},
-			Rounds: []Round{
-				{N: 1, Attempt: 1, State: StateNeedsInput, QueuedAt: at(2), StartedAt: at(3), EndedAt: at(4),
+		{ID: "t-c", State: wire.StateNeedsInput, CreatedAt: at(2), Owner: "alice",
+			Request: wire.SubmitRequest{Subagent: schemas.Subagent{Name: "linter"}},
+			Rounds: []wire.Round{
+				{N: 1, Attempt: 1, State: wire.StateNeedsInput, QueuedAt: at(2), StartedAt: at(3), EndedAt: at(4),
 					Question: &schemas.NeedsInput{Question: "Which file?", Options: []string{}, Default: &red}},
 			}},
-		{ID: "t-d", State: StateQueued, CreatedAt: at(3),
-			Request: SubmitRequest{Subagent: schemas.Subagent{Name: "linter"}},
-			Rounds:  []Round{{N: 1, Attempt: 1, State: StateQueued, QueuedAt: at(3)}}},
+		{ID: "t-d", State: wire.StateQueued, CreatedAt: at(3),
+			Request: wire.SubmitRequest{Subagent: schemas.Subagent{Name: "linter"}},
+			Rounds:  []wire.Round{{N: 1, Attempt: 1, State: wire.StateQueued, QueuedAt: at(3)}}},
 	}
 }
 

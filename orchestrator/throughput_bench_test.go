@@ -22,6 +22,7 @@ import (
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // Flags of BenchmarkThroughput (go test … -args -tasks=1000 -slots=4).
@@ -222,7 +223,7 @@ func (s *throughputStack) runAgora(b *testing.B, name string, n int) time.Durati
 	began := time.Now()
 	for _, id := range ids {
 		at := time.Now()
-		if _, err := s.orch.Submit(ctx, SubmitRequest{TaskID: id, Subagent: askerWith(1), Route: "lookup"}); err != nil {
+		if _, err := s.orch.Submit(ctx, wire.SubmitRequest{TaskID: id, Subagent: askerWith(1), Route: "lookup"}); err != nil {
 			b.Fatalf("Submit %s: %v", id, err)
 		}
 		s.submits = append(s.submits, time.Since(at))
@@ -250,7 +251,7 @@ func (s *throughputStack) runAgora(b *testing.B, name string, n int) time.Durati
 	// A task that ended other than finished is agora's failure: it is
 	// counted in the time, and reported.
 	for _, id := range ids {
-		if t, err := s.orch.Get(ctx, id); err != nil || t.State != StateFinished {
+		if t, err := s.orch.Get(ctx, id); err != nil || t.State != wire.StateFinished {
 			s.failed++
 			if err == nil {
 				b.Errorf("task %s ended %s: %+v", id, t.State, t.Outcome)

@@ -6,9 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/agoradev/agora/internal/bus"
-	"github.com/agoradev/agora/schemas"
 )
 
 // Cancel markers.
@@ -22,7 +19,9 @@ import (
 // worker is told where to look (AGORA_CANCEL_FILE). The worker treats a
 // SIGTERM as a cancel only when the marker exists; it logs and ignores any
 // other. The runner's backstop stop writes no marker: that is a timeout,
-// not a cancel.
+// not a cancel. Without host mounts (ECS on Fargate) the marker is an
+// object of the dispatch's exchange instead (exchange.go); the transport
+// (transport.go) writes the one its containers read.
 //
 // The runner also remembers that it asked: a container that ends without a
 // terminal event after a cancel it requested (its SIGTERM reached the worker
@@ -45,15 +44,11 @@ func (d *dispatch) prepareCancelDir() error {
 	return nil
 }
 
-// markCancel creates the marker the worker checks on SIGTERM. It must exist
-// before the container is stopped. A container started without the marker
-// mount (by an older runner) treats every SIGTERM as a cancel; the marker
-// is harmless there.
-func (d *dispatch) markCancel(ctx context.Context) {
-	if d.r.cfg.NoHostMounts {
-		d.markCancelInExchange(ctx)
-		return
-	}
+// markCancelFile creates the marker the worker checks on SIGTERM. It must
+// exist before the container is stopped. A container started without the
+// marker mount (by an older runner) treats every SIGTERM as a cancel; the
+// marker is harmless there.
+func (d *dispatch) markCancelFile() {
 	dir := d.r.cancelDir(d.id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		d.log.Error("create the cancel marker; the worker may take the stop for a foreign SIGTERM", "error", err)
@@ -63,25 +58,6 @@ func (d *dispatch) markCancel(ctx context.Context) {
 	if err := os.WriteFile(path, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
 		d.log.Error("create the cancel marker; the worker may take the stop for a foreign SIGTERM", "error", err)
 	}
-}
-
-// cancelledEvent is the dispatch.cancelled the runner publishes when the
-// worker did not: the dispatch was cancelled before its container started,
-// or its container ended without a terminal event after the runner stopped
-// it for a cancel. exitCode is the container's, 0 when none ran.
-func (d *dispatch) cancelledEvent(exitCode int) schemas.Event {
-	ev := bus.CancelledBeforeStart(d.id)
-	*ev.ExitCode = exitCode
-	if d.req != nil {
-		spec := &d.req.Spec
-		ev.TaskID, ev.Round = spec.TaskID, spec.EffectiveRound()
-		ev.Subagent, ev.Runtime = spec.Subagent.Name, spec.Subagent.Runtime
-	}
-	if !d.started.IsZero() {
-		ms := time.Since(d.started).Milliseconds()
-		ev.DurationMS = &ms
-	}
-	return ev
 }
 
 // cancelBeforeStart settles a dispatch cancelled before its container
@@ -99,5 +75,5 @@ func (d *dispatch) cancelBeforeStart(ctx context.Context) {
 			d.log.Error("remove the cancelled container", "container_id", shortID(d.containerID), "error", err)
 		}
 	}
-	d.conclude(ctx, d.cancelledEvent(0))
+	d.conclude(ctx, cancelledEvent(d.id, d.spec(), 0, 0, time.Now().UTC()))
 }

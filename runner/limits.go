@@ -166,12 +166,12 @@ func workspaceSize(dir string, limit int64) (size int64, entries int, err error)
 
 // watchWorkspace measures the dispatch's workspace — with its staged
 // store, the other directory the container may write (stage.go) — while
-// its container runs and kills the container (SIGKILL: the worker gets no chance to
-// report a cancel) once the workspace is over this runner's maximum; the
-// outcome then says so (workspaceDetail). Each walk's cost sets the pace:
-// the next one waits at least ten times as long as the last took, so a
-// workspace of many files does not keep a core busy. It returns when ctx
-// ends.
+// its container runs and kills the container (SIGKILL: the worker gets no
+// chance to report a cancel) once the workspace is over this runner's
+// maximum; the outcome then says so (decideOutcome: provider-failed). Each
+// walk's cost sets the pace: the next one waits at least ten times as long
+// as the last took, so a workspace of many files does not keep a core
+// busy. It returns when ctx ends.
 func (d *dispatch) watchWorkspace(ctx context.Context, cid string) {
 	r := d.r
 	limit := r.cfg.MaxWorkspaceBytes
@@ -213,18 +213,4 @@ func (d *dispatch) watchWorkspace(ctx context.Context, cid string) {
 		}
 		return
 	}
-}
-
-// workspaceFailure turns a container the runner killed for its workspace
-// into the outcome that says so: provider-failed (the sub-agent did it),
-// with the size and the limit. It leaves ev alone otherwise.
-func (d *dispatch) workspaceFailure(ev *schemas.Event) {
-	d.mu.Lock()
-	detail := d.workspaceOver
-	d.mu.Unlock()
-	if detail == "" || ev.Failure == nil {
-		return
-	}
-	ev.Failure.Reason = schemas.ReasonProviderFailed
-	ev.Failure.Detail = detail
 }

@@ -19,6 +19,9 @@ import (
 type Runner struct {
 	cfg Config
 	log *slog.Logger
+	// transport is how dispatches' files reach their containers (one per
+	// runner: transport.go).
+	transport transport
 	// slots holds one token per running dispatch.
 	slots chan struct{}
 
@@ -50,13 +53,15 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("runner config: %w", err)
 	}
 	cfg.Bus = b
-	return &Runner{
+	r := &Runner{
 		cfg:     cfg,
 		log:     cfg.Logger.With("runner", cfg.ID),
 		slots:   make(chan struct{}, cfg.Slots),
 		active:  map[string]*dispatch{},
 		stopped: make(chan struct{}),
-	}, nil
+	}
+	r.transport = newTransport(r)
+	return r, nil
 }
 
 // Start prepares the streams, adopts or settles the containers a previous
@@ -214,7 +219,12 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		d := r.newDispatch(ctx, id, nil)
+		d, existing := r.register(id, nil, nil)
+		if existing != nil {
+			<-r.slots
+			r.log.Warn("a second container of one dispatch; the next start adopts it", "dispatch_id", id, "container_id", c.ID)
+			continue
+		}
 		d.containerID = c.ID
 		r.log.Info("adopting container", "dispatch_id", id, "container_id", c.ID, "state", c.State)
 		r.wg.Add(1)
@@ -265,37 +275,4 @@ func (r *Runner) prepareBlobsDir() error {
 		}
 	}
 	return nil
-}
-
-// newDispatch registers a dispatch this runner now holds, then reads the
-// durable control command: a cancel published before the registration
-// (while the request was being claimed, or while no runner process
-// watched) found no dispatch in onControl and is seen here; one published
-// after it reaches onControl. Either way no cancel falls between the two.
-func (r *Runner) newDispatch(ctx context.Context, id string, delivery *bus.Delivery) *dispatch {
-	d := &dispatch{r: r, id: id, delivery: delivery, log: r.log.With("dispatch_id", id), cancelled: make(chan struct{})}
-	r.mu.Lock()
-	r.active[id] = d
-	r.mu.Unlock()
-	if ok, err := r.cfg.Bus.CancelRequested(ctx, id); err != nil {
-		d.log.Warn("check for a cancel; the checks before start and the live command still apply", "error", err)
-	} else if ok {
-		d.log.Info("cancel requested before this runner took the dispatch")
-		d.requestCancel()
-	}
-	return d
-}
-
-func (r *Runner) forget(d *dispatch) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.active[d.id] == d {
-		delete(r.active, d.id)
-	}
-}
-
-func (r *Runner) lookup(id string) *dispatch {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.active[id]
 }

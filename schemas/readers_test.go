@@ -177,7 +177,7 @@ func isStrictReader(name string) bool {
 // what they read is not a document from outside agora.
 var notOutside = map[string]string{
 	// agora's own state, written by agora (KV buckets, object storage).
-	"internal/bus/queue.go:GetClaim":                       "a claim the runner wrote",
+	"internal/bus/claim.go:GetClaim":                       "a claim the runner wrote",
 	"internal/workspace/workspace.go:ReadRecord":           "the workspace record a worker wrote",
 	"orchestrator/store.go:get":                            "a task the orchestrator stored",
 	"orchestrator/store.go:Recall":                         "a round the orchestrator stored",

@@ -96,7 +96,7 @@ type SubmitRequest struct {
 	// terminal: the CLI sets it under CI=true when it gives no route. A
 	// request that ends up without a route (none given, none from its
 	// registered sub-agent) then gets the server's CI route
-	// (orchestrator.DefaultCIRoute, "human=10m", unless the operator set
+	// (wire.DefaultCIRoute, "human=10m", unless the operator set
 	// `--ci-route`) instead of DefaultRoute, so no pipeline step waits a
 	// day for a person. The task's Request.Route shows the route it got.
 	FromCI bool `json:"from_ci,omitempty"`

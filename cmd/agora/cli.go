@@ -12,6 +12,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/compute/docker"
 )
@@ -42,7 +43,7 @@ func exitCode(stderr io.Writer, cmd string, err error) int {
 	// errors.Join and friends use newlines; one line is easier to grep.
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
-	if errors.As(err, new(usageError)) {
+	if errors.As(err, new(usageError)) || errors.Is(err, cliconfig.ErrUsage) {
 		return exitUsage
 	}
 	return exitFailed

@@ -19,9 +19,8 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // demoAgent is the example sub-agent: it asks which of two config files to
@@ -89,15 +88,15 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	c := client.New(st.URL(), "")
 	// Registered like any sub-agent: the registry gives it a content-addressed
 	// version, and the task pins it.
-	reg, err := c.RegisterSubagent(ctx, registry.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
+	reg, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
 		Description: "Keeps one of two config files; asks which.",
-		Command:     registry.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
+		Command:     wire.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
 	if err != nil {
 		return fmt.Errorf("register the example sub-agent: %w", err)
 	}
 	fmt.Fprintf(stdout, "registered sub-agent %s (version %d): the task pins it\n", reg.Entry.Ref(), reg.Entry.Seq)
 	taskID := fmt.Sprintf("demo-%d", time.Now().Unix())
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{
+	task, err := c.Submit(ctx, wire.SubmitRequest{
 		TaskID:      taskID,
 		SubagentRef: reg.Entry.Ref(),
 		Input:       []byte(`{"goal":"one config file"}`),
@@ -110,7 +109,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	if err != nil {
 		return err
 	}
-	if task.State != orchestrator.StateNeedsInput {
+	if task.State != wire.StateNeedsInput {
 		return fmt.Errorf("round 1 ended %s (%s), expected a question", task.State, outcomeText(task))
 	}
 	q := task.Rounds[len(task.Rounds)-1].Question
@@ -130,7 +129,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	}
 	fmt.Fprintf(stdout, "\ntimeline of %s — %s\n", task.ID, task.State)
 	printTimeline(stdout, task)
-	if task.State != orchestrator.StateFinished {
+	if task.State != wire.StateFinished {
 		return fmt.Errorf("the task ended %s: %s", task.State, outcomeText(task))
 	}
 	fmt.Fprintln(stdout, "\nthe same sub-agent resumed with the answer and its own notes, and finished.")
@@ -168,8 +167,8 @@ func checkDemoBusybox(path string) error {
 // the question's default (demoAnswer), or the web inbox: whichever comes
 // first while the terminal is asked; with --web, the inbox alone. It
 // returns the task once its question is answered.
-func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *orchestrator.Task, flagAnswer string, webOnly bool,
-	environ []string, stdin io.Reader, stdout io.Writer) (*orchestrator.Task, error) {
+func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *wire.Task, flagAnswer string, webOnly bool,
+	environ []string, stdin io.Reader, stdout io.Writer) (*wire.Task, error) {
 	round := task.Rounds[len(task.Rounds)-1]
 	q := round.Question
 	ctx, cancel := context.WithCancel(ctx)
@@ -199,8 +198,8 @@ func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *orchestrato
 			if got.err != nil {
 				return nil, got.err
 			}
-			t, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Round: round.N, Answer: got.answer, By: got.by, Channel: "cli"})
-			if errors.Is(err, orchestrator.ErrAlreadyAnswered) {
+			t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Round: round.N, Answer: got.answer, By: got.by, Channel: "cli"})
+			if errors.Is(err, wire.ErrAlreadyAnswered) {
 				continue // the web was first: the next tick reads its answer
 			}
 			if err != nil {
@@ -271,7 +270,7 @@ func isTerminal(r io.Reader) bool {
 	return ok && isTTY(f)
 }
 
-func outcomeText(t *orchestrator.Task) string {
+func outcomeText(t *wire.Task) string {
 	if t.Outcome != nil {
 		return t.Outcome.Reason + ": " + t.Outcome.Detail
 	}
@@ -280,7 +279,7 @@ func outcomeText(t *orchestrator.Task) string {
 
 // printTimeline lists a task's rounds: when each ran, what it asked, who
 // answered and after how long.
-func printTimeline(w io.Writer, t *orchestrator.Task) {
+func printTimeline(w io.Writer, t *wire.Task) {
 	for _, r := range t.Rounds {
 		ran := ""
 		if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {

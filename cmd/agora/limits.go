@@ -33,12 +33,13 @@ type maxFlags struct {
 	artifacts      int
 	artifactsMB    int64
 	hostNetwork    bool
+	fargateSizes   bool
 }
 
 // Flag names of one role (--max-memory-mb, --max-cpus, --max-pids and
 // --max-timeout belong to both).
 var (
-	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-retry-attempts", "max-egress-hosts"}
+	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-retry-attempts", "max-egress-hosts", "fargate-task-sizes"}
 	maxFlagsRunner       = []string{"max-workspace-mb", "egress-uplink", "max-artifacts", "max-artifacts-mb"}
 )
 
@@ -65,6 +66,7 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 		fs.IntVar(&m.retryAttempts, "max-retry-attempts", def.RetryAttempts, "refuse a task whose retry policy allows more than `N` dispatches of a round (retry.attempts)")
 		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
 		fs.IntVar(&m.egressHosts, "max-egress-hosts", def.EgressHosts, "refuse a task whose egress allow-list names more than `N` hosts")
+		fs.BoolVar(&m.fargateSizes, "fargate-task-sizes", false, "the runners are on ECS Fargate: refuse at submit a task whose resources no Fargate task size holds, naming the nearest (a Fargate runner in this process sets it)")
 	}
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
@@ -124,5 +126,6 @@ func (m *maxFlags) maximums() orchestrator.Maximums {
 		TimeoutSeconds: int(m.timeout / time.Second), Rounds: m.rounds, WaitSeconds: int(m.wait / time.Second),
 		InputBytes: m.inputKB << 10, PartialStateBytes: int64(m.partialStateKB) << 10, TaskBytes: m.taskKB << 10,
 		RetryAttempts: m.retryAttempts, EgressHosts: m.egressHosts, AllowHostNetwork: m.hostNetwork,
+		FargateTaskSizes: m.fargateSizes,
 	}
 }

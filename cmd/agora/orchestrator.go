@@ -9,9 +9,9 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/wire"
 )
 
 const orchestratorSynopsis = "--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
@@ -98,6 +98,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 		Tokens:       f.tokens,
 		LocalSecrets: f.localSecrets,
 		Orchestrator: true,
+		WrapHTTP:     apiCheck(environ, stderr),
 		Answerers:    &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret, Logger: log},
 		Max:          max,
 		CIRoute:      *f.ciRoute,
@@ -122,7 +123,7 @@ func orchestratorMain(ctx context.Context, args, environ []string, stdout, stder
 // and orchestrator share.
 func ciRouteFlag(fs *flag.FlagSet) *string {
 	return fs.String("ci-route", "", "the `ROUTE` of a task submitted from CI (agora dispatch under CI=true) that names none (default "+
-		orchestrator.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
+		wire.DefaultCIRoute+"): a pipeline step waits at most its steps' timeouts for a person, then the question's default is taken or the task expires")
 }
 
 // checkCIRoute refuses a --ci-route that does not parse, with an example.
@@ -130,8 +131,8 @@ func checkCIRoute(route string) error {
 	if route == "" {
 		return nil
 	}
-	if _, err := answer.ParseRoute(route); err != nil {
-		return usagef("--ci-route %q: %v; e.g. --ci-route %s", route, err, orchestrator.DefaultCIRoute)
+	if _, err := wire.ParseRoute(route); err != nil {
+		return usagef("--ci-route %q: %v; e.g. --ci-route %s", route, err, wire.DefaultCIRoute)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 )
 
 // secretCLI runs `agora secret ARGS` with stdin and returns the exit code,
@@ -168,8 +169,10 @@ func TestSecretThroughServe(t *testing.T) {
 	defer cancel()
 	addr := freeAddr(t)
 	done := make(chan int, 1)
+	// With the openapicheck tag (make test) the API checks its traffic.
+	report := openapitest.Env(t)
 	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", dataDir, "--listen", addr, "--slots", "1", "--worker", worker}, os.Environ(), io.Discard, logs)
+		done <- run(ctx, []string{"serve", "--data-dir", dataDir, "--listen", addr, "--slots", "1", "--worker", worker}, append(os.Environ(), report), io.Discard, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()

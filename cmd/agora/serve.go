@@ -207,6 +207,7 @@ func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		return err
 	}
 	cfg := f.cfg
+	cfg.WrapHTTP = apiCheck(environ, stderr)
 	if cfg.Runner && cfg.Image == "" {
 		// Before connecting: a missing binary is the likeliest mistake.
 		orFlag := "--image IMAGE, --worker PATH or --no-runner"

@@ -14,6 +14,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/internal/apitoken"
 	"github.com/agoradev/agora/orchestrator/api"
 )
 
@@ -103,7 +104,7 @@ func tokenMain(args []string, stdout io.Writer) error {
 		line += ":" + strings.Join(roles, ",")
 	}
 	// The line must read back as the token it stands for.
-	if _, err := api.NewAuth([]string{line}); err != nil {
+	if _, err := apitoken.Parse([]string{line}); err != nil {
 		return usagef("%v", err)
 	}
 	if *asJSON {

@@ -15,8 +15,8 @@
 // receive JetStream's acknowledgements on its own inbox
 // bus.WorkerInboxPrefix(id). <id> is the user's name, the dispatch id.
 //
-// It imports github.com/nats-io/jwt/v2 and nkeys only (internal/bus's tests
-// use it); the worker does not link it.
+// It imports github.com/nats-io/jwt/v2 and nkeys (internal/bus's tests
+// use it); the worker does not link it (docs/architecture.md).
 package natsauth
 
 import (

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // MemoryStore keeps earlier answers by MemoryKey. The orchestrator
@@ -48,7 +50,7 @@ func (m memory) Ask(ctx context.Context, q Question) (Reply, error) {
 	if !found {
 		return Reply{}, fmt.Errorf("%w: no earlier answer to this question", ErrDecline)
 	}
-	if strings.TrimSpace(r.Answer) == "" {
+	if schemas.Blank(r.Answer) {
 		return Reply{}, fmt.Errorf("%w: the remembered answer is empty", ErrDecline)
 	}
 	if len(q.Options) > 0 && !containsExact(q.Options, r.Answer) {
@@ -96,7 +98,7 @@ func Remember(ctx context.Context, store MemoryStore, q Question, reply Reply) e
 func MemoryKey(q Question) string {
 	opts := make([]string, 0, len(q.Options))
 	for _, o := range q.Options {
-		opts = append(opts, strings.TrimSpace(o))
+		opts = append(opts, schemas.TrimSpace(o))
 	}
 	slices.Sort(opts)
 	opts = slices.Compact(opts)
@@ -116,8 +118,8 @@ func MemoryKey(q Question) string {
 // drops trailing punctuation, so "Rewrite A or B?" and " rewrite a  or b "
 // are the same question.
 func normalizeQuestion(s string) string {
-	s = strings.Join(strings.Fields(foldCase(s)), " ")
-	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	s = strings.Join(strings.FieldsFunc(foldCase(s), schemas.IsSpace), " ")
+	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsPunct(r) || schemas.IsSpace(r) })
 }
 
 // foldCase maps every rune to the smallest rune of its simple case-folding

@@ -31,6 +31,12 @@ func TestValidateAnswer(t *testing.T) {
 		{name: "numeric options take no index", options: []string{"1", "2", "5"}, answer: "3", wantErr: `answer "3" is not one of: 1, 2, 5`},
 		{name: "free text", answer: " ship it \n", want: "ship it"},
 		{name: "free text blank", answer: " \t", wantErr: "answer is empty"},
+		// White space as the contract defines it (schemas.IsSpace): Unicode's
+		// and ECMA-262's, the byte-order mark included.
+		{name: "trimmed of Unicode white space", options: []string{"A", "B"}, answer: "\ufeff\u00a0B\u3000\u2028", want: "B"},
+		{name: "free text trimmed of a byte-order mark", answer: "\ufeffship it\u2003", want: "ship it"},
+		{name: "free text of Unicode blanks", answer: "\ufeff\u00a0\u3000\u2028\u0085", wantErr: "answer is empty"},
+		{name: "a zero-width space is not white space", answer: "\u200b", want: "\u200b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

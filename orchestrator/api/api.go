@@ -10,8 +10,7 @@
 // The registry endpoints (/v1/subagents, /v1/capabilities, /v1/envs) serve
 // an orchestrator/registry.Registry.
 //
-// It imports orchestrator (with its answer and registry packages), wire,
-// internal/sse and the standard library, nothing else.
+// What it may import: docs/architecture.md.
 package api
 
 import (
@@ -169,12 +168,12 @@ func (h *handler) routes() {
 		allow := strings.Join(allowed[p], ", ")
 		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			h.fail(w, r, &requestError{http.StatusMethodNotAllowed, CodeNoRoute,
+			h.fail(w, r, &requestError{http.StatusMethodNotAllowed, wire.CodeNoRoute,
 				fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, p, allow)})
 		})
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, &requestError{http.StatusNotFound, CodeNoRoute, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
+		h.fail(w, r, &requestError{http.StatusNotFound, wire.CodeNoRoute, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
 	})
 }
 
@@ -195,7 +194,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.csrf.Check(r); err != nil {
 		h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr,
 			"origin", r.Header.Get("Origin"), "error", err)
-		h.fail(sw, r, &requestError{http.StatusForbidden, CodeUnauthorized, "cross-origin browser requests are refused: " + err.Error()})
+		h.fail(sw, r, &requestError{http.StatusForbidden, wire.CodeUnauthorized, "cross-origin browser requests are refused: " + err.Error()})
 		return
 	}
 	if r.URL.Path != "/healthz" && r.URL.Path != OpenAPIPath {
@@ -221,7 +220,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
-	h.write(w, r, http.StatusOK, Health{Status: "ok"})
+	h.write(w, r, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // submit answers 201 for a new task and 200 when a task with the request's
@@ -346,14 +345,14 @@ func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
-	var body AnswerBody
+	var body wire.AnswerBody
 	if err := decode(w, r, &body); err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	channel := body.Channel
 	if channel == "" {
-		channel = DefaultChannel
+		channel = wire.DefaultChannel
 	}
 	who, via, err := by(r, body.By)
 	if err != nil {
@@ -376,7 +375,7 @@ func (h *handler) respawn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) continueTask(w http.ResponseWriter, r *http.Request) {
-	var body ContinueBody
+	var body wire.ContinueBody
 	if err := decode(w, r, &body); err != nil {
 		h.fail(w, r, err)
 		return
@@ -406,10 +405,10 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 func by(r *http.Request, given string) (who, via string, err error) {
 	id, _ := orchestrator.IdentityFrom(r.Context())
 	if given == "" || given == id.Name {
-		return cmp.Or(id.Name, DefaultBy), "", nil
+		return cmp.Or(id.Name, wire.DefaultBy), "", nil
 	}
 	if !id.Admin && !id.Answerer {
-		return "", "", &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+		return "", "", &requestError{http.StatusForbidden, wire.CodeUnauthorized, fmt.Sprintf(
 			"body: by %q: token %s acts as itself; only a token with the answerer or admin role answers for somebody else (leave by out)",
 			given, id.Name)}
 	}
@@ -421,7 +420,7 @@ func forbidden(r *http.Request, what string) error {
 	if id, _ := orchestrator.IdentityFrom(r.Context()); id.Admin {
 		return nil
 	}
-	return &requestError{http.StatusForbidden, CodeUnauthorized, what + " takes a token with the admin role"}
+	return &requestError{http.StatusForbidden, wire.CodeUnauthorized, what + " takes a token with the admin role"}
 }
 
 // reply writes t, or err.
@@ -440,7 +439,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 && r.Context().Err() == nil {
 		h.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
 	}
-	body := ErrorBody{Error: err.Error(), Code: code}
+	body := wire.ErrorBody{Error: err.Error(), Code: code}
 	if ce, ok := errors.AsType[*wire.ConflictError](err); ok {
 		body.Differences, body.MoreDifferences = ce.Differences, ce.More
 	}
@@ -466,7 +465,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	data, err := io.ReadAll(r.Body)
 	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
-		return &requestError{http.StatusRequestEntityTooLarge, CodeInvalid,
+		return &requestError{http.StatusRequestEntityTooLarge, wire.CodeInvalid,
 			fmt.Sprintf("request body is larger than %d bytes (1 MiB)", MaxBodyBytes)}
 	}
 	if err != nil {

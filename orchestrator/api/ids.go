@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // checkPathIDs wraps the handler of an endpoint whose path takes an id:
@@ -21,7 +21,7 @@ func (h *handler) checkPathIDs(pattern string, next http.HandlerFunc) http.Handl
 	var checks []func(*http.Request) error
 	if strings.Contains(pattern, "{id}") {
 		checks = append(checks, func(r *http.Request) error {
-			return orchestrator.CheckTaskID(r.PathValue("id"))
+			return wire.CheckTaskID(r.PathValue("id"))
 		})
 	}
 	if strings.Contains(pattern, "{group}") {
@@ -80,7 +80,7 @@ func checkDotSegments(path string) error {
 			continue
 		}
 		if i == 1 && segments[0] == "tasks" {
-			return orchestrator.CheckTaskID(seg)
+			return wire.CheckTaskID(seg)
 		}
 		return fmt.Errorf("path %q: a %q segment is never an id; ids are letters, digits, '-' and '_'", path, seg)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/units"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -110,7 +109,7 @@ func (h *handler) basePage(r *http.Request, s api.Session, title, stream string)
 	if ref, ok := r.Context().Value(refusalKey{}).(refusal); ok {
 		p.Error = ref.msg
 	}
-	if id := r.URL.Query().Get("answered"); id != "" && orchestrator.CheckTaskID(id) == nil {
+	if id := r.URL.Query().Get("answered"); id != "" && wire.CheckTaskID(id) == nil {
 		p.Notice = "Answered: " + id + " resumes."
 	}
 	if n := r.URL.Query().Get("group"); n != "" {
@@ -213,7 +212,7 @@ type taskData struct {
 func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := orchestrator.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Task id: "+err.Error())
 		return
 	}
@@ -316,7 +315,7 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, _ api.Session) {
 		http.Error(w, "round: want the round's number, e.g. ?round=1", http.StatusBadRequest)
 		return
 	}
-	if err := orchestrator.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		http.Error(w, "task id: "+err.Error(), http.StatusBadRequest)
 		return
 	}

@@ -13,8 +13,8 @@
 // Forms carry a CSRF token tied to the session, and cross-origin
 // requests are refused besides.
 //
-// docs/web.md describes the pages; it imports orchestrator, its api (for
-// the tokens and group answers) and wire.
+// docs/web.md describes the pages; what the package may import,
+// docs/architecture.md.
 package web
 
 import (

@@ -25,9 +25,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -55,8 +56,8 @@ var seq atomic.Int64
 // orchestrator with tokens; none means the loopback-only open mode.
 func newFixture(t *testing.T, tokens ...string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, bus: testenv.Bus(t)}
-	f.store = testenv.FileStore(t)
+	f := &fixture{t: t, bus: bustest.Bus(t)}
+	f.store = storagetest.FileStore(t)
 	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: f.store, Answerers: refusing(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer/slackfake"
@@ -53,12 +55,12 @@ var seq atomic.Int64
 func newFixture(t *testing.T, tweak ...func(*Config)) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	f := &fixture{t: t, bus: testenv.Bus(t), fake: slackfake.New(t)}
+	f := &fixture{t: t, bus: bustest.Bus(t), fake: slackfake.New(t)}
 	if len(tweak) > 0 {
 		f.tweak = tweak[0]
 	}
 	r := &answer.Resolver{}
-	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: r, Logger: natstest.Logger(t)})
+	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: storagetest.FileStore(t), Answerers: r, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,16 +162,10 @@ func (f *fixture) waitTask(id, what string, cond func(*wire.Task) bool) *wire.Ta
 	return t
 }
 
-// waitFor polls cond every 10ms for up to 20s.
+// waitFor is testutil.Eventually with this package's 20 s bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, what, cond)
 }
 
 // post sends an interaction payload, signed at ts with key, to the

@@ -26,6 +26,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestEmbeddedNATSRequiresCredentials: serve's embedded NATS refuses a
@@ -38,7 +39,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Logger: natstest.Logger(t)})
+	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Logger: natstest.Logger(t), WrapHTTP: checkAPI(t)})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -149,13 +150,13 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 		Slots: 1, Image: workerImage, Logger: natstest.Logger(t)})
 	c := client.New(s.URL(), "")
 	// Runs long enough for the forged event to land mid-run.
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: "long", Subagent: subagent("long", "sleep 6; echo done-by-its-runner")})
+	task, err := c.Submit(ctx, wire.SubmitRequest{TaskID: "long", Subagent: subagent("long", "sleep 6; echo done-by-its-runner")})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	testutil.Eventually(t, 2*time.Minute, "the task to run", func() bool {
 		got, err := c.Get(ctx, task.ID)
-		return err == nil && got.State == orchestrator.StateRunning
+		return err == nil && got.State == wire.StateRunning
 	})
 	got, err := c.Get(ctx, task.ID)
 	if err != nil || len(got.Rounds) != 1 {
@@ -190,10 +191,10 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 	if p := parked[0]; p.DispatchID != dispatchID || p.Kind != schemas.KindFinished || !strings.Contains(p.Error, "does not hold the dispatch's claim") {
 		t.Errorf("parked = %+v; want the intruder's finished, refused for the claim", p)
 	}
-	if got, err := c.Get(ctx, task.ID); err != nil || got.State != orchestrator.StateRunning {
+	if got, err := c.Get(ctx, task.ID); err != nil || got.State != wire.StateRunning {
 		t.Fatalf("task after the forged finished: %s, %v; want still running", got.State, err)
 	}
-	done := wait(t, c, task.ID, orchestrator.StateFinished)
+	done := wait(t, c, task.ID, wire.StateFinished)
 	var out strings.Builder
 	if err := c.Logs(ctx, done.ID, 1, false, &out); err != nil || !strings.Contains(out.String(), "done-by-its-runner") {
 		t.Errorf("output = %q, %v; want its own runner's run", out.String(), err)
@@ -254,6 +255,7 @@ func TestAnonymousBus(t *testing.T) {
 				cfg.StorageURI = "file://" + t.TempDir()
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			cfg.WrapHTTP = checkAPI(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			s, err := Start(ctx, cfg)

@@ -211,7 +211,7 @@ type Config struct {
 	// runs here.
 	Max orchestrator.Maximums
 	// CIRoute is the route of a task submitted from CI without one
-	// (SubmitRequest.FromCI); empty means orchestrator.DefaultCIRoute.
+	// (SubmitRequest.FromCI); empty means wire.DefaultCIRoute.
 	CIRoute string
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
@@ -251,6 +251,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics serves Prometheus metrics at /metrics on Listen.
 	Metrics bool
+	// WrapHTTP, when set, wraps everything Listen serves: tests check
+	// every request and response of the API against openapi.json with it
+	// (openapitest), in this process or in an agora binary built with the
+	// openapicheck tag.
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // DefaultDataDir is every role's data directory when none is given:
@@ -304,6 +309,11 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Runner && c.Max.CPUs <= 0 {
 		c.Max.CPUs = runner.DefaultMaxCPUs()
+	}
+	if c.Runner && c.ECS != nil && c.ECS.Engine.WithDefaults().Fargate() {
+		// The orchestrator here knows its runner: a task no Fargate task
+		// size holds is refused at submit (docs/ecs.md).
+		c.Max.FargateTaskSizes = true
 	}
 	c.Max = c.Max.WithDefaults()
 	if c.MaxWorkspaceBytes <= 0 {
@@ -367,7 +377,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.CIRoute != "" {
-		if _, err := answer.ParseRoute(c.CIRoute); err != nil {
+		if _, err := wire.ParseRoute(c.CIRoute); err != nil {
 			errs = append(errs, fmt.Errorf("CI route %q: %w", c.CIRoute, err))
 		}
 	}
@@ -795,7 +805,11 @@ func (s *Stack) serve(ctx context.Context) error {
 	s.endStreams = end
 	// Every body is capped (the largest route's cap: a capability upload;
 	// each route caps its own lower) and must arrive within its deadline.
-	handler := httplimit.Bodies(mux, registry.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
+	var inner http.Handler = mux
+	if s.cfg.WrapHTTP != nil {
+		inner = s.cfg.WrapHTTP(inner)
+	}
+	handler := httplimit.Bodies(inner, wire.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
 	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	srv, ln := s.srv, s.ln
