@@ -155,6 +155,8 @@ type taskMetrics struct {
 	dispatch      map[wire.State]*histogram
 	// subagents are the per-sub-agent numbers, by name (subagent_metrics.go).
 	subagents map[string]*subagentMetrics
+	last      *subagentMetrics
+	lastName  string
 }
 
 func newTaskMetrics() *taskMetrics {
@@ -188,10 +190,15 @@ func (m *taskMetrics) add(t *orchestrator.TaskStats) {
 	if t.OpenQuestion {
 		m.openQuestions++
 	}
-	sm := m.subagents[t.Subagent]
-	if sm == nil {
-		sm = newSubagentMetrics()
-		m.subagents[t.Subagent] = sm
+	// Tasks of one sub-agent tend to come together: the last one's
+	// numbers are at hand without a map lookup.
+	sm := m.last
+	if sm == nil || m.lastName != t.Subagent {
+		if sm = m.subagents[t.Subagent]; sm == nil {
+			sm = newSubagentMetrics()
+			m.subagents[t.Subagent] = sm
+		}
+		m.last, m.lastName = sm, t.Subagent
 	}
 	sm.add(t)
 }
