@@ -30,9 +30,8 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	if err != nil {
 		return err
 	}
-	var asked, retried bool
-	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
-		asked, retried = false, false
+	var asked, retried, replayed bool
+	change := func(t *wire.Task) error {
 		idx := -1
 		for i := range t.Rounds {
 			if t.Rounds[i].DispatchID == ev.DispatchID {
@@ -118,6 +117,23 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 			asked = true
 		}
 		return nil
+	}
+	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		asked, retried, replayed = false, false, false
+		err := change(t)
+		if err == nil && t.Replay != nil {
+			// A replay is answered from its recording, never routed
+			// (replay.go); its verdict is set when it ends.
+			now := o.now()
+			if r := currentRound(t); asked && r != nil && r.DispatchID == ev.DispatchID {
+				asked = false
+				replayed = o.replayQuestion(t, r, now)
+			} else if r != nil && r.DispatchID == ev.DispatchID && ev.Kind == schemas.KindFinished && t.State == wire.StateFinished {
+				replayed = o.replayFinished(t, r, now)
+			}
+			o.settleReplay(t, now)
+		}
+		return err
 	})
 	if errors.Is(err, wire.ErrNotFound) {
 		// Removed while its dispatch ran, never existed, or forged: no
@@ -130,6 +146,12 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	if asked {
 		o.schedule(t.ID, wakeAt(t, currentRound(t)))
 		o.poke(t.ID)
+	}
+	if replayed {
+		if _, err := o.enqueue(ctx, t); err != nil {
+			// Stored: the outbox sweep enqueues it.
+			o.log.Warn("replay: enqueue; the outbox sweep tries again", "task_id", t.ID, "error", err)
+		}
 	}
 	if retried {
 		if r := currentRound(t); waitingRetry(r, o.now()) {

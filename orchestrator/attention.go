@@ -49,6 +49,12 @@ func (o *Orchestrator) attention(t *wire.Task) wire.Attention {
 	if t.Outcome != nil {
 		a.Summary = stateLabel(t.State) + ": " + t.Outcome.Detail
 	}
+	switch {
+	case t.Replay != nil:
+		// A replay is not respawned or continued: it is run again whole.
+		a.Action = "agora replay " + t.Replay.Of + " --wait"
+		return a
+	}
 	switch t.State {
 	case wire.StateFailed, wire.StateCancelled, wire.StateExpired:
 		a.Action = "agora respawn " + t.ID

@@ -119,7 +119,9 @@ func (o *Orchestrator) copyOutput(ctx context.Context, r *wire.Round, w io.Write
 // is not stored yet is waited for, up to logStoreWait after it ended; one
 // that never started, or whose output never came, has none.
 func (o *Orchestrator) storedOutput(ctx context.Context, r *wire.Round) ([]byte, error) {
-	key := OutputKey(r.DispatchID)
+	// A fork's copied round did not run again: its output is the
+	// original dispatch's (gone once that task is removed).
+	key := OutputKey(orDefault(r.CopiedFrom, r.DispatchID))
 	for {
 		rc, err := o.cfg.Store.Get(ctx, key)
 		if err == nil {

@@ -15,23 +15,45 @@ import (
 
 // Answer accepts an answer to the task's open question: the first valid
 // answer wins, later ones get ErrAlreadyAnswered naming who answered when.
+// With req.Remember the answer also becomes a rule (rules.go): whoever
+// may answer the task may make one, for that task's owner only.
 func (o *Orchestrator) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 	by, channel := orDefault(req.By, "api"), orDefault(req.Channel, "api")
-	if _, err := o.visible(ctx, req.TaskID); err != nil {
+	t, err := o.visible(ctx, req.TaskID)
+	if err != nil {
 		return nil, err
 	}
-	return o.acceptVia(ctx, req.TaskID, req.Round, req.Answer, by, req.Via, channel, false)
+	if req.Remember != nil {
+		if err := checkRemember(t, req.Remember); err != nil {
+			return nil, err
+		}
+	}
+	return o.acceptAnswer(ctx, req.TaskID, req.Round, acceptance{value: req.Answer, by: by, via: req.Via, channel: channel, remember: req.Remember})
 }
 
 // accept stores the answer (compare-and-swap: one wins) and queues the next
 // round.
 func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, value, by, channel string, assumed bool) (*wire.Task, error) {
-	return o.acceptVia(ctx, taskID, round, value, by, "", channel, assumed)
+	return o.acceptAnswer(ctx, taskID, round, acceptance{value: value, by: by, channel: channel, assumed: assumed})
 }
 
-// acceptVia is accept with the token that vouched for by.
-func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, value, by, via, channel string, assumed bool) (*wire.Task, error) {
+// acceptance is one answer to accept.
+type acceptance struct {
+	value, by, via, channel string
+	assumed                 bool
+	// rule is the remembered rule that gave the answer.
+	rule *wire.RuleRef
+	// remember makes the answer a rule once it is accepted.
+	remember *wire.Remember
+}
+
+// acceptAnswer stores the answer (compare-and-swap: one wins), makes the
+// rule it asks for, and queues the next round.
+func (o *Orchestrator) acceptAnswer(ctx context.Context, taskID string, round int, ac acceptance) (*wire.Task, error) {
+	by, via, channel, assumed := ac.by, ac.via, ac.channel, ac.assumed
+	var made *wire.Rule
 	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		made = nil
 		r := currentRound(t)
 		if r != nil && round > 0 && r.N != round {
 			for i := range t.Rounds {
@@ -53,15 +75,23 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 			}
 			return fmt.Errorf("task %s is %s: %w", t.ID, t.State, wire.ErrNoQuestion)
 		}
-		canonical, err := answer.ValidateAnswer(questionOf(t, r), value)
+		canonical, err := answer.ValidateAnswer(questionOf(t, r), ac.value)
 		if err != nil {
 			return fmt.Errorf("task %s round %d: %w: %v", t.ID, r.N, wire.ErrInvalidAnswer, err)
 		}
 		now := o.now()
 		wait := now.Sub(r.AskedAt)
-		r.Answer = &wire.Answer{Value: canonical, By: by, Via: via, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed}
-		o.record(t, wire.HistoryEntry{Action: wire.ActionAnswer, By: by, Via: via,
-			Detail: fmt.Sprintf("round %d via %s: %q", r.N, channel, clip(canonical, 200))})
+		r.Answer = &wire.Answer{Value: canonical, By: by, Via: via, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed, Rule: ac.rule}
+		detail := fmt.Sprintf("round %d via %s: %q", r.N, channel, clip(canonical, 200))
+		if ac.remember != nil {
+			rule, err := newRule(t, r, r.Answer, ac.remember, now)
+			if err != nil {
+				return fmt.Errorf("%w: remember: %v", wire.ErrInvalidRequest, err)
+			}
+			made, r.Answer.Remembered = &rule, rule.ID
+			detail += fmt.Sprintf("; remembered as rule %s (%s, until %s)", rule.ID, rule.Scope, rule.ExpiresAt.Format(time.DateOnly))
+		}
+		o.record(t, wire.HistoryEntry{Action: wire.ActionAnswer, By: by, Via: via, Detail: detail})
 		r.Decisions = append(r.Decisions, wire.Decision{StepIndex: r.Step, Step: channel, Result: "answered", Detail: "by " + by, At: now})
 		r.StepDeadline = time.Time{}
 		t.WaitedMS += wait.Milliseconds()
@@ -72,6 +102,15 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 		return nil, err
 	}
 	o.schedule(taskID, time.Time{})
+	var ruleErr error
+	if made != nil {
+		if ruleErr = o.storeRule(ctx, *made); ruleErr != nil {
+			ruleErr = fmt.Errorf("task %s: the answer was accepted, but its rule %s was not stored: %w", taskID, made.ID, ruleErr)
+			o.log.Error("store rule", "task_id", taskID, "rule", made.ID, "error", ruleErr)
+		} else {
+			o.log.Info("rule made", "task_id", taskID, "rule", made.ID, "by", made.By, "scope", made.Scope.String(), "expires_at", made.ExpiresAt)
+		}
+	}
 	if prev := previousRound(t); prev != nil && prev.Question != nil && !prev.Answer.Assumed {
 		if err := answer.Remember(ctx, o.memory, questionOf(t, prev), answer.Reply{Answer: prev.Answer.Value, By: prev.Answer.By}); err != nil {
 			o.log.Warn("remember answer", "task_id", t.ID, "error", err)
@@ -89,7 +128,7 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 	if err != nil {
 		return nil, err
 	}
-	return o.view(t), nil
+	return o.view(t), ruleErr
 }
 
 func answeredErr(taskID string, r *wire.Round) error {
@@ -158,6 +197,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*wire.Task, e
 		t.Outcome = &wire.Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
 		cancel.Detail = "while " + stateLabel(was)
 		o.record(t, cancel)
+		o.settleReplay(t, now)
 		return nil
 	})
 	if err != nil {
@@ -181,6 +221,9 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*wire.Task, 
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if err := notReplay(t, "respawned"); err != nil {
+			return err
+		}
 		switch t.State {
 		case wire.StateFailed, wire.StateCancelled, wire.StateExpired:
 		default:
@@ -222,6 +265,9 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 		return nil, err
 	}
 	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if err := notReplay(t, "continued"); err != nil {
+			return err
+		}
 		if t.State != wire.StateFinished {
 			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, wire.ErrWrongState)
 		}

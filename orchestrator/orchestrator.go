@@ -75,7 +75,11 @@ type Orchestrator struct {
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
-	pipe   *pipeline
+	// rules holds the remembered answers (RulesBucket); ruleCache is
+	// what this process last saw of it.
+	rules     *bus.KV
+	ruleCache *ruleCache
+	pipe      *pipeline
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -137,6 +141,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
 	o.memory = kvMemory{kv: mem}
+	if o.rules, err = o.cfg.Bus.KeyValueTTL(ctx, RulesBucket, "remembered answers: rules made by answering with remember", wire.MaxRuleTTL); err != nil {
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
 	if o.cfg.Answerers == nil {
 		o.cfg.Answerers = &answer.Resolver{Logger: o.log}
 	}
@@ -155,6 +162,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
+	o.ruleCache = &ruleCache{rules: map[string]wire.Rule{}}
+	if err := o.followRules(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
 	if err := o.followTasks(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)

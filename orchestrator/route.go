@@ -116,6 +116,11 @@ func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
 		}
 		return false, o.expire(ctx, t, "expired", detail)
 	}
+	// A remembered rule answers before the route is asked: once, when
+	// the question is new (no step has done anything with it yet).
+	if r.Step == 0 && len(r.Decisions) == 0 && o.answerByRule(ctx, t, r) {
+		return false, nil
+	}
 	s := steps[r.Step]
 	if !now.Before(r.StepDeadline) {
 		return true, o.nextStep(ctx, t, r.Step, "timed out", fmt.Sprintf("no answer within %s", s.Timeout))

@@ -29,6 +29,15 @@ type Service interface {
 	Respawn(ctx context.Context, taskID string) (*wire.Task, error)
 	Continue(ctx context.Context, taskID, message, by string) (*wire.Task, error)
 	Remove(ctx context.Context, taskID string) error
+	// Replay starts a new task that runs the finished task taskID again
+	// from round 1, answering each question from its recorded answers
+	// (docs/replay.md).
+	Replay(ctx context.Context, taskID string, req wire.ReplayRequest) (*wire.Task, error)
+	// ReplayBatch replays every finished task of a batch into a new batch.
+	ReplayBatch(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error)
+	// Fork starts a new task from round req.Round of taskID — its
+	// workspace snapshot and partial_state — with another answer.
+	Fork(ctx context.Context, taskID string, req wire.ForkRequest) (*wire.Task, error)
 	// Watch calls fn with every task change until ctx ends.
 	Watch(ctx context.Context, fn func(wire.Change)) error
 	// Logs writes the output of a round (0: the current one) to w: the

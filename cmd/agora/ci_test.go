@@ -53,12 +53,12 @@ func startCIServe(t *testing.T) *ciServer {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := context.Background()
-	tag := fmt.Sprintf("agora-worker:ci-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:ci-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
-	runnerID := fmt.Sprintf("ci-test-%d", os.Getpid())
+	runnerID := fmt.Sprintf("ci-test-%d", testutil.RunNumber())
 	// Registered before serve starts, so it runs after serve has stopped
 	// (which leaves running containers to the next process): after a
 	// passing test no container is left; after a failure it is removed.
@@ -701,8 +701,8 @@ func TestOrchestratorCIRouteFlag(t *testing.T) {
 	agora(t, nil, append(nats, "--ci-route", "human=-1m")...).want(t, "orchestrator --ci-route human=-1m", 2, nil,
 		[]string{`agora orchestrator: --ci-route "human=-1m": route step 1 "human=-1m": timeout: "-1m": must be positive; e.g. --ci-route human=10m`})
 	f, err := parseOrchestratorFlags([]string{"--nats", "x", "--ci-route", "memory,human=5m"}, nil, io.Discard)
-	if err != nil || *f.ciRoute != "memory,human=5m" {
-		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", *f.ciRoute, err)
+	if err != nil || f.CIRoute != "memory,human=5m" {
+		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", f.CIRoute, err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/roleflags"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/schemas"
@@ -30,8 +31,6 @@ import (
 //go:embed demo_agent.sh
 var demoAgent string
 
-const demoSynopsis = "[--answer ANSWER | --web] [--data-dir DIR] [--keep] [--worker PATH] [--busybox PATH]"
-
 // runDemo shows the whole loop on the embedded stack: a sub-agent pauses
 // with a question, it is answered, the same sub-agent resumes and finishes.
 func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -39,42 +38,41 @@ func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdou
 }
 
 func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora demo", flag.ContinueOnError)
-	answerFlag := fs.String("answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
-	dataDir := fs.String("data-dir", "", "keep the demo's state in `DIR` (default: a temporary directory, removed afterwards)")
-	keep := fs.Bool("keep", false, "keep the temporary data directory")
-	webOnly := fs.Bool("web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")
-	worker := fs.String("worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
-	busybox := fs.String("busybox", "", "the static busybox at `PATH` becomes /bin/sh in the worker image (default "+images.DefaultBusybox+")")
-	if err := parseFlags(fs, demoSynopsis, args, stdout); err != nil {
+	var answerFlag string
+	var keep, webOnly bool
+	cfg, err := parseRole(roleflags.Demo, args, environ, stdout, func(fs *flag.FlagSet) {
+		fs.StringVar(&answerFlag, "answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
+		fs.BoolVar(&keep, "keep", false, "keep the temporary data directory")
+		fs.BoolVar(&webOnly, "web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")
+	})
+	if err != nil {
 		return err
 	}
-	if *webOnly && *answerFlag != "" {
+	if webOnly && answerFlag != "" {
 		return usagef("--answer and --web both say how to answer; give one")
 	}
 	// The demo's sub-agent is a shell script: without a static busybox the
 	// image has no /bin/sh and round 1 would fail minutes from now.
-	if err := checkDemoBusybox(*busybox); err != nil {
+	if err := checkDemoBusybox(cfg.Busybox); err != nil {
 		return err
 	}
-	dir := *dataDir
-	if dir == "" {
+	if cfg.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "agora-demo-")
 		if err != nil {
 			return err
 		}
-		dir = tmp
-		if !*keep {
-			defer os.RemoveAll(dir)
+		cfg.DataDir = tmp
+		if !keep {
+			defer os.RemoveAll(tmp)
 		}
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if getenv(environ, "AGORA_LOG_LEVEL") == "debug" {
 		quiet = newLogger(stderr)
 	}
-	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", dir)
-	st, err := roles.Start(ctx, roles.Config{DataDir: dir, Listen: "127.0.0.1:0", Runner: true, Orchestrator: true, Slots: 2,
-		WorkerBinary: *worker, Busybox: *busybox, Logger: quiet})
+	cfg.Logger = quiet
+	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", cfg.DataDir)
+	st, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -120,7 +118,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n", q.PartialState, task.Attention.Action)
 	fmt.Fprintf(stdout, "  or answer on the web inbox: %s/tasks/%s\n\n", st.URL(), task.ID)
 
-	if task, err = demoAnswerAnywhere(ctx, c, task, *answerFlag, *webOnly, environ, stdin, stdout); err != nil {
+	if task, err = demoAnswerAnywhere(ctx, c, task, answerFlag, webOnly, environ, stdin, stdout); err != nil {
 		return err
 	}
 	task, err = c.Wait(ctx, task.ID)

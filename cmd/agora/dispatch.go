@@ -707,3 +707,10 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Type() string       { return "strings" }

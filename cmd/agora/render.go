@@ -308,6 +308,7 @@ func (u ui) writeTimeline(w io.Writer, t *wire.Task, now time.Time) {
 	if t.Pins != nil {
 		fmt.Fprintf(w, "pinned: %s\n", pinsText(t.Pins))
 	}
+	writeLinks(w, t) // replay.go
 	if t.Outcome != nil {
 		fmt.Fprintf(w, "outcome: %s\n", t.Outcome.Detail)
 	} else if t.Attention.Summary != "" {

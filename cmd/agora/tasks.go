@@ -480,7 +480,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 
 // ---- answer
 
-const answerSynopsis = "TASK ANSWER [--round N | --all-like] [--by NAME] [--json] [--server URL] [--token TOKEN]"
+const answerSynopsis = "TASK ANSWER [--round N | --all-like] [--by NAME] [--remember [--remember-scope SCOPE] [--remember-for 30d]] [--json] [--server URL] [--token TOKEN]"
 
 func runAnswer(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora answer", answerMain(ctx, args, environ, stdout))
@@ -494,6 +494,9 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	round := a.fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
 	by := a.fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
 	allLike := a.fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
+	remember := a.fs.Bool("remember", false, "also make the answer a rule that answers the next questions like it at once ('agora rules' lists them)")
+	rememberScope := a.fs.String("remember-scope", "", "the rule's scope: subagent (default), label:KEY=VALUE or owner")
+	rememberFor := a.fs.String("remember-for", "", "how long the rule lasts, e.g. 12h or 7d (default 30d, at most 180d)")
 	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
 		switch {
 		case len(pos) != 2:
@@ -510,11 +513,18 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
+	rem, err := rememberOf(*remember, *rememberScope, *rememberFor)
+	if err != nil {
+		return err
+	}
+	if *allLike && rem != nil {
+		return usagef("--remember makes a rule of one answer; drop --all-like (the rule answers the others' next questions)")
+	}
 	who := a.who(*by, environ)
 	if *allLike {
 		return answerAllLikeMain(ctx, c, a.apiFlags, pos[0], pos[1], who, stdout)
 	}
-	t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli"})
+	t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli", Remember: rem})
 	if errors.Is(err, wire.ErrNoQuestion) {
 		return fmt.Errorf("%v; 'agora questions' lists the open ones", a.explain(err, pos[0]))
 	}
@@ -536,6 +546,9 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, needsText(t))
+	if id := answered.Answer.Remembered; id != "" {
+		fmt.Fprintf(stdout, "remembered as rule %s: 'agora rules show %s'\n", id, id)
+	}
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -96,12 +95,7 @@ func Remember(ctx context.Context, store MemoryStore, q Question, reply Reply) e
 // duplicates ignored). It is 64 characters of [0-9a-f], valid as a
 // JetStream KV key and as a NATS subject token.
 func MemoryKey(q Question) string {
-	opts := make([]string, 0, len(q.Options))
-	for _, o := range q.Options {
-		opts = append(opts, schemas.TrimSpace(o))
-	}
-	slices.Sort(opts)
-	opts = slices.Compact(opts)
+	opts := optionSet(q.Options)
 	h := sha256.New()
 	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
 	field("agora-memory-v1")

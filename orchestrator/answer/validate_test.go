@@ -54,3 +54,26 @@ func TestValidateAnswer(t *testing.T) {
 		})
 	}
 }
+
+func TestSameQuestion(t *testing.T) {
+	t.Parallel()
+	q := answer.Question{Question: "Rewrite A or B?", Options: []string{"A", "B"}}
+	cases := []struct {
+		name    string
+		text    string
+		options []string
+		want    bool
+	}{
+		{"identical", "Rewrite A or B?", []string{"A", "B"}, true},
+		{"case, space and trailing punctuation", "  rewrite a   or b ", []string{"B", " A", "A"}, true},
+		{"other text", "Rewrite A or C?", []string{"A", "B"}, false},
+		{"fewer options", "Rewrite A or B?", []string{"A"}, false},
+		{"no options", "Rewrite A or B?", nil, false},
+		{"option case matters", "Rewrite A or B?", []string{"a", "b"}, false},
+	}
+	for _, c := range cases {
+		if got := answer.SameQuestion(c.text, c.options, q); got != c.want {
+			t.Errorf("%s: SameQuestion(%q, %q) = %v, want %v", c.name, c.text, c.options, got, c.want)
+		}
+	}
+}

@@ -131,6 +131,9 @@ func (h *handler) endpoints() []endpoint {
 		{http.MethodPost, "/v1/tasks/{id}/cancel", h.cancel},
 		{http.MethodPost, "/v1/tasks/{id}/respawn", h.respawn},
 		{http.MethodPost, "/v1/tasks/{id}/continue", h.continueTask},
+		{http.MethodPost, "/v1/tasks/{id}/replay", h.replay},
+		{http.MethodPost, "/v1/tasks/{id}/fork", h.fork},
+		{http.MethodPost, "/v1/batches/{batch}/replay", h.replayBatch},
 		{http.MethodGet, "/v1/tasks/{id}/logs", h.logs},
 		{http.MethodGet, "/v1/tasks/{id}/result", h.result},
 		{http.MethodGet, "/v1/tasks/{id}/artifacts", h.artifacts},
@@ -145,6 +148,7 @@ func (h *handler) endpoints() []endpoint {
 		{http.MethodPost, "/v1/parked-events/{seq}/retry", h.retryParked},
 		{http.MethodDelete, "/v1/parked-events/{seq}", h.discardParked},
 	}
+	endpoints = append(endpoints, h.ruleRoutes()...)
 	return append(endpoints, h.registryRoutes()...)
 }
 
@@ -360,7 +364,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
-		Answer: body.Answer, By: who, Via: via, Channel: channel})
+		Answer: body.Answer, By: who, Via: via, Channel: channel, Remember: body.Remember})
 	h.reply(w, r, t, err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -31,6 +32,9 @@ func classify(err error) (int, wire.Code) {
 	if errors.Is(err, wire.ErrInvalidID) {
 		// An id in the path that cannot be one: the request is malformed.
 		return http.StatusBadRequest, wire.CodeInvalid
+	}
+	if errors.Is(err, orchestrator.ErrForbidden) {
+		return http.StatusForbidden, wire.CodeUnauthorized
 	}
 	if code, status, ok := wire.SentinelCode(err); ok {
 		return status, code

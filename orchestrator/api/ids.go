@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/wire"
 )
@@ -23,6 +24,9 @@ func (h *handler) checkPathIDs(pattern string, next http.HandlerFunc) http.Handl
 		checks = append(checks, func(r *http.Request) error {
 			return wire.CheckTaskID(r.PathValue("id"))
 		})
+	}
+	if strings.Contains(pattern, "{rule}") {
+		checks = append(checks, func(r *http.Request) error { return orchestrator.CheckRuleID(r.PathValue("rule")) })
 	}
 	if strings.Contains(pattern, "{group}") {
 		checks = append(checks, func(r *http.Request) error { return checkGroupID(r.PathValue("group")) })

@@ -156,6 +156,19 @@ func (s *scopeServer) stream(t *testing.T, token string) <-chan [2]string {
 // ask plays round 1 of task id: started, then a question.
 func (s *scopeServer) ask(t *testing.T, token, id string) {
 	t.Helper()
+	if err := s.publishAsk(t, id); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "task "+id+" to ask its question", func() bool {
+		_, task := s.call(t, token, "GET", "/v1/tasks/"+id, "")
+		return task["state"] == "needs_input"
+	})
+}
+
+// publishAsk publishes round 1 of task id's events: started, then the
+// question "Rewrite A or B?".
+func (s *scopeServer) publishAsk(t *testing.T, id string) error {
+	t.Helper()
 	dispatch := id + "-r1"
 	zero, ms := 0, int64(10)
 	for _, ev := range []schemas.Event{
@@ -164,13 +177,10 @@ func (s *scopeServer) ask(t *testing.T, token, id string) {
 			NeedsInput: &schemas.NeedsInput{Question: "Rewrite A or B?", Options: []string{"A", "B"}}},
 	} {
 		if _, err := s.bus.PublishEvent(t.Context(), ev); err != nil {
-			t.Fatalf("publish %s of %s: %v", ev.Kind, dispatch, err)
+			return fmt.Errorf("publish %s of %s: %w", ev.Kind, dispatch, err)
 		}
 	}
-	testutil.Eventually(t, 30*time.Second, "task "+id+" to ask its question", func() bool {
-		_, task := s.call(t, token, "GET", "/v1/tasks/"+id, "")
-		return task["state"] == "needs_input"
-	})
+	return nil
 }
 
 func submitOf(id string) string {

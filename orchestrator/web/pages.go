@@ -137,6 +137,9 @@ type answerForm struct {
 	Default            *string
 	// Many counts the questions one answer answers, when more than one.
 	Many int
+	// Remember, for one question, names its sub-agent: the form offers to
+	// make the answer a rule for that sub-agent's questions like it.
+	Remember string
 }
 
 type inboxData struct {
@@ -168,6 +171,7 @@ func (h *handler) inbox(w http.ResponseWriter, r *http.Request, s api.Session) {
 			Default: g.Default, Many: g.Count}
 		if g.Count == 1 {
 			form.Action, form.Task, form.Round, form.Many = "/ui/answer", g.Questions[0].TaskID, g.Questions[0].Round, 0
+			form.Remember = g.Questions[0].Subagent
 		}
 		d.Groups = append(d.Groups, groupView{QuestionGroup: g, Form: form})
 		d.Waiting += g.Count
@@ -188,6 +192,9 @@ type roundView struct {
 	Live      bool
 	// Linked: the output is not shown, a link to it is.
 	Linked bool
+	// Fork, on a round whose question was answered, is the form that
+	// answers it differently in a new task (replay.go).
+	Fork *answerForm
 }
 
 // shownOutputs is how many of the latest rounds a task page shows the
@@ -225,6 +232,10 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		Result: resultOf(t)}
 	for i := len(t.Rounds) - 1; i >= 0; i-- { // newest first
 		rv := roundView{Round: t.Rounds[i]}
+		if q := rv.Question; q != nil && rv.Answer != nil {
+			rv.Fork = &answerForm{Action: "/ui/tasks/" + t.ID + "/fork", CSRF: d.CSRF, Back: "/tasks/" + t.ID, Task: t.ID, Round: rv.N,
+				Options: q.Options}
+		}
 		switch {
 		case rv.State == wire.StateRunning:
 			rv.Live = true
@@ -242,7 +253,7 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		if cur := &t.Rounds[n-1]; cur.Question != nil && cur.Answer == nil {
 			d.Open = cur
 			d.Form = answerForm{Action: "/ui/answer", CSRF: d.CSRF, Back: "/tasks/" + t.ID, Task: t.ID, Round: cur.N,
-				Options: cur.Question.Options, Default: cur.Question.Default}
+				Options: cur.Question.Options, Default: cur.Question.Default, Remember: t.Request.Subagent.Name}
 		}
 	}
 	h.render(w, r, http.StatusOK, "task", d)

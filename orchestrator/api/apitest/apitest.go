@@ -29,8 +29,12 @@ type Service struct {
 	RespawnFunc   func(ctx context.Context, taskID string) (*wire.Task, error)
 	ContinueFunc  func(ctx context.Context, taskID, message, by string) (*wire.Task, error)
 	RemoveFunc    func(ctx context.Context, taskID string) error
-	WatchFunc     func(ctx context.Context, fn func(wire.Change)) error
-	LogsFunc      func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
+	ReplayFunc    func(ctx context.Context, taskID string, req wire.ReplayRequest) (*wire.Task, error)
+	ForkFunc      func(ctx context.Context, taskID string, req wire.ForkRequest) (*wire.Task, error)
+
+	ReplayBatchFunc func(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error)
+	WatchFunc       func(ctx context.Context, fn func(wire.Change)) error
+	LogsFunc        func(ctx context.Context, taskID string, round int, follow bool, w io.Writer) error
 
 	ResultFunc       func(ctx context.Context, taskID string) (json.RawMessage, error)
 	OpenArtifactFunc func(ctx context.Context, taskID, name string) (wire.Artifact, io.ReadCloser, error)
@@ -171,4 +175,25 @@ func (s *Service) DiscardParked(ctx context.Context, seq uint64) error {
 		return unset("DiscardParked")
 	}
 	return s.DiscardParkedFunc(ctx, seq)
+}
+
+func (s *Service) Replay(ctx context.Context, taskID string, req wire.ReplayRequest) (*wire.Task, error) {
+	if s.ReplayFunc == nil {
+		return nil, unset("Replay")
+	}
+	return s.ReplayFunc(ctx, taskID, req)
+}
+
+func (s *Service) ReplayBatch(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error) {
+	if s.ReplayBatchFunc == nil {
+		return wire.BatchReplay{}, unset("ReplayBatch")
+	}
+	return s.ReplayBatchFunc(ctx, batch, req)
+}
+
+func (s *Service) Fork(ctx context.Context, taskID string, req wire.ForkRequest) (*wire.Task, error) {
+	if s.ForkFunc == nil {
+		return nil, unset("Fork")
+	}
+	return s.ForkFunc(ctx, taskID, req)
 }

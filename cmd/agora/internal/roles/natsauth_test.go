@@ -82,7 +82,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 
 	// The runner may not write the orchestrator's buckets.
-	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket}
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket, orchestrator.RulesBucket}
 	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
 		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
 	}
@@ -127,7 +127,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	if err := put(orchJS); err != nil {
 		t.Errorf("the orchestrator's credentials: write agora_tasks: %v", err)
 	}
-	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket} {
+	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket, orchestrator.RulesBucket} {
 		if err := read(runnerJS, bucket); err == nil {
 			t.Errorf("the runner's credentials read %s, want refused", bucket)
 		}
@@ -205,7 +205,9 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 // anonymous clients in, a role given credentials refuses to start unless
 // allowed, and one without credentials starts with a loud warning; a
 // runner refuses another runner's credentials; S3 storage whose bucket does
-// not exist fails the start, naming it.
+// not exist fails the start, naming it; a runner's worker signing key that
+// is not there fails it too, and workers sent to NATS on loopback are
+// warned about.
 func TestAnonymousBus(t *testing.T) {
 	t.Parallel()
 	open := natstest.Start(t).ClientURL()
@@ -238,6 +240,12 @@ func TestAnonymousBus(t *testing.T) {
 		{name: "no credentials on an open bus", cfg: Config{Orchestrator: true}, wantLog: "NATS LETS ANYONE IN"},
 		{name: "another runner's credentials", cfg: Config{NATSAuth: bus.Auth{CredsFile: otherRunner}, Runner: true, RunnerID: "me", Image: "unused"},
 			wantErr: `runner "someone-else"'s, not this runner's (--id me)`},
+		{name: "workers told to reach NATS on loopback", cfg: Config{NATSAuth: bus.Auth{CredsFile: otherRunner}, Runner: true, RunnerID: "me", Image: "unused",
+			WorkerNATSURL: "nats://127.0.0.1:4222"},
+			wantErr: "not this runner's", wantLog: "--worker-nats names a loopback address, which containers cannot reach"},
+		{name: "a worker signing key that is not there", cfg: Config{Runner: true, RunnerID: "me", Image: "unused",
+			WorkerNATSSignerFile: "/nonexistent/worker-signer.nk"},
+			wantErr: "worker signing key: open /nonexistent/worker-signer.nk"},
 		{name: "a runner id that cannot end a subject", cfg: Config{Runner: true, RunnerID: "a b", Image: "unused"},
 			wantErr: "must not contain '*', '>' or white space: it ends the runner's NATS subjects (--id)"},
 		{name: "a bucket that does not exist", cfg: Config{Orchestrator: true, NoStorage: false, AWSEnv: awsEnv,

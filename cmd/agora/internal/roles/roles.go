@@ -1,5 +1,6 @@
 // Package roles is agora's composition root: the top of the import graph,
-// imported by cmd/agora only (Go's internal rule enforces it). It wires
+// imported by cmd/agora only (Go's internal rule enforces it), whose role
+// verbs fill its Config from the flags roleflags declares. It wires
 // every role a process can run — the orchestrator with its HTTP API, a
 // runner on the local Docker engine, an embedded NATS server with
 // JetStream on disk (or a remote NATS), object storage and Prometheus
@@ -30,6 +31,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +136,11 @@ type Config struct {
 	// (runner.Config.WorkerNATSSigner); the embedded server's own signer
 	// when nil.
 	WorkerNATSSigner *natsauth.Signer
+	// WorkerNATSSignerFile, when WorkerNATSSigner is nil, is the seed file
+	// of the account's scoped signing key that signer is loaded from at
+	// start (natsauth.LoadSigner, with NATSAuth.CredsFile naming the
+	// account): `agora runner --worker-nats-signer`.
+	WorkerNATSSignerFile string
 	// NATSPort is the embedded server's client port; 0 picks a free one
 	// each start. Unused with NATSURL.
 	NATSPort int
@@ -493,6 +500,15 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		if err := bus.ValidateRunnerID(s.cfg.RunnerID); err != nil {
 			return s, fmt.Errorf("%w: it ends the runner's NATS subjects (--id)", err)
 		}
+	}
+	if cfg.Runner && cfg.WorkerNATSSigner == nil && cfg.WorkerNATSSignerFile != "" {
+		// Before the bus: a wrong key file is the operator's to fix.
+		if s.cfg.WorkerNATSSigner, err = natsauth.LoadSigner(cfg.WorkerNATSSignerFile, cfg.NATSAuth.CredsFile); err != nil {
+			return s, err
+		}
+	}
+	if u, err := url.Parse(cfg.WorkerNATSURL); cfg.Runner && err == nil && isLoopback(u.Hostname()) {
+		s.log.Warn("--worker-nats names a loopback address, which containers cannot reach: events then reach NATS only when the runner recovers them from stdout after each container ends", "worker_nats", cfg.WorkerNATSURL)
 	}
 	if err := s.startBus(ctx); err != nil {
 		return s, err
@@ -956,6 +972,19 @@ func (s *Stack) stop(ctx context.Context) error {
 	}
 	return err
 }
+
+// isLoopback reports whether host names this machine's loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ValidateRunnerID reports a runner id that cannot be one: it ends the
+// runner's NATS subjects (no '*', '>', white space or empty '.'-parts).
+func ValidateRunnerID(id string) error { return bus.ValidateRunnerID(id) }
 
 // minLevel drops the records of h below min.
 type minLevel struct {

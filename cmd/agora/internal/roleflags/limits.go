@@ -1,10 +1,10 @@
-package main
+package roleflags
 
 import (
+	"fmt"
 	"time"
 
-	flag "github.com/spf13/pflag"
-
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
@@ -36,17 +36,12 @@ type maxFlags struct {
 	fargateSizes   bool
 }
 
-// Flag names of one role (--max-memory-mb, --max-cpus, --max-pids and
-// --max-timeout belong to both).
-var (
-	maxFlagsOrchestrator = []string{"max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-task-kb", "max-retry-attempts", "max-egress-hosts", "fargate-task-sizes"}
-	maxFlagsRunner       = []string{"max-workspace-mb", "egress-uplink", "max-artifacts", "max-artifacts-mb"}
-)
-
-// register adds the flags of the roles this command runs. --max-cpus
-// defaults to the host's cores where a runner runs here, else to the
-// orchestrator's 16.
-func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool) {
+// register adds the flags of the roles this command runs (--max-memory-mb,
+// --max-cpus, --max-pids, --max-timeout and --allow-host-network belong to
+// both). --max-cpus defaults to the host's cores where a runner runs here,
+// else to the orchestrator's 16.
+func (m *maxFlags) register(fl *Flags, orchestratorRole, runnerRole bool) {
+	fs := fl.fs
 	m.orchestrator, m.runner = orchestratorRole, runnerRole
 	def := orchestrator.DefaultMaximums()
 	cpus := def.CPUs
@@ -67,12 +62,14 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 		fs.IntVar(&m.taskKB, "max-task-kb", def.TaskBytes>>10, "keep a task's stored record under `KB` KiB: refuse a request or answer, or fail a round, that would grow it past")
 		fs.IntVar(&m.egressHosts, "max-egress-hosts", def.EgressHosts, "refuse a task whose egress allow-list names more than `N` hosts")
 		fs.BoolVar(&m.fargateSizes, "fargate-task-sizes", false, "the runners are on ECS Fargate: refuse at submit a task whose resources no Fargate task size holds, naming the nearest (a Fargate runner in this process sets it)")
+		fl.role(roleOrch, "max-rounds", "max-wait", "max-input-kb", "max-partial-state-kb", "max-retry-attempts", "max-task-kb", "max-egress-hosts", "fargate-task-sizes")
 	}
 	if runnerRole {
 		fs.Int64Var(&m.workspaceMB, "max-workspace-mb", runner.DefaultMaxWorkspaceMB, "kill a dispatch whose workspace grows past `MB` (and refuse to snapshot one over it)")
 		fs.StringVar(&m.egressUplink, "egress-uplink", runner.DefaultEgressUplink, "the Docker `NETWORK` the egress proxy of a task with an egress allow-list reaches its hosts through")
 		fs.IntVar(&m.artifacts, "max-artifacts", schemas.DefaultMaxArtifacts, "fail a round that hands back more than `N` artifacts")
 		fs.Int64Var(&m.artifactsMB, "max-artifacts-mb", schemas.DefaultMaxArtifactBytes>>20, "fail a round whose artifacts hold more than `MB` in all")
+		fl.role(roleRunner, "max-workspace-mb", "egress-uplink", "max-artifacts", "max-artifacts-mb")
 	}
 }
 
@@ -80,46 +77,47 @@ func (m *maxFlags) register(fs *flag.FlagSet, orchestratorRole, runnerRole bool)
 func (m *maxFlags) check() error {
 	switch {
 	case m.memoryMB < 6 || m.memoryMB > schemas.MaxMemoryMB:
-		return usagef("--max-memory-mb %d: want 6 (Docker's minimum) to %d", m.memoryMB, schemas.MaxMemoryMB)
+		return fmt.Errorf("--max-memory-mb %d: want 6 (Docker's minimum) to %d", m.memoryMB, schemas.MaxMemoryMB)
 	case !(m.cpus > 0) || m.cpus > schemas.MaxCPUs:
-		return usagef("--max-cpus %g: want more than 0, at most %d", m.cpus, schemas.MaxCPUs)
+		return fmt.Errorf("--max-cpus %g: want more than 0, at most %d", m.cpus, schemas.MaxCPUs)
 	case m.pids < 16 || m.pids > schemas.MaxPids:
-		return usagef("--max-pids %d: want 16 to %d", m.pids, schemas.MaxPids)
+		return fmt.Errorf("--max-pids %d: want 16 to %d", m.pids, schemas.MaxPids)
 	case m.timeout < time.Second || m.timeout > schemas.MaxTimeoutSeconds*time.Second:
-		return usagef("--max-timeout %s: want 1s to 168h (7 days, the contract's)", m.timeout)
+		return fmt.Errorf("--max-timeout %s: want 1s to 168h (7 days, the contract's)", m.timeout)
 	}
 	if m.orchestrator {
 		switch {
 		case m.rounds < 1 || m.rounds > schemas.MaxRounds:
-			return usagef("--max-rounds %d: want 1 to %d", m.rounds, schemas.MaxRounds)
+			return fmt.Errorf("--max-rounds %d: want 1 to %d", m.rounds, schemas.MaxRounds)
 		case m.wait < time.Second || m.wait > schemas.MaxWaitSeconds*time.Second:
-			return usagef("--max-wait %s: want 1s to 8760h (365 days)", m.wait)
+			return fmt.Errorf("--max-wait %s: want 1s to 8760h (365 days)", m.wait)
 		case m.inputKB < 1 || m.inputKB > 1<<20:
-			return usagef("--max-input-kb %d: want 1 to %d", m.inputKB, 1<<20)
+			return fmt.Errorf("--max-input-kb %d: want 1 to %d", m.inputKB, 1<<20)
 		case m.partialStateKB < 1 || m.partialStateKB > 1<<20:
-			return usagef("--max-partial-state-kb %d: want 1 to %d", m.partialStateKB, 1<<20)
+			return fmt.Errorf("--max-partial-state-kb %d: want 1 to %d", m.partialStateKB, 1<<20)
 		case m.retryAttempts < 1 || m.retryAttempts > orchestrator.MaxRetryAttempts:
-			return usagef("--max-retry-attempts %d: want 1 to %d", m.retryAttempts, orchestrator.MaxRetryAttempts)
+			return fmt.Errorf("--max-retry-attempts %d: want 1 to %d", m.retryAttempts, orchestrator.MaxRetryAttempts)
 		case m.taskKB < 16 || m.taskKB > 1<<20:
-			return usagef("--max-task-kb %d: want 16 to %d (and under the NATS server's max payload)", m.taskKB, 1<<20)
+			return fmt.Errorf("--max-task-kb %d: want 16 to %d (and under the NATS server's max payload)", m.taskKB, 1<<20)
 		case m.egressHosts < 1 || m.egressHosts > schemas.MaxEgressHosts:
-			return usagef("--max-egress-hosts %d: want 1 to %d", m.egressHosts, schemas.MaxEgressHosts)
+			return fmt.Errorf("--max-egress-hosts %d: want 1 to %d", m.egressHosts, schemas.MaxEgressHosts)
 		}
 	}
 	if m.runner {
 		switch {
 		case m.workspaceMB < 1 || m.workspaceMB > runner.MaxWorkspaceMB:
-			return usagef("--max-workspace-mb %d: want 1 to %d (16 TiB)", m.workspaceMB, int64(runner.MaxWorkspaceMB))
+			return fmt.Errorf("--max-workspace-mb %d: want 1 to %d (16 TiB)", m.workspaceMB, int64(runner.MaxWorkspaceMB))
 		case m.artifacts < 1 || m.artifacts > runner.MaxArtifacts:
-			return usagef("--max-artifacts %d: want 1 to %d", m.artifacts, runner.MaxArtifacts)
+			return fmt.Errorf("--max-artifacts %d: want 1 to %d", m.artifacts, runner.MaxArtifacts)
 		case m.artifactsMB < 1 || m.artifactsMB > runner.MaxWorkspaceMB:
-			return usagef("--max-artifacts-mb %d: want 1 to %d (16 TiB)", m.artifactsMB, int64(runner.MaxWorkspaceMB))
+			return fmt.Errorf("--max-artifacts-mb %d: want 1 to %d (16 TiB)", m.artifactsMB, int64(runner.MaxWorkspaceMB))
 		}
 	}
 	return nil
 }
 
-// maximums are the orchestrator's.
+// maximums are the orchestrator's (and, for memory, CPUs, pids and the
+// timeout, the runner's).
 func (m *maxFlags) maximums() orchestrator.Maximums {
 	return orchestrator.Maximums{
 		MemoryMB: m.memoryMB, CPUs: m.cpus, Pids: m.pids,
@@ -128,4 +126,12 @@ func (m *maxFlags) maximums() orchestrator.Maximums {
 		RetryAttempts: m.retryAttempts, EgressHosts: m.egressHosts, AllowHostNetwork: m.hostNetwork,
 		FargateTaskSizes: m.fargateSizes,
 	}
+}
+
+// runnerConfig sets the runner's own bounds in cfg.
+func (m *maxFlags) runnerConfig(cfg *roles.Config) {
+	cfg.MaxWorkspaceBytes = m.workspaceMB << 20
+	cfg.EgressUplink = m.egressUplink
+	cfg.MaxArtifacts = m.artifacts
+	cfg.MaxArtifactBytes = m.artifactsMB << 20
 }

@@ -1,18 +1,19 @@
-package main
+package roleflags
 
 import (
+	"fmt"
+
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/bus"
 )
 
 // natsAuthFlags are the credential options of a role that connects to a
 // NATS server given with --nats: the usual NATS client ones.
 type natsAuthFlags struct {
+	fs                          *flag.FlagSet
 	creds, nkey, user, password string
 	tlsCA, tlsCert, tlsKey      string
-	given                       bool
 	// allowAnonymous is --nats-allow-anonymous: run with credentials on a
 	// server that also lets anonymous clients in.
 	allowAnonymous bool
@@ -22,6 +23,7 @@ type natsAuthFlags struct {
 }
 
 func (n *natsAuthFlags) register(fs *flag.FlagSet) {
+	n.fs = fs
 	fs.StringVar(&n.creds, "nats-creds", "", "connect to --nats as the user in the credentials `FILE` (a user JWT and seed, e.g. <data-dir>/nats-auth/runner.creds of an agora serve)")
 	fs.StringVar(&n.nkey, "nats-nkey", "", "connect to --nats as the nkey user whose seed is in `FILE`")
 	fs.StringVar(&n.user, "nats-user", "", "connect to --nats as `USER`, with the password in $AGORA_NATS_PASSWORD (or --nats-password)")
@@ -33,26 +35,31 @@ func (n *natsAuthFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&n.replicas, "nats-replicas", bus.DefaultReplicas, "create agora's streams and buckets with `N` replicas (3 on a three-node NATS cluster); existing ones keep theirs")
 }
 
-// auth checks the flags (after parsing) and turns them into bus.Auth; the
-// password comes from $AGORA_NATS_PASSWORD when the flag is not given.
+// given reports whether a credential or TLS flag is on the command line.
+func (n *natsAuthFlags) given() bool {
+	for _, name := range []string{"nats-creds", "nats-nkey", "nats-user", "nats-password", "nats-tls-ca", "nats-tls-cert", "nats-tls-key"} {
+		if n.fs.Changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// auth checks the flags and turns them into bus.Auth. The password comes
+// from $AGORA_NATS_PASSWORD when --nats-user is given without
+// --nats-password (it is no plain default: without a user it means
+// nothing, and a password without a user is a mistake).
 func (n *natsAuthFlags) auth(environ []string) (bus.Auth, error) {
 	a := bus.Auth{CredsFile: n.creds, NKeySeedFile: n.nkey, User: n.user, Password: n.password,
 		TLSCA: n.tlsCA, TLSCert: n.tlsCert, TLSKey: n.tlsKey}
 	if a.User != "" && a.Password == "" {
 		a.Password = getenv(environ, "AGORA_NATS_PASSWORD")
 	}
-	n.given = n.creds != "" || n.nkey != "" || n.user != "" || n.password != "" || n.tlsCA != "" || n.tlsCert != "" || n.tlsKey != ""
 	if err := a.Validate(); err != nil {
-		return a, usagef("%v", err)
+		return a, err
 	}
 	if n.replicas < 1 || n.replicas > bus.MaxReplicas {
-		return a, usagef("--nats-replicas %d: want 1-%d", n.replicas, bus.MaxReplicas)
+		return a, fmt.Errorf("--nats-replicas %d: want 1-%d", n.replicas, bus.MaxReplicas)
 	}
 	return a, nil
-}
-
-// config is cfg with what the flags say of the bus beyond credentials.
-func (n *natsAuthFlags) config(cfg roles.Config) roles.Config {
-	cfg.NATSAllowAnonymous = n.allowAnonymous
-	return cfg
 }
