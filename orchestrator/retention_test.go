@@ -193,7 +193,7 @@ func TestTaskCacheDropsInBulk(t *testing.T) {
 		}
 	}
 	stats := 0
-	c.eachStats(func(*TaskStats) { stats++ })
+	c.eachStats(taskFilter{}, time.Time{}, func(*TaskStats) { stats++ })
 	if ended := c.ended(base.Add(time.Hour), n); stats != n/2 || len(ended) != n/2 {
 		t.Errorf("stats of %d tasks, %d ended; want %d each", stats, len(ended), n/2)
 	}
