@@ -79,7 +79,7 @@ type Orchestrator struct {
 	cfg Config
 	max Maximums
 	// markerTTL is how long the server keeps a removed task's delete
-	// marker; 0 is markerAge (a benchmark shortens it).
+	// marker; 0 is MarkerTTL (a benchmark shortens it).
 	markerTTL time.Duration
 	log       *slog.Logger
 	store     *store
@@ -137,7 +137,7 @@ func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }
 // starts consuming events. It returns once running.
 func (o *Orchestrator) Start(ctx context.Context) error {
 	if o.markerTTL == 0 {
-		o.markerTTL = markerAge
+		o.markerTTL = MarkerTTL
 	}
 	st, err := openStore(ctx, o.cfg.Bus, o.markerTTL, o.log)
 	if err != nil {

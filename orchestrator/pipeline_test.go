@@ -62,7 +62,7 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 		submit(id)
 	}
 	// A record that does not decode: no apply of its events can succeed.
-	tasksKV, err := b.KeyValue(ctx, TaskBucket, "")
+	tasksKV, err := b.KeyValueMarkers(ctx, TaskBucket, "", MarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 	if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: "q-bad", Subagent: script("s", "true")}); err != nil {
 		t.Fatal(err)
 	}
-	tasksKV, err := b.KeyValue(ctx, TaskBucket, "")
+	tasksKV, err := b.KeyValueMarkers(ctx, TaskBucket, "", MarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

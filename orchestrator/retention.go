@@ -31,10 +31,10 @@ const (
 	// over a year of history does not hold the orchestrator for minutes;
 	// the next sweep takes the next batch at once.
 	retentionBatch = 10_000
-	// markerAge is how long a deleted task's marker stays in the KV
+	// MarkerTTL is how long a deleted task's marker stays in the KV
 	// history before the server drops it: long enough for every watch
 	// (another orchestrator's task cache) to have seen the deletion.
-	markerAge = 30 * time.Minute
+	MarkerTTL = 30 * time.Minute
 )
 
 // CheckRetention says what is wrong with a retention, in the words of the
@@ -75,7 +75,7 @@ type RetentionResult struct {
 // the retention sweep calls it, and benchmarks call it with a clock they
 // advance. It also forgets the task cache's old removals, so the index does
 // not grow with the tasks ever removed (the buckets' delete markers expire
-// on the server, markerAge after each removal).
+// on the server, MarkerTTL after each removal).
 func (o *Orchestrator) ExpireTasks(ctx context.Context) (RetentionResult, error) {
 	var res RetentionResult
 	c := o.store.cache

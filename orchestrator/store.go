@@ -42,7 +42,7 @@ type store struct {
 
 func openStore(ctx context.Context, b *bus.Bus, markerTTL time.Duration, log *slog.Logger) (*store, error) {
 	// Removed and expired tasks leave a delete marker each; the server
-	// drops it after markerAge, so the history is bounded by the tasks
+	// drops it after MarkerTTL, so the history is bounded by the tasks
 	// kept, not by every task ever run.
 	tasks, err := b.KeyValueMarkers(ctx, TaskBucket, "agora tasks, one key per task id", markerTTL)
 	if err != nil {

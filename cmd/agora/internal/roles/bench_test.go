@@ -90,7 +90,7 @@ func orchestratorWithTasks(b *testing.B, n int) *orchestrator.Orchestrator {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = o.Stop(context.Background()) })
-	kv, err := bs.KeyValue(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id")
+	kv, err := bs.KeyValueMarkers(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id", orchestrator.MarkerTTL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func fillTasks(b *testing.B, dir string, total int) taskMix {
 		b.Fatal(err)
 	}
 	defer bs.Close()
-	kv, err := bs.KeyValue(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id")
+	kv, err := bs.KeyValueMarkers(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id", orchestrator.MarkerTTL)
 	if err != nil {
 		b.Fatal(err)
 	}

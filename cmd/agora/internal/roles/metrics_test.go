@@ -165,7 +165,7 @@ func TestTaskCollectorFromCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = o.Stop(context.Background()) })
-	kv, err := b.KeyValue(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id")
+	kv, err := b.KeyValueMarkers(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id", orchestrator.MarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
