@@ -306,7 +306,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	}
 	// stdout carries the result alone (docs/ci.md): out=$(agora dispatch
 	// … --wait). With --json, the final task, its result read in.
-	result, rerr := taskResult(ctx, c, final)
+	result, rerr := c.TaskResult(ctx, final)
 	if a.json {
 		if rerr == nil && len(result) > 0 {
 			final.Result = result
