@@ -74,6 +74,8 @@ var may = map[string][]string{
 	// tokens file) in the formats the server reads; cliconfig is the CLI's
 	// own config file.
 	"cmd/agora/internal/cliconfig": nil,
+	// batchreport is batch submit's bookkeeping over the client's lines.
+	"cmd/agora/internal/batchreport": {"client", "wire"},
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
