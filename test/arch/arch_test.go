@@ -76,6 +76,9 @@ var may = map[string][]string{
 	"cmd/agora/internal/cliconfig": nil,
 	// batchreport is batch submit's bookkeeping over the client's lines.
 	"cmd/agora/internal/batchreport": {"client", "wire"},
+	// notapi names what answered instead of the API (the NATS port, plain
+	// HTTP) from a request's error.
+	"cmd/agora/internal/notapi": nil,
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
