@@ -79,6 +79,8 @@ var may = map[string][]string{
 	// notapi names what answered instead of the API (the NATS port, plain
 	// HTTP) from a request's error.
 	"cmd/agora/internal/notapi": nil,
+	// idnames is -o name: the ids in any command's JSON output.
+	"cmd/agora/internal/idnames": nil,
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
