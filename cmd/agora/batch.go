@@ -374,11 +374,7 @@ func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch b
 	for _, g := range groups {
 		row := []cell{{fmt.Sprint(g.Count), sgrBold}}
 		if withBatch {
-			batch := g.Batch
-			if batch == "" {
-				batch = "-"
-			}
-			row = append(row, cell{batch, ""})
+			row = append(row, cell{orDash(g.Batch), ""})
 		}
 		row = append(row, cell{clipText(g.Question, 60), sgrYellow}, cell{strings.Join(g.Options, " / "), ""},
 			cell{taskList(g.TaskIDs, 50), ""}, cell{ifUnansweredText(g.IfUnanswered, time.Now()), ""}, cell{g.Action, sgrBold})

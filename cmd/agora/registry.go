@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -296,10 +297,10 @@ func (v registryVerb) detail(w io.Writer, environ []string, e *wire.Entry) {
 		}
 		fmt.Fprintf(w, "dispatch: %s\n", u.paint(sgrBold, "agora dispatch --subagent "+e.Ref()))
 	case e.Env != nil:
-		for _, k := range sortedKeys(e.Env.Values) {
+		for _, k := range slices.Sorted(maps.Keys(e.Env.Values)) {
 			fmt.Fprintf(w, "value  %s=%s\n", k, e.Env.Values[k])
 		}
-		for _, k := range sortedKeys(e.Env.Secrets) {
+		for _, k := range slices.Sorted(maps.Keys(e.Env.Secrets)) {
 			fmt.Fprintf(w, "secret %s from %s\n", k, e.Env.Secrets[k])
 		}
 	default:
@@ -323,15 +324,6 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // retryText is a retry policy in a line: "3 attempts on worker-lost,
