@@ -22,6 +22,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -68,7 +69,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	// gone, then times the answer until round 2 has started.
 	throughAgora := func() agoraSpans {
 		iter++
-		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", os.Getpid(), iter), Subagent: askerWith(1)})
+		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", testutil.RunNumber(), iter), Subagent: askerWith(1)})
 		s.waitState(task.ID, wire.StateNeedsInput)
 		s.waitIdle()
 		next := dispatchIDOf(task, 2, 1)
@@ -115,7 +116,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	bare := func() bareSpans {
 		iter++
 		spec := template
-		spec.Name = fmt.Sprintf("agora-bench-bare-%d-%d", os.Getpid(), iter)
+		spec.Name = fmt.Sprintf("agora-bench-bare-%d-%d", testutil.RunNumber(), iter)
 		spec.Labels = maps.Clone(template.Labels)
 		spec.Labels[runner.LabelRunner] = "bench-bare" // no runner adopts it
 		spec.Mounts = slices.Clone(template.Mounts)
@@ -288,7 +289,7 @@ type benchStack struct {
 
 func newBenchStack(tb testing.TB) *benchStack {
 	tb.Helper()
-	runnerID := fmt.Sprintf("orch-bench-%d-%d", os.Getpid(), seq.Add(1))
+	runnerID := fmt.Sprintf("orch-bench-%d-%d", testutil.RunNumber(), seq.Add(1))
 	p := newStackParts(tb, runnerID)
 	log := natstest.LoggerLevel(tb, slog.LevelWarn)
 	eng := &markingEngine{Engine: p.docker, marks: map[string]*engineMarks{}, dispatchOf: map[string]string{}}

@@ -15,6 +15,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -127,7 +128,7 @@ func claudeImage(t *testing.T) string {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tag := fmt.Sprintf("agora-claude-test:%d-%d", os.Getpid(), seq.Add(1))
+	tag := fmt.Sprintf("agora-claude-test:%d-%d", testutil.RunNumber(), seq.Add(1))
 	if err := eng.BuildImage(context.Background(), &ctxTar, tag, map[string]string{"agora.test": "claude"}); err != nil {
 		t.Fatalf("build the stand-in claude image: %v", err)
 	}

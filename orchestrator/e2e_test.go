@@ -59,7 +59,7 @@ func newStack(t *testing.T, tweak func(*Config)) *stack {
 func newStackOn(t *testing.T, onRunner func(eng *docker.Engine, rc *runner.Config), tweak func(*Config)) *stack {
 	t.Helper()
 	testenv.NeedDocker(t, workerImage, dockerErr)
-	runnerID := fmt.Sprintf("orch-test-%d-%d", os.Getpid(), seq.Add(1))
+	runnerID := fmt.Sprintf("orch-test-%d-%d", testutil.RunNumber(), seq.Add(1))
 	p := newStackParts(t, runnerID)
 	rc := p.runnerConfig(t, runnerID, natstest.Logger(t))
 	if onRunner != nil {
@@ -167,7 +167,7 @@ func script(name, sh string) schemas.Subagent {
 func (s *stack) submit(req wire.SubmitRequest) *wire.Task {
 	s.t.Helper()
 	if req.TaskID == "" {
-		req.TaskID = fmt.Sprintf("t%d-%d", os.Getpid(), seq.Add(1))
+		req.TaskID = fmt.Sprintf("t%d-%d", testutil.RunNumber(), seq.Add(1))
 	}
 	t, err := s.orch.Submit(context.Background(), req)
 	if err != nil {
@@ -461,7 +461,7 @@ func TestLimitsAndOperations(t *testing.T) {
 		}
 	})
 	t.Run("idempotent submit", func(t *testing.T) {
-		req := wire.SubmitRequest{TaskID: fmt.Sprintf("idem-%d", os.Getpid()), Subagent: script("x", "true")}
+		req := wire.SubmitRequest{TaskID: fmt.Sprintf("idem-%d", testutil.RunNumber()), Subagent: script("x", "true")}
 		a := s.submit(req)
 		b := s.submit(req)
 		if a.ID != b.ID || a.CreatedAt != b.CreatedAt {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +40,7 @@ func TestRemoveRunningThenKeepGoing(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	ctx := context.Background()
-	id := fmt.Sprintf("rm1-%d", os.Getpid())
+	id := fmt.Sprintf("rm1-%d", testutil.RunNumber())
 	task := s.submit(wire.SubmitRequest{TaskID: id, Subagent: script("sleeper", "echo working; sleep 20")})
 	s.waitState(task.ID, wire.StateRunning)
 	if err := s.orch.Remove(ctx, task.ID); err != nil {

@@ -3,12 +3,12 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -63,7 +63,7 @@ func BenchmarkResumePartialState(b *testing.B) {
 	run := func(which int) resumeSpans {
 		iter++
 		sub := script("state-asker", fmt.Sprintf("STATE_BYTES=%d\n%s", sizes[which].bytes, stateAsker))
-		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("resume-%d-%d", os.Getpid(), iter), Subagent: sub})
+		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("resume-%d-%d", testutil.RunNumber(), iter), Subagent: sub})
 		task = s.waitState(task.ID, wire.StateNeedsInput, wire.StateFailed)
 		if task.State != wire.StateNeedsInput {
 			b.Fatalf("task %s round 1 ended %s: %+v", task.ID, task.State, task.Outcome)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -302,7 +302,7 @@ func TestRememberedAnswerOnRealStack(t *testing.T) {
 	alice := as("alice", false)
 	submit := func(sub schemas.Subagent) *wire.Task {
 		t.Helper()
-		task, err := s.orch.Submit(alice, wire.SubmitRequest{TaskID: fmt.Sprintf("t%d-%d", os.Getpid(), seq.Add(1)), Subagent: sub, Route: "human=1h"})
+		task, err := s.orch.Submit(alice, wire.SubmitRequest{TaskID: fmt.Sprintf("t%d-%d", testutil.RunNumber(), seq.Add(1)), Subagent: sub, Route: "human=1h"})
 		if err != nil {
 			t.Fatal(err)
 		}

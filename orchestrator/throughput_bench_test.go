@@ -20,6 +20,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/wire"
@@ -193,7 +194,7 @@ type throughputStack struct {
 
 func newThroughputStack(tb testing.TB, slots int) *throughputStack {
 	tb.Helper()
-	runnerID := fmt.Sprintf("throughput-%d-%d", os.Getpid(), seq.Add(1))
+	runnerID := fmt.Sprintf("throughput-%d-%d", testutil.RunNumber(), seq.Add(1))
 	p := newStackParts(tb, runnerID, runnerID+"-bare")
 	rules := filepath.Join(tb.TempDir(), "rules.json")
 	if err := os.WriteFile(rules, []byte(`[{"question": "^Pick a colour", "answer": "green"}]`), 0o600); err != nil {
@@ -218,7 +219,7 @@ func (s *throughputStack) runAgora(b *testing.B, name string, n int) time.Durati
 	ctx := context.Background()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("tp-%d-%s-%d", os.Getpid(), name, i)
+		ids[i] = fmt.Sprintf("tp-%d-%s-%d", testutil.RunNumber(), name, i)
 	}
 	began := time.Now()
 	for _, id := range ids {
@@ -276,7 +277,7 @@ func (s *throughputStack) runBare(b *testing.B, templates []capturedContainer, n
 	for i := range n {
 		for r, tpl := range templates {
 			spec := tpl.spec
-			spec.Name = fmt.Sprintf("agora-bare-%d-%s-%d-r%d", os.Getpid(), name, i, r+1)
+			spec.Name = fmt.Sprintf("agora-bare-%d-%s-%d-r%d", testutil.RunNumber(), name, i, r+1)
 			spec.Labels = maps.Clone(tpl.spec.Labels)
 			spec.Labels[runner.LabelRunner] = s.runnerID + "-bare" // no runner adopts it
 			spec.Mounts = slices.Clone(tpl.spec.Mounts)

@@ -53,12 +53,12 @@ func startCIServe(t *testing.T) *ciServer {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := context.Background()
-	tag := fmt.Sprintf("agora-worker:ci-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:ci-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
-	runnerID := fmt.Sprintf("ci-test-%d", os.Getpid())
+	runnerID := fmt.Sprintf("ci-test-%d", testutil.RunNumber())
 	// Registered before serve starts, so it runs after serve has stopped
 	// (which leaves running containers to the next process): after a
 	// passing test no container is left; after a failure it is removed.

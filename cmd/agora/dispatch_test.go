@@ -253,13 +253,13 @@ func newRunnerServer(t *testing.T, name string) *taskServer {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := t.Context()
-	tag := fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	tag := fmt.Sprintf("agora-worker:%s-%d", name, testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
 	s := newTaskServer(t)
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("%s-%d", name, os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
+	r, err := runner.New(runner.Config{ID: fmt.Sprintf("%s-%d", name, testutil.RunNumber()), Slots: 4, Image: tag, DataDir: t.TempDir(),
 		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestDistributedRoles(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := context.Background()
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
-	tag := fmt.Sprintf("agora-worker:distributed-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:distributed-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestDistributedRoles(t *testing.T) {
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, logs, logs
 		startStopped(t, cmd)
 	}
-	runnerIDs := []string{fmt.Sprintf("dist-a-%d", os.Getpid()), fmt.Sprintf("dist-b-%d", os.Getpid())}
+	runnerIDs := []string{fmt.Sprintf("dist-a-%d", testutil.RunNumber()), fmt.Sprintf("dist-b-%d", testutil.RunNumber())}
 	// Registered before the runners start, so it runs after they have
 	// stopped: a stopped runner leaves running containers to the next one
 	// with its id, and there is none here. After a passing test nothing is

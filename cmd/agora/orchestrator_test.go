@@ -37,7 +37,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := context.Background()
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
-	tag := fmt.Sprintf("agora-worker:kill9-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:kill9-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("kill9-%d", os.Getpid()), Slots: 2, Image: tag, DataDir: t.TempDir(),
+	r, err := runner.New(runner.Config{ID: fmt.Sprintf("kill9-%d", testutil.RunNumber()), Slots: 2, Image: tag, DataDir: t.TempDir(),
 		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng, Grace: 3 * time.Second, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute/docker"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // WorkerImage compiles ./cmd/agora-worker (CGO_ENABLED=0) and builds the
@@ -39,7 +40,7 @@ func WorkerImage(ctx context.Context, moduleRoot string) (image string, cleanup 
 		os.RemoveAll(dir)
 		return "", nop, fmt.Errorf("build agora-worker: %v\n%s", err, out)
 	}
-	tag := fmt.Sprintf("agora-worker:test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:test-%d", testutil.RunNumber())
 	res, err := images.Build(ctx, eng, images.Options{WorkerBinary: bin, Tag: tag})
 	if err != nil {
 		eng.Close()

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -133,3 +134,13 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// RunNumber names this test process in what it creates on a shared Docker
+// engine (image tags, container and network names, runner ids, labels). A
+// pid alone is not enough: suites running in other PID namespaces (other
+// containers, CI runners) share the engine and can have the same pid, and
+// one's clean-up would then remove the other's image. It is the pid with
+// 20 random bits beside it, fixed for the life of the process.
+func RunNumber() int { return runNumber() }
+
+var runNumber = sync.OnceValue(func() int { return os.Getpid()<<20 | rand.IntN(1<<20) })

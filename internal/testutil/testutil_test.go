@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -91,5 +92,15 @@ func TestPoll(t *testing.T) {
 				t.Errorf("check called %d times, want %d (0: at least 2)", calls, tt.wantCalls)
 			}
 		})
+	}
+}
+
+func TestRunNumber(t *testing.T) {
+	n := testutil.RunNumber()
+	if n != testutil.RunNumber() {
+		t.Fatal("RunNumber changed within one process")
+	}
+	if n>>20 != os.Getpid() {
+		t.Fatalf("RunNumber %d does not carry the pid %d", n, os.Getpid())
 	}
 }

@@ -85,7 +85,7 @@ func TestClusterFaults(t *testing.T) {
 
 	started := time.Now()
 	w := &clusterWorkload{t: t, clients: clients, tokens: map[string]string{}}
-	run := fmt.Sprintf("c%d", os.Getpid())
+	run := fmt.Sprintf("c%d", testutil.RunNumber())
 	for i := range clusterTasks {
 		id := fmt.Sprintf("%s-%02d", run, i)
 		w.ids = append(w.ids, id)
@@ -163,7 +163,7 @@ func newCluster(t *testing.T) *cluster {
 	for range 3 {
 		c.natsPorts = append(c.natsPorts, freePort(t))
 		c.cluPorts = append(c.cluPorts, freePort(t))
-		c.runnerIDs = append(c.runnerIDs, fmt.Sprintf("cluster-r%d-%d", len(c.runnerIDs), os.Getpid()))
+		c.runnerIDs = append(c.runnerIDs, fmt.Sprintf("cluster-r%d-%d", len(c.runnerIDs), testutil.RunNumber()))
 	}
 	c.s3Port = freePort(t)
 	c.apiAddrs = []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
@@ -191,7 +191,7 @@ func (c *cluster) configure() {
 		c.procs[p.name] = p
 		c.order = append(c.order, p.name)
 	}
-	clusterName := fmt.Sprintf("agora-faults-%d", os.Getpid())
+	clusterName := fmt.Sprintf("agora-faults-%d", testutil.RunNumber())
 	for i := range 3 {
 		var routes []string
 		for j, p := range c.cluPorts {

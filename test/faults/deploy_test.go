@@ -47,7 +47,7 @@ func TestDeployFromExamples(t *testing.T) {
 	computetest.Busybox(t)
 	c := newCluster(t)
 	c.agora, c.natsBin, c.image = buildAll(t, eng, "deploy")
-	runnerID := fmt.Sprintf("deploy-%d.example.internal", os.Getpid())
+	runnerID := fmt.Sprintf("deploy-%d.example.internal", testutil.RunNumber())
 	t.Cleanup(func() {
 		left, _ := eng.List(context.Background(), map[string]string{runner.LabelRunner: runnerID})
 		for _, ctr := range left {
@@ -184,7 +184,7 @@ func TestDeployFromExamples(t *testing.T) {
 	})
 	ctx, cancel = context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	task, err := cl.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("deploy-%d", os.Getpid()),
+	task, err := cl.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("deploy-%d", testutil.RunNumber()),
 		Subagent: schemas.Subagent{Name: "hello", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", "echo hello from the cluster"}}})
 	if err != nil {
 		c.dumpLogs()

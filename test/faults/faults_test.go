@@ -146,7 +146,7 @@ func newHarness(t *testing.T, eng *docker.Engine) *harness {
 	h.agora, h.natsBin, h.image = buildAll(t, eng, "faults")
 	h.natsPort = freePort(t)
 	h.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", os.Getpid()), fmt.Sprintf("faults-runner-%d", os.Getpid())}
+	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", testutil.RunNumber()), fmt.Sprintf("faults-runner-%d", testutil.RunNumber())}
 	// Registered before any process starts, so it runs after they stop:
 	// whatever a failed run left is removed.
 	t.Cleanup(func() {
@@ -464,7 +464,7 @@ type workload struct {
 
 func newWorkload(t *testing.T, c *client.Client, rng *rand.Rand) *workload {
 	w := &workload{t: t, c: c, rng: rng}
-	run := fmt.Sprintf("f%d", os.Getpid())
+	run := fmt.Sprintf("f%d", testutil.RunNumber())
 	for i := range plainTasks + len(ops) {
 		p := &taskPlan{id: fmt.Sprintf("%s-%02d", run, i), token: fmt.Sprintf("tok%d%d", i, rng.IntN(1e6))}
 		if j := i - plainTasks; j >= 0 {
@@ -801,7 +801,7 @@ func buildAll(t *testing.T, eng *docker.Engine, name string) (agora, natsBin, im
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	agora = testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 	natsBin = testenv.Binary(t, "github.com/nats-io/nats-server/v2", true)
-	image = fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	image = fmt.Sprintf("agora-worker:%s-%d", name, testutil.RunNumber())
 	if _, err := images.Build(context.Background(), eng, images.Options{WorkerBinary: worker, Tag: image}); err != nil {
 		t.Fatal(err)
 	}
