@@ -81,6 +81,9 @@ var may = map[string][]string{
 	"cmd/agora/internal/notapi": nil,
 	// idnames is -o name: the ids in any command's JSON output.
 	"cmd/agora/internal/idnames": nil,
+	// verbflags is the conventions of every verb's pflag set: spellings,
+	// error wording, usage from the definitions.
+	"cmd/agora/internal/verbflags": nil,
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
