@@ -74,6 +74,16 @@ var may = map[string][]string{
 	// tokens file) in the formats the server reads; cliconfig is the CLI's
 	// own config file.
 	"cmd/agora/internal/cliconfig": nil,
+	// batchreport is batch submit's bookkeeping over the client's lines.
+	"cmd/agora/internal/batchreport": {"client", "wire"},
+	// notapi names what answered instead of the API (the NATS port, plain
+	// HTTP) from a request's error.
+	"cmd/agora/internal/notapi": nil,
+	// idnames is -o name: the ids in any command's JSON output.
+	"cmd/agora/internal/idnames": nil,
+	// verbflags is the conventions of every verb's pflag set: spellings,
+	// error wording, usage from the definitions.
+	"cmd/agora/internal/verbflags": nil,
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
