@@ -54,6 +54,7 @@ type runnerFlags struct {
 	tokenF     tokenFlags
 	tokens     multiFlag
 	compute    string
+	benchmark  bool
 	ecs        ecsFlags
 }
 
@@ -83,7 +84,8 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 	f.tokenF.register(fs, "accept metrics bearer token `NAME:SECRET` (repeatable); required when --listen is off loopback")
 	fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 	f.natsAuth.register(fs)
-	fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md)")
+	fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md); process, the measuring engine, only with --benchmark-engine")
+	registerBenchmarkEngine(fs, &f.benchmark)
 	f.ecs.register(fs)
 	fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
 	fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
@@ -111,7 +113,7 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--worker-nats-signer mints credentials for --worker-nats: give both")
 	case f.signerFile != "" && f.natsAuth.creds == "":
 		return f, usagef("--worker-nats-signer needs --nats-creds: the workers' users belong to the runner's account")
-	case f.compute != computeDocker && f.compute != computeECS:
+	case f.compute != computeDocker && f.compute != computeECS && f.compute != computeProcess:
 		return f, usagef("--compute %q: want docker or ecs", f.compute)
 	case f.compute == computeECS && f.image == "":
 		return f, usagef("--compute ecs needs --image: an image ECS pulls (e.g. from ECR); nothing is built for ECS")
@@ -129,6 +131,9 @@ func parseRunnerFlags(args, environ []string, stdout io.Writer) (runnerFlags, er
 		return f, usagef("--memory-mb %d is over --max-memory-mb %d", f.memoryMB, f.max.memoryMB)
 	case f.pids > f.max.pids:
 		return f, usagef("--pids %d is over --max-pids %d", f.pids, f.max.pids)
+	}
+	if err := checkMeasuringEngine(f.compute, f.benchmark, f.image); err != nil {
+		return f, err
 	}
 	if f.compute == computeECS {
 		e := f.ecs.config(environ, f.grace)
@@ -200,7 +205,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if f.image == "" && f.compute == computeDocker {
+	if f.image == "" && f.compute != computeECS {
 		// Before connecting: a missing binary is the likeliest mistake.
 		if _, err = workerBinary("", "--image IMAGE"); err != nil {
 			return err
@@ -254,6 +259,7 @@ func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		Metrics:           f.listen != "",
 		DockerHost:        getenv(environ, "DOCKER_HOST"),
 		ECS:               ecsCfg,
+		MeasuringEngine:   f.compute == computeProcess,
 		Logger:            log,
 	}))
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 const serveSynopsis = "[--data-dir DIR] [--nats URL [--nats-creds FILE | --nats-nkey FILE | --nats-user USER] [--nats-tls-ca FILE] | --nats-port N] [--storage URI] [--listen ADDR] [--token NAME:SECRET[:ROLE]]... [--local-secrets NAME=SECRET,…]... " +
-	"[--slots N] [--no-runner | --runner-only] [--image IMAGE] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
+	"[--slots N] [--no-runner | --runner-only] [--image IMAGE | --compute process --benchmark-engine] [--worker PATH] [--id ID] [--worker-env KEY=VALUE]... [--secrets-dir DIR] [--rules FILE] [--webhook-secret S] [--ci-route ROUTE] [--slack-token T --slack-signing-secret S [--public-url URL]] [--max-… LIMIT]..."
 
 // serveFlags is the command line of `agora serve`, checked.
 type serveFlags struct {
@@ -44,6 +44,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		natsURL, listen        string
 		image, id              string
 		natsPort, slots        int
+		computeF               string
+		benchmark              bool
 		rules, webhookSecret   string
 		slackF                 slackFlags
 		runnerFlagsGiven       []string
@@ -70,6 +72,8 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	fs.StringVar(&rules, "rules", "", "lookup rules `FILE` (JSON or YAML) for the lookup answerer")
 	fs.StringVar(&webhookSecret, "webhook-secret", "", "HMAC `SECRET` that signs webhook answerer requests")
 	ciRoute := ciRouteFlag(fs)
+	fs.StringVar(&computeF, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine); process, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
+	registerBenchmarkEngine(fs, &benchmark)
 	var workerPath string
 	fs.StringVar(&workerPath, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
 	var max maxFlags
@@ -89,7 +93,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 	cpusGiven := false
 	fs.Visit(func(fl *flag.Flag) {
 		switch {
-		case slices.Contains([]string{"slots", "image", "id", "worker-env", "worker", "secrets-dir"}, fl.Name),
+		case slices.Contains([]string{"slots", "image", "id", "worker-env", "worker", "secrets-dir", "compute", "benchmark-engine"}, fl.Name),
 			slices.Contains(maxFlagsRunner, fl.Name):
 			runnerFlagsGiven = append(runnerFlagsGiven, "--"+fl.Name)
 		case slices.Contains([]string{"rules", "webhook-secret", "public-url", "ci-route"}, fl.Name), slices.Contains(maxFlagsOrchestrator, fl.Name),
@@ -124,6 +128,11 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		return f, usagef("--nats-port %d: want a port, 1-65535 (0: a free one)", natsPort)
 	case slots < 1:
 		return f, usagef("--slots must be at least 1")
+	case computeF != computeDocker && computeF != computeProcess:
+		return f, usagef("--compute %q: want docker (agora runner --compute ecs runs on ECS)", computeF)
+	}
+	if err := checkMeasuringEngine(computeF, benchmark, image); err != nil {
+		return f, err
 	}
 	for _, kv := range workerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
@@ -191,6 +200,7 @@ func parseServeFlags(args, environ []string, stdout io.Writer) (serveFlags, erro
 		MaxArtifacts:      max.artifacts,
 		MaxArtifactBytes:  max.artifactsMB << 20,
 		Slack:             slackCfg,
+		MeasuringEngine:   computeF == computeProcess,
 	})}
 	if err := f.cfg.WithDefaults().Validate(); err != nil {
 		return f, usagef("%v", err)
