@@ -14,8 +14,8 @@
 // mount's Target (in the environment, the working directory and the
 // arguments) becomes the same path under its Source; /tmp (and with it HOME,
 // which the runner sets to /tmp) becomes a fresh directory of the process,
-// removed with it. PATH is the host's, so the sub-agent's /bin/sh is the
-// host's. The image's entrypoint, the worker, is Config.Worker; a spec naming
+// removed with it. PATH is the host's behind the worker's own directory, so
+// the sub-agent's /bin/sh is the host's and agora-worker is the worker. The image's entrypoint, the worker, is Config.Worker; a spec naming
 // another entrypoint (the egress proxy) is refused, and so is an image other
 // than Config.Image. State lives in memory: a new Engine lists nothing, so a
 // restarted runner adopts nothing (a benchmark does not restart its runner).
@@ -155,7 +155,9 @@ func (e *Engine) Create(_ context.Context, spec compute.ContainerSpec) (string, 
 		args[i+1] = hostPath(mounts, args[i+1])
 	}
 	cmd := exec.Command(e.cfg.Worker, args[1:]...)
-	env := []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}
+	// The worker's directory first, as the image has it on PATH: a
+	// sub-agent calls agora-worker ask.
+	env := []string{"PATH=" + filepath.Dir(e.cfg.Worker) + string(os.PathListSeparator) + os.Getenv("PATH"), "TMPDIR=" + tmp}
 	for _, kv := range spec.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		env = append(env, k+"="+hostPath(mounts, v))
