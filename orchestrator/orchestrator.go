@@ -32,9 +32,15 @@ const (
 	// (SubmitRequest.FromCI) without one, unless Config.CIRoute says
 	// otherwise: a person has 10 minutes, then the question's default is
 	// taken, or the task expires.
-	DefaultCIRoute     = "human=10m"
-	consumerName       = "orchestrator"
-	routerTick         = 250 * time.Millisecond
+	DefaultCIRoute = "human=10m"
+	consumerName   = "orchestrator"
+	routerTick     = 250 * time.Millisecond
+	// routerWorkers route this many tasks' questions at once. One was
+	// agora's own ceiling: each answer is a read, a compare-and-swap and
+	// an enqueue, and on a 3-node NATS cluster a burst of questions queued
+	// behind one another for seconds (docs/capacity.md); an answerer that
+	// takes its time (a webhook, an agent) held every other task's too.
+	routerWorkers      = 8
 	lastOutputMaxBytes = 200
 )
 
@@ -89,6 +95,11 @@ type Orchestrator struct {
 	retries    map[string]time.Time // task id → when its queued retry is due
 	lastOutput map[string]string    // dispatch id → last output line
 	kick       chan string
+	// routing holds the tasks a router worker is advancing; rerun those
+	// poked meanwhile, advanced again by the same worker, so one task is
+	// never routed by two at once.
+	routing map[string]bool
+	rerun   map[string]bool
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -118,6 +129,7 @@ func New(cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("orchestrator config: CI route %q: %w", cfg.CIRoute, err)
 	}
 	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
+		routing: map[string]bool{}, rerun: map[string]bool{},
 		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
 }
 
@@ -182,7 +194,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	o.wg.Add(2)
+	o.wg.Add(2 + routerWorkers)
+	for range routerWorkers {
+		go o.routeKicks(runCtx)
+	}
 	go o.route(runCtx)
 	go o.sweepLoop(runCtx)
 	return nil

@@ -31,9 +31,49 @@ func (o *Orchestrator) poke(taskID string) {
 	}
 }
 
-// route advances questions: when one is asked (poked) and when a step's
-// deadline passes. Deadlines live in the task records, so a restarted
-// orchestrator resumes them (recover).
+// routeKicks is one of the router workers: it advances the questions
+// poked (just asked, or answered elsewhere).
+func (o *Orchestrator) routeKicks(ctx context.Context) {
+	defer o.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-o.kick:
+			o.advanceAlone(ctx, id)
+		}
+	}
+}
+
+// advanceAlone advances a task unless another router worker is at it;
+// then that worker advances it once more when done, so a poke is never
+// lost and a task is never routed twice at once (an answerer asked twice).
+func (o *Orchestrator) advanceAlone(ctx context.Context, taskID string) {
+	o.mu.Lock()
+	if o.routing[taskID] {
+		o.rerun[taskID] = true
+		o.mu.Unlock()
+		return
+	}
+	o.routing[taskID] = true
+	o.mu.Unlock()
+	for {
+		o.advance(ctx, taskID)
+		o.mu.Lock()
+		if !o.rerun[taskID] {
+			delete(o.routing, taskID)
+			o.mu.Unlock()
+			return
+		}
+		delete(o.rerun, taskID)
+		o.mu.Unlock()
+	}
+}
+
+// route advances questions whose step's deadline passed, and queues due
+// retries; the router workers (routeKicks) take the questions poked.
+// Deadlines live in the task records, so a restarted orchestrator resumes
+// them (recover).
 func (o *Orchestrator) route(ctx context.Context) {
 	defer o.wg.Done()
 	tick := time.NewTicker(routerTick)
@@ -42,8 +82,6 @@ func (o *Orchestrator) route(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-o.kick:
-			o.advance(ctx, id)
 		case <-tick.C:
 			now := o.now()
 			var due []string
@@ -55,7 +93,7 @@ func (o *Orchestrator) route(ctx context.Context) {
 			}
 			o.mu.Unlock()
 			for _, id := range due {
-				o.advance(ctx, id)
+				o.advanceAlone(ctx, id)
 			}
 			for _, id := range o.dueRetries(now) {
 				o.dispatchRetry(ctx, id)

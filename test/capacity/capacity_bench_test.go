@@ -28,9 +28,10 @@ import (
 
 // Flags of BenchmarkCapacity (go test … -args -capacity-tasks=300).
 var (
-	capTasks  = flag.Int("capacity-tasks", 150, "BenchmarkCapacity: two-round tasks per configuration (after a warm-up of 10)")
-	capSlots  = flag.Int("capacity-slots", 4, "BenchmarkCapacity: slots of each runner")
-	capShapes = flag.String("capacity-shapes", "", "BenchmarkCapacity: only these configurations, comma-separated ORCHxRUNNERS[xNODES], e.g. 1x4,1x4x3,2x4 (default: 1x1,1x4,1x16,1x4x3,2x4)")
+	capTasks   = flag.Int("capacity-tasks", 150, "BenchmarkCapacity: two-round tasks per configuration (after a warm-up of 10)")
+	capSlots   = flag.Int("capacity-slots", 4, "BenchmarkCapacity: slots of each runner")
+	capProfile = flag.String("capacity-cpuprofile", "", "BenchmarkCapacity: keep each configuration's CPU profile (labelled by part) in `DIR` as <configuration>.pprof")
+	capShapes  = flag.String("capacity-shapes", "", "BenchmarkCapacity: only these configurations, comma-separated ORCHxRUNNERS[xNODES], e.g. 1x4,1x4x3,2x4 (default: 1x1,1x4,1x16,1x4x3,2x4)")
 )
 
 // BenchmarkCapacity measures agora's own ceiling on the measuring engine
@@ -126,6 +127,9 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	js := jetStream(b, s.urls)
 	eventsBefore := streamMsgs(b, js, bus.EventStream)
 	profile := filepath.Join(b.TempDir(), "cpu.pprof")
+	if *capProfile != "" {
+		profile = filepath.Join(*capProfile, sh.key()+".pprof")
+	}
 	pf, err := os.Create(profile)
 	if err != nil {
 		b.Fatal(err)

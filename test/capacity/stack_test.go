@@ -114,7 +114,7 @@ func newStack(tb testing.TB, sh shape) *stack {
 	for i := range sh.orchestrators {
 		labelled("orchestrator", func() {
 			o, err := orchestrator.New(orchestrator.Config{Bus: connect(fmt.Sprintf("orch%d", i)), Store: store, Logger: log,
-				Answerers: &answer.Resolver{RulesFile: rules, Logger: log}})
+				Answerers: &answer.Resolver{RulesFile: rules, WebhookSecret: "capacity-webhook-secret", Logger: log}})
 			if err != nil {
 				tb.Fatal(err)
 			}
