@@ -112,7 +112,22 @@ type capRow struct {
 	// (the benchmark's own submits and polls, the Go runtime, GC).
 	cpu   map[string]time.Duration
 	parts []partRow
+	// stored is what the bus holds per task run so far, by stream or
+	// bucket: bytes and messages (keys, for a bucket).
+	stored []storedRow
 }
+
+// storedRow is one stream's or bucket's size per task.
+type storedRow struct {
+	name                string
+	bytesPerTask        float64
+	msgsPerTask         float64
+	subjectsPerDispatch float64
+}
+
+// storedStreams are what the model of docs/capacity.md sizes: the
+// events, the queue and the buckets (a bucket is the stream KV_<name>).
+var storedStreams = []string{bus.EventStream, bus.QueueStream, "KV_agora_tasks", "KV_agora_dispatch_index", "KV_" + bus.ClaimBucket, "KV_" + bus.RunnerBucket}
 
 func (r capRow) dispatchesPerSec() float64 { return float64(2*r.tasks) / r.wall.Seconds() }
 
@@ -155,6 +170,19 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	}
 	if row.failed > 0 {
 		b.Errorf("%s: %d of %d tasks did not finish", sh, row.failed, tasks)
+	}
+	for _, name := range storedStreams {
+		st, err := js.Stream(context.Background(), name)
+		if err != nil {
+			continue // not made in this configuration
+		}
+		info, err := st.Info(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		all := float64(len(warm) + tasks)
+		row.stored = append(row.stored, storedRow{name: name, bytesPerTask: float64(info.State.Bytes) / all,
+			msgsPerTask: float64(info.State.Msgs) / all, subjectsPerDispatch: float64(info.State.NumSubjects) / (2 * all)})
 	}
 	row.cpu = cpuByPart(b, profile, self)
 	row.cpu["workers"] = child
@@ -402,6 +430,13 @@ func capTable(rows []capRow, loadBefore, loadAfter string) string {
 		fmt.Fprintf(&sb, "%-50s %10s %10s %10s\n", "part (per dispatch unless said)", "mean ms", "p50 ms", "p90 ms")
 		for _, p := range r.parts {
 			fmt.Fprintf(&sb, "%-50s %10.1f %10.1f %10.1f\n", p.name, ms(p.mean), ms(p.p50), ms(p.p90))
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(&sb, "\nstored on the bus per two-round task (%s)\n", rows[0].shape)
+		fmt.Fprintf(&sb, "%-50s %12s %12s %16s\n", "stream or bucket", "bytes/task", "msgs/task", "subjects/dispatch")
+		for _, st := range rows[0].stored {
+			fmt.Fprintf(&sb, "%-50s %12.0f %12.2f %16.2f\n", st.name, st.bytesPerTask, st.msgsPerTask, st.subjectsPerDispatch)
 		}
 	}
 	fmt.Fprintf(&sb, "\n%s", verdict(rows))
