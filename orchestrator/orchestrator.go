@@ -76,7 +76,14 @@ type Config struct {
 	// enqueue that failed after the task was written: a NATS leader
 	// election, a lost connection); 0 means DefaultOutboxSweep.
 	OutboxSweep time.Duration
+	// RouterWorkers is how many tasks' questions are routed at once; 0
+	// means DefaultRouterWorkers. 1 is the single router agora had before
+	// (docs/capacity.md measures both).
+	RouterWorkers int
 }
+
+// DefaultRouterWorkers is Config.RouterWorkers' default.
+const DefaultRouterWorkers = routerWorkers
 
 // DefaultOutboxSweep is Config.OutboxSweep's default.
 const DefaultOutboxSweep = 10 * time.Second
@@ -194,8 +201,12 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	o.wg.Add(2 + routerWorkers)
-	for range routerWorkers {
+	workers := o.cfg.RouterWorkers
+	if workers <= 0 {
+		workers = DefaultRouterWorkers
+	}
+	o.wg.Add(2 + workers)
+	for range workers {
 		go o.routeKicks(runCtx)
 	}
 	go o.route(runCtx)

@@ -31,7 +31,7 @@ var (
 	capTasks   = flag.Int("capacity-tasks", 150, "BenchmarkCapacity: two-round tasks per configuration (after a warm-up of 10)")
 	capSlots   = flag.Int("capacity-slots", 4, "BenchmarkCapacity: slots of each runner")
 	capProfile = flag.String("capacity-cpuprofile", "", "BenchmarkCapacity: keep each configuration's CPU profile (labelled by part) in `DIR` as <configuration>.pprof")
-	capShapes  = flag.String("capacity-shapes", "", "BenchmarkCapacity: only these configurations, comma-separated ORCHxRUNNERS[xNODES], e.g. 1x4,1x4x3,2x4 (default: 1x1,1x4,1x16,1x4x3,2x4)")
+	capShapes  = flag.String("capacity-shapes", "", "BenchmarkCapacity: only these configurations, comma-separated ORCHxRUNNERS[xNODES][/rN], e.g. 1x4,1x4x3,2x4,1x4/r1 (/rN: N router workers; default: 1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1)")
 )
 
 // BenchmarkCapacity measures agora's own ceiling on the measuring engine
@@ -67,19 +67,24 @@ func BenchmarkCapacity(b *testing.B) {
 }
 
 func (s shape) key() string {
+	k := fmt.Sprintf("%dx%d", s.orchestrators, s.runners)
 	if s.natsNodes > 1 {
-		return fmt.Sprintf("%dx%dx%d", s.orchestrators, s.runners, s.natsNodes)
+		k += fmt.Sprintf("x%d", s.natsNodes)
 	}
-	return fmt.Sprintf("%dx%d", s.orchestrators, s.runners)
+	if s.routers > 0 {
+		k += fmt.Sprintf("_r%d", s.routers)
+	}
+	return k
 }
 
 func parseShapes(list string, slots int) ([]shape, error) {
 	if list == "" {
-		list = "1x1,1x4,1x16,1x4x3,2x4"
+		list = "1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1"
 	}
 	var shapes []shape
 	for _, f := range strings.Split(list, ",") {
-		parts := strings.Split(strings.TrimSpace(f), "x")
+		f, routers, hasRouters := strings.Cut(strings.TrimSpace(f), "/r")
+		parts := strings.Split(f, "x")
 		nums := make([]int, 0, 3)
 		for _, p := range parts {
 			n, err := strconv.Atoi(p)
@@ -94,6 +99,13 @@ func parseShapes(list string, slots int) ([]shape, error) {
 		sh := shape{orchestrators: nums[0], runners: nums[1], slots: slots, natsNodes: 1}
 		if len(nums) == 3 {
 			sh.natsNodes = nums[2]
+		}
+		if hasRouters {
+			n, err := strconv.Atoi(routers)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("-capacity-shapes %q: /rN wants a positive number of router workers", f)
+			}
+			sh.routers = n
 		}
 		shapes = append(shapes, sh)
 	}

@@ -51,11 +51,17 @@ type shape struct {
 	// natsNodes is 1 (the embedded server, as agora serve) or 3 (a
 	// cluster, every stream and bucket with 3 replicas).
 	natsNodes int
+	// routers is the orchestrators' RouterWorkers; 0 is the default.
+	routers int
 }
 
 func (s shape) String() string {
-	return fmt.Sprintf("%d orch · %d runners × %d slots · NATS %s", s.orchestrators, s.runners, s.slots,
+	str := fmt.Sprintf("%d orch · %d runners × %d slots · NATS %s", s.orchestrators, s.runners, s.slots,
 		map[bool]string{true: "1 node", false: strconv.Itoa(s.natsNodes) + "-node cluster R3"}[s.natsNodes == 1])
+	if s.routers > 0 {
+		str += fmt.Sprintf(" · %d router", s.routers)
+	}
+	return str
 }
 
 // stack is agora in this process on the measuring engine: NATS (one node
@@ -114,7 +120,8 @@ func newStack(tb testing.TB, sh shape) *stack {
 	for i := range sh.orchestrators {
 		labelled("orchestrator", func() {
 			o, err := orchestrator.New(orchestrator.Config{Bus: connect(fmt.Sprintf("orch%d", i)), Store: store, Logger: log,
-				Answerers: &answer.Resolver{RulesFile: rules, WebhookSecret: "capacity-webhook-secret", Logger: log}})
+				Answerers:     &answer.Resolver{RulesFile: rules, WebhookSecret: "capacity-webhook-secret", Logger: log},
+				RouterWorkers: sh.routers})
 			if err != nil {
 				tb.Fatal(err)
 			}
