@@ -128,7 +128,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	}
 	if asked {
 		o.schedule(t.ID, wakeAt(t, currentRound(t)))
-		o.poke(t.ID)
+		o.poke(t.ID, t.Revision)
 	}
 	if retried {
 		if r := currentRound(t); waitingRetry(r, o.now()) {

@@ -167,7 +167,7 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	}
 	began := time.Now()
 	ids, submits := s.submit(b, fmt.Sprintf("m%d", seq.Add(1)), tasks)
-	s.wait(b, ids, time.Duration(tasks)*2*time.Second+5*time.Minute)
+	s.wait(b, ids, time.Duration(tasks)*time.Second+2*time.Minute)
 	wall := time.Since(began)
 	pprof.StopCPUProfile()
 	self, child := rusage(syscall.RUSAGE_SELF)-selfBefore, rusage(syscall.RUSAGE_CHILDREN)-childBefore

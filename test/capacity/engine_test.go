@@ -48,3 +48,22 @@ func TestMeasuringEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterQuestionsRouted: on a 3-node NATS cluster, where a KV read
+// may come from a replica a write has not reached yet, every question is
+// routed and every task finishes. A router that trusted such a read saw
+// the task as it was before it asked, forgot the question, and about one
+// task in ten waited on needs_input for ever (docs/capacity.md).
+func TestClusterQuestionsRouted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-node cluster and 60 tasks: not in -short")
+	}
+	s := newStack(t, shape{orchestrators: 1, runners: 4, slots: 4, natsNodes: 3})
+	ids, _ := s.submit(t, "cluster", 60)
+	s.wait(t, ids, 3*time.Minute)
+	for _, id := range ids {
+		if task, err := s.orchs[0].Get(context.Background(), id); err != nil || task.State != orchestrator.StateFinished {
+			t.Errorf("task %s: %v, %v; want finished", id, task.State, err)
+		}
+	}
+}

@@ -312,7 +312,15 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%d of %d tasks not ended within %s", len(want), len(ids), limit)
+			states := map[string]int{}
+			for id := range want {
+				if t, err := s.orchs[0].Get(context.Background(), id); err != nil {
+					states[err.Error()]++
+				} else {
+					states[string(t.State)+fmt.Sprintf(" (round %d)", len(t.Rounds))]++
+				}
+			}
+			tb.Fatalf("%d of %d tasks not ended within %s (%d dispatches held by runners): %v", len(want), len(ids), limit, busy, states)
 		}
 		time.Sleep(100 * time.Millisecond) // reading tasks costs CPU the stack shares
 	}
