@@ -62,8 +62,12 @@ func TestClusterQuestionsRouted(t *testing.T) {
 	ids, _ := s.submit(t, "cluster", 60)
 	s.wait(t, ids, 3*time.Minute)
 	for _, id := range ids {
-		if task, err := s.orchs[0].Get(context.Background(), id); err != nil || task.State != orchestrator.StateFinished {
-			t.Errorf("task %s: %v, %v; want finished", id, task.State, err)
+		task, err := s.orchs[0].Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.State != orchestrator.StateFinished {
+			t.Errorf("task %s is %s; want finished", id, task.State)
 		}
 	}
 }
