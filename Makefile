@@ -23,13 +23,15 @@ tools: ## test tools: versitygw (strict S3 suite), staticcheck, act (the GitHub 
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@test -x $(GOBIN)/act || $(GO) install github.com/nektos/act@$(ACT_VERSION)
 
-check: ## gofmt, go vet, staticcheck
+check: ## gofmt, go mod tidy (nothing to change), go vet, staticcheck
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags openapicheck ./cmd/agora
 	$(GOBIN)/staticcheck ./...
 
 test: tools ## every test, including the NATS, S3 and Docker ones
-	PATH="$(GOBIN):$$PATH" $(GO) test -count=1 -timeout 30m ./...
+	PATH="$(GOBIN):$$PATH" $(GO) test -tags openapicheck -count=1 -timeout 30m ./...
 
 bench: ## benchmarks, printed as tables
 	$(GO) test -run '^$$' -bench . -benchtime 50x ./worker/...

@@ -1,8 +1,8 @@
 // Package adapters defines the runtime-adapter seam: how the worker hands one
 // dispatch to a runtime (a plain command, Claude Code, …) and learns how it
 // ended. Implementations live in sub-packages (exec, claudecode); this package
-// holds the interface and the pieces they share. It imports only schemas and
-// internal/proc from this module.
+// holds the interface and the pieces they share. What it may import:
+// docs/architecture.md.
 package adapters
 
 import (
@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/agoradev/agora/internal/proc"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -49,7 +49,7 @@ type Invocation struct {
 
 // Result is how a started runtime ended.
 type Result struct {
-	Exit proc.ExitResult
+	Exit exit.Result
 	// Usage is what the runtime reported about its consumption, when it did.
 	Usage *schemas.Usage
 	// Text is the runtime's own final answer, when it gives one (Claude

@@ -13,18 +13,19 @@ import (
 	"github.com/agoradev/agora/schemas"
 )
 
-// The AGORA_* variables every runtime sees (DispatchEnv).
+// The AGORA_* variables every runtime sees (DispatchEnv). The names live
+// in schemas, the contract's one home; these keep the adapters' own names.
 const (
-	EnvDispatchID     = "AGORA_DISPATCH_ID"
-	EnvTaskID         = "AGORA_TASK_ID"
-	EnvRound          = "AGORA_ROUND"
-	EnvWorkspace      = "AGORA_WORKSPACE"
-	EnvInputFile      = "AGORA_INPUT_FILE"
-	EnvNeedsInputFile = "AGORA_NEEDS_INPUT_FILE"
-	EnvSubagent       = "AGORA_SUBAGENT"
+	EnvDispatchID     = schemas.EnvDispatchID
+	EnvTaskID         = schemas.EnvTaskID
+	EnvRound          = schemas.EnvRound
+	EnvWorkspace      = schemas.EnvWorkspace
+	EnvInputFile      = schemas.EnvInputFile
+	EnvNeedsInputFile = schemas.EnvNeedsInputFile
+	EnvSubagent       = schemas.EnvSubagent
 	// EnvAnswer and EnvResumeFile are set on resumed rounds only.
-	EnvAnswer     = "AGORA_ANSWER"
-	EnvResumeFile = "AGORA_RESUME_FILE"
+	EnvAnswer     = schemas.EnvAnswer
+	EnvResumeFile = schemas.EnvResumeFile
 )
 
 // DispatchEnv is the AGORA_* environment a runtime gets for spec, with the

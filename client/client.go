@@ -9,9 +9,9 @@
 // Its registry methods register and read sub-agents, capabilities and env
 // bundles.
 //
-// It imports only wire, schemas and the standard library — no NATS, AWS or
-// Docker package (TestClientDependencies holds that), so a Slack app or a
-// web service can import it cheaply.
+// It links no NATS, AWS or Docker package (docs/architecture.md;
+// test/arch and TestClientDependencies hold that), so a Slack app or a web
+// service can import it cheaply.
 package client
 
 import (
@@ -212,7 +212,7 @@ func withQuery(path string, q url.Values) string {
 // wire.ErrAlreadyAnswered, with who answered when in the message.
 func (c *Client) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 	return c.task(ctx, http.MethodPost, req.TaskID, "/answer",
-		wire.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel})
+		wire.AnswerBody{Answer: req.Answer, Round: req.Round, By: req.By, Channel: req.Channel, Remember: req.Remember})
 }
 
 // Cancel ends a queued, running or waiting task.
@@ -369,4 +369,27 @@ func errorOf(resp *http.Response) error {
 		msg = http.StatusText(resp.StatusCode)
 	}
 	return &Error{Status: resp.StatusCode, Message: msg}
+}
+
+// Replay starts a new task that runs the finished task taskID again from
+// round 1, answering each question with the answer recorded for it
+// (docs/replay.md); the new task's Replay says what it found once it ends.
+func (c *Client) Replay(ctx context.Context, taskID string, req wire.ReplayRequest) (*wire.Task, error) {
+	return c.task(ctx, http.MethodPost, taskID, "/replay", req)
+}
+
+// ReplayBatch replays every finished task of batch into a new batch.
+func (c *Client) ReplayBatch(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error) {
+	var out wire.BatchReplay
+	if batch == "" {
+		return out, fmt.Errorf("agora api: empty batch id: %w", wire.ErrInvalidRequest)
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/batches/"+url.PathEscape(batch)+"/replay", req, &out)
+	return out, err
+}
+
+// Fork starts a new task from round req.Round of taskID — that round's
+// workspace snapshot and partial_state — with req.Answer as its answer.
+func (c *Client) Fork(ctx context.Context, taskID string, req wire.ForkRequest) (*wire.Task, error) {
+	return c.task(ctx, http.MethodPost, taskID, "/fork", req)
 }

@@ -18,11 +18,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -56,31 +56,31 @@ var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 
 // richTask has every kind of field a task carries, to see it survive the
 // trip through JSON.
-func richTask(id string, state orchestrator.State) *orchestrator.Task {
+func richTask(id string, state wire.State) *wire.Task {
 	def, exit := "red", 0
-	return &orchestrator.Task{
+	return &wire.Task{
 		ID: id, State: state, SubagentHash: "sha256:ab12",
-		Request: orchestrator.SubmitRequest{TaskID: id, Subagent: schemas.Subagent{Name: "painter", Runtime: schemas.RuntimeExec,
+		Request: wire.SubmitRequest{TaskID: id, Subagent: schemas.Subagent{Name: "painter", Runtime: schemas.RuntimeExec,
 			Command: []string{"./paint.sh"}}, Input: json.RawMessage(`{"wall":"north"}`), Route: "memory,human=24h",
-			Limits: orchestrator.Limits{MaxRounds: 3}, Labels: map[string]string{"batch": "7"}},
-		Rounds: []orchestrator.Round{
-			{N: 1, DispatchID: id + "-r1", State: orchestrator.StateNeedsInput, QueuedAt: t0, StartedAt: t0.Add(time.Second),
+			Limits: wire.Limits{MaxRounds: 3}, Labels: map[string]string{"batch": "7"}},
+		Rounds: []wire.Round{
+			{N: 1, DispatchID: id + "-r1", State: wire.StateNeedsInput, QueuedAt: t0, StartedAt: t0.Add(time.Second),
 				EndedAt: t0.Add(time.Minute), ExitCode: &exit, AskedAt: t0.Add(time.Minute), Attempt: 1, Enqueued: true,
 				Question: &schemas.NeedsInput{Question: "Which colour?", Options: []string{"red", "green"}, Default: &def,
 					PartialState: json.RawMessage(`{"primed":true}`)},
-				Answer:    &orchestrator.Answer{Value: "green", By: "alice", Channel: "api", At: t0.Add(2 * time.Minute), WaitMS: 60000},
-				Decisions: []orchestrator.Decision{{StepIndex: 1, Step: "human", Result: "answered", Detail: "by alice", At: t0.Add(2 * time.Minute)}}},
+				Answer:    &wire.Answer{Value: "green", By: "alice", Channel: "api", At: t0.Add(2 * time.Minute), WaitMS: 60000},
+				Decisions: []wire.Decision{{StepIndex: 1, Step: "human", Result: "answered", Detail: "by alice", At: t0.Add(2 * time.Minute)}}},
 			{N: 2, DispatchID: id + "-r2", State: state, QueuedAt: t0.Add(2 * time.Minute), Attempt: 1},
 		},
 		CreatedAt: t0, UpdatedAt: t0.Add(2 * time.Minute), WaitedMS: 60000, Revision: 7,
-		Attention: orchestrator.Attention{Kind: "none", Summary: "round 2 queued for a runner slot; no action needed"},
+		Attention: wire.Attention{Kind: "none", Summary: "round 2 queued for a runner slot; no action needed"},
 	}
 }
 
 func TestClient_RoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	want := richTask("t-1", orchestrator.StateQueued)
+	want := richTask("t-1", wire.StateQueued)
 	calls := map[string]any{}
 	var mu sync.Mutex
 	record := func(name string, arg any) {
@@ -89,37 +89,37 @@ func TestClient_RoundTrips(t *testing.T) {
 		calls[name] = arg
 	}
 	svc := &apitest.Service{
-		SubmitFunc: func(_ context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+		SubmitFunc: func(_ context.Context, req wire.SubmitRequest) (*wire.Task, error) {
 			record("Submit", req)
 			return want, nil
 		},
-		GetFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
+		GetFunc: func(_ context.Context, id string) (*wire.Task, error) {
 			record("Get", id)
 			if id != "t-1" {
-				return nil, fmt.Errorf("task %s: %w", id, orchestrator.ErrNotFound)
+				return nil, fmt.Errorf("task %s: %w", id, wire.ErrNotFound)
 			}
 			return want, nil
 		},
-		ListFunc: func(_ context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
+		ListFunc: func(_ context.Context, opts wire.ListOptions) (wire.TaskPage, error) {
 			record("List", opts)
-			return orchestrator.TaskPage{Tasks: []*orchestrator.Task{want},
-				Summary: orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateQueued: 1}, Text: "1 queued"}}, nil
+			return wire.TaskPage{Tasks: []*wire.Task{want},
+				Summary: wire.Summary{Counts: map[wire.State]int{wire.StateQueued: 1}, Text: "1 queued"}}, nil
 		},
-		QuestionsFunc: func(_ context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+		QuestionsFunc: func(_ context.Context, opts wire.PageOptions) (wire.QuestionPage, error) {
 			record("Questions", opts)
-			return orchestrator.QuestionPage{Questions: []orchestrator.QuestionView{{TaskID: "t-1", Round: 1, DispatchID: "t-1-r1", Subagent: "painter", Question: "Which colour?",
+			return wire.QuestionPage{Questions: []wire.QuestionView{{TaskID: "t-1", Round: 1, DispatchID: "t-1-r1", Subagent: "painter", Question: "Which colour?",
 				Options: []string{"red", "green"}, AskedAt: t0, AgeMS: 5000, Action: "agora answer t-1 red"}}}, nil
 		},
-		AnswerFunc: func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+		AnswerFunc: func(_ context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 			record("Answer", req)
 			return want, nil
 		},
-		CancelFunc: func(_ context.Context, id string) (*orchestrator.Task, error) { record("Cancel", id); return want, nil },
-		RespawnFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
+		CancelFunc: func(_ context.Context, id string) (*wire.Task, error) { record("Cancel", id); return want, nil },
+		RespawnFunc: func(_ context.Context, id string) (*wire.Task, error) {
 			record("Respawn", id)
 			return want, nil
 		},
-		ContinueFunc: func(_ context.Context, id, message, by string) (*orchestrator.Task, error) {
+		ContinueFunc: func(_ context.Context, id, message, by string) (*wire.Task, error) {
 			record("Continue", []string{id, message, by})
 			return want, nil
 		},
@@ -139,25 +139,25 @@ func TestClient_RoundTrips(t *testing.T) {
 		{"Submit", func() (any, error) { return c.Submit(ctx, submit) }, "Submit", submit, want},
 		{"Get", func() (any, error) { return c.Get(ctx, "t-1") }, "Get", "t-1", want},
 		{"List", func() (any, error) {
-			page, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateQueued, Label: "batch=7", Limit: 5, Cursor: "dA"})
+			page, err := c.List(ctx, wire.ListOptions{State: wire.StateQueued, Label: "batch=7", Limit: 5, Cursor: "dA"})
 			return []any{page.Tasks, page.Summary}, err
-		}, "List", orchestrator.ListOptions{State: orchestrator.StateQueued, Label: "batch=7", Limit: 5, Cursor: "dA"},
-			[]any{[]*orchestrator.Task{want}, orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateQueued: 1}, Text: "1 queued"}}},
+		}, "List", wire.ListOptions{State: wire.StateQueued, Label: "batch=7", Limit: 5, Cursor: "dA"},
+			[]any{[]*wire.Task{want}, wire.Summary{Counts: map[wire.State]int{wire.StateQueued: 1}, Text: "1 queued"}}},
 		{"List unfiltered", func() (any, error) {
-			page, err := c.List(ctx, orchestrator.ListOptions{})
+			page, err := c.List(ctx, wire.ListOptions{})
 			return page.Summary.Text, err
-		}, "List", orchestrator.ListOptions{}, "1 queued"},
+		}, "List", wire.ListOptions{}, "1 queued"},
 		{"Questions", func() (any, error) {
-			page, err := c.Questions(ctx, orchestrator.PageOptions{Limit: 3})
+			page, err := c.Questions(ctx, wire.PageOptions{Limit: 3})
 			qs := page.Questions
 			return len(qs) == 1 && qs[0].Action == "agora answer t-1 red" && qs[0].AskedAt.Equal(t0) && qs[0].Options[1] == "green", err
-		}, "Questions", orchestrator.PageOptions{Limit: 3}, true},
+		}, "Questions", wire.PageOptions{Limit: 3}, true},
 		{"Answer as the token's name", func() (any, error) {
-			return c.Answer(ctx, orchestrator.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green"})
-		}, "Answer", orchestrator.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green", By: "alice", Channel: "api"}, want},
+			return c.Answer(ctx, wire.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green"})
+		}, "Answer", wire.AnswerRequest{TaskID: "t-1", Round: 1, Answer: "green", By: "alice", Channel: "api"}, want},
 		{"Answer by somebody through a channel", func() (any, error) {
-			return c.Answer(ctx, orchestrator.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Channel: "slack"})
-		}, "Answer", orchestrator.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Via: "alice", Channel: "slack"}, want},
+			return c.Answer(ctx, wire.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Channel: "slack"})
+		}, "Answer", wire.AnswerRequest{TaskID: "t-1", Answer: "green", By: "carol", Via: "alice", Channel: "slack"}, want},
 		{"Cancel", func() (any, error) { return c.Cancel(ctx, "t-1") }, "Cancel", "t-1", want},
 		{"Respawn", func() (any, error) { return c.Respawn(ctx, "t-1") }, "Respawn", "t-1", want},
 		{"Continue", func() (any, error) { return c.Continue(ctx, "t-1", "now blue", "") }, "Continue", []string{"t-1", "now blue", "alice"}, want},
@@ -166,7 +166,7 @@ func TestClient_RoundTrips(t *testing.T) {
 		// refuses it by name before any service sees it.
 		{"an id that needs escaping", func() (any, error) {
 			_, err := c.Get(ctx, "t/1 x")
-			return errors.Is(err, orchestrator.ErrInvalidRequest) && strings.Contains(err.Error(), `"t/1 x"`), nil
+			return errors.Is(err, wire.ErrInvalidRequest) && strings.Contains(err.Error(), `"t/1 x"`), nil
 		}, "", nil, true},
 	}
 	for _, tt := range tests {
@@ -202,8 +202,8 @@ func jsonOf(v any) string {
 
 func TestClient_Errors(t *testing.T) {
 	t.Parallel()
-	sentinels := []error{orchestrator.ErrNotFound, orchestrator.ErrConflict, orchestrator.ErrAlreadyAnswered, orchestrator.ErrNoQuestion,
-		orchestrator.ErrInvalidAnswer, orchestrator.ErrInvalidRequest, orchestrator.ErrWrongState}
+	sentinels := []error{wire.ErrNotFound, wire.ErrConflict, wire.ErrAlreadyAnswered, wire.ErrNoQuestion,
+		wire.ErrInvalidAnswer, wire.ErrInvalidRequest, wire.ErrWrongState}
 	tests := []struct {
 		name       string
 		err        error // what the service returns
@@ -211,24 +211,24 @@ func TestClient_Errors(t *testing.T) {
 		wantCode   string
 		wantIs     error // nil: none of the sentinels
 	}{
-		{"not found", fmt.Errorf("task t-1: %w", orchestrator.ErrNotFound), 404, "not_found", orchestrator.ErrNotFound},
-		{"conflict", fmt.Errorf("task t-1: %w", orchestrator.ErrConflict), 409, "conflict", orchestrator.ErrConflict},
+		{"not found", fmt.Errorf("task t-1: %w", wire.ErrNotFound), 404, "not_found", wire.ErrNotFound},
+		{"conflict", fmt.Errorf("task t-1: %w", wire.ErrConflict), 409, "conflict", wire.ErrConflict},
 		{"already answered", fmt.Errorf("task t-1 round 1: %w by alice via cli at 2025-06-01T10:00:00Z (answer %q)",
-			orchestrator.ErrAlreadyAnswered, "B"), 409, "already_answered", orchestrator.ErrAlreadyAnswered},
-		{"no question", fmt.Errorf("task t-1 is running: %w", orchestrator.ErrNoQuestion), 409, "no_question", orchestrator.ErrNoQuestion},
-		{"invalid answer", fmt.Errorf("task t-1 round 1: %w: not an option", orchestrator.ErrInvalidAnswer), 422, "invalid_answer", orchestrator.ErrInvalidAnswer},
-		{"invalid request", fmt.Errorf("%w: route: unknown answerer", orchestrator.ErrInvalidRequest), 422, "invalid", orchestrator.ErrInvalidRequest},
-		{"wrong state", fmt.Errorf("task t-1 is finished already: %w", orchestrator.ErrWrongState), 409, "wrong_state", orchestrator.ErrWrongState},
+			wire.ErrAlreadyAnswered, "B"), 409, "already_answered", wire.ErrAlreadyAnswered},
+		{"no question", fmt.Errorf("task t-1 is running: %w", wire.ErrNoQuestion), 409, "no_question", wire.ErrNoQuestion},
+		{"invalid answer", fmt.Errorf("task t-1 round 1: %w: not an option", wire.ErrInvalidAnswer), 422, "invalid_answer", wire.ErrInvalidAnswer},
+		{"invalid request", fmt.Errorf("%w: route: unknown answerer", wire.ErrInvalidRequest), 422, "invalid", wire.ErrInvalidRequest},
+		{"wrong state", fmt.Errorf("task t-1 is finished already: %w", wire.ErrWrongState), 409, "wrong_state", wire.ErrWrongState},
 		{"internal", errors.New("nats: connection closed"), 500, "internal", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			svc := &apitest.Service{AnswerFunc: func(context.Context, orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+			svc := &apitest.Service{AnswerFunc: func(context.Context, wire.AnswerRequest) (*wire.Task, error) {
 				return nil, tt.err
 			}}
 			c := newClient(t, svc, "s3cret")
-			_, err := c.Answer(t.Context(), orchestrator.AnswerRequest{TaskID: "t-1", Answer: "B"})
+			_, err := c.Answer(t.Context(), wire.AnswerRequest{TaskID: "t-1", Answer: "B"})
 			want := &client.Error{Status: tt.wantStatus, Code: tt.wantCode, Message: tt.err.Error()}
 			got, ok := errors.AsType[*client.Error](err)
 			if !ok || !reflect.DeepEqual(got, want) {
@@ -246,7 +246,7 @@ func TestClient_Errors(t *testing.T) {
 func TestClient_ErrorsOutsideTheService(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	svc := &apitest.Service{GetFunc: func(context.Context, string) (*orchestrator.Task, error) {
+	svc := &apitest.Service{GetFunc: func(context.Context, string) (*wire.Task, error) {
 		t.Error("the service was called")
 		return nil, nil
 	}}
@@ -255,12 +255,12 @@ func TestClient_ErrorsOutsideTheService(t *testing.T) {
 	if got, ok := errors.AsType[*client.Error](err); !ok || got.Status != 401 || got.Code != "unauthorized" {
 		t.Errorf("Get with a wrong token = %v, want a 401 unauthorized *Error", err)
 	}
-	if errors.Is(err, orchestrator.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("a 401 is ErrNotFound")
 	}
 
 	_, err = newClient(t, svc, "s3cret").Get(ctx, "")
-	if !errors.Is(err, orchestrator.ErrInvalidRequest) {
+	if !errors.Is(err, wire.ErrInvalidRequest) {
 		t.Errorf("Get(\"\") = %v, want ErrInvalidRequest", err)
 	}
 
@@ -307,10 +307,10 @@ func TestError_Text(t *testing.T) {
 func TestClient_Watch(t *testing.T) {
 	t.Parallel()
 	ended := make(chan struct{})
-	svc := &apitest.Service{WatchFunc: func(ctx context.Context, fn func(orchestrator.Change)) error {
-		fn(orchestrator.Change{TaskID: "t-1", Task: richTask("t-1", orchestrator.StateRunning)})
-		fn(orchestrator.Change{TaskID: "t-2", Task: richTask("t-2", orchestrator.StateRunning)})
-		fn(orchestrator.Change{TaskID: "t-1", Removed: true})
+	svc := &apitest.Service{WatchFunc: func(ctx context.Context, fn func(wire.Change)) error {
+		fn(wire.Change{TaskID: "t-1", Task: richTask("t-1", wire.StateRunning)})
+		fn(wire.Change{TaskID: "t-2", Task: richTask("t-2", wire.StateRunning)})
+		fn(wire.Change{TaskID: "t-1", Removed: true})
 		<-ctx.Done()
 		close(ended)
 		return nil
@@ -319,8 +319,8 @@ func TestClient_Watch(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var got []orchestrator.Change
-	err := c.Watch(ctx, "t-1", func(ch orchestrator.Change) {
+	var got []wire.Change
+	err := c.Watch(ctx, "t-1", func(ch wire.Change) {
 		got = append(got, ch)
 		if len(got) == 2 {
 			cancel()
@@ -329,7 +329,7 @@ func TestClient_Watch(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Watch = %v, want context.Canceled once ctx ends", err)
 	}
-	want := []orchestrator.Change{{TaskID: "t-1", Task: richTask("t-1", orchestrator.StateRunning)}, {TaskID: "t-1", Removed: true}}
+	want := []wire.Change{{TaskID: "t-1", Task: richTask("t-1", wire.StateRunning)}, {TaskID: "t-1", Removed: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Watch(t-1) saw %s\nwant %s", jsonOf(got), jsonOf(want))
 	}
@@ -342,22 +342,22 @@ func TestClient_Watch(t *testing.T) {
 
 func TestClient_WatchErrors(t *testing.T) {
 	t.Parallel()
-	failing := &apitest.Service{WatchFunc: func(context.Context, func(orchestrator.Change)) error {
+	failing := &apitest.Service{WatchFunc: func(context.Context, func(wire.Change)) error {
 		return errors.New("nats: connection closed")
 	}}
-	err := newClient(t, failing, "s3cret").Watch(t.Context(), "", func(orchestrator.Change) {})
+	err := newClient(t, failing, "s3cret").Watch(t.Context(), "", func(wire.Change) {})
 	want := &client.Error{Code: "internal", Message: "nats: connection closed"}
 	if got, ok := errors.AsType[*client.Error](err); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("Watch of a failing service = %#v, want %#v", err, want)
 	}
 
-	err = newClient(t, failing, "").Watch(t.Context(), "", func(orchestrator.Change) {})
+	err = newClient(t, failing, "").Watch(t.Context(), "", func(wire.Change) {})
 	if got, ok := errors.AsType[*client.Error](err); !ok || got.Status != 401 {
 		t.Errorf("Watch without a token = %v, want a 401 *Error", err)
 	}
 
-	ended := &apitest.Service{WatchFunc: func(context.Context, func(orchestrator.Change)) error { return nil }}
-	err = newClient(t, ended, "s3cret").Watch(t.Context(), "", func(orchestrator.Change) {})
+	ended := &apitest.Service{WatchFunc: func(context.Context, func(wire.Change)) error { return nil }}
+	err = newClient(t, ended, "s3cret").Watch(t.Context(), "", func(wire.Change) {})
 	if err == nil || !strings.Contains(err.Error(), "event stream ended") {
 		t.Errorf("Watch of a stream the API ends = %v, want event stream ended", err)
 	}
@@ -371,16 +371,16 @@ type waitService struct {
 	streams atomic.Int32
 }
 
-func newWaitService(states []orchestrator.State, changes func(stream int) []orchestrator.Change) *waitService {
+func newWaitService(states []wire.State, changes func(stream int) []wire.Change) *waitService {
 	s := &waitService{}
-	s.GetFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
+	s.GetFunc = func(_ context.Context, id string) (*wire.Task, error) {
 		if id != "t-1" {
-			return nil, fmt.Errorf("task %s: %w", id, orchestrator.ErrNotFound)
+			return nil, fmt.Errorf("task %s: %w", id, wire.ErrNotFound)
 		}
 		n := int(s.gets.Add(1)) - 1
 		return richTask(id, states[min(n, len(states)-1)]), nil
 	}
-	s.WatchFunc = func(ctx context.Context, fn func(orchestrator.Change)) error {
+	s.WatchFunc = func(ctx context.Context, fn func(wire.Change)) error {
 		n := int(s.streams.Add(1))
 		cs := changes(n)
 		if cs == nil {
@@ -395,82 +395,82 @@ func newWaitService(states []orchestrator.State, changes func(stream int) []orch
 	return s
 }
 
-func states(s ...orchestrator.State) []orchestrator.State { return s }
+func states(s ...wire.State) []wire.State { return s }
 
-func changeTo(id string, state orchestrator.State) orchestrator.Change {
-	return orchestrator.Change{TaskID: id, Task: richTask(id, state)}
+func changeTo(id string, state wire.State) wire.Change {
+	return wire.Change{TaskID: id, Task: richTask(id, state)}
 }
 
 func TestClient_Wait(t *testing.T) {
 	t.Parallel()
-	running, queued := orchestrator.StateRunning, orchestrator.StateQueued
+	running, queued := wire.StateRunning, wire.StateQueued
 	tests := []struct {
 		name      string
 		svc       *waitService
 		opts      []client.Option
 		taskID    string
-		wantState orchestrator.State
+		wantState wire.State
 		wantErr   error
 		wantGets  int32 // 0: not checked
 	}{
 		{
 			name:      "already waiting for an answer",
-			svc:       newWaitService(states(orchestrator.StateNeedsInput), func(int) []orchestrator.Change { return []orchestrator.Change{} }),
+			svc:       newWaitService(states(wire.StateNeedsInput), func(int) []wire.Change { return []wire.Change{} }),
 			taskID:    "t-1",
-			wantState: orchestrator.StateNeedsInput, wantGets: 1,
+			wantState: wire.StateNeedsInput, wantGets: 1,
 		},
 		{
 			name:      "already finished",
-			svc:       newWaitService(states(orchestrator.StateFinished), func(int) []orchestrator.Change { return []orchestrator.Change{} }),
+			svc:       newWaitService(states(wire.StateFinished), func(int) []wire.Change { return []wire.Change{} }),
 			taskID:    "t-1",
-			wantState: orchestrator.StateFinished, wantGets: 1,
+			wantState: wire.StateFinished, wantGets: 1,
 		},
 		{
 			name: "asks a question later",
-			svc: newWaitService(states(queued), func(int) []orchestrator.Change {
-				return []orchestrator.Change{changeTo("t-1", running), changeTo("t-1", orchestrator.StateNeedsInput)}
+			svc: newWaitService(states(queued), func(int) []wire.Change {
+				return []wire.Change{changeTo("t-1", running), changeTo("t-1", wire.StateNeedsInput)}
 			}),
 			taskID:    "t-1",
-			wantState: orchestrator.StateNeedsInput, wantGets: 1,
+			wantState: wire.StateNeedsInput, wantGets: 1,
 		},
 		{
 			name: "fails later; other tasks' changes do not count",
-			svc: newWaitService(states(running), func(int) []orchestrator.Change {
-				return []orchestrator.Change{changeTo("t-2", orchestrator.StateFinished), changeTo("t-1", orchestrator.StateFailed)}
+			svc: newWaitService(states(running), func(int) []wire.Change {
+				return []wire.Change{changeTo("t-2", wire.StateFinished), changeTo("t-1", wire.StateFailed)}
 			}),
 			taskID:    "t-1",
-			wantState: orchestrator.StateFailed, wantGets: 1,
+			wantState: wire.StateFailed, wantGets: 1,
 		},
 		{
 			name:    "removed while waiting",
-			svc:     newWaitService(states(running), func(int) []orchestrator.Change { return []orchestrator.Change{{TaskID: "t-1", Removed: true}} }),
+			svc:     newWaitService(states(running), func(int) []wire.Change { return []wire.Change{{TaskID: "t-1", Removed: true}} }),
 			taskID:  "t-1",
-			wantErr: orchestrator.ErrNotFound,
+			wantErr: wire.ErrNotFound,
 		},
 		{
 			name:    "no such task",
-			svc:     newWaitService(states(running), func(int) []orchestrator.Change { return []orchestrator.Change{} }),
+			svc:     newWaitService(states(running), func(int) []wire.Change { return []wire.Change{} }),
 			taskID:  "t-404",
-			wantErr: orchestrator.ErrNotFound,
+			wantErr: wire.ErrNotFound,
 		},
 		{
 			name:      "a quiet stream is polled",
-			svc:       newWaitService(states(running, running, orchestrator.StateCancelled), func(int) []orchestrator.Change { return []orchestrator.Change{} }),
+			svc:       newWaitService(states(running, running, wire.StateCancelled), func(int) []wire.Change { return []wire.Change{} }),
 			opts:      []client.Option{client.WithPollInterval(time.Millisecond)},
 			taskID:    "t-1",
-			wantState: orchestrator.StateCancelled, wantGets: 3,
+			wantState: wire.StateCancelled, wantGets: 3,
 		},
 		{
 			name: "a broken stream is reopened",
-			svc: newWaitService(states(running), func(stream int) []orchestrator.Change {
+			svc: newWaitService(states(running), func(stream int) []wire.Change {
 				if stream == 1 {
 					return nil
 				}
-				return []orchestrator.Change{changeTo("t-1", orchestrator.StateExpired)}
+				return []wire.Change{changeTo("t-1", wire.StateExpired)}
 			}),
 			opts:      []client.Option{client.WithReopenDelay(time.Millisecond)},
 			taskID:    "t-1",
-			wantState: orchestrator.StateExpired, wantGets: 2,
+			wantState: wire.StateExpired, wantGets: 2,
 		},
 	}
 	for _, tt := range tests {
@@ -497,7 +497,7 @@ func TestClient_Wait(t *testing.T) {
 // gateway that answers 503 meanwhile) ends the wait after 5 reopens.
 func TestClient_WaitGivesUp(t *testing.T) {
 	t.Parallel()
-	svc := newWaitService(states(orchestrator.StateRunning), func(int) []orchestrator.Change { return nil })
+	svc := newWaitService(states(wire.StateRunning), func(int) []wire.Change { return nil })
 	h, err := api.NewHandler(api.Config{Service: &svc.Service})
 	if err != nil {
 		t.Fatal(err)
@@ -525,13 +525,13 @@ func TestClient_WaitEnds(t *testing.T) {
 	t.Parallel()
 	t.Run("with its context", func(t *testing.T) {
 		t.Parallel()
-		svc := newWaitService(states(orchestrator.StateRunning), func(int) []orchestrator.Change { return []orchestrator.Change{} })
+		svc := newWaitService(states(wire.StateRunning), func(int) []wire.Change { return []wire.Change{} })
 		ctx, cancel := context.WithCancel(t.Context())
 		var opened atomic.Bool
-		svc.GetFunc = func(context.Context, string) (*orchestrator.Task, error) {
+		svc.GetFunc = func(context.Context, string) (*wire.Task, error) {
 			opened.Store(true)
 			cancel() // the wait is under way: give up
-			return richTask("t-1", orchestrator.StateRunning), nil
+			return richTask("t-1", wire.StateRunning), nil
 		}
 		_, err := newClient(t, &svc.Service, "s3cret").Wait(ctx, "t-1")
 		if !errors.Is(err, context.Canceled) || !opened.Load() {
@@ -548,7 +548,7 @@ func TestClient_WaitEnds(t *testing.T) {
 	})
 	t.Run("with an empty id", func(t *testing.T) {
 		t.Parallel()
-		if _, err := client.New("http://127.0.0.1:1", "").Wait(t.Context(), ""); !errors.Is(err, orchestrator.ErrInvalidRequest) {
+		if _, err := client.New("http://127.0.0.1:1", "").Wait(t.Context(), ""); !errors.Is(err, wire.ErrInvalidRequest) {
 			t.Errorf("Wait(\"\") = %v, want ErrInvalidRequest", err)
 		}
 	})

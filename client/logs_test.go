@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/wire"
 )
 
 // chunkWriter hands each write to a channel.
@@ -32,10 +32,10 @@ func TestClient_Logs(t *testing.T) {
 		mu.Unlock()
 		switch id {
 		case "gone":
-			return fmt.Errorf("task gone: %w", orchestrator.ErrNotFound)
+			return fmt.Errorf("task gone: %w", wire.ErrNotFound)
 		case "broken":
 			_, _ = io.WriteString(w, "half")
-			return fmt.Errorf("task broken was removed while its output was followed: %w", orchestrator.ErrNotFound)
+			return fmt.Errorf("task broken was removed while its output was followed: %w", wire.ErrNotFound)
 		case "live":
 			_, _ = io.WriteString(w, "first\n")
 			<-next // the client must have the first chunk before the second is written
@@ -52,13 +52,13 @@ func TestClient_Logs(t *testing.T) {
 	if err := c.Logs(ctx, "t-1", 2, false, &out); err != nil || out.String() != "stored output\n" {
 		t.Errorf("Logs(t-1, round 2) = %v, %q; want the stored output", err, out.String())
 	}
-	if err := c.Logs(ctx, "gone", 0, false, &out); !errors.Is(err, orchestrator.ErrNotFound) {
+	if err := c.Logs(ctx, "gone", 0, false, &out); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("Logs(gone) = %v, want ErrNotFound", err)
 	}
 	out.Reset()
 	err := c.Logs(ctx, "broken", 0, true, &out)
 	var apiErr *client.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != 0 || !errors.Is(err, orchestrator.ErrNotFound) || out.String() != "half" {
+	if !errors.As(err, &apiErr) || apiErr.Status != 0 || !errors.Is(err, wire.ErrNotFound) || out.String() != "half" {
 		t.Errorf("Logs(broken) = %v (%T), %q; want the trailer's not_found error after the output %q", err, err, out.String(), "half")
 	}
 
@@ -86,7 +86,7 @@ func TestClient_Logs(t *testing.T) {
 	if got := strings.Join(calls, "|"); got != want {
 		t.Errorf("service calls = %s, want %s", got, want)
 	}
-	if err := c.Logs(ctx, "", 0, false, &out); !errors.Is(err, orchestrator.ErrInvalidRequest) {
+	if err := c.Logs(ctx, "", 0, false, &out); !errors.Is(err, wire.ErrInvalidRequest) {
 		t.Errorf("Logs with no task id = %v, want ErrInvalidRequest", err)
 	}
 }

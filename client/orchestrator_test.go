@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // The client and the API in front of the real orchestrator on an embedded
@@ -22,7 +24,7 @@ import (
 func TestClient_RealOrchestrator(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := orchestrator.New(orchestrator.Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +41,10 @@ func TestClient_RealOrchestrator(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := client.New(srv.URL, "s3cret", client.WithHTTPClient(srv.Client()))
 
-	req := orchestrator.SubmitRequest{TaskID: "t-api-1", Labels: map[string]string{"batch": "7"},
+	req := wire.SubmitRequest{TaskID: "t-api-1", Labels: map[string]string{"batch": "7"},
 		Subagent: schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{"/bin/true"}}}
 	task, err := c.Submit(ctx, req)
-	if err != nil || task.ID != "t-api-1" || task.State != orchestrator.StateQueued || task.Attention.Kind != "none" {
+	if err != nil || task.ID != "t-api-1" || task.State != wire.StateQueued || task.Attention.Kind != "none" {
 		t.Fatalf("Submit = %+v, %v; want t-api-1 queued, attention none", task, err)
 	}
 	if again, err := c.Submit(ctx, req); err != nil || again.ID != task.ID || !again.CreatedAt.Equal(task.CreatedAt) {
@@ -50,28 +52,28 @@ func TestClient_RealOrchestrator(t *testing.T) {
 	}
 	other := req
 	other.Route = "memory"
-	if _, err := c.Submit(ctx, other); !errors.Is(err, orchestrator.ErrConflict) {
+	if _, err := c.Submit(ctx, other); !errors.Is(err, wire.ErrConflict) {
 		t.Errorf("Submit with the same id and another request = %v, want ErrConflict", err)
 	}
 	bad := req
 	bad.TaskID = "not an id!"
-	if _, err := c.Submit(ctx, bad); !errors.Is(err, orchestrator.ErrInvalidRequest) {
+	if _, err := c.Submit(ctx, bad); !errors.Is(err, wire.ErrInvalidRequest) {
 		t.Errorf("Submit with a bad id = %v, want ErrInvalidRequest", err)
 	}
 
-	page, err := c.List(ctx, orchestrator.ListOptions{Label: "batch=7"})
-	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != task.ID || page.Summary.Counts[orchestrator.StateQueued] != 1 {
+	page, err := c.List(ctx, wire.ListOptions{Label: "batch=7"})
+	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != task.ID || page.Summary.Counts[wire.StateQueued] != 1 {
 		t.Errorf("List(batch=7) = %d tasks, %+v, %v; want t-api-1 and 1 queued", len(page.Tasks), page.Summary, err)
 	}
-	if qs, err := c.Questions(ctx, orchestrator.PageOptions{}); err != nil || len(qs.Questions) != 0 || qs.NextCursor != "" {
+	if qs, err := c.Questions(ctx, wire.PageOptions{}); err != nil || len(qs.Questions) != 0 || qs.NextCursor != "" {
 		t.Errorf("Questions = %+v, %v; want none", qs, err)
 	}
-	if _, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Answer: "yes"}); !errors.Is(err, orchestrator.ErrNoQuestion) {
+	if _, err := c.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "yes"}); !errors.Is(err, wire.ErrNoQuestion) {
 		t.Errorf("Answer a queued task = %v, want ErrNoQuestion", err)
 	}
 
 	// Wait follows the task until the cancel below ends it.
-	waited := make(chan *orchestrator.Task, 1)
+	waited := make(chan *wire.Task, 1)
 	go func() {
 		w, err := c.Wait(ctx, task.ID)
 		if err != nil {
@@ -79,30 +81,30 @@ func TestClient_RealOrchestrator(t *testing.T) {
 		}
 		waited <- w
 	}()
-	if task, err = c.Cancel(ctx, task.ID); err != nil || task.State != orchestrator.StateCancelled {
+	if task, err = c.Cancel(ctx, task.ID); err != nil || task.State != wire.StateCancelled {
 		t.Fatalf("Cancel = %+v, %v; want cancelled", task, err)
 	}
 	select {
 	case w := <-waited:
-		if w == nil || w.State != orchestrator.StateCancelled {
+		if w == nil || w.State != wire.StateCancelled {
 			t.Errorf("Wait returned %+v, want the cancelled task", w)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Wait did not return within 30s of the cancel")
 	}
-	if _, err := c.Cancel(ctx, task.ID); !errors.Is(err, orchestrator.ErrWrongState) {
+	if _, err := c.Cancel(ctx, task.ID); !errors.Is(err, wire.ErrWrongState) {
 		t.Errorf("Cancel a cancelled task = %v, want ErrWrongState", err)
 	}
-	if _, err := c.Continue(ctx, task.ID, "more", ""); !errors.Is(err, orchestrator.ErrWrongState) {
+	if _, err := c.Continue(ctx, task.ID, "more", ""); !errors.Is(err, wire.ErrWrongState) {
 		t.Errorf("Continue a cancelled task = %v, want ErrWrongState", err)
 	}
-	if task, err = c.Respawn(ctx, task.ID); err != nil || task.State != orchestrator.StateQueued {
+	if task, err = c.Respawn(ctx, task.ID); err != nil || task.State != wire.StateQueued {
 		t.Errorf("Respawn = %+v, %v; want queued", task, err)
 	}
 	if err := c.Remove(ctx, task.ID); err != nil {
 		t.Errorf("Remove = %v", err)
 	}
-	if _, err := c.Get(ctx, task.ID); !errors.Is(err, orchestrator.ErrNotFound) {
+	if _, err := c.Get(ctx, task.ID); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("Get a removed task = %v, want ErrNotFound", err)
 	}
 }

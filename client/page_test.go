@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestClient_Pages: through the API in front of the real orchestrator, a
@@ -25,7 +27,7 @@ import (
 func TestClient_Pages(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	o, err := orchestrator.New(orchestrator.Config{Bus: testenv.Bus(t), Store: testenv.FileStore(t), Logger: natstest.Logger(t)})
+	o, err := orchestrator.New(orchestrator.Config{Bus: bustest.Bus(t), Store: storagetest.FileStore(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestClient_Pages(t *testing.T) {
 	input := json.RawMessage(`{"blob":"` + strings.Repeat("y", 32<<10) + `"}`)
 	submit := func(id string) {
 		t.Helper()
-		_, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: id, Input: input, Labels: map[string]string{"walk": "1"},
+		_, err := c.Submit(ctx, wire.SubmitRequest{TaskID: id, Input: input, Labels: map[string]string{"walk": "1"},
 			Subagent: schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{"/bin/true"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +59,7 @@ func TestClient_Pages(t *testing.T) {
 	seen := map[string]int{}
 	cursor := ""
 	for page := 1; ; page++ {
-		p, err := c.List(ctx, orchestrator.ListOptions{Label: "walk=1", Limit: 4, Cursor: cursor})
+		p, err := c.List(ctx, wire.ListOptions{Label: "walk=1", Limit: 4, Cursor: cursor})
 		if err != nil {
 			t.Fatalf("page %d: %v", page, err)
 		}
@@ -70,7 +72,7 @@ func TestClient_Pages(t *testing.T) {
 				t.Errorf("%s in a list page carries its input", task.ID)
 			}
 		}
-		if got := p.Summary.Counts[orchestrator.StateQueued] + p.Summary.Counts[orchestrator.StateCancelled]; got != n+page-1 {
+		if got := p.Summary.Counts[wire.StateQueued] + p.Summary.Counts[wire.StateCancelled]; got != n+page-1 {
 			t.Errorf("page %d counts %v; want %d tasks in all", page, p.Summary.Counts, n+page-1)
 		}
 		// Between pages: a new task, and an old one ending.
@@ -95,11 +97,11 @@ func TestClient_Pages(t *testing.T) {
 		t.Errorf("the walk listed %d tasks, want the %d there when it began", len(seen), n)
 	}
 
-	all, summary, err := c.ListAll(ctx, orchestrator.ListOptions{Label: "walk=1", Limit: 2})
-	if err != nil || len(all) != n+3 || summary.Counts[orchestrator.StateCancelled] != 3 {
+	all, summary, err := c.ListAll(ctx, wire.ListOptions{Label: "walk=1", Limit: 2})
+	if err != nil || len(all) != n+3 || summary.Counts[wire.StateCancelled] != 3 {
 		t.Errorf("ListAll = %d tasks, %v, %v; want %d and 3 cancelled", len(all), summary.Counts, err, n+3)
 	}
-	cancelled, _, err := c.ListAll(ctx, orchestrator.ListOptions{State: orchestrator.StateCancelled})
+	cancelled, _, err := c.ListAll(ctx, wire.ListOptions{State: wire.StateCancelled})
 	if err != nil || len(cancelled) != 3 || cancelled[0].ID != "w-03" || cancelled[0].Attention.Action != "agora respawn w-03" {
 		t.Errorf("ListAll(cancelled) = %d tasks, %v; want w-03, w-02, w-01 with their attention", len(cancelled), err)
 	}
@@ -107,14 +109,14 @@ func TestClient_Pages(t *testing.T) {
 		t.Errorf("Get(w-03) lacks its input: %v", err)
 	}
 
-	for _, opts := range []orchestrator.ListOptions{{Limit: orchestrator.MaxPageLimit + 1}, {Limit: -1}, {Cursor: "not-a-cursor"}} {
+	for _, opts := range []wire.ListOptions{{Limit: wire.MaxPageLimit + 1}, {Limit: -1}, {Cursor: "not-a-cursor"}} {
 		_, err := c.List(ctx, opts)
 		var ce *client.Error
-		if !errors.As(err, &ce) || ce.Status != 400 || !errors.Is(err, orchestrator.ErrInvalidRequest) {
+		if !errors.As(err, &ce) || ce.Status != 400 || !errors.Is(err, wire.ErrInvalidRequest) {
 			t.Errorf("List(%+v) = %v; want a 400 that is ErrInvalidRequest", opts, err)
 		}
 	}
-	if _, err := c.Questions(ctx, orchestrator.PageOptions{Limit: 1001}); err == nil || !strings.Contains(err.Error(), "limit") || !strings.Contains(err.Error(), "1000") {
+	if _, err := c.Questions(ctx, wire.PageOptions{Limit: 1001}); err == nil || !strings.Contains(err.Error(), "limit") || !strings.Contains(err.Error(), "1000") {
 		t.Errorf("Questions(limit 1001) = %v; want an error naming limit and 1000", err)
 	}
 	if qs, err := c.QuestionsAll(ctx); err != nil || len(qs) != 0 {

@@ -25,7 +25,7 @@ func (c *Client) RegisterEnv(ctx context.Context, e wire.Env) (wire.Registered, 
 	return out, err
 }
 
-// RegisterCapability uploads a capability's tar (registry.PackDir makes one
+// RegisterCapability uploads a capability's tar (registryfile.PackDir makes one
 // from a directory).
 func (c *Client) RegisterCapability(ctx context.Context, name, description string, archive []byte) (wire.Registered, error) {
 	q := url.Values{"name": {name}}

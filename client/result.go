@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agoradev/agora/wire"
@@ -93,4 +96,51 @@ func (c *Client) DownloadArtifact(ctx context.Context, taskID, name string, w io
 		return a, fmt.Errorf("agora api: artifact %s of task %s: got %d bytes of sha256 %s, want %d bytes of sha256 %s: %w", name, taskID, n, got, a.Size, a.SHA256, ErrIntegrity)
 	}
 	return a, nil
+}
+
+// SaveArtifact downloads artifact f of task taskID (as Artifacts lists it)
+// into dir, under its name (sub-directories kept, never outside dir: the
+// writes go through an os.Root), and returns the file's path. The bytes go
+// to a temporary file beside the target, which takes the name only when
+// they match both the sha256 and size the task lists and the ones the
+// server names; otherwise nothing is written and the error is ErrIntegrity.
+func (c *Client) SaveArtifact(ctx context.Context, taskID string, f wire.Artifact, dir string) (string, error) {
+	if err := wire.CheckArtifactName(f.Name); err != nil {
+		return "", fmt.Errorf("task %s: %w; not downloaded", taskID, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("download %s: %w", f.Name, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", f.Name, err)
+	}
+	defer root.Close()
+	target := filepath.FromSlash(f.Name)
+	if err := root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	tmpName := filepath.Join(filepath.Dir(target), ".agora-download-"+rand.Text()[:12])
+	tmp, err := root.OpenFile(tmpName, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	defer root.Remove(tmpName) // fails harmlessly after the rename
+	served, err := c.DownloadArtifact(ctx, taskID, f.Name, tmp)
+	if cerr := tmp.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil && (served.SHA256 != f.SHA256 || served.Size != f.Size) {
+		err = fmt.Errorf("served %d bytes of sha256 %s, the task lists %d bytes of sha256 %s: %w", served.Size, served.SHA256, f.Size, f.SHA256, ErrIntegrity)
+	}
+	if err != nil {
+		if errors.Is(err, ErrIntegrity) {
+			return "", fmt.Errorf("artifact %s of task %s failed its sha256 check; nothing written: %w", f.Name, taskID, err)
+		}
+		return "", fmt.Errorf("download artifact %s of task %s: %w", f.Name, taskID, err)
+	}
+	if err := root.Rename(tmpName, target); err != nil {
+		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
+	}
+	return filepath.Join(dir, target), nil
 }

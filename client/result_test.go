@@ -10,12 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/wire"
 )
@@ -37,8 +38,8 @@ func TestResultAndArtifacts(t *testing.T) {
 			}
 			return json.RawMessage(`{"verdict":"ok"}`), nil
 		},
-		GetFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
-			return &orchestrator.Task{ID: id, State: orchestrator.StateFinished, Artifacts: []wire.Artifact{art}}, nil
+		GetFunc: func(_ context.Context, id string) (*wire.Task, error) {
+			return &wire.Task{ID: id, State: wire.StateFinished, Artifacts: []wire.Artifact{art}}, nil
 		},
 		OpenArtifactFunc: func(_ context.Context, id, name string) (wire.Artifact, io.ReadCloser, error) {
 			gotName = name
@@ -84,5 +85,47 @@ func TestDownloadArtifactTampered(t *testing.T) {
 	_, err := c.DownloadArtifact(context.Background(), "t-1", "a.txt", &buf)
 	if !errors.Is(err, client.ErrIntegrity) || !strings.Contains(err.Error(), sum(good)) {
 		t.Errorf("DownloadArtifact(tampered) = %v, want ErrIntegrity naming the wanted sha256", err)
+	}
+}
+
+// TestSaveArtifact: the file takes its name, under dir, only when its
+// bytes are the ones the task lists; a name that leaves dir is refused
+// before any request.
+func TestSaveArtifact(t *testing.T) {
+	t.Parallel()
+	content := "report\n"
+	served := content
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", wire.ArtifactETag(sum(served)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(served)))
+		_, _ = io.WriteString(w, served)
+	}))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "", client.WithHTTPClient(srv.Client()))
+	ctx := context.Background()
+	dir := t.TempDir()
+	art := wire.Artifact{Name: "sub/report.txt", Size: int64(len(content)), SHA256: sum(content)}
+	path, err := c.SaveArtifact(ctx, "t-1", art, dir)
+	if err != nil || path != filepath.Join(dir, "sub", "report.txt") {
+		t.Fatalf("SaveArtifact = %q, %v; want %s", path, err, filepath.Join(dir, "sub", "report.txt"))
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != content {
+		t.Errorf("saved %q, %v; want %q", got, err, content)
+	}
+	// The server sends other bytes than the task lists (consistently with
+	// its own ETag): nothing takes the name.
+	served = "other bytes\n"
+	other := wire.Artifact{Name: "other.txt", Size: art.Size, SHA256: art.SHA256}
+	if _, err := c.SaveArtifact(ctx, "t-1", other, dir); !errors.Is(err, client.ErrIntegrity) {
+		t.Errorf("SaveArtifact(other bytes) = %v; want ErrIntegrity", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != "sub" {
+			t.Errorf("SaveArtifact left %s in dir after a failed check", e.Name())
+		}
+	}
+	if _, err := c.SaveArtifact(ctx, "t-1", wire.Artifact{Name: "../escape.txt"}, dir); err == nil || !strings.Contains(err.Error(), "not downloaded") {
+		t.Errorf("SaveArtifact(../escape.txt) = %v; want a refusal naming the name", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/internal/testenv"
 )
 
@@ -151,7 +152,7 @@ ls /usr/local/bin; echo "$PATH"; echo "$HOME"`
 }
 
 // runContainer runs spec to the end with a test label and returns its result and output.
-func runContainer(t *testing.T, e compute.Engine, spec compute.ContainerSpec) (compute.ExitResult, string, string) {
+func runContainer(t *testing.T, e compute.Engine, spec compute.ContainerSpec) (exit.Result, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

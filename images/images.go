@@ -13,7 +13,7 @@
 // multi-stage Dockerfile, for users who have a registry; a test keeps the two
 // in step.
 //
-// images imports only internal/compute from the module.
+// What it may import: docs/architecture.md.
 package images
 
 import (

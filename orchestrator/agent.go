@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 var _ answer.AgentRunner = (*Orchestrator)(nil)
@@ -17,8 +19,8 @@ var _ answer.AgentRunner = (*Orchestrator)(nil)
 // waits for it to finish: how `agent:<name>` route steps answer. Its answer
 // is its .agora/answer.json (stored by the runner) or its last output line.
 func (o *Orchestrator) RunAgent(ctx context.Context, name string, input json.RawMessage) (answer.AgentResult, error) {
-	req := SubmitRequest{Input: input, Route: "human=1s",
-		Labels: map[string]string{"agora.answering": "true"}, Limits: Limits{MaxRounds: 1}}
+	req := wire.SubmitRequest{Input: input, Route: "human=1s",
+		Labels: map[string]string{"agora.answering": "true"}, Limits: wire.Limits{MaxRounds: 1}}
 	if sub, ok := o.cfg.Subagents[name]; ok {
 		req.Subagent = sub
 	} else if o.cfg.Registry != nil {
@@ -31,7 +33,7 @@ func (o *Orchestrator) RunAgent(ctx context.Context, name string, input json.Raw
 		return answer.AgentResult{}, err
 	}
 	for {
-		if t.State.Terminal() || t.State == StateNeedsInput {
+		if t.State.Terminal() || t.State == wire.StateNeedsInput {
 			break
 		}
 		select {
@@ -44,13 +46,13 @@ func (o *Orchestrator) RunAgent(ctx context.Context, name string, input json.Raw
 			return answer.AgentResult{}, err
 		}
 	}
-	if t.State != StateFinished {
+	if t.State != wire.StateFinished {
 		return answer.AgentResult{TaskID: t.ID}, fmt.Errorf("agent %s (task %s) ended %s", name, t.ID, t.State)
 	}
 	res := answer.AgentResult{TaskID: t.ID}
 	id := currentRound(t).DispatchID
-	res.Output = o.readSmall(ctx, "dispatches/"+id+"/answer.json")
-	out := o.readSmall(ctx, "dispatches/"+id+"/output.log")
+	res.Output = o.readSmall(ctx, schemas.DispatchKey(id, schemas.ExchangeAnswer))
+	out := o.readSmall(ctx, schemas.DispatchKey(id, schemas.DispatchOutput))
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		// The worker's own log lines are not the agent's output.

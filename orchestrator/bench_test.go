@@ -22,8 +22,10 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // BenchmarkAnswerToNextRound measures, side by side in one run on the same
@@ -67,8 +69,8 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	// gone, then times the answer until round 2 has started.
 	throughAgora := func() agoraSpans {
 		iter++
-		task := s.submit(SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", os.Getpid(), iter), Subagent: askerWith(1)})
-		s.waitState(task.ID, StateNeedsInput)
+		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("bench-%d-%d", testutil.RunNumber(), iter), Subagent: askerWith(1)})
+		s.waitState(task.ID, wire.StateNeedsInput)
 		s.waitIdle()
 		next := dispatchIDOf(task, 2, 1)
 		seen := make(chan time.Time, 1)
@@ -86,7 +88,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 		defer stop()
 
 		began := time.Now()
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "green", By: "bench"}); err != nil {
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "green", By: "bench"}); err != nil {
 			b.Fatalf("Answer: %v", err)
 		}
 		answered := time.Now()
@@ -97,7 +99,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 			b.Fatalf("no dispatch.started for %s", next)
 		}
 		m := s.eng.marksOf(next)
-		if t := s.waitState(task.ID, StateFinished, StateFailed); t.State != StateFinished {
+		if t := s.waitState(task.ID, wire.StateFinished, wire.StateFailed); t.State != wire.StateFinished {
 			b.Fatalf("task %s ended %s: %+v", t.ID, t.State, t.Outcome)
 		}
 		s.waitIdle()
@@ -114,7 +116,7 @@ func BenchmarkAnswerToNextRound(b *testing.B) {
 	bare := func() bareSpans {
 		iter++
 		spec := template
-		spec.Name = fmt.Sprintf("agora-bench-bare-%d-%d", os.Getpid(), iter)
+		spec.Name = fmt.Sprintf("agora-bench-bare-%d-%d", testutil.RunNumber(), iter)
 		spec.Labels = maps.Clone(template.Labels)
 		spec.Labels[runner.LabelRunner] = "bench-bare" // no runner adopts it
 		spec.Mounts = slices.Clone(template.Mounts)
@@ -287,7 +289,7 @@ type benchStack struct {
 
 func newBenchStack(tb testing.TB) *benchStack {
 	tb.Helper()
-	runnerID := fmt.Sprintf("orch-bench-%d-%d", os.Getpid(), seq.Add(1))
+	runnerID := fmt.Sprintf("orch-bench-%d-%d", testutil.RunNumber(), seq.Add(1))
 	p := newStackParts(tb, runnerID)
 	log := natstest.LoggerLevel(tb, slog.LevelWarn)
 	eng := &markingEngine{Engine: p.docker, marks: map[string]*engineMarks{}, dispatchOf: map[string]string{}}
@@ -298,7 +300,7 @@ func newBenchStack(tb testing.TB) *benchStack {
 	return &benchStack{tb: tb, bus: p.bus, orch: o, runner: r, raw: p.docker, eng: eng}
 }
 
-func (s *benchStack) submit(req SubmitRequest) *Task {
+func (s *benchStack) submit(req wire.SubmitRequest) *wire.Task {
 	s.tb.Helper()
 	t, err := s.orch.Submit(context.Background(), req)
 	if err != nil {
@@ -308,7 +310,7 @@ func (s *benchStack) submit(req SubmitRequest) *Task {
 }
 
 // waitState polls the task until it is in one of states.
-func (s *benchStack) waitState(id string, states ...State) *Task {
+func (s *benchStack) waitState(id string, states ...wire.State) *wire.Task {
 	s.tb.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

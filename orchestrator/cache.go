@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // taskCache is what listing reads instead of decoding the bucket: a small
@@ -43,7 +45,7 @@ type taskCache struct {
 	// has caught up (settledOnce).
 	unsorted, settledOnce bool
 	open                  map[string]*cacheEntry // the entries of open tasks
-	counts                map[State]int
+	counts                map[wire.State]int
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back.
 	gone map[string]uint64
@@ -53,12 +55,12 @@ type taskCache struct {
 type cacheEntry struct {
 	key    sortKey // created_at and id
 	rev    uint64
-	state  State
+	state  wire.State
 	labels string // encodeLabels: one string costs a tenth of a map
 	owner  string
 	rounds []roundStat
 	// task is the list view of an open task; nil for a terminal one.
-	task *Task
+	task *wire.Task
 }
 
 // roundStat is what the metrics need of one round (RoundStats), in 16
@@ -77,7 +79,7 @@ const (
 	statAnswered = 1 << 57
 )
 
-func newRoundStat(state State, started, ended time.Time, answered bool, waitMS int64) roundStat {
+func newRoundStat(state wire.State, started, ended time.Time, answered bool, waitMS int64) roundStat {
 	s := roundStat{packed: uint64(stateIndex(state)) << waitBits}
 	if !started.IsZero() && !ended.IsZero() {
 		s.ranNS, s.packed = int64(ended.Sub(started)), s.packed|statEnded
@@ -96,8 +98,8 @@ func (s roundStat) stats() RoundStats {
 	if rs.Answered {
 		rs.AnswerWaitMS = int64(s.packed & (1<<waitBits - 1))
 	}
-	if i := uint8(s.packed >> waitBits); i > 0 && int(i) <= len(States) {
-		rs.State = States[i-1]
+	if i := uint8(s.packed >> waitBits); i > 0 && int(i) <= len(wire.States) {
+		rs.State = wire.States[i-1]
 	}
 	return rs
 }
@@ -162,23 +164,23 @@ func labelIs(enc, key, value string) bool {
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[State]int{}, gone: map[string]uint64{}}
+		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, gone: map[string]uint64{}}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
 // these fields skips the request's input and the rounds' partial_state
 // without copying them.
 type taskHead struct {
-	State     State     `json:"state"`
-	CreatedAt time.Time `json:"created_at"`
-	Owner     string    `json:"owner"`
+	State     wire.State `json:"state"`
+	CreatedAt time.Time  `json:"created_at"`
+	Owner     string     `json:"owner"`
 	Request   struct {
 		Labels map[string]string `json:"labels"`
 	} `json:"request"`
 	Rounds []struct {
-		State     State     `json:"state"`
-		StartedAt time.Time `json:"started_at"`
-		EndedAt   time.Time `json:"ended_at"`
+		State     wire.State `json:"state"`
+		StartedAt time.Time  `json:"started_at"`
+		EndedAt   time.Time  `json:"ended_at"`
 		Answer    *struct {
 			WaitMS int64 `json:"wait_ms"`
 		} `json:"answer"`
@@ -203,7 +205,7 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 		e.rounds[i] = newRoundStat(r.State, r.StartedAt, r.EndedAt, r.Answer != nil, wait)
 	}
 	if !e.state.Terminal() {
-		var t Task
+		var t wire.Task
 		if err := json.Unmarshal(value, &t); err != nil {
 			return nil, err
 		}
@@ -215,15 +217,15 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 
 // canonicalState returns the State constant equal to s, so a hundred
 // thousand entries do not each hold a copy of "finished".
-func canonicalState(s State) State {
+func canonicalState(s wire.State) wire.State {
 	if i := stateIndex(s); i > 0 {
-		return States[i-1]
+		return wire.States[i-1]
 	}
 	return s
 }
 
-func stateIndex(s State) uint8 {
-	if i := slices.Index(States, s); i >= 0 {
+func stateIndex(s wire.State) uint8 {
+	if i := slices.Index(wire.States, s); i >= 0 {
 		return uint8(i + 1)
 	}
 	return 0
@@ -386,7 +388,7 @@ func (c *taskCache) drop(e *cacheEntry) {
 	c.uncount(e.state)
 }
 
-func (c *taskCache) uncount(s State) {
+func (c *taskCache) uncount(s wire.State) {
 	if c.counts[s]--; c.counts[s] <= 0 {
 		delete(c.counts, s)
 	}
@@ -436,7 +438,7 @@ func (c *taskCache) current() bool {
 
 // taskFilter is List's filters.
 type taskFilter struct {
-	state      State
+	state      wire.State
 	key, value string
 	label      bool
 	// scoped: only the tasks of owner.
@@ -444,7 +446,7 @@ type taskFilter struct {
 	scoped bool
 }
 
-func filterOf(opts ListOptions) taskFilter {
+func filterOf(opts wire.ListOptions) taskFilter {
 	f := taskFilter{state: opts.State}
 	if opts.Label != "" {
 		f.key, f.value, _ = strings.Cut(opts.Label, "=")
@@ -463,7 +465,7 @@ func (f taskFilter) matchEntry(e *cacheEntry) bool {
 	return labelIs(e.labels, f.key, f.value)
 }
 
-func (f taskFilter) matchTask(t *Task) bool {
+func (f taskFilter) matchTask(t *wire.Task) bool {
 	if f.state != "" && t.State != f.state || f.scoped && (f.owner == "" || t.Owner != f.owner) {
 		return false
 	}
@@ -478,7 +480,7 @@ func (f taskFilter) matchTask(t *Task) bool {
 // only the key of a terminal one, whose body the bucket holds.
 type selected struct {
 	key  sortKey
-	task *Task
+	task *wire.Task
 }
 
 // pageTasks selects up to limit tasks matching f, newest first, from the
@@ -487,7 +489,7 @@ type selected struct {
 // fields, not what they point to). more says whether another match
 // follows; counts are every task's by state (with f scoped to an owner,
 // that owner's).
-func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[State]int, more bool) {
+func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[wire.State]int, more bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i := len(c.order) - 1
@@ -517,8 +519,8 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 }
 
 // ownerCounts counts the tasks of owner by state; c.mu is held.
-func (c *taskCache) ownerCounts(owner string) map[State]int {
-	counts := map[State]int{}
+func (c *taskCache) ownerCounts(owner string) map[wire.State]int {
+	counts := map[wire.State]int{}
 	if owner == "" {
 		return counts
 	}
@@ -531,7 +533,7 @@ func (c *taskCache) ownerCounts(owner string) map[State]int {
 }
 
 // eachOpen calls fn with a copy of the list view of every open task.
-func (c *taskCache) eachOpen(fn func(*Task)) {
+func (c *taskCache) eachOpen(fn func(*wire.Task)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, e := range c.open {
@@ -548,7 +550,7 @@ func (c *taskCache) eachStats(fn func(s *TaskStats)) {
 	for _, e := range c.order {
 		s.State = e.state
 		s.OpenQuestion = false
-		if t := e.task; t != nil && t.State == StateNeedsInput {
+		if t := e.task; t != nil && t.State == wire.StateNeedsInput {
 			if r := currentRound(t); r != nil && r.Question != nil && r.Answer == nil {
 				s.OpenQuestion = true
 			}

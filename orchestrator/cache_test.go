@@ -10,20 +10,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestTaskCacheOrdering(t *testing.T) {
 	c := newTaskCache(natstest.Logger(t))
-	value := func(state State) []byte {
-		data, _ := json.Marshal(Task{ID: "t", State: state})
+	value := func(state wire.State) []byte {
+		data, _ := json.Marshal(wire.Task{ID: "t", State: state})
 		return data
 	}
-	count := func() (n int, state State) {
-		sel, _, _ := c.pageTasks(taskFilter{}, nil, MaxPageLimit)
+	count := func() (n int, state wire.State) {
+		sel, _, _ := c.pageTasks(taskFilter{}, nil, wire.MaxPageLimit)
 		for _, s := range sel {
 			n++
 			state = c.byID[s.key.id].state
@@ -34,30 +36,30 @@ func TestTaskCacheOrdering(t *testing.T) {
 		t.Fatal("a cache that has not caught up claims to be current")
 	}
 	c.setReady(true)
-	c.put("t", value(StateRunning), 5)
-	c.put("t", value(StateQueued), 4) // older, arriving late
-	if n, s := count(); n != 1 || s != StateRunning {
+	c.put("t", value(wire.StateRunning), 5)
+	c.put("t", value(wire.StateQueued), 4) // older, arriving late
+	if n, s := count(); n != 1 || s != wire.StateRunning {
 		t.Errorf("after an older value: %d tasks, %s; want the newer running", n, s)
 	}
 	c.remove("t", 0)
-	c.put("t", value(StateRunning), 5) // the watch delivering what was removed
+	c.put("t", value(wire.StateRunning), 5) // the watch delivering what was removed
 	if n, _ := count(); n != 0 || len(c.counts) != 0 || len(c.open) != 0 {
 		t.Errorf("a removed task came back with an older value: %d listed, counts %v, %d open", n, c.counts, len(c.open))
 	}
-	c.put("t", value(StateQueued), 9) // the same id submitted again
-	if n, s := count(); n != 1 || s != StateQueued {
+	c.put("t", value(wire.StateQueued), 9) // the same id submitted again
+	if n, s := count(); n != 1 || s != wire.StateQueued {
 		t.Errorf("a task submitted again after removal: %d tasks, %s", n, s)
 	}
-	c.put("t", value(StateFinished), 10) // it ends: out of the open set
-	if n, s := count(); n != 1 || s != StateFinished || len(c.open) != 0 || c.byID["t"].task != nil {
+	c.put("t", value(wire.StateFinished), 10) // it ends: out of the open set
+	if n, s := count(); n != 1 || s != wire.StateFinished || len(c.open) != 0 || c.byID["t"].task != nil {
 		t.Errorf("a finished task: %d tasks, %s, %d open, body kept %v", n, s, len(c.open), c.byID["t"].task != nil)
 	}
-	c.put("u", value(StateQueued), 12)
+	c.put("u", value(wire.StateQueued), 12)
 	c.put("t", []byte("not json"), 11)
 	if !c.current() {
 		t.Error("one task that does not decode made the whole cache untrusted")
 	}
-	if n, s := count(); n != 1 || s != StateQueued {
+	if n, s := count(); n != 1 || s != wire.StateQueued {
 		t.Errorf("after a bad record: %d tasks, %s; want only the other task", n, s)
 	}
 }
@@ -68,35 +70,35 @@ func TestTaskCacheOrdering(t *testing.T) {
 func TestTaskCacheOrder(t *testing.T) {
 	c := newTaskCache(natstest.Logger(t))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	put := func(id string, minute int, state State, rev uint64) {
-		data, _ := json.Marshal(Task{ID: id, State: state, CreatedAt: base.Add(time.Duration(minute) * time.Minute)})
+	put := func(id string, minute int, state wire.State, rev uint64) {
+		data, _ := json.Marshal(wire.Task{ID: id, State: state, CreatedAt: base.Add(time.Duration(minute) * time.Minute)})
 		c.put(id, data, rev)
 	}
 	list := func() string {
-		sel, _, _ := c.pageTasks(taskFilter{}, nil, MaxPageLimit)
+		sel, _, _ := c.pageTasks(taskFilter{}, nil, wire.MaxPageLimit)
 		var ids []string
 		for _, s := range sel {
 			ids = append(ids, s.key.id)
 		}
 		return strings.Join(ids, ",")
 	}
-	put("c", 3, StateFinished, 1)
-	put("a", 1, StateFinished, 2)
-	put("d", 3, StateQueued, 3) // same minute as c: the id decides
-	put("b", 2, StateFinished, 4)
-	put("a", 1, StateRunning, 5) // an update keeps its place
+	put("c", 3, wire.StateFinished, 1)
+	put("a", 1, wire.StateFinished, 2)
+	put("d", 3, wire.StateQueued, 3) // same minute as c: the id decides
+	put("b", 2, wire.StateFinished, 4)
+	put("a", 1, wire.StateRunning, 5) // an update keeps its place
 	c.setReady(true)
 	if got := list(); got != "d,c,b,a" {
 		t.Errorf("after catching up: %s, want d,c,b,a", got)
 	}
-	put("e", 9, StateQueued, 6)
-	put("bb", 2, StateQueued, 7) // created back then by another replica's clock
+	put("e", 9, wire.StateQueued, 6)
+	put("bb", 2, wire.StateQueued, 7) // created back then by another replica's clock
 	c.remove("c", 0)
-	put("b", 2, StateCancelled, 8)
+	put("b", 2, wire.StateCancelled, 8)
 	if got := list(); got != "e,d,bb,b,a" {
 		t.Errorf("after changes: %s, want e,d,bb,b,a", got)
 	}
-	if want := map[State]int{StateQueued: 3, StateCancelled: 1, StateRunning: 1}; !mapsEqual(c.counts, want) {
+	if want := map[wire.State]int{wire.StateQueued: 3, wire.StateCancelled: 1, wire.StateRunning: 1}; !mapsEqual(c.counts, want) {
 		t.Errorf("counts = %v, want %v", c.counts, want)
 	}
 }
@@ -106,7 +108,7 @@ func TestTaskCacheOrder(t *testing.T) {
 // cache has caught up.
 func newListingOrchestrator(t *testing.T) *Orchestrator {
 	t.Helper()
-	o, err := New(Config{Bus: testenv.Bus(t), Store: testenv.FileStore(t), Logger: natstest.Logger(t)})
+	o, err := New(Config{Bus: bustest.Bus(t), Store: storagetest.FileStore(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,27 +125,27 @@ func newListingOrchestrator(t *testing.T) *Orchestrator {
 // storeTask writes a task in state as Submit and apply would leave it,
 // created at created, with a large input and (when it asked) a large
 // partial_state.
-func storeTask(t *testing.T, o *Orchestrator, id string, state State, created time.Time, labels map[string]string) {
+func storeTask(t *testing.T, o *Orchestrator, id string, state wire.State, created time.Time, labels map[string]string) {
 	t.Helper()
 	big := strings.Repeat("x", 64<<10)
-	req := SubmitRequest{TaskID: id, Subagent: script("lister", "true"), Labels: labels,
+	req := wire.SubmitRequest{TaskID: id, Subagent: script("lister", "true"), Labels: labels,
 		Input: json.RawMessage(`{"blob":"` + big + `"}`)}
-	task := &Task{ID: id, Request: req, SubagentHash: subagentHash(req), State: state, CreatedAt: created, UpdatedAt: created}
-	r := Round{N: 1, Attempt: 1, DispatchID: dispatchIDOf(task, 1, 1), State: state, QueuedAt: created, Enqueued: true}
-	if state != StateQueued {
+	task := &wire.Task{ID: id, Request: req, SubagentHash: subagentHash(req), State: state, CreatedAt: created, UpdatedAt: created}
+	r := wire.Round{N: 1, Attempt: 1, DispatchID: dispatchIDOf(task, 1, 1), State: state, QueuedAt: created, Enqueued: true}
+	if state != wire.StateQueued {
 		r.StartedAt = created.Add(time.Second)
 	}
 	switch state {
-	case StateNeedsInput:
+	case wire.StateNeedsInput:
 		r.EndedAt, r.AskedAt = created.Add(2*time.Second), created.Add(2*time.Second)
 		r.StepDeadline = created.Add(24 * time.Hour)
 		r.Question = &schemas.NeedsInput{Question: "Which? " + id, Options: []string{"a", "b"}, Context: "ctx",
 			PartialState: json.RawMessage(`{"notes":"` + big + `"}`)}
-	case StateFinished, StateFailed, StateCancelled, StateExpired:
+	case wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired:
 		r.EndedAt = created.Add(3 * time.Second)
-		task.Outcome = &Outcome{Reason: string(state), Detail: "round 1 " + string(state)}
+		task.Outcome = &wire.Outcome{Reason: string(state), Detail: "round 1 " + string(state)}
 	}
-	task.Rounds = []Round{r}
+	task.Rounds = []wire.Round{r}
 	if err := o.store.create(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestTaskCacheKeepsTerminalTasksOut(t *testing.T) {
 	o := newListingOrchestrator(t)
 	ctx := t.Context()
 	base := time.Now().UTC().Add(-time.Hour)
-	states := []State{StateFinished, StateQueued, StateFailed, StateNeedsInput, StateRunning, StateCancelled, StateExpired, StateFinished}
+	states := []wire.State{wire.StateFinished, wire.StateQueued, wire.StateFailed, wire.StateNeedsInput, wire.StateRunning, wire.StateCancelled, wire.StateExpired, wire.StateFinished}
 	for i, st := range states {
 		storeTask(t, o, fmt.Sprintf("k-%d", i), st, base.Add(time.Duration(i)*time.Minute), map[string]string{"batch": fmt.Sprint(i % 2)})
 	}
@@ -175,24 +177,24 @@ func TestTaskCacheKeepsTerminalTasksOut(t *testing.T) {
 	}
 	c.mu.RUnlock()
 
-	ids := func(tasks []*Task) []string {
+	ids := func(tasks []*wire.Task) []string {
 		var out []string
 		for _, t := range tasks {
 			out = append(out, t.ID)
 		}
 		return out
 	}
-	wantCounts := map[State]int{StateFinished: 2, StateQueued: 1, StateFailed: 1, StateNeedsInput: 1, StateRunning: 1, StateCancelled: 1, StateExpired: 1}
+	wantCounts := map[wire.State]int{wire.StateFinished: 2, wire.StateQueued: 1, wire.StateFailed: 1, wire.StateNeedsInput: 1, wire.StateRunning: 1, wire.StateCancelled: 1, wire.StateExpired: 1}
 	for _, tt := range []struct {
-		opts ListOptions
+		opts wire.ListOptions
 		want []string
 	}{
-		{ListOptions{}, []string{"k-7", "k-6", "k-5", "k-4", "k-3", "k-2", "k-1", "k-0"}},
-		{ListOptions{State: StateFinished}, []string{"k-7", "k-0"}},
-		{ListOptions{Label: "batch=1"}, []string{"k-7", "k-5", "k-3", "k-1"}},
-		{ListOptions{State: StateFailed, Label: "batch=0"}, []string{"k-2"}},
-		{ListOptions{State: StateFailed, Label: "batch=1"}, nil},
-		{ListOptions{Label: "nobatch=1"}, nil},
+		{wire.ListOptions{}, []string{"k-7", "k-6", "k-5", "k-4", "k-3", "k-2", "k-1", "k-0"}},
+		{wire.ListOptions{State: wire.StateFinished}, []string{"k-7", "k-0"}},
+		{wire.ListOptions{Label: "batch=1"}, []string{"k-7", "k-5", "k-3", "k-1"}},
+		{wire.ListOptions{State: wire.StateFailed, Label: "batch=0"}, []string{"k-2"}},
+		{wire.ListOptions{State: wire.StateFailed, Label: "batch=1"}, nil},
+		{wire.ListOptions{Label: "nobatch=1"}, nil},
 	} {
 		page, err := o.List(ctx, tt.opts)
 		if err != nil {
@@ -224,7 +226,7 @@ func TestTaskCacheKeepsTerminalTasksOut(t *testing.T) {
 	// A terminal task removed, or changed so that it no longer matches,
 	// behind the index is left out of its page, not an error.
 	got, err := o.readPage(ctx, []selected{{key: sortKey{id: "k-gone"}}, {key: sortKey{id: "k-2"}}, {key: sortKey{id: "k-0"}}},
-		taskFilter{state: StateFinished})
+		taskFilter{state: wire.StateFinished})
 	if err != nil || !slices.Equal(ids(got), []string{"k-0"}) {
 		t.Errorf("readPage of a removed, a failed and a finished task for state=finished = %v, %v; want k-0", ids(got), err)
 	}
@@ -248,13 +250,13 @@ func TestTaskCacheKeepsTerminalTasksOut(t *testing.T) {
 	// answers the same.
 	o.store.cache.setReady(false)
 	defer o.store.cache.setReady(true)
-	page, err := o.List(ctx, ListOptions{Label: "batch=1"})
+	page, err := o.List(ctx, wire.ListOptions{Label: "batch=1"})
 	if got := ids(page.Tasks); err != nil || !slices.Equal(got, []string{"k-7", "k-5", "k-3", "k-1"}) {
 		t.Errorf("List from the bucket = %v, %v", got, err)
 	}
 }
 
-func mapsEqual(a, b map[State]int) bool {
+func mapsEqual(a, b map[wire.State]int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -276,9 +278,9 @@ func TestListPages(t *testing.T) {
 	base := time.Now().UTC().Add(-time.Hour)
 	const n = 23
 	for i := range n {
-		st := StateFinished
+		st := wire.StateFinished
 		if i%4 == 0 {
-			st = StateQueued
+			st = wire.StateQueued
 		}
 		// Pairs share a created_at: the id breaks the tie.
 		storeTask(t, o, fmt.Sprintf("p-%02d", i), st, base.Add(time.Duration(i/2)*time.Second), nil)
@@ -287,7 +289,7 @@ func TestListPages(t *testing.T) {
 	var order []string
 	cursor, pages := "", 0
 	for {
-		page, err := o.List(ctx, ListOptions{Limit: 5, Cursor: cursor})
+		page, err := o.List(ctx, wire.ListOptions{Limit: 5, Cursor: cursor})
 		if err != nil {
 			t.Fatalf("page %d: %v", pages, err)
 		}
@@ -301,7 +303,7 @@ func TestListPages(t *testing.T) {
 		}
 		// Between pages: a new task (newest, so never on a later page) and
 		// one an earlier page showed removed.
-		storeTask(t, o, fmt.Sprintf("new-%d", pages), StateQueued, time.Now().UTC(), nil)
+		storeTask(t, o, fmt.Sprintf("new-%d", pages), wire.StateQueued, time.Now().UTC(), nil)
 		if pages == 2 {
 			if err := o.Remove(ctx, order[0]); err != nil {
 				t.Fatal(err)
@@ -335,11 +337,11 @@ func TestListPages(t *testing.T) {
 	}
 
 	// The default page, the maximum, and what is refused.
-	page, err := o.List(ctx, ListOptions{})
+	page, err := o.List(ctx, wire.ListOptions{})
 	if err != nil || page.NextCursor != "" || len(page.Tasks) != n-1+pages {
 		t.Errorf("List with the default limit = %d tasks, next %q, %v; want all %d on one page", len(page.Tasks), page.NextCursor, err, n-1+pages)
 	}
-	qs, err := o.Questions(ctx, PageOptions{})
+	qs, err := o.Questions(ctx, wire.PageOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,23 +350,23 @@ func TestListPages(t *testing.T) {
 		err   error
 		param string
 	}{
-		{"limit above the maximum", func() error { _, err := o.List(ctx, ListOptions{Limit: MaxPageLimit + 1}); return err }(), "limit"},
-		{"negative limit", func() error { _, err := o.Questions(ctx, PageOptions{Limit: -1}); return err }(), "limit"},
-		{"not a cursor", func() error { _, err := o.List(ctx, ListOptions{Cursor: "!!"}); return err }(), "cursor"},
+		{"limit above the maximum", func() error { _, err := o.List(ctx, wire.ListOptions{Limit: wire.MaxPageLimit + 1}); return err }(), "limit"},
+		{"negative limit", func() error { _, err := o.Questions(ctx, wire.PageOptions{Limit: -1}); return err }(), "limit"},
+		{"not a cursor", func() error { _, err := o.List(ctx, wire.ListOptions{Cursor: "!!"}); return err }(), "cursor"},
 		{"a questions cursor for tasks", func() error {
-			_, err := o.List(ctx, ListOptions{Cursor: encodeCursor(cursorQuestions, sortKey{1, "x"})})
+			_, err := o.List(ctx, wire.ListOptions{Cursor: encodeCursor(cursorQuestions, sortKey{1, "x"})})
 			return err
 		}(), "cursor"},
 	} {
-		pe, ok := errors.AsType[*PageError](tt.err)
-		if !ok || pe.Param != tt.param || !errors.Is(tt.err, ErrInvalidRequest) {
+		pe, ok := errors.AsType[*wire.PageError](tt.err)
+		if !ok || pe.Param != tt.param || !errors.Is(tt.err, wire.ErrInvalidRequest) {
 			t.Errorf("%s: %v; want a PageError naming %s that is an ErrInvalidRequest", tt.name, tt.err, tt.param)
 		}
 	}
 	if len(qs.Questions) != 0 || qs.NextCursor != "" {
 		t.Errorf("Questions = %+v; want none", qs)
 	}
-	if _, err := o.List(ctx, ListOptions{Limit: MaxPageLimit}); err != nil {
+	if _, err := o.List(ctx, wire.ListOptions{Limit: wire.MaxPageLimit}); err != nil {
 		t.Errorf("List at the maximum limit: %v", err)
 	}
 }
@@ -377,13 +379,13 @@ func TestQuestionPages(t *testing.T) {
 	ctx := t.Context()
 	base := time.Now().UTC().Add(-time.Hour)
 	for i := range 7 {
-		storeTask(t, o, fmt.Sprintf("q-%d", i), StateNeedsInput, base.Add(time.Duration(i)*time.Minute), nil)
+		storeTask(t, o, fmt.Sprintf("q-%d", i), wire.StateNeedsInput, base.Add(time.Duration(i)*time.Minute), nil)
 	}
-	storeTask(t, o, "done", StateFinished, base, nil)
+	storeTask(t, o, "done", wire.StateFinished, base, nil)
 	var got []string
 	cursor := ""
 	for pages := 0; ; pages++ {
-		page, err := o.Questions(ctx, PageOptions{Limit: 3, Cursor: cursor})
+		page, err := o.Questions(ctx, wire.PageOptions{Limit: 3, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,7 +399,7 @@ func TestQuestionPages(t *testing.T) {
 			}
 		}
 		if pages == 0 {
-			storeTask(t, o, "q-late", StateNeedsInput, time.Now().UTC(), nil)
+			storeTask(t, o, "q-late", wire.StateNeedsInput, time.Now().UTC(), nil)
 		}
 		if page.NextCursor == "" {
 			break
@@ -408,7 +410,7 @@ func TestQuestionPages(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("question walk = %v, want %v", got, want)
 	}
-	if _, err := o.Questions(ctx, PageOptions{Cursor: encodeCursor(cursorTasks, sortKey{1, "x"})}); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := o.Questions(ctx, wire.PageOptions{Cursor: encodeCursor(cursorTasks, sortKey{1, "x"})}); !errors.Is(err, wire.ErrInvalidRequest) {
 		t.Errorf("Questions with a tasks cursor = %v, want ErrInvalidRequest", err)
 	}
 }
@@ -417,7 +419,7 @@ func TestQuestionPages(t *testing.T) {
 // once and another replica's as soon as the watch brings them.
 func TestTaskCacheAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	start := func() *Orchestrator {
 		o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
 		if err != nil {
@@ -430,12 +432,12 @@ func TestTaskCacheAcrossReplicas(t *testing.T) {
 		return o
 	}
 	one, two := start(), start()
-	ids := func(o *Orchestrator) map[string]State {
-		page, err := o.List(t.Context(), ListOptions{})
+	ids := func(o *Orchestrator) map[string]wire.State {
+		page, err := o.List(t.Context(), wire.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]State{}
+		out := map[string]wire.State{}
 		for _, task := range page.Tasks {
 			out[task.ID] = task.State
 		}
@@ -445,7 +447,7 @@ func TestTaskCacheAcrossReplicas(t *testing.T) {
 		return one.store.cache.current() && two.store.cache.current()
 	})
 	sub := schemas.Subagent{Name: "s", Runtime: schemas.RuntimeExec, Command: []string{"true"}}
-	if _, err := one.Submit(t.Context(), SubmitRequest{TaskID: "c-1", Subagent: sub}); err != nil {
+	if _, err := one.Submit(t.Context(), wire.SubmitRequest{TaskID: "c-1", Subagent: sub}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := ids(one)["c-1"]; !ok {
@@ -455,7 +457,7 @@ func TestTaskCacheAcrossReplicas(t *testing.T) {
 	if _, err := two.Cancel(t.Context(), "c-1"); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 10*time.Second, "the first replica sees the cancel", func() bool { return ids(one)["c-1"] == StateCancelled })
+	testutil.Eventually(t, 10*time.Second, "the first replica sees the cancel", func() bool { return ids(one)["c-1"] == wire.StateCancelled })
 	if err := one.Remove(t.Context(), "c-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -483,17 +485,17 @@ func TestCacheEntryPacking(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
-		state          State
+		state          wire.State
 		started, ended time.Time
 		answered       bool
 		wait           int64
 		want           RoundStats
 	}{
-		{StateFinished, t0, t0.Add(1500 * time.Millisecond), false, 0, RoundStats{State: StateFinished, Ended: true, Ran: 1500 * time.Millisecond}},
-		{StateNeedsInput, t0, t0.Add(time.Second), true, 90_000, RoundStats{State: StateNeedsInput, Ended: true, Ran: time.Second, Answered: true, AnswerWaitMS: 90_000}},
-		{StateCancelled, t0, t0.Add(-time.Second), true, -5, RoundStats{State: StateCancelled, Ended: true, Ran: -time.Second, Answered: true}},
-		{StateRunning, t0, time.Time{}, false, 0, RoundStats{State: StateRunning}},
-		{State("paused"), time.Time{}, time.Time{}, true, 30 * 24 * 3600 * 1000, RoundStats{Answered: true, AnswerWaitMS: 30 * 24 * 3600 * 1000}},
+		{wire.StateFinished, t0, t0.Add(1500 * time.Millisecond), false, 0, RoundStats{State: wire.StateFinished, Ended: true, Ran: 1500 * time.Millisecond}},
+		{wire.StateNeedsInput, t0, t0.Add(time.Second), true, 90_000, RoundStats{State: wire.StateNeedsInput, Ended: true, Ran: time.Second, Answered: true, AnswerWaitMS: 90_000}},
+		{wire.StateCancelled, t0, t0.Add(-time.Second), true, -5, RoundStats{State: wire.StateCancelled, Ended: true, Ran: -time.Second, Answered: true}},
+		{wire.StateRunning, t0, time.Time{}, false, 0, RoundStats{State: wire.StateRunning}},
+		{wire.State("paused"), time.Time{}, time.Time{}, true, 30 * 24 * 3600 * 1000, RoundStats{Answered: true, AnswerWaitMS: 30 * 24 * 3600 * 1000}},
 	} {
 		if got := newRoundStat(tt.state, tt.started, tt.ended, tt.answered, tt.wait).stats(); got != tt.want {
 			t.Errorf("round %s: stats = %+v, want %+v", tt.state, got, tt.want)

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestCIRoute: a task submitted from CI that ends up without a route gets
@@ -18,15 +20,15 @@ import (
 func TestCIRoute(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	reg, err := registry.Open(ctx, b, store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.RegisterSubagent(ctx, registry.Subagent{Name: "routed", Runtime: "exec", Command: registry.Command{"true"}, Route: "lookup,human=1h"}); err != nil {
+	if _, err := reg.RegisterSubagent(ctx, wire.Subagent{Name: "routed", Runtime: "exec", Command: wire.Command{"true"}, Route: "lookup,human=1h"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.RegisterSubagent(ctx, registry.Subagent{Name: "plain", Runtime: "exec", Command: registry.Command{"true"}}); err != nil {
+	if _, err := reg.RegisterSubagent(ctx, wire.Subagent{Name: "plain", Runtime: "exec", Command: wire.Command{"true"}}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := New(Config{Bus: b, Store: store, Registry: reg, CIRoute: "memory,human=2m", Logger: natstest.Logger(t)})
@@ -40,14 +42,14 @@ func TestCIRoute(t *testing.T) {
 	inline := schemas.Subagent{Name: "x", Runtime: schemas.RuntimeExec, Command: []string{"true"}}
 	for _, tt := range []struct {
 		name string
-		req  SubmitRequest
+		req  wire.SubmitRequest
 		want string
 	}{
-		{"from CI, no route", SubmitRequest{TaskID: "ci-none", Subagent: inline, FromCI: true}, "memory,human=2m"},
-		{"from CI, a route given", SubmitRequest{TaskID: "ci-given", Subagent: inline, FromCI: true, Route: "human=5m"}, "human=5m"},
-		{"from CI, the sub-agent's route", SubmitRequest{TaskID: "ci-routed", SubagentRef: "routed", FromCI: true}, "lookup,human=1h"},
-		{"from CI, a sub-agent without a route", SubmitRequest{TaskID: "ci-plain", SubagentRef: "plain", FromCI: true}, "memory,human=2m"},
-		{"not from CI", SubmitRequest{TaskID: "not-ci", Subagent: inline}, ""},
+		{"from CI, no route", wire.SubmitRequest{TaskID: "ci-none", Subagent: inline, FromCI: true}, "memory,human=2m"},
+		{"from CI, a route given", wire.SubmitRequest{TaskID: "ci-given", Subagent: inline, FromCI: true, Route: "human=5m"}, "human=5m"},
+		{"from CI, the sub-agent's route", wire.SubmitRequest{TaskID: "ci-routed", SubagentRef: "routed", FromCI: true}, "lookup,human=1h"},
+		{"from CI, a sub-agent without a route", wire.SubmitRequest{TaskID: "ci-plain", SubagentRef: "plain", FromCI: true}, "memory,human=2m"},
+		{"not from CI", wire.SubmitRequest{TaskID: "not-ci", Subagent: inline}, ""},
 	} {
 		task, err := o.Submit(ctx, tt.req)
 		if err != nil {
@@ -67,10 +69,10 @@ func TestCIRoute(t *testing.T) {
 // answerer nobody serves, stops the orchestrator from starting.
 func TestCIRouteRefused(t *testing.T) {
 	t.Parallel()
-	if _, err := New(Config{Bus: testenv.Bus(t), CIRoute: "human=soon"}); err == nil || !strings.Contains(err.Error(), `CI route "human=soon"`) {
+	if _, err := New(Config{Bus: bustest.Bus(t), CIRoute: "human=soon"}); err == nil || !strings.Contains(err.Error(), `CI route "human=soon"`) {
 		t.Errorf("New with a bad CI route = %v; want it refused", err)
 	}
-	o, err := New(Config{Bus: testenv.Bus(t), Store: testenv.FileStore(t), CIRoute: "agent:nobody=1m", Logger: natstest.Logger(t)})
+	o, err := New(Config{Bus: bustest.Bus(t), Store: storagetest.FileStore(t), CIRoute: "agent:nobody=1m", Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

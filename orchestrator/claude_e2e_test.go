@@ -15,7 +15,9 @@ import (
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestClaudeCodeResumesItsSession runs a two-round Claude Code task through
@@ -37,14 +39,14 @@ func TestClaudeCodeResumesItsSession(t *testing.T) {
 	env := envBundle(t, s.store, "fake-claude", `{"values": {"`+fakeclaude.ModeEnv+`": "`+fakeclaude.ModeAskOnce+`", "`+fakeclaude.RecordEnv+`": "`+fakeclaude.RecordToStderr+`"}}`)
 	ctx := context.Background()
 
-	task := s.submit(SubmitRequest{
+	task := s.submit(wire.SubmitRequest{
 		Subagent: schemas.Subagent{Name: "painter", Runtime: schemas.RuntimeClaudeCode, Prompt: "Paint the fence.", Model: "claude-test-model"},
 		Input:    []byte(`{"fence": "north"}`),
 		Env:      []schemas.BundleRef{env},
 		Image:    image,
 	})
-	task = s.waitState(task.ID, StateNeedsInput, StateFailed)
-	if task.State != StateNeedsInput {
+	task = s.waitState(task.ID, wire.StateNeedsInput, wire.StateFailed)
+	if task.State != wire.StateNeedsInput {
 		t.Fatalf("round 1 ended %s: %+v\n%s", task.State, task.Outcome, s.output(task.Rounds[0].DispatchID))
 	}
 	rec1 := fakeRecord(t, s.output(task.Rounds[0].DispatchID))
@@ -58,11 +60,11 @@ func TestClaudeCodeResumesItsSession(t *testing.T) {
 		t.Errorf("round 1 usage = %+v, want %+v", u1, want1)
 	}
 
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "B", By: "alice"}); err != nil {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "B", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished {
 		t.Fatalf("task ended %s: %+v\n%s", task.State, task.Outcome, s.output(task.Rounds[1].DispatchID))
 	}
 	rec2 := fakeRecord(t, s.output(task.Rounds[1].DispatchID))
@@ -126,7 +128,7 @@ func claudeImage(t *testing.T) string {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tag := fmt.Sprintf("agora-claude-test:%d-%d", os.Getpid(), seq.Add(1))
+	tag := fmt.Sprintf("agora-claude-test:%d-%d", testutil.RunNumber(), seq.Add(1))
 	if err := eng.BuildImage(context.Background(), &ctxTar, tag, map[string]string{"agora.test": "claude"}); err != nil {
 		t.Fatalf("build the stand-in claude image: %v", err)
 	}

@@ -23,7 +23,7 @@ var nestedFields = map[string]bool{"subagent": true, "input": true, "resources":
 // requestDifferences compares two submit requests field by field, as
 // stored (registry and defaults filled in), and returns what differs, at
 // most wire.MaxDifferences of it, and how many more there are.
-func requestDifferences(stored, now SubmitRequest) ([]wire.Difference, int) {
+func requestDifferences(stored, now wire.SubmitRequest) ([]wire.Difference, int) {
 	stored.TaskID, now.TaskID = "", ""
 	a, b := fieldsOf(stored), fieldsOf(now)
 	names := slices.Clone(requestFields)
@@ -88,7 +88,7 @@ func differences(name string, a, b json.RawMessage, nested bool) []wire.Differen
 
 // fieldsOf is a request's JSON fields; empty ones are left out by their
 // omitempty, and the empty object of a nested field counts as absent.
-func fieldsOf(req SubmitRequest) map[string]json.RawMessage {
+func fieldsOf(req wire.SubmitRequest) map[string]json.RawMessage {
 	data, _ := json.Marshal(req)
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(data, &m)

@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // request compiles round r of t into its dispatch request: the same
 // sub-agent pinned by hash, the same bundles, the original input plus the
 // answer, the resume (question, answer, partial_state, history) and the
 // previous round's workspace. Pure.
-func (o *Orchestrator) request(t *Task, r *Round) schemas.DispatchRequest {
+func (o *Orchestrator) request(t *wire.Task, r *wire.Round) schemas.DispatchRequest {
 	req := t.Request
 	sub := req.Subagent
 	sub.Version = t.SubagentHash
@@ -20,7 +21,7 @@ func (o *Orchestrator) request(t *Task, r *Round) schemas.DispatchRequest {
 		DispatchID: r.DispatchID, TaskID: t.ID, Round: r.N, Subagent: sub,
 		Input: req.Input, Capabilities: req.Capabilities, Env: req.Env, TimeoutSeconds: req.TimeoutSeconds,
 	}
-	var prev *Round
+	var prev *wire.Round
 	for i := range t.Rounds {
 		if t.Rounds[i].N == r.N-1 && t.Rounds[i].Answer != nil {
 			prev = &t.Rounds[i]
@@ -70,7 +71,7 @@ func withAnswer(input json.RawMessage, answer string) json.RawMessage {
 
 // enqueue puts the task's current round on the queue, publishes
 // dispatch.accepted and sets the round's outbox flag.
-func (o *Orchestrator) enqueue(ctx context.Context, t *Task) (*Task, error) {
+func (o *Orchestrator) enqueue(ctx context.Context, t *wire.Task) (*wire.Task, error) {
 	r := currentRound(t)
 	req := o.request(t, r)
 	if _, err := o.cfg.Bus.Enqueue(ctx, req); err != nil {
@@ -83,7 +84,7 @@ func (o *Orchestrator) enqueue(ctx context.Context, t *Task) (*Task, error) {
 	if _, err := o.store.index.Put(ctx, id, []byte(t.ID)); err != nil {
 		o.log.Warn("index dispatch", "dispatch_id", id, "error", err)
 	}
-	return o.store.update(ctx, t.ID, func(t *Task) error {
+	return o.store.update(ctx, t.ID, func(t *wire.Task) error {
 		for i := range t.Rounds {
 			if t.Rounds[i].DispatchID == id {
 				if t.Rounds[i].Enqueued {

@@ -23,6 +23,10 @@
 //	│      │  └── max rounds / max wait ───────────────► failed
 //	└──────┘ answer accepted (or the default, marked assumed)
 //
+// Replay and fork (replay.go) make new tasks from an existing one and link
+// the two: a replay's questions are answered from the original's recorded
+// answers in apply, never routed, and a divergent one fails it at once.
+//
 // finished, failed, cancelled and expired are terminal; respawn (from the
 // last round) and continue (a follow-up message as the next answer) start a
 // new round. A failure that the task's retry policy names, with attempts
@@ -34,6 +38,5 @@
 // checked on start), and its msg-id and the runner's claim make a repeated
 // enqueue harmless: no round runs twice.
 //
-// The orchestrator imports schemas, internal/bus, internal/storage and
-// orchestrator/answer.
+// What it may import: docs/architecture.md.
 package orchestrator

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,9 +29,11 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 type stack struct {
@@ -56,7 +59,7 @@ func newStack(t *testing.T, tweak func(*Config)) *stack {
 func newStackOn(t *testing.T, onRunner func(eng *docker.Engine, rc *runner.Config), tweak func(*Config)) *stack {
 	t.Helper()
 	testenv.NeedDocker(t, workerImage, dockerErr)
-	runnerID := fmt.Sprintf("orch-test-%d-%d", os.Getpid(), seq.Add(1))
+	runnerID := fmt.Sprintf("orch-test-%d-%d", testutil.RunNumber(), seq.Add(1))
 	p := newStackParts(t, runnerID)
 	rc := p.runnerConfig(t, runnerID, natstest.Logger(t))
 	if onRunner != nil {
@@ -161,10 +164,10 @@ func script(name, sh string) schemas.Subagent {
 	return schemas.Subagent{Name: name, Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", sh}}
 }
 
-func (s *stack) submit(req SubmitRequest) *Task {
+func (s *stack) submit(req wire.SubmitRequest) *wire.Task {
 	s.t.Helper()
 	if req.TaskID == "" {
-		req.TaskID = fmt.Sprintf("t%d-%d", os.Getpid(), seq.Add(1))
+		req.TaskID = fmt.Sprintf("t%d-%d", testutil.RunNumber(), seq.Add(1))
 	}
 	t, err := s.orch.Submit(context.Background(), req)
 	if err != nil {
@@ -174,25 +177,24 @@ func (s *stack) submit(req SubmitRequest) *Task {
 }
 
 // waitState polls the task until it is in one of states.
-func (s *stack) waitState(id string, states ...State) *Task {
+func (s *stack) waitState(id string, states ...wire.State) *wire.Task {
 	s.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		t, err := s.orch.Get(context.Background(), id)
-		if err != nil {
-			s.t.Fatal(err)
+	var t *wire.Task
+	err := testutil.Poll(context.Background(), 3*time.Minute, 50*time.Millisecond, func() error {
+		var err error
+		if t, err = s.orch.Get(context.Background(), id); err != nil {
+			return testutil.Permanent(err)
 		}
-		for _, st := range states {
-			if t.State == st {
-				return t
-			}
+		if slices.Contains(states, t.State) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(t, "", "  ")
-			s.t.Fatalf("task %s is %s, want one of %v:\n%s", id, t.State, states, data)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("task %s is %s, want one of %v", id, t.State, states)
+	})
+	if err != nil {
+		data, _ := json.MarshalIndent(t, "", "  ")
+		s.t.Fatalf("%v:\n%s", err, data)
 	}
+	return t
 }
 
 // asker asks on every round until it has n answers, keeping them in its
@@ -221,11 +223,11 @@ func TestAskAnswerResume(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	ctx := context.Background()
-	task := s.submit(SubmitRequest{Subagent: askerWith(1), Input: json.RawMessage(`{"goal":"paint"}`)})
+	task := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Input: json.RawMessage(`{"goal":"paint"}`)})
 	if task.Attention.Kind != "none" || task.Attention.Required {
 		t.Errorf("a queued task's attention = %+v, want kind none, nothing required", task.Attention)
 	}
-	task = s.waitState(task.ID, StateNeedsInput)
+	task = s.waitState(task.ID, wire.StateNeedsInput)
 	r := currentRound(task)
 	if r.Question.Question != "Pick a colour for step 1" || len(r.Question.Options) != 3 || string(r.Question.PartialState) != `{"seen":1}` {
 		t.Fatalf("question = %+v", r.Question)
@@ -233,18 +235,18 @@ func TestAskAnswerResume(t *testing.T) {
 	if a := task.Attention; !a.Required || a.Kind != "needs_answer" || a.Action != "agora answer "+task.ID+" red" {
 		t.Errorf("attention = %+v", a)
 	}
-	page, err := s.orch.Questions(ctx, PageOptions{})
+	page, err := s.orch.Questions(ctx, wire.PageOptions{})
 	if qs := page.Questions; err != nil || len(qs) != 1 || qs[0].TaskID != task.ID {
 		t.Fatalf("Questions = %+v, %v", page, err)
 	}
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "purple", By: "alice"}); !errors.Is(err, ErrInvalidAnswer) {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "purple", By: "alice"}); !errors.Is(err, wire.ErrInvalidAnswer) {
 		t.Errorf("Answer(purple) = %v, want ErrInvalidAnswer", err)
 	}
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "2", By: "alice", Channel: "cli"}); err != nil {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "2", By: "alice", Channel: "cli"}); err != nil {
 		t.Fatalf("Answer(2): %v", err)
 	}
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished {
 		t.Fatalf("task ended %s: %+v", task.State, task.Outcome)
 	}
 	first := task.Rounds[0]
@@ -280,9 +282,9 @@ func TestThreeRoundsAndConcurrentAnswers(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	ctx := context.Background()
-	task := s.submit(SubmitRequest{Subagent: askerWith(3)})
+	task := s.submit(wire.SubmitRequest{Subagent: askerWith(3)})
 	for round, want := range []string{"red", "green", "blue"} {
-		task = s.waitState(task.ID, StateNeedsInput)
+		task = s.waitState(task.ID, wire.StateNeedsInput)
 		if currentRound(task).N != round+1 {
 			t.Fatalf("question on round %d, want %d", currentRound(task).N, round+1)
 		}
@@ -293,7 +295,7 @@ func TestThreeRoundsAndConcurrentAnswers(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: want, By: who})
+				_, errs[i] = s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: want, By: who})
 			}()
 		}
 		wg.Wait()
@@ -302,7 +304,7 @@ func TestThreeRoundsAndConcurrentAnswers(t *testing.T) {
 			switch {
 			case err == nil:
 				wins++
-			case errors.Is(err, ErrAlreadyAnswered):
+			case errors.Is(err, wire.ErrAlreadyAnswered):
 				if !strings.Contains(err.Error(), "already answered by") {
 					t.Errorf("loser's error = %v", err)
 				}
@@ -314,8 +316,8 @@ func TestThreeRoundsAndConcurrentAnswers(t *testing.T) {
 			t.Errorf("round %d: %d answers won, want 1 (%v)", round+1, wins, errs)
 		}
 	}
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished || len(task.Rounds) != 4 {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished || len(task.Rounds) != 4 {
 		t.Fatalf("task %s after %d rounds: %+v", task.State, len(task.Rounds), task.Outcome)
 	}
 	if out := s.output(task.Rounds[3].DispatchID); !strings.Contains(out, "answers: red green blue") {
@@ -337,21 +339,21 @@ func TestRoutes(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("lookup rule", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: askerWith(1), Route: "lookup:" + rules + ",human"})
-		task = s.waitState(task.ID, StateFinished, StateFailed)
+		task := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Route: "lookup:" + rules + ",human"})
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
 		if a := task.Rounds[0].Answer; a == nil || a.Value != "blue" || !strings.HasPrefix(a.Channel, "lookup") {
 			t.Errorf("answer = %+v, want blue from lookup", a)
 		}
 	})
 	t.Run("memory reuses an answer", func(t *testing.T) {
-		first := s.submit(SubmitRequest{Subagent: askerWith(1), AllowMemory: true})
-		first = s.waitState(first.ID, StateNeedsInput)
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: first.ID, Answer: "green", By: "carol"}); err != nil {
+		first := s.submit(wire.SubmitRequest{Subagent: askerWith(1), AllowMemory: true})
+		first = s.waitState(first.ID, wire.StateNeedsInput)
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: first.ID, Answer: "green", By: "carol"}); err != nil {
 			t.Fatal(err)
 		}
-		s.waitState(first.ID, StateFinished)
-		second := s.submit(SubmitRequest{Subagent: askerWith(1), AllowMemory: true, Route: "memory,human"})
-		second = s.waitState(second.ID, StateFinished, StateFailed)
+		s.waitState(first.ID, wire.StateFinished)
+		second := s.submit(wire.SubmitRequest{Subagent: askerWith(1), AllowMemory: true, Route: "memory,human"})
+		second = s.waitState(second.ID, wire.StateFinished, wire.StateFailed)
 		a := second.Rounds[0].Answer
 		if a == nil || a.Value != "green" || a.Channel != "memory" || !strings.Contains(a.By, "carol") {
 			t.Errorf("answer = %+v, want green from memory naming carol", a)
@@ -359,8 +361,8 @@ func TestRoutes(t *testing.T) {
 	})
 	t.Run("escalation after a timeout, then the default", func(t *testing.T) {
 		sub := script("defaulter", `if [ -z "$AGORA_ANSWER" ]; then agora-worker ask "Proceed?" --option yes --option no --default no; fi`)
-		task := s.submit(SubmitRequest{Subagent: sub, Route: "human=1s,human=1s"})
-		task = s.waitState(task.ID, StateFinished, StateFailed, StateExpired)
+		task := s.submit(wire.SubmitRequest{Subagent: sub, Route: "human=1s,human=1s"})
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed, wire.StateExpired)
 		r := task.Rounds[0]
 		if r.Answer == nil || r.Answer.Value != "no" || !r.Answer.Assumed || r.Answer.Channel != "default" {
 			t.Fatalf("answer = %+v, want the default, assumed", r.Answer)
@@ -376,9 +378,9 @@ func TestRoutes(t *testing.T) {
 		}
 	})
 	t.Run("expired without a default", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: askerWith(1), Route: "human=1s"})
-		task = s.waitState(task.ID, StateExpired, StateFinished, StateFailed)
-		if task.State != StateExpired || task.Outcome == nil || !strings.Contains(task.Outcome.Detail, "no default") {
+		task := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Route: "human=1s"})
+		task = s.waitState(task.ID, wire.StateExpired, wire.StateFinished, wire.StateFailed)
+		if task.State != wire.StateExpired || task.Outcome == nil || !strings.Contains(task.Outcome.Detail, "no default") {
 			t.Errorf("task = %s %+v", task.State, task.Outcome)
 		}
 		if task.Attention.Action != "agora respawn "+task.ID {
@@ -392,88 +394,92 @@ func TestLimitsAndOperations(t *testing.T) {
 	s := newStack(t, nil)
 	ctx := context.Background()
 	t.Run("max rounds", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: askerWith(5), Limits: Limits{MaxRounds: 2}})
-		task = s.waitState(task.ID, StateNeedsInput)
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
+		task := s.submit(wire.SubmitRequest{Subagent: askerWith(5), Limits: wire.Limits{MaxRounds: 2}})
+		task = s.waitState(task.ID, wire.StateNeedsInput)
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
 			t.Fatal(err)
 		}
-		task = s.waitState(task.ID, StateFailed, StateFinished)
+		task = s.waitState(task.ID, wire.StateFailed, wire.StateFinished)
 		if task.Outcome == nil || task.Outcome.Reason != "max_rounds" {
 			t.Errorf("outcome = %+v, want max_rounds", task.Outcome)
 		}
 	})
 	t.Run("cancel while waiting, then respawn", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: askerWith(1)})
-		task = s.waitState(task.ID, StateNeedsInput)
+		task := s.submit(wire.SubmitRequest{Subagent: askerWith(1)})
+		task = s.waitState(task.ID, wire.StateNeedsInput)
 		task, err := s.orch.Cancel(ctx, task.ID)
-		if err != nil || task.State != StateCancelled {
+		if err != nil || task.State != wire.StateCancelled {
 			t.Fatalf("Cancel = %v, %v", task, err)
 		}
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "red"}); !errors.Is(err, ErrNoQuestion) {
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "red"}); !errors.Is(err, wire.ErrNoQuestion) {
 			t.Errorf("Answer after cancel = %v, want ErrNoQuestion", err)
 		}
 		task, err = s.orch.Respawn(ctx, task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		task = s.waitState(task.ID, StateNeedsInput)
+		task = s.waitState(task.ID, wire.StateNeedsInput)
 		if r := currentRound(task); r.N != 1 || r.Attempt != 2 {
 			t.Errorf("respawned round = %d attempt %d, want 1 attempt 2", r.N, r.Attempt)
 		}
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
 			t.Fatal(err)
 		}
-		s.waitState(task.ID, StateFinished)
+		s.waitState(task.ID, wire.StateFinished)
 	})
 	t.Run("cancel while running", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: script("sleeper", "echo working; sleep 300")})
-		task = s.waitState(task.ID, StateRunning)
+		task := s.submit(wire.SubmitRequest{Subagent: script("sleeper", "echo working; sleep 300")})
+		task = s.waitState(task.ID, wire.StateRunning)
 		if _, err := s.orch.Cancel(ctx, task.ID); err != nil {
 			t.Fatal(err)
 		}
-		task = s.waitState(task.ID, StateCancelled)
-		deadline := time.Now().Add(time.Minute)
-		for currentRound(task).State != StateCancelled && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-			task, _ = s.orch.Get(ctx, task.ID)
-		}
-		if currentRound(task).State != StateCancelled {
-			t.Errorf("round state = %s, want the dispatch cancelled", currentRound(task).State)
+		task = s.waitState(task.ID, wire.StateCancelled)
+		err := testutil.Poll(ctx, time.Minute, 50*time.Millisecond, func() error {
+			if got := currentRound(task).State; got != wire.StateCancelled {
+				if now, err := s.orch.Get(ctx, task.ID); err == nil {
+					task = now
+				}
+				return fmt.Errorf("round state = %s, want the dispatch cancelled", got)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
 		}
 	})
 	t.Run("continue a finished task", func(t *testing.T) {
 		sub := script("echoer", `if [ -n "$AGORA_ANSWER" ]; then echo "follow-up: $AGORA_ANSWER"; else echo first; fi`)
-		task := s.submit(SubmitRequest{Subagent: sub})
-		task = s.waitState(task.ID, StateFinished)
+		task := s.submit(wire.SubmitRequest{Subagent: sub})
+		task = s.waitState(task.ID, wire.StateFinished)
 		task, err := s.orch.Continue(ctx, task.ID, "now do the docs", "dave")
 		if err != nil {
 			t.Fatal(err)
 		}
-		task = s.waitState(task.ID, StateFinished)
+		task = s.waitState(task.ID, wire.StateFinished)
 		if len(task.Rounds) != 2 || !strings.Contains(s.output(task.Rounds[1].DispatchID), "follow-up: now do the docs") {
 			t.Errorf("rounds = %d, output %q", len(task.Rounds), s.output(task.Rounds[1].DispatchID))
 		}
 	})
 	t.Run("idempotent submit", func(t *testing.T) {
-		req := SubmitRequest{TaskID: fmt.Sprintf("idem-%d", os.Getpid()), Subagent: script("x", "true")}
+		req := wire.SubmitRequest{TaskID: fmt.Sprintf("idem-%d", testutil.RunNumber()), Subagent: script("x", "true")}
 		a := s.submit(req)
 		b := s.submit(req)
 		if a.ID != b.ID || a.CreatedAt != b.CreatedAt {
 			t.Errorf("same id and request gave two tasks")
 		}
 		req.Subagent = script("x", "false")
-		if _, err := s.orch.Submit(ctx, req); !errors.Is(err, ErrConflict) {
+		if _, err := s.orch.Submit(ctx, req); !errors.Is(err, wire.ErrConflict) {
 			t.Errorf("same id, other request = %v, want ErrConflict", err)
 		}
-		s.waitState(a.ID, StateFinished)
+		s.waitState(a.ID, wire.StateFinished)
 		if err := s.orch.Remove(ctx, a.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.orch.Get(ctx, a.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := s.orch.Get(ctx, a.ID); !errors.Is(err, wire.ErrNotFound) {
 			t.Errorf("Get after Remove = %v", err)
 		}
 	})
-	list, err := s.orch.List(ctx, ListOptions{})
+	list, err := s.orch.List(ctx, wire.ListOptions{})
 	if err != nil || list.Summary.Text == "" {
 		t.Errorf("List summary = %+v, %v", list.Summary, err)
 	}
@@ -487,16 +493,16 @@ func TestRestart(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	ctx := context.Background()
-	task := s.submit(SubmitRequest{Subagent: askerWith(2), Route: "human=2s", Input: json.RawMessage(`{}`)})
-	task = s.waitState(task.ID, StateNeedsInput)
+	task := s.submit(wire.SubmitRequest{Subagent: askerWith(2), Route: "human=2s", Input: json.RawMessage(`{}`)})
+	task = s.waitState(task.ID, wire.StateNeedsInput)
 	if err := s.orch.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s.orch = s.startOrchestrator()
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "red"}); err != nil {
 		t.Fatalf("answer after restart: %v", err)
 	}
-	task = s.waitState(task.ID, StateNeedsInput)
+	task = s.waitState(task.ID, wire.StateNeedsInput)
 	if currentRound(task).N != 2 {
 		t.Fatalf("round %d asks, want 2", currentRound(task).N)
 	}
@@ -505,17 +511,17 @@ func TestRestart(t *testing.T) {
 	if err := s.orch.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.orch.store.update(ctx, task.ID, func(t *Task) error {
+	if _, err := s.orch.store.update(ctx, task.ID, func(t *wire.Task) error {
 		r := currentRound(t)
-		r.Answer = &Answer{Value: "green", By: "erin", Channel: "api", At: time.Now()}
+		r.Answer = &wire.Answer{Value: "green", By: "erin", Channel: "api", At: time.Now()}
 		s.orch.nextRound(t, r.N+1, "")
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	s.orch = s.startOrchestrator()
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished || len(task.Rounds) != 3 {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished || len(task.Rounds) != 3 {
 		t.Fatalf("after recovery: %s with %d rounds %+v", task.State, len(task.Rounds), task.Outcome)
 	}
 	evs, _ := s.bus.Events(ctx, task.Rounds[2].DispatchID)
@@ -558,16 +564,16 @@ func TestAgentAndWebhookAnswerers(t *testing.T) {
 		c.Answerers = &answer.Resolver{WebhookSecret: secret, WebhookOptions: answer.WebhookOptions{Backoff: 10 * time.Millisecond}}
 	})
 	t.Run("agent", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: askerWith(1), Route: "agent:triage=2m,human"})
-		task = s.waitState(task.ID, StateFinished, StateFailed)
+		task := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Route: "agent:triage=2m,human"})
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
 		a := task.Rounds[0].Answer
 		if a == nil || a.Value != "green" || a.Channel != "agent:triage" || !strings.Contains(a.By, "triage") {
 			t.Fatalf("answer = %+v, want green from the triage agent", a)
 		}
 	})
 	t.Run("webhook", func(t *testing.T) {
-		task := s.submit(SubmitRequest{Subagent: askerWith(1), Route: "webhook:" + hook.URL + "=1m,human"})
-		task = s.waitState(task.ID, StateFinished, StateFailed)
+		task := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Route: "webhook:" + hook.URL + "=1m,human"})
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
 		a := task.Rounds[0].Answer
 		if a == nil || a.Value != "blue" || !strings.Contains(a.By, "ops-bot") {
 			t.Fatalf("answer = %+v, want blue from the webhook", a)
@@ -587,15 +593,15 @@ func TestQueuedCancelTimersAndWaitLimit(t *testing.T) {
 	s := newStack(t, nil)
 	ctx := context.Background()
 
-	busy := []*Task{s.submit(SubmitRequest{Subagent: script("busy", "sleep 300")}), s.submit(SubmitRequest{Subagent: script("busy", "sleep 300")})}
+	busy := []*wire.Task{s.submit(wire.SubmitRequest{Subagent: script("busy", "sleep 300")}), s.submit(wire.SubmitRequest{Subagent: script("busy", "sleep 300")})}
 	for _, b := range busy {
-		s.waitState(b.ID, StateRunning)
+		s.waitState(b.ID, wire.StateRunning)
 	}
-	queued := s.submit(SubmitRequest{Subagent: script("late", "echo never")})
-	if got, _ := s.orch.Get(ctx, queued.ID); got.State != StateQueued || got.Attention.Kind != "none" {
+	queued := s.submit(wire.SubmitRequest{Subagent: script("late", "echo never")})
+	if got, _ := s.orch.Get(ctx, queued.ID); got.State != wire.StateQueued || got.Attention.Kind != "none" {
 		t.Fatalf("third task = %s %+v, want queued with nothing required", got.State, got.Attention)
 	}
-	list, _ := s.orch.List(ctx, ListOptions{})
+	list, _ := s.orch.List(ctx, wire.ListOptions{})
 	if !strings.Contains(list.Summary.Text, "2 running · 1 queued") {
 		t.Errorf("summary = %q", list.Summary.Text)
 	}
@@ -608,7 +614,7 @@ func TestQueuedCancelTimersAndWaitLimit(t *testing.T) {
 		}
 	}
 	for _, b := range append(busy, queued) {
-		s.waitState(b.ID, StateCancelled)
+		s.waitState(b.ID, wire.StateCancelled)
 	}
 	evs, _ := s.bus.Events(ctx, currentRound(queued).DispatchID)
 	for _, ev := range evs {
@@ -618,21 +624,21 @@ func TestQueuedCancelTimersAndWaitLimit(t *testing.T) {
 	}
 
 	sub := script("defaulter", `if [ -z "$AGORA_ANSWER" ]; then agora-worker ask "Ship it?" --option yes --option no --default yes; fi`)
-	timed := s.submit(SubmitRequest{Subagent: sub, Route: "human=3s"})
-	s.waitState(timed.ID, StateNeedsInput)
+	timed := s.submit(wire.SubmitRequest{Subagent: sub, Route: "human=3s"})
+	s.waitState(timed.ID, wire.StateNeedsInput)
 	if err := s.orch.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The next process starts after the deadline: its clock is an hour on.
 	s.cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
 	s.orch = s.startOrchestrator()
-	timed = s.waitState(timed.ID, StateFinished, StateExpired, StateFailed)
+	timed = s.waitState(timed.ID, wire.StateFinished, wire.StateExpired, wire.StateFailed)
 	if a := timed.Rounds[0].Answer; a == nil || a.Value != "yes" || !a.Assumed {
 		t.Errorf("after a restart past the deadline: answer = %+v, want the default, assumed", a)
 	}
 
-	limited := s.submit(SubmitRequest{Subagent: askerWith(1), Route: "human=1h", Limits: Limits{MaxWaitSeconds: 1}})
-	limited = s.waitState(limited.ID, StateFailed, StateExpired)
+	limited := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Route: "human=1h", Limits: wire.Limits{MaxWaitSeconds: 1}})
+	limited = s.waitState(limited.ID, wire.StateFailed, wire.StateExpired)
 	if limited.Outcome == nil || limited.Outcome.Reason != "max_wait" {
 		t.Errorf("outcome = %+v, want max_wait", limited.Outcome)
 	}

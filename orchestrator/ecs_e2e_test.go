@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestAskAnswerResumeOnECS is the demo's loop — ask, answer, resume,
@@ -58,16 +59,16 @@ func askAnswerResumeOnECS(t *testing.T, fargate bool) {
 		}
 	}, nil)
 	ctx := context.Background()
-	task := s.submit(SubmitRequest{Subagent: askerWith(1), Input: json.RawMessage(`{"goal":"paint"}`), Network: schemas.NetworkBridge})
-	task = s.waitState(task.ID, StateNeedsInput)
+	task := s.submit(wire.SubmitRequest{Subagent: askerWith(1), Input: json.RawMessage(`{"goal":"paint"}`), Network: schemas.NetworkBridge})
+	task = s.waitState(task.ID, wire.StateNeedsInput)
 	if q := currentRound(task).Question; q.Question != "Pick a colour for step 1" || string(q.PartialState) != `{"seen":1}` {
 		t.Fatalf("question = %+v", q)
 	}
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "blue", By: "alice", Channel: "cli"}); err != nil {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "blue", By: "alice", Channel: "cli"}); err != nil {
 		t.Fatalf("Answer(blue): %v", err)
 	}
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished {
 		t.Fatalf("task ended %s: %+v", task.State, task.Outcome)
 	}
 	if out := s.output(task.Rounds[1].DispatchID); !strings.Contains(out, "answers: blue") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestSubmitEgress: an egress allow-list is checked at submit — its
@@ -37,7 +38,7 @@ func TestSubmitEgress(t *testing.T) {
 			"egress (3 hosts) is over this server's maximum 2 (--max-egress-hosts)"},
 	}
 	for i, tt := range tests {
-		task, err := s.orch.Submit(ctx, SubmitRequest{TaskID: fmt.Sprintf("eg-%d", i), Subagent: script("s", "true"), Network: tt.network, Egress: tt.egress})
+		task, err := s.orch.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("eg-%d", i), Subagent: script("s", "true"), Network: tt.network, Egress: tt.egress})
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: Submit = %v, want it accepted", tt.name, err)
@@ -46,28 +47,28 @@ func TestSubmitEgress(t *testing.T) {
 			if dr.Network != schemas.NetworkEgress || !slices.Equal(dr.Egress, tt.egress) {
 				t.Errorf("%s: dispatch request network %q egress %q; want egress %q", tt.name, dr.Network, dr.Egress, tt.egress)
 			}
-		case !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want):
+		case !errors.Is(err, wire.ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want):
 			t.Errorf("%s: Submit = %v; want ErrInvalidRequest saying %q", tt.name, err, tt.want)
 		}
 	}
 
-	if _, err := s.reg.RegisterSubagent(ctx, registry.Subagent{Name: "leaky", Runtime: "exec", Command: registry.Command{"true"},
+	if _, err := s.reg.RegisterSubagent(ctx, wire.Subagent{Name: "leaky", Runtime: "exec", Command: wire.Command{"true"},
 		Egress: []string{"169.254.169.254"}}); !errors.Is(err, registry.ErrInvalid) || !strings.Contains(err.Error(), "is an IP address") {
 		t.Errorf("register a sub-agent with an IP in egress = %v; want ErrInvalid naming it", err)
 	}
-	if _, err := s.reg.RegisterSubagent(ctx, registry.Subagent{Name: "coder", Runtime: "exec", Command: registry.Command{"true"},
+	if _, err := s.reg.RegisterSubagent(ctx, wire.Subagent{Name: "coder", Runtime: "exec", Command: wire.Command{"true"},
 		Egress: []string{"api.anthropic.com"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name    string
-		req     SubmitRequest
+		req     wire.SubmitRequest
 		network string
 		egress  []string
 	}{
-		{"the definition's list", SubmitRequest{}, schemas.NetworkEgress, []string{"api.anthropic.com"}},
-		{"the request's own list", SubmitRequest{Egress: []string{"github.com"}}, schemas.NetworkEgress, []string{"github.com"}},
-		{"the request's own network", SubmitRequest{Network: "none"}, schemas.NetworkNone, nil},
+		{"the definition's list", wire.SubmitRequest{}, schemas.NetworkEgress, []string{"api.anthropic.com"}},
+		{"the request's own list", wire.SubmitRequest{Egress: []string{"github.com"}}, schemas.NetworkEgress, []string{"github.com"}},
+		{"the request's own network", wire.SubmitRequest{Network: "none"}, schemas.NetworkNone, nil},
 	} {
 		tt.req.TaskID, tt.req.SubagentRef = "reg-"+strings.ReplaceAll(strings.ReplaceAll(tt.name, " ", "-"), "'", ""), "coder"
 		task, err := s.orch.Submit(ctx, tt.req)

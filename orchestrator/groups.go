@@ -34,14 +34,14 @@ func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOption
 		return nil, err
 	}
 	type open struct {
-		t *Task
-		r *Round
+		t *wire.Task
+		r *wire.Round
 	}
 	var qs []open
 	id := caller(ctx)
-	c.eachOpen(func(t *Task) {
+	c.eachOpen(func(t *wire.Task) {
 		r := currentRound(t)
-		if t.State != StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil || !id.sees(t) {
+		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil || !id.sees(t) {
 			return
 		}
 		if opts.Batch != "" && t.Request.Labels[wire.BatchLabel] != opts.Batch {

@@ -63,12 +63,12 @@ func (id Identity) actor() string {
 }
 
 // sees reports whether id may read t (and answer it).
-func (id Identity) sees(t *Task) bool {
+func (id Identity) sees(t *wire.Task) bool {
 	return id.Admin || id.Answerer || id.owns(t)
 }
 
 // owns reports whether id may act on t: cancel, respawn, continue, remove.
-func (id Identity) owns(t *Task) bool {
+func (id Identity) owns(t *wire.Task) bool {
 	return id.Admin || id.Name != "" && t.Owner == id.Name
 }
 
@@ -80,11 +80,11 @@ func (id Identity) mayUseLocal(name string) bool {
 // notFound is the error for a task ctx may not see: the same as for a task
 // that does not exist, so its existence does not leak.
 func notFound(taskID string) error {
-	return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	return fmt.Errorf("task %s: %w", taskID, wire.ErrNotFound)
 }
 
 // visible reads task id as the caller of ctx may see it.
-func (o *Orchestrator) visible(ctx context.Context, id string) (*Task, error) {
+func (o *Orchestrator) visible(ctx context.Context, id string) (*wire.Task, error) {
 	t, err := o.store.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (o *Orchestrator) visible(ctx context.Context, id string) (*Task, error) {
 }
 
 // owned reads task id if the caller of ctx may act on it.
-func (o *Orchestrator) owned(ctx context.Context, id string) (*Task, error) {
+func (o *Orchestrator) owned(ctx context.Context, id string) (*wire.Task, error) {
 	t, err := o.store.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (o *Orchestrator) owned(ctx context.Context, id string) (*Task, error) {
 
 // record appends an action to t's history, keeping the submit entry and
 // the latest others within wire.MaxHistory.
-func (o *Orchestrator) record(t *Task, e wire.HistoryEntry) {
+func (o *Orchestrator) record(t *wire.Task, e wire.HistoryEntry) {
 	e.At = o.now()
 	t.History = append(t.History, e)
 	if n := len(t.History); n > wire.MaxHistory {
@@ -134,25 +134,25 @@ func (o *Orchestrator) checkLocalSecrets(ctx context.Context, env []schemas.Bund
 	var refused []string
 	for _, ref := range env {
 		if o.cfg.Store == nil {
-			return fmt.Errorf("%w: env bundle %s: this orchestrator has no storage to check which local secrets it names; ask the operator", ErrInvalidRequest, ref.Name)
+			return fmt.Errorf("%w: env bundle %s: this orchestrator has no storage to check which local secrets it names; ask the operator", wire.ErrInvalidRequest, ref.Name)
 		}
 		key := storage.BlobKey(ref.SHA256)
 		if ref.URI != "" {
 			k, err := storage.ResolveURI(o.cfg.Store, ref.URI)
 			if err != nil {
-				return fmt.Errorf("%w: env bundle %s: %v", ErrInvalidRequest, ref.Name, err)
+				return fmt.Errorf("%w: env bundle %s: %v", wire.ErrInvalidRequest, ref.Name, err)
 			}
 			key = k
 		}
 		data, err := storage.GetVerified(ctx, o.cfg.Store, key, ref.SHA256, maxEnvBundleBytes)
 		if err != nil {
-			return fmt.Errorf("%w: env bundle %s cannot be read to check its secrets: %v", ErrInvalidRequest, ref.Name, err)
+			return fmt.Errorf("%w: env bundle %s cannot be read to check its secrets: %v", wire.ErrInvalidRequest, ref.Name, err)
 		}
 		var b struct {
 			Secrets map[string]string `json:"secrets"`
 		}
 		if err := schemas.Decode("env bundle "+ref.Name, data, &b); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+			return fmt.Errorf("%w: %v", wire.ErrInvalidRequest, err)
 		}
 		for _, sref := range id.refusedLocal(b.Secrets) {
 			refused = append(refused, fmt.Sprintf("%s (env bundle %s)", sref, ref.Name))
@@ -189,5 +189,5 @@ func (id Identity) localErr(refused []string) error {
 		who = "token " + id.Name
 	}
 	return fmt.Errorf("%w: %s may not use the local secret(s) %s; the operator grants them (--local-secrets NAME=SECRET,…)",
-		ErrInvalidRequest, who, strings.Join(slices.Compact(refused), ", "))
+		wire.ErrInvalidRequest, who, strings.Join(slices.Compact(refused), ", "))
 }

@@ -11,7 +11,7 @@ import (
 // secret.
 func TestIdentityScopes(t *testing.T) {
 	t.Parallel()
-	alices, operators := &Task{Owner: "alice"}, &Task{}
+	alices, operators := &wire.Task{Owner: "alice"}, &wire.Task{}
 	tests := []struct {
 		name                 string
 		id                   Identity
@@ -42,7 +42,7 @@ func TestIdentityScopes(t *testing.T) {
 func TestHistoryBounded(t *testing.T) {
 	t.Parallel()
 	s := newLogsStack(t)
-	task := &Task{}
+	task := &wire.Task{}
 	s.orch.record(task, wire.HistoryEntry{Action: wire.ActionSubmit, By: "alice"})
 	for i := range 2 * wire.MaxHistory {
 		s.orch.record(task, wire.HistoryEntry{Action: wire.ActionAnswer, By: "alice", Detail: fmt.Sprint(i)})

@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/agoradev/agora/internal/fargate"
+	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // Maximums are this server's ceilings on what one task may ask for or
@@ -46,6 +49,13 @@ type Maximums struct {
 	// sub-agent the host's loopback (NATS, the API): off unless the
 	// operator turns it on (--allow-host-network).
 	AllowHostNetwork bool
+	// FargateTaskSizes says this server's runners run their dispatches on
+	// ECS Fargate: a task whose resources no Fargate task size holds is
+	// refused at submit, naming the nearest size, instead of failing when
+	// a runner claims it (--fargate-task-sizes; `agora serve` with a
+	// Fargate runner sets it itself). The orchestrator cannot tell by
+	// itself which runner claims a task.
+	FargateTaskSizes bool
 }
 
 // DefaultMaximums are the maximums of a server that sets none; each is
@@ -146,31 +156,6 @@ func (m Maximums) Validate() error {
 // (schemas/subagent.schema.json).
 const MaxRetryAttempts = 100
 
-// ErrInvalidID: a task id breaks the id rule. It is an ErrInvalidRequest
-// too; the API answers it 400 (an id in the path), never 500.
-var ErrInvalidID error = invalidIDError{}
-
-type invalidIDError struct{}
-
-func (invalidIDError) Error() string        { return "invalid task id" }
-func (invalidIDError) Is(target error) bool { return target == ErrInvalidRequest }
-
-// TaskIDRule says what a task id may be.
-const TaskIDRule = "letters, digits, '-' and '_', starting with a letter or digit, at most 96 characters"
-
-// CheckTaskID refuses an id that is not a task id — ">", "*", "a b", "..",
-// one over 96 characters — with ErrInvalidID naming the id and the rule,
-// before it reaches a KV key or a subject.
-func CheckTaskID(id string) error {
-	if taskIDPattern.MatchString(id) {
-		return nil
-	}
-	if len(id) > 100 {
-		return fmt.Errorf("%w %q (%d bytes): want %s", ErrInvalidID, cut(id, 100), len(id), TaskIDRule)
-	}
-	return fmt.Errorf("%w %q: want %s", ErrInvalidID, id, TaskIDRule)
-}
-
 // fieldSource names where a submitted value came from, for messages: ""
 // for the request itself, else the registered sub-agent that gave it.
 type fieldSource func(field string) string
@@ -178,13 +163,13 @@ type fieldSource func(field string) string
 // checkMaximums refuses a request over this server's maximums: resources,
 // timeout, limits and input. It runs after the registry filled in the
 // definition's defaults, so a definition over a maximum is refused too.
-func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error {
+func (o *Orchestrator) checkMaximums(req *wire.SubmitRequest, from fieldSource) error {
 	m := o.max
 	over := func(field, value, max, flag string) error {
-		return fmt.Errorf("%w: %s %s%s is over this server's maximum %s (%s)", ErrInvalidRequest, field, value, from(field), max, flag)
+		return fmt.Errorf("%w: %s %s%s is over this server's maximum %s (%s)", wire.ErrInvalidRequest, field, value, from(field), max, flag)
 	}
 	below := func(field string, value int64, rule string) error {
-		return fmt.Errorf("%w: %s %d%s: %s", ErrInvalidRequest, field, value, from(field), rule)
+		return fmt.Errorf("%w: %s %d%s: %s", wire.ErrInvalidRequest, field, value, from(field), rule)
 	}
 	if r := req.Resources; r != nil {
 		switch {
@@ -193,7 +178,7 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 		case r.MemoryMB > m.MemoryMB:
 			return over("resources.memory_mb", i64(r.MemoryMB), i64(m.MemoryMB), "--max-memory-mb")
 		case r.CPUs < 0:
-			return fmt.Errorf("%w: resources.cpus %g%s: want more than 0", ErrInvalidRequest, r.CPUs, from("resources.cpus"))
+			return fmt.Errorf("%w: resources.cpus %g%s: want more than 0", wire.ErrInvalidRequest, r.CPUs, from("resources.cpus"))
 		case r.CPUs > m.CPUs:
 			return over("resources.cpus", f64(r.CPUs), f64(m.CPUs), "--max-cpus")
 		case r.Pids < 0:
@@ -202,9 +187,12 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 			return over("resources.pids", i64(r.Pids), i64(m.Pids), "--max-pids")
 		}
 	}
+	if err := checkFargateSize(req.Resources, m); err != nil {
+		return fmt.Errorf("%w: resources%s: %v", wire.ErrInvalidRequest, from("resources"), err)
+	}
 	if req.Network == schemas.NetworkHost && !m.AllowHostNetwork {
 		return fmt.Errorf("%w: network %q%s is not allowed on this server: it would give the sub-agent the host's loopback (NATS, the API); an operator allows it with --allow-host-network",
-			ErrInvalidRequest, req.Network, from("network"))
+			wire.ErrInvalidRequest, req.Network, from("network"))
 	}
 	if n := len(req.Egress); n > m.EgressHosts {
 		return over("egress", fmt.Sprintf("(%d hosts)", n), strconv.Itoa(m.EgressHosts), "--max-egress-hosts")
@@ -224,21 +212,36 @@ func (o *Orchestrator) checkMaximums(req *SubmitRequest, from fieldSource) error
 		return over("limits.max_wait_seconds", strconv.Itoa(req.Limits.MaxWaitSeconds), strconv.Itoa(m.WaitSeconds), "--max-wait")
 	case req.Retry != nil:
 		if err := req.Retry.Check(m.RetryAttempts); err != nil {
-			return fmt.Errorf("%w: %v%s", ErrInvalidRequest, err, from("retry"))
+			return fmt.Errorf("%w: %v%s", wire.ErrInvalidRequest, err, from("retry"))
 		}
 	}
 	switch {
 	case len(req.Input) > m.InputBytes:
 		return fmt.Errorf("%w: input is %d bytes, over this server's maximum %d (--max-input-kb %d); pass large data through a capability bundle or object storage instead",
-			ErrInvalidRequest, len(req.Input), m.InputBytes, m.InputBytes>>10)
+			wire.ErrInvalidRequest, len(req.Input), m.InputBytes, m.InputBytes>>10)
 	}
 	return nil
+}
+
+// checkFargateSize refuses, when the runners are on Fargate
+// (Maximums.FargateTaskSizes), resources no Fargate task size holds, with
+// the runner's own check (internal/fargate): what the task leaves out is
+// the runner's default, checked when it claims the dispatch.
+func checkFargateSize(r *schemas.Resources, m Maximums) error {
+	if !m.FargateTaskSizes || r == nil || (r.CPUs <= 0 && r.MemoryMB <= 0) {
+		return nil
+	}
+	// Within the maximums, checked before: the conversions fit.
+	nano, _ := units.NanoCPUs(r.CPUs)
+	mem, _ := units.MiB(r.MemoryMB)
+	_, err := fargate.FitResources(nano, mem)
+	return err
 }
 
 // fillDefaults puts the default of a limit into a request that leaves it
 // empty, when the default is over what this server allows: a task then
 // gets the server's maximum, not more.
-func (o *Orchestrator) fillDefaults(req *SubmitRequest) {
+func (o *Orchestrator) fillDefaults(req *wire.SubmitRequest) {
 	if req.Limits.MaxRounds == 0 && DefaultMaxRounds > o.max.Rounds {
 		req.Limits.MaxRounds = o.max.Rounds
 	}
@@ -257,19 +260,19 @@ const defaultTimeoutSeconds = 60 * 60
 // checkRecord refuses to store a task whose record is over
 // Maximums.TaskBytes: an answer, a follow-up or a request that would make
 // it so is ErrInvalidRequest.
-func (o *Orchestrator) checkRecord(t *Task, what string) error {
+func (o *Orchestrator) checkRecord(t *wire.Task, what string) error {
 	size, err := recordSize(t)
 	if err != nil {
 		return err
 	}
 	if size > o.max.TaskBytes {
 		return fmt.Errorf("%w: %s would make task %s's record %d bytes, over this server's maximum %d (--max-task-kb %d)",
-			ErrInvalidRequest, what, t.ID, size, o.max.TaskBytes, o.max.TaskBytes>>10)
+			wire.ErrInvalidRequest, what, t.ID, size, o.max.TaskBytes, o.max.TaskBytes>>10)
 	}
 	return nil
 }
 
-func recordSize(t *Task) (int, error) {
+func recordSize(t *wire.Task) (int, error) {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return 0, fmt.Errorf("encode task %s: %w", t.ID, err)
@@ -291,21 +294,21 @@ const keptQuestionBytes = 1 << 10
 // that fails the task is returned; nil when within the limits. A sub-agent
 // cannot make a record the store refuses, which would hold the event
 // pipeline back.
-func (o *Orchestrator) questionOverLimits(t *Task, r *Round) *Outcome {
+func (o *Orchestrator) questionOverLimits(t *wire.Task, r *wire.Round) *wire.Outcome {
 	q := r.Question
 	if q == nil {
 		return nil
 	}
-	var out *Outcome
+	var out *wire.Outcome
 	size := int64(len(q.PartialState))
 	if q.PartialStateRef != nil {
 		size = q.PartialStateRef.Size
 	}
 	if size > o.max.PartialStateBytes {
-		out = &Outcome{Reason: "max_partial_state", Detail: fmt.Sprintf("round %d left a partial_state of %d bytes, over this server's maximum %d (--max-partial-state-kb %d)",
+		out = &wire.Outcome{Reason: "max_partial_state", Detail: fmt.Sprintf("round %d left a partial_state of %d bytes, over this server's maximum %d (--max-partial-state-kb %d)",
 			r.N, size, o.max.PartialStateBytes, o.max.PartialStateBytes>>10)}
 	} else if n, err := recordSize(t); err == nil && n > o.max.TaskBytes {
-		out = &Outcome{Reason: "max_task_size", Detail: fmt.Sprintf("round %d asked a question that makes the task's record %d bytes, over this server's maximum %d (--max-task-kb %d)",
+		out = &wire.Outcome{Reason: "max_task_size", Detail: fmt.Sprintf("round %d asked a question that makes the task's record %d bytes, over this server's maximum %d (--max-task-kb %d)",
 			r.N, n, o.max.TaskBytes, o.max.TaskBytes>>10)}
 	}
 	if out == nil {

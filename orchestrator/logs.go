@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 const (
@@ -31,7 +33,9 @@ const (
 )
 
 // OutputKey is the storage key of a dispatch's output.
-func OutputKey(dispatchID string) string { return "dispatches/" + dispatchID + "/output.log" }
+func OutputKey(dispatchID string) string {
+	return schemas.DispatchKey(dispatchID, schemas.DispatchOutput)
+}
 
 // Logs writes the output of round n of task taskID to w (n 0: the task's
 // current round; a respawned round: its latest attempt). A round that
@@ -75,18 +79,18 @@ func (o *Orchestrator) Logs(ctx context.Context, taskID string, n int, follow bo
 	}
 	if !follow {
 		return fmt.Errorf("task %s round %d is %s: its output is stored when it ends; follow it live instead: %w",
-			t.ID, r.N, stateLabel(r.State), ErrWrongState)
+			t.ID, r.N, stateLabel(r.State), wire.ErrWrongState)
 	}
 	return o.followOutput(ctx, t.ID, r.DispatchID, w)
 }
 
 // roundOf is round n of t (its latest attempt), or the current round for 0.
-func roundOf(t *Task, n int) (*Round, error) {
+func roundOf(t *wire.Task, n int) (*wire.Round, error) {
 	if n == 0 {
 		if r := currentRound(t); r != nil {
 			return r, nil
 		}
-		return nil, fmt.Errorf("task %s has no rounds: %w", t.ID, ErrInvalidRequest)
+		return nil, fmt.Errorf("task %s has no rounds: %w", t.ID, wire.ErrInvalidRequest)
 	}
 	for i := len(t.Rounds) - 1; i >= 0; i-- {
 		if t.Rounds[i].N == n {
@@ -94,15 +98,15 @@ func roundOf(t *Task, n int) (*Round, error) {
 		}
 	}
 	last := currentRound(t)
-	return nil, fmt.Errorf("%w: task %s has no round %d (its rounds are 1 to %d)", ErrInvalidRequest, t.ID, n, last.N)
+	return nil, fmt.Errorf("%w: task %s has no round %d (its rounds are 1 to %d)", wire.ErrInvalidRequest, t.ID, n, last.N)
 }
 
 // roundEnded reports whether r's dispatch is over, so its output is (or is
 // about to be) in storage.
-func roundEnded(r *Round) bool { return r.State.Terminal() || r.State == StateNeedsInput }
+func roundEnded(r *wire.Round) bool { return r.State.Terminal() || r.State == wire.StateNeedsInput }
 
 // copyOutput writes the stored output of an ended round.
-func (o *Orchestrator) copyOutput(ctx context.Context, r *Round, w io.Writer) error {
+func (o *Orchestrator) copyOutput(ctx context.Context, r *wire.Round, w io.Writer) error {
 	data, err := o.storedOutput(ctx, r)
 	if err != nil {
 		return err
@@ -114,8 +118,10 @@ func (o *Orchestrator) copyOutput(ctx context.Context, r *Round, w io.Writer) er
 // storedOutput reads r's stored output. A round that ran but whose output
 // is not stored yet is waited for, up to logStoreWait after it ended; one
 // that never started, or whose output never came, has none.
-func (o *Orchestrator) storedOutput(ctx context.Context, r *Round) ([]byte, error) {
-	key := OutputKey(r.DispatchID)
+func (o *Orchestrator) storedOutput(ctx context.Context, r *wire.Round) ([]byte, error) {
+	// A fork's copied round did not run again: its output is the
+	// original dispatch's (gone once that task is removed).
+	key := OutputKey(orDefault(r.CopiedFrom, r.DispatchID))
 	for {
 		rc, err := o.cfg.Store.Get(ctx, key)
 		if err == nil {
@@ -156,10 +162,10 @@ func (o *Orchestrator) followOutput(ctx context.Context, taskID, dispatchID stri
 
 	// ended receives the round once it has ended, or nil when the task is
 	// removed.
-	ended := make(chan *Round, 1)
+	ended := make(chan *wire.Round, 1)
 	var once sync.Once
-	end := func(r *Round) { once.Do(func() { ended <- r }) }
-	check := func(t *Task) {
+	end := func(r *wire.Round) { once.Do(func() { ended <- r }) }
+	check := func(t *wire.Task) {
 		for i := range t.Rounds {
 			if r := &t.Rounds[i]; r.DispatchID == dispatchID && roundEnded(r) {
 				end(r)
@@ -176,7 +182,7 @@ func (o *Orchestrator) followOutput(ctx context.Context, taskID, dispatchID stri
 			end(nil)
 			return
 		}
-		var t Task
+		var t wire.Task
 		if json.Unmarshal(value, &t) == nil {
 			check(&t)
 		}
@@ -188,7 +194,7 @@ func (o *Orchestrator) followOutput(ctx context.Context, taskID, dispatchID stri
 	recheck := func() error {
 		t, err := o.store.get(ctx, taskID)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, wire.ErrNotFound):
 			end(nil)
 		case err != nil:
 			return err
@@ -221,7 +227,7 @@ func (o *Orchestrator) followOutput(ctx context.Context, taskID, dispatchID stri
 				return err
 			}
 			if r == nil {
-				return fmt.Errorf("task %s was removed while its output was followed: %w", taskID, ErrNotFound)
+				return fmt.Errorf("task %s was removed while its output was followed: %w", taskID, wire.ErrNotFound)
 			}
 			stored, err := o.storedOutput(ctx, r)
 			if err != nil {

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestUnseenOutput(t *testing.T) {
@@ -62,7 +64,7 @@ type logsStack struct {
 func newLogsStack(t *testing.T) *logsStack {
 	t.Helper()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -86,27 +88,26 @@ func (s *logsStack) publish(t *testing.T, kind schemas.EventKind, dispatchID str
 	}
 }
 
-func (s *logsStack) waitRound(t *testing.T, taskID string, state State) {
+func (s *logsStack) waitRound(t *testing.T, taskID string, state wire.State) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err := testutil.Poll(t.Context(), 30*time.Second, testutil.DefaultPollInterval, func() error {
 		task, err := s.orch.Get(t.Context(), taskID)
 		if err != nil {
-			t.Fatal(err)
+			return testutil.Permanent(err)
 		}
-		if currentRound(task).State == state {
-			return
+		if got := currentRound(task).State; got != state {
+			return fmt.Errorf("round of %s is %s, want %s", taskID, got, state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("round of %s is %s, want %s", taskID, currentRound(task).State, state)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
 func (s *logsStack) submit(t *testing.T, id string) {
 	t.Helper()
-	if _, err := s.orch.Submit(t.Context(), SubmitRequest{TaskID: id, Subagent: script("printer", "echo hi")}); err != nil {
+	if _, err := s.orch.Submit(t.Context(), wire.SubmitRequest{TaskID: id, Subagent: script("printer", "echo hi")}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,13 +118,13 @@ func TestLogsStoredOutputAndErrors(t *testing.T) {
 	ctx := t.Context()
 	s.submit(t, "stored")
 	var out bytes.Buffer
-	if err := s.orch.Logs(ctx, "stored", 0, false, &out); !errors.Is(err, ErrWrongState) || !strings.Contains(err.Error(), "round 1 is queued") {
+	if err := s.orch.Logs(ctx, "stored", 0, false, &out); !errors.Is(err, wire.ErrWrongState) || !strings.Contains(err.Error(), "round 1 is queued") {
 		t.Errorf("Logs of a queued round = %v, want ErrWrongState naming the round", err)
 	}
-	if err := s.orch.Logs(ctx, "stored", 2, false, &out); !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "no round 2") {
+	if err := s.orch.Logs(ctx, "stored", 2, false, &out); !errors.Is(err, wire.ErrInvalidRequest) || !strings.Contains(err.Error(), "no round 2") {
 		t.Errorf("Logs(round 2) = %v, want ErrInvalidRequest saying there is no round 2", err)
 	}
-	if err := s.orch.Logs(ctx, "nope", 0, false, &out); !errors.Is(err, ErrNotFound) {
+	if err := s.orch.Logs(ctx, "nope", 0, false, &out); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("Logs of an unknown task = %v, want ErrNotFound", err)
 	}
 	const output = "step 1\nstep 2\n{\"kind\":\"dispatch.finished\"}\n"
@@ -132,7 +133,7 @@ func TestLogsStoredOutputAndErrors(t *testing.T) {
 	}
 	s.publish(t, schemas.KindStarted, "stored-r1")
 	s.publish(t, schemas.KindFinished, "stored-r1")
-	s.waitRound(t, "stored", StateFinished)
+	s.waitRound(t, "stored", wire.StateFinished)
 	for _, round := range []int{0, 1} {
 		out.Reset()
 		if err := s.orch.Logs(ctx, "stored", round, false, &out); err != nil || out.String() != output {
@@ -166,7 +167,7 @@ func TestLogsFollow(t *testing.T) {
 	ctx := t.Context()
 	s.submit(t, "live")
 	s.publish(t, schemas.KindStarted, "live-r1")
-	s.waitRound(t, "live", StateRunning)
+	s.waitRound(t, "live", wire.StateRunning)
 
 	got := &testutil.Buffer{}
 	done := make(chan error, 1)
@@ -231,7 +232,7 @@ func TestLogsFollowRemovedTask(t *testing.T) {
 	case err := <-done:
 		// Removing cancels first: the follow may end on the cancel (no
 		// output, round never ran) or on the removal.
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, wire.ErrNotFound) {
 			t.Errorf("Logs(follow) of a removed task = %v, want nil or ErrNotFound", err)
 		}
 	case <-time.After(30 * time.Second):

@@ -9,28 +9,51 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
 // Answer accepts an answer to the task's open question: the first valid
 // answer wins, later ones get ErrAlreadyAnswered naming who answered when.
-func (o *Orchestrator) Answer(ctx context.Context, req AnswerRequest) (*Task, error) {
+// With req.Remember the answer also becomes a rule (rules.go): whoever
+// may answer the task may make one, for that task's owner only.
+func (o *Orchestrator) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 	by, channel := orDefault(req.By, "api"), orDefault(req.Channel, "api")
-	if _, err := o.visible(ctx, req.TaskID); err != nil {
+	t, err := o.visible(ctx, req.TaskID)
+	if err != nil {
 		return nil, err
 	}
-	return o.acceptVia(ctx, req.TaskID, req.Round, req.Answer, by, req.Via, channel, false)
+	if req.Remember != nil {
+		if err := checkRemember(t, req.Remember); err != nil {
+			return nil, err
+		}
+	}
+	return o.acceptAnswer(ctx, req.TaskID, req.Round, acceptance{value: req.Answer, by: by, via: req.Via, channel: channel, remember: req.Remember})
 }
 
 // accept stores the answer (compare-and-swap: one wins) and queues the next
 // round.
-func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, value, by, channel string, assumed bool) (*Task, error) {
-	return o.acceptVia(ctx, taskID, round, value, by, "", channel, assumed)
+func (o *Orchestrator) accept(ctx context.Context, taskID string, round int, value, by, channel string, assumed bool) (*wire.Task, error) {
+	return o.acceptAnswer(ctx, taskID, round, acceptance{value: value, by: by, channel: channel, assumed: assumed})
 }
 
-// acceptVia is accept with the token that vouched for by.
-func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, value, by, via, channel string, assumed bool) (*Task, error) {
-	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+// acceptance is one answer to accept.
+type acceptance struct {
+	value, by, via, channel string
+	assumed                 bool
+	// rule is the remembered rule that gave the answer.
+	rule *wire.RuleRef
+	// remember makes the answer a rule once it is accepted.
+	remember *wire.Remember
+}
+
+// acceptAnswer stores the answer (compare-and-swap: one wins), makes the
+// rule it asks for, and queues the next round.
+func (o *Orchestrator) acceptAnswer(ctx context.Context, taskID string, round int, ac acceptance) (*wire.Task, error) {
+	by, via, channel, assumed := ac.by, ac.via, ac.channel, ac.assumed
+	var made *wire.Rule
+	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		made = nil
 		r := currentRound(t)
 		if r != nil && round > 0 && r.N != round {
 			for i := range t.Rounds {
@@ -38,30 +61,38 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 					return answeredErr(t.ID, p)
 				}
 			}
-			return fmt.Errorf("task %s: round %d has no open question (the current round is %d): %w", t.ID, round, r.N, ErrNoQuestion)
+			return fmt.Errorf("task %s: round %d has no open question (the current round is %d): %w", t.ID, round, r.N, wire.ErrNoQuestion)
 		}
 		if r != nil && r.Answer != nil && r.Question != nil {
 			return answeredErr(t.ID, r)
 		}
-		if t.State != StateNeedsInput || r == nil || r.Question == nil {
+		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil {
 			// The previous round may have been answered already.
 			for i := len(t.Rounds) - 1; i >= 0; i-- {
 				if p := &t.Rounds[i]; p.Answer != nil && p.Question != nil && (round == 0 || p.N == round) {
 					return answeredErr(t.ID, p)
 				}
 			}
-			return fmt.Errorf("task %s is %s: %w", t.ID, t.State, ErrNoQuestion)
+			return fmt.Errorf("task %s is %s: %w", t.ID, t.State, wire.ErrNoQuestion)
 		}
-		canonical, err := answer.ValidateAnswer(questionOf(t, r), value)
+		canonical, err := answer.ValidateAnswer(questionOf(t, r), ac.value)
 		if err != nil {
-			return fmt.Errorf("task %s round %d: %w: %v", t.ID, r.N, ErrInvalidAnswer, err)
+			return fmt.Errorf("task %s round %d: %w: %v", t.ID, r.N, wire.ErrInvalidAnswer, err)
 		}
 		now := o.now()
 		wait := now.Sub(r.AskedAt)
-		r.Answer = &Answer{Value: canonical, By: by, Via: via, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed}
-		o.record(t, wire.HistoryEntry{Action: wire.ActionAnswer, By: by, Via: via,
-			Detail: fmt.Sprintf("round %d via %s: %q", r.N, channel, clip(canonical, 200))})
-		r.Decisions = append(r.Decisions, Decision{StepIndex: r.Step, Step: channel, Result: "answered", Detail: "by " + by, At: now})
+		r.Answer = &wire.Answer{Value: canonical, By: by, Via: via, Channel: channel, At: now, WaitMS: wait.Milliseconds(), Assumed: assumed, Rule: ac.rule}
+		detail := fmt.Sprintf("round %d via %s: %q", r.N, channel, clip(canonical, 200))
+		if ac.remember != nil {
+			rule, err := newRule(t, r, r.Answer, ac.remember, now)
+			if err != nil {
+				return fmt.Errorf("%w: remember: %v", wire.ErrInvalidRequest, err)
+			}
+			made, r.Answer.Remembered = &rule, rule.ID
+			detail += fmt.Sprintf("; remembered as rule %s (%s, until %s)", rule.ID, rule.Scope, rule.ExpiresAt.Format(time.DateOnly))
+		}
+		o.record(t, wire.HistoryEntry{Action: wire.ActionAnswer, By: by, Via: via, Detail: detail})
+		r.Decisions = append(r.Decisions, wire.Decision{StepIndex: r.Step, Step: channel, Result: "answered", Detail: "by " + by, At: now})
 		r.StepDeadline = time.Time{}
 		t.WaitedMS += wait.Milliseconds()
 		o.nextRound(t, r.N+1, "")
@@ -71,6 +102,15 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 		return nil, err
 	}
 	o.schedule(taskID, time.Time{})
+	var ruleErr error
+	if made != nil {
+		if ruleErr = o.storeRule(ctx, *made); ruleErr != nil {
+			ruleErr = fmt.Errorf("task %s: the answer was accepted, but its rule %s was not stored: %w", taskID, made.ID, ruleErr)
+			o.log.Error("store rule", "task_id", taskID, "rule", made.ID, "error", ruleErr)
+		} else {
+			o.log.Info("rule made", "task_id", taskID, "rule", made.ID, "by", made.By, "scope", made.Scope.String(), "expires_at", made.ExpiresAt)
+		}
+	}
 	if prev := previousRound(t); prev != nil && prev.Question != nil && !prev.Answer.Assumed {
 		if err := answer.Remember(ctx, o.memory, questionOf(t, prev), answer.Reply{Answer: prev.Answer.Value, By: prev.Answer.By}); err != nil {
 			o.log.Warn("remember answer", "task_id", t.ID, "error", err)
@@ -88,16 +128,16 @@ func (o *Orchestrator) acceptVia(ctx context.Context, taskID string, round int, 
 	if err != nil {
 		return nil, err
 	}
-	return o.view(t), nil
+	return o.view(t), ruleErr
 }
 
-func answeredErr(taskID string, r *Round) error {
-	return fmt.Errorf("task %s round %d: %w by %s via %s at %s (answer %q)", taskID, r.N, ErrAlreadyAnswered,
+func answeredErr(taskID string, r *wire.Round) error {
+	return fmt.Errorf("task %s round %d: %w by %s via %s at %s (answer %q)", taskID, r.N, wire.ErrAlreadyAnswered,
 		r.Answer.By, r.Answer.Channel, r.Answer.At.Format(time.RFC3339), r.Answer.Value)
 }
 
 // previousRound is the round before the current one.
-func previousRound(t *Task) *Round {
+func previousRound(t *wire.Task) *wire.Round {
 	if len(t.Rounds) < 2 {
 		return nil
 	}
@@ -105,32 +145,32 @@ func previousRound(t *Task) *Round {
 }
 
 // nextRound appends round n (attempt 1) and queues the task.
-func (o *Orchestrator) nextRound(t *Task, n int, followUp string) {
+func (o *Orchestrator) nextRound(t *wire.Task, n int, followUp string) {
 	now := o.now()
-	t.Rounds = append(t.Rounds, Round{N: n, Attempt: 1, DispatchID: dispatchIDOf(t, n, 1), State: StateQueued, QueuedAt: now, FollowUp: followUp})
-	t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
+	t.Rounds = append(t.Rounds, wire.Round{N: n, Attempt: 1, DispatchID: dispatchIDOf(t, n, 1), State: wire.StateQueued, QueuedAt: now, FollowUp: followUp})
+	t.State, t.Outcome, t.UpdatedAt = wire.StateQueued, nil, now
 }
 
 // Cancel ends a task in any state that is not terminal: a queued round is
 // removed before it starts, a running one is stopped, a waiting question is
 // dropped.
-func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error) {
+func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*wire.Task, error) {
 	t, err := o.owned(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
 	if t.State.Terminal() {
-		return nil, fmt.Errorf("task %s is %s already: %w", taskID, t.State, ErrWrongState)
+		return nil, fmt.Errorf("task %s is %s already: %w", taskID, t.State, wire.ErrWrongState)
 	}
 	r := currentRound(t)
-	if t.State == StateQueued || t.State == StateRunning {
+	if t.State == wire.StateQueued || t.State == wire.StateRunning {
 		if _, err := o.cfg.Bus.Cancel(ctx, r.DispatchID); err != nil {
 			return nil, fmt.Errorf("cancel task %s: %w", taskID, err)
 		}
 	}
 	cancel := wire.HistoryEntry{Action: wire.ActionCancel, By: caller(ctx).actor()}
-	t, err = o.store.update(ctx, taskID, func(t *Task) error {
-		if t.State == StateCancelled && (t.Outcome == nil || t.Outcome.Reason == "cancelled") {
+	t, err = o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if t.State == wire.StateCancelled && (t.Outcome == nil || t.Outcome.Reason == "cancelled") {
 			// The dispatch's cancelled event, which this call caused, came
 			// first: the cancel is still this caller's.
 			if n := len(t.History); n > 0 && t.History[n-1].Action == wire.ActionCancel {
@@ -144,19 +184,20 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 		}
 		now := o.now()
 		r := currentRound(t)
-		if t.State == StateNeedsInput {
+		if t.State == wire.StateNeedsInput {
 			t.WaitedMS += now.Sub(r.AskedAt).Milliseconds()
 		}
 		// Named before the round is marked, or a queued or running task
 		// reads "cancelled while cancelled".
 		was := t.State
-		if !r.State.Terminal() && r.State != StateNeedsInput {
-			r.State = StateCancelled
+		if !r.State.Terminal() && r.State != wire.StateNeedsInput {
+			r.State = wire.StateCancelled
 		}
-		t.State, t.UpdatedAt = StateCancelled, now
-		t.Outcome = &Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
+		t.State, t.UpdatedAt = wire.StateCancelled, now
+		t.Outcome = &wire.Outcome{Reason: "cancelled", Detail: "cancelled while " + stateLabel(was)}
 		cancel.Detail = "while " + stateLabel(was)
 		o.record(t, cancel)
+		o.settleReplay(t, now)
 		return nil
 	})
 	if err != nil {
@@ -169,7 +210,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, taskID string) (*Task, error)
 
 // Respawn runs the last round of a failed, cancelled or expired task again,
 // as a new dispatch with the same inputs.
-func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error) {
+func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*wire.Task, error) {
 	cur, err := o.owned(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -179,21 +220,24 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 	if err := o.checkLocalSecrets(ctx, cur.Request.Env); err != nil {
 		return nil, err
 	}
-	t, err := o.store.update(ctx, taskID, func(t *Task) error {
+	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if err := notReplay(t, "respawned"); err != nil {
+			return err
+		}
 		switch t.State {
-		case StateFailed, StateCancelled, StateExpired:
+		case wire.StateFailed, wire.StateCancelled, wire.StateExpired:
 		default:
-			return fmt.Errorf("task %s is %s; respawn takes a failed, cancelled or expired task: %w", t.ID, t.State, ErrWrongState)
+			return fmt.Errorf("task %s is %s; respawn takes a failed, cancelled or expired task: %w", t.ID, t.State, wire.ErrWrongState)
 		}
 		last := currentRound(t)
-		if last.State == StateNeedsInput {
+		if last.State == wire.StateNeedsInput {
 			// Ended while waiting: answer it instead, or run the round again.
-			last.State = StateCancelled
+			last.State = wire.StateCancelled
 		}
 		now := o.now()
-		t.Rounds = append(t.Rounds, Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchIDOf(t, last.N, last.Attempt+1),
-			State: StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
-		t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
+		t.Rounds = append(t.Rounds, wire.Round{N: last.N, Attempt: last.Attempt + 1, DispatchID: dispatchIDOf(t, last.N, last.Attempt+1),
+			State: wire.StateQueued, QueuedAt: now, FollowUp: last.FollowUp})
+		t.State, t.Outcome, t.UpdatedAt = wire.StateQueued, nil, now
 		o.record(t, wire.HistoryEntry{Action: wire.ActionRespawn, By: caller(ctx).actor(),
 			Detail: fmt.Sprintf("round %d attempt %d", last.N, last.Attempt+1)})
 		return o.checkRecord(t, "another attempt")
@@ -209,9 +253,9 @@ func (o *Orchestrator) Respawn(ctx context.Context, taskID string) (*Task, error
 
 // Continue gives a finished task a follow-up message: a new round with the
 // message as the answer.
-func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string) (*Task, error) {
+func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string) (*wire.Task, error) {
 	if strings.TrimSpace(message) == "" {
-		return nil, fmt.Errorf("%w: the follow-up message is empty", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: the follow-up message is empty", wire.ErrInvalidRequest)
 	}
 	cur, err := o.owned(ctx, taskID)
 	if err != nil {
@@ -220,16 +264,19 @@ func (o *Orchestrator) Continue(ctx context.Context, taskID, message, by string)
 	if err := o.checkLocalSecrets(ctx, cur.Request.Env); err != nil {
 		return nil, err
 	}
-	t, err := o.store.update(ctx, taskID, func(t *Task) error {
-		if t.State != StateFinished {
-			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, ErrWrongState)
+	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+		if err := notReplay(t, "continued"); err != nil {
+			return err
+		}
+		if t.State != wire.StateFinished {
+			return fmt.Errorf("task %s is %s; continue takes a finished task: %w", t.ID, t.State, wire.ErrWrongState)
 		}
 		if r := currentRound(t); r.N >= maxRounds(t) {
-			return fmt.Errorf("task %s has used its %d rounds (limits.max_rounds): %w", t.ID, maxRounds(t), ErrWrongState)
+			return fmt.Errorf("task %s has used its %d rounds (limits.max_rounds): %w", t.ID, maxRounds(t), wire.ErrWrongState)
 		}
 		last := currentRound(t)
 		now := o.now()
-		last.Answer = &Answer{Value: message, By: orDefault(by, "api"), Channel: "continue", At: now}
+		last.Answer = &wire.Answer{Value: message, By: orDefault(by, "api"), Channel: "continue", At: now}
 		entry := wire.HistoryEntry{Action: wire.ActionContinue, By: orDefault(by, "api"), Detail: fmt.Sprintf("round %d: %q", last.N+1, clip(message, 200))}
 		if id := caller(ctx); id.Name != "" && id.Name != entry.By {
 			entry.Via, last.Answer.Via = id.Name, id.Name
@@ -256,7 +303,7 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 		return err
 	}
 	if !t.State.Terminal() {
-		if _, err := o.Cancel(ctx, taskID); err != nil && !errors.Is(err, ErrWrongState) {
+		if _, err := o.Cancel(ctx, taskID); err != nil && !errors.Is(err, wire.ErrWrongState) {
 			return err
 		}
 	}
@@ -267,7 +314,7 @@ func (o *Orchestrator) Remove(ctx context.Context, taskID string) error {
 		// A round still queued or running stores its output when it
 		// settles, after this: its index entry stays, marked, so its
 		// terminal event (dropped, the task being gone) removes that too.
-		if r.State == StateQueued || r.State == StateRunning {
+		if r.State == wire.StateQueued || r.State == wire.StateRunning {
 			if _, err := o.store.index.Put(ctx, r.DispatchID, []byte(removedMarker)); err != nil {
 				return fmt.Errorf("remove task %s: %w", taskID, err)
 			}
@@ -302,7 +349,7 @@ func (o *Orchestrator) deleteOutputs(ctx context.Context, dispatchID string) err
 	if o.cfg.Store == nil {
 		return nil
 	}
-	for _, key := range []string{"dispatches/" + dispatchID + "/output.log", "dispatches/" + dispatchID + "/workspace.json", "dispatches/" + dispatchID + "/answer.json"} {
+	for _, key := range []string{schemas.DispatchKey(dispatchID, schemas.DispatchOutput), schemas.DispatchKey(dispatchID, schemas.ExchangeWorkspace), schemas.DispatchKey(dispatchID, schemas.ExchangeAnswer)} {
 		if err := o.cfg.Store.Delete(ctx, key); err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -27,14 +26,8 @@ import (
 const (
 	DefaultMaxRounds = 10
 	DefaultMaxWait   = 7 * 24 * time.Hour
-	DefaultRoute     = "human"
-	// DefaultCIRoute is the route of a task submitted from CI
-	// (SubmitRequest.FromCI) without one, unless Config.CIRoute says
-	// otherwise: a person has 10 minutes, then the question's default is
-	// taken, or the task expires.
-	DefaultCIRoute = "human=10m"
-	consumerName   = "orchestrator"
-	routerTick     = 250 * time.Millisecond
+	consumerName     = "orchestrator"
+	routerTick       = 250 * time.Millisecond
 	// routerWorkers route this many tasks' questions at once. One was
 	// agora's own ceiling: each answer is a read, a compare-and-swap and
 	// an enqueue, and on a 3-node NATS cluster a burst of questions queued
@@ -61,7 +54,7 @@ type Config struct {
 	// zero fields take DefaultMaximums.
 	Max Maximums
 	// CIRoute is the route of a task submitted from CI (FromCI) that names
-	// none; empty means DefaultCIRoute.
+	// none; empty means wire.DefaultCIRoute.
 	CIRoute string
 	Logger  *slog.Logger
 	// Now is the clock; tests may set it.
@@ -95,7 +88,11 @@ type Orchestrator struct {
 	log    *slog.Logger
 	store  *store
 	memory answer.MemoryStore
-	pipe   *pipeline
+	// rules holds the remembered answers (RulesBucket); ruleCache is
+	// what this process last saw of it.
+	rules     *bus.KV
+	ruleCache *ruleCache
+	pipe      *pipeline
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -131,8 +128,8 @@ func New(cfg Config) (*Orchestrator, error) {
 	if err := max.Validate(); err != nil {
 		return nil, fmt.Errorf("orchestrator config: %w", err)
 	}
-	cfg.CIRoute = orDefault(cfg.CIRoute, DefaultCIRoute)
-	if _, err := answer.ParseRoute(cfg.CIRoute); err != nil {
+	cfg.CIRoute = orDefault(cfg.CIRoute, wire.DefaultCIRoute)
+	if _, err := wire.ParseRoute(cfg.CIRoute); err != nil {
 		return nil, fmt.Errorf("orchestrator config: CI route %q: %w", cfg.CIRoute, err)
 	}
 	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
@@ -163,6 +160,9 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
 	o.memory = kvMemory{kv: mem}
+	if o.rules, err = o.cfg.Bus.KeyValueTTL(ctx, RulesBucket, "remembered answers: rules made by answering with remember", wire.MaxRuleTTL); err != nil {
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
 	if o.cfg.Answerers == nil {
 		o.cfg.Answerers = &answer.Resolver{Logger: o.log}
 	}
@@ -181,6 +181,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.cancel = cancel
+	o.ruleCache = &ruleCache{rules: map[string]wire.Rule{}}
+	if err := o.followRules(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("start orchestrator: %w", err)
+	}
 	if err := o.followTasks(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
@@ -244,10 +249,10 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 			return err
 		}
 	}
-	c.eachOpen(func(t *Task) {
-		if r := currentRound(t); r != nil && t.State == StateNeedsInput {
+	c.eachOpen(func(t *wire.Task) {
+		if r := currentRound(t); r != nil && t.State == wire.StateNeedsInput {
 			o.schedule(t.ID, wakeAt(t, r))
-		} else if t.State == StateQueued && waitingRetry(r, o.now()) {
+		} else if t.State == wire.StateQueued && waitingRetry(r, o.now()) {
 			o.scheduleRetry(t.ID, r.RetryAt)
 		}
 	})
@@ -263,23 +268,23 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 func (o *Orchestrator) sweepOutbox(ctx context.Context, c *taskCache, minAge time.Duration) error {
 	var pending []string
 	now := o.now()
-	c.eachOpen(func(t *Task) {
+	c.eachOpen(func(t *wire.Task) {
 		// A retry waiting for its backoff is the retry timer's; past it,
 		// the sweep's like any other round.
-		if r := currentRound(t); r != nil && t.State == StateQueued && !r.Enqueued && !waitingRetry(r, now) &&
+		if r := currentRound(t); r != nil && t.State == wire.StateQueued && !r.Enqueued && !waitingRetry(r, now) &&
 			now.Sub(later(r.QueuedAt, r.RetryAt)) >= minAge {
 			pending = append(pending, t.ID)
 		}
 	})
 	for _, id := range pending {
 		t, err := o.store.get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, wire.ErrNotFound) {
 			continue // removed meanwhile
 		}
 		if err != nil {
 			return err
 		}
-		if r := currentRound(t); t.State != StateQueued || r == nil || r.Enqueued || waitingRetry(r, o.now()) {
+		if r := currentRound(t); t.State != wire.StateQueued || r == nil || r.Enqueued || waitingRetry(r, o.now()) {
 			continue // enqueued or moved on meanwhile
 		}
 		o.log.Info("enqueueing a round whose enqueue did not complete", "task_id", id, "dispatch_id", currentRound(t).DispatchID)
@@ -316,8 +321,6 @@ func (o *Orchestrator) sweepLoop(ctx context.Context) {
 	}
 }
 
-var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,95}$`)
-
 // followTasks keeps the task cache current with the bucket.
 func (o *Orchestrator) followTasks(ctx context.Context) error {
 	c := newTaskCache(o.log)
@@ -349,7 +352,7 @@ func (o *Orchestrator) listing(ctx context.Context) (*taskCache, error) {
 // Submit creates a task and queues its first round. The same task id with
 // the same request returns the existing task; with another request it is
 // ErrConflict.
-func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, error) {
+func (o *Orchestrator) Submit(ctx context.Context, req wire.SubmitRequest) (*wire.Task, error) {
 	submitted := requestHash(req)
 	pins, from, err := o.resolve(ctx, &req)
 	if err != nil {
@@ -381,10 +384,10 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 		return nil, fmt.Errorf("submit task %s: %w", req.TaskID, err)
 	}
 	now := o.now()
-	t := &Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
-		Generation: generation, Owner: caller(ctx).Name, State: StateQueued, CreatedAt: now, UpdatedAt: now}
+	t := &wire.Task{ID: req.TaskID, Request: req, SubagentHash: subagentHash(req), Pins: pins, SubmitHash: submitted,
+		Generation: generation, Owner: caller(ctx).Name, State: wire.StateQueued, CreatedAt: now, UpdatedAt: now}
 	o.record(t, wire.HistoryEntry{Action: wire.ActionSubmit, By: caller(ctx).actor()})
-	t.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(t, 1, 1), State: StateQueued, QueuedAt: now}}
+	t.Rounds = []wire.Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(t, 1, 1), State: wire.StateQueued, QueuedAt: now}}
 	if err := o.checkRecord(t, "the request"); err != nil {
 		return nil, err
 	}
@@ -416,7 +419,7 @@ func (o *Orchestrator) Submit(ctx context.Context, req SubmitRequest) (*Task, er
 // resolve fills a request that names a registered sub-agent: the pinned
 // definition, its bundles, and its defaults where the request is silent.
 // from names, for messages, which fields the definition gave.
-func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (pins *registry.Pins, from fieldSource, err error) {
+func (o *Orchestrator) resolve(ctx context.Context, req *wire.SubmitRequest) (pins *wire.Pins, from fieldSource, err error) {
 	given := map[string]bool{}
 	from = func(field string) string {
 		if prefix, _, _ := strings.Cut(field, "."); given[field] || given[prefix] {
@@ -428,14 +431,14 @@ func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (pins *r
 		return nil, from, nil
 	}
 	if req.Subagent.Name != "" || req.Subagent.Runtime != "" || len(req.Subagent.Command) > 0 || req.Subagent.Prompt != "" {
-		return nil, nil, fmt.Errorf("%w: give subagent_ref or an inline subagent, not both", ErrInvalidRequest)
+		return nil, nil, fmt.Errorf("%w: give subagent_ref or an inline subagent, not both", wire.ErrInvalidRequest)
 	}
 	if o.cfg.Registry == nil {
-		return nil, nil, fmt.Errorf("%w: subagent_ref %q: this orchestrator has no registry", ErrInvalidRequest, req.SubagentRef)
+		return nil, nil, fmt.Errorf("%w: subagent_ref %q: this orchestrator has no registry", wire.ErrInvalidRequest, req.SubagentRef)
 	}
 	res, err := o.cfg.Registry.Resolve(ctx, req.SubagentRef)
 	if errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrInvalid) {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, nil, fmt.Errorf("%w: %w", wire.ErrInvalidRequest, err)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("resolve sub-agent %s: %w", req.SubagentRef, err)
@@ -482,11 +485,11 @@ func (o *Orchestrator) resolve(ctx context.Context, req *SubmitRequest) (pins *r
 	return pins, from, nil
 }
 
-func (o *Orchestrator) validate(req *SubmitRequest) error {
+func (o *Orchestrator) validate(req *wire.SubmitRequest) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{wire.ErrInvalidRequest}, args...)...)
 	}
-	if req.TaskID != "" && !taskIDPattern.MatchString(req.TaskID) {
+	if req.TaskID != "" && wire.CheckTaskID(req.TaskID) != nil {
 		return bad("task_id %q: letters, digits, '-' and '_', at most 96", req.TaskID)
 	}
 	if len(req.Input) > 0 {
@@ -511,15 +514,15 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 	default:
 		return bad("workspace %q: want persist or fresh", req.Workspace)
 	}
-	if _, err := answer.ParseRoute(routeOf(*req)); err != nil {
+	if _, err := wire.ParseRoute(routeOf(*req)); err != nil {
 		return bad("route: %v", err)
 	}
 	if err := schemas.CheckOutputs(req.Subagent.Outputs); err != nil {
 		return bad("subagent.%v", err)
 	}
 	// The first round's request must pass its schema, as the runner's will.
-	probe := &Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
-	probe.Rounds = []Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(probe, 1, 1)}}
+	probe := &wire.Task{ID: orDefault(req.TaskID, "probe"), Request: *req}
+	probe.Rounds = []wire.Round{{N: 1, Attempt: 1, DispatchID: dispatchIDOf(probe, 1, 1)}}
 	data, err := json.Marshal(o.request(probe, &probe.Rounds[0]))
 	if err != nil {
 		return bad("%v", err)
@@ -534,13 +537,13 @@ func (o *Orchestrator) validate(req *SubmitRequest) error {
 // agent:NAME step whose sub-agent is neither configured nor registered:
 // found now, not when the task's first question has nowhere to go.
 func (o *Orchestrator) checkRoute(ctx context.Context, route string) error {
-	steps, err := answer.ParseRoute(route)
+	steps, err := wire.ParseRoute(route)
 	if err != nil {
-		return fmt.Errorf("%w: route: %v", ErrInvalidRequest, err)
+		return fmt.Errorf("%w: route: %v", wire.ErrInvalidRequest, err)
 	}
 	for i, st := range steps {
 		if err := o.cfg.Answerers.Check(st.Answerer); err != nil {
-			return fmt.Errorf("%w: route step %d %q: %v", ErrInvalidRequest, i+1, st.Answerer, err)
+			return fmt.Errorf("%w: route step %d %q: %v", wire.ErrInvalidRequest, i+1, st.Answerer, err)
 		}
 		name, ok := strings.CutPrefix(st.Answerer, "agent:")
 		if !ok {
@@ -550,10 +553,10 @@ func (o *Orchestrator) checkRoute(ctx context.Context, route string) error {
 			continue
 		}
 		if o.cfg.Registry == nil {
-			return fmt.Errorf("%w: route step %d %q: no sub-agent %q is configured for agent answers", ErrInvalidRequest, i+1, st.Answerer, name)
+			return fmt.Errorf("%w: route step %d %q: no sub-agent %q is configured for agent answers", wire.ErrInvalidRequest, i+1, st.Answerer, name)
 		}
-		if _, err := o.cfg.Registry.Get(ctx, registry.KindSubagent, name); errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrInvalid) {
-			return fmt.Errorf("%w: route step %d %q: no sub-agent %q is registered ('agora subagent list' shows them)", ErrInvalidRequest, i+1, st.Answerer, name)
+		if _, err := o.cfg.Registry.Get(ctx, wire.KindSubagent, name); errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrInvalid) {
+			return fmt.Errorf("%w: route step %d %q: no sub-agent %q is registered ('agora subagent list' shows them)", wire.ErrInvalidRequest, i+1, st.Answerer, name)
 		} else if err != nil {
 			return fmt.Errorf("route step %d %q: look up sub-agent %s: %w", i+1, st.Answerer, name, err)
 		}
@@ -575,9 +578,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func routeOf(req SubmitRequest) string {
+func routeOf(req wire.SubmitRequest) string {
 	if req.Route == "" {
-		return DefaultRoute
+		return wire.DefaultRoute
 	}
 	return req.Route
 }
@@ -592,7 +595,7 @@ func newTaskID() string {
 // <id>-r<n>-<attempt> for a respawn, and <id>-r<n>-<attempt>-g<generation>
 // for a task whose id was used by a removed task before (no other form
 // ends in -g<digits>, so no two tasks' dispatch ids collide).
-func dispatchIDOf(t *Task, n, attempt int) string {
+func dispatchIDOf(t *wire.Task, n, attempt int) string {
 	switch {
 	case t.Generation > 1:
 		return fmt.Sprintf("%s-r%d-%d-g%d", t.ID, n, attempt, t.Generation)
@@ -603,7 +606,7 @@ func dispatchIDOf(t *Task, n, attempt int) string {
 }
 
 // subagentHash pins what every round runs: the sub-agent and its bundles.
-func subagentHash(req SubmitRequest) string {
+func subagentHash(req wire.SubmitRequest) string {
 	data, _ := json.Marshal(struct {
 		Subagent     schemas.Subagent    `json:"subagent"`
 		Capabilities []schemas.BundleRef `json:"capabilities"`
@@ -613,7 +616,7 @@ func subagentHash(req SubmitRequest) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-func requestHash(req SubmitRequest) string {
+func requestHash(req wire.SubmitRequest) string {
 	req.TaskID = ""
 	data, _ := json.Marshal(req)
 	// Compact input so formatting does not make a different request.
@@ -622,7 +625,7 @@ func requestHash(req SubmitRequest) string {
 }
 
 // Get returns one task.
-func (o *Orchestrator) Get(ctx context.Context, id string) (*Task, error) {
+func (o *Orchestrator) Get(ctx context.Context, id string) (*wire.Task, error) {
 	t, err := o.visible(ctx, id)
 	if err != nil {
 		return nil, err
@@ -634,18 +637,18 @@ func (o *Orchestrator) Get(ctx context.Context, id string) (*Task, error) {
 // their list view, and the counts of all tasks by state. Open tasks come
 // from the task cache; the terminal ones of the page are read from the
 // bucket.
-func (o *Orchestrator) List(ctx context.Context, opts ListOptions) (TaskPage, error) {
-	limit, err := PageLimit(opts.Limit)
+func (o *Orchestrator) List(ctx context.Context, opts wire.ListOptions) (wire.TaskPage, error) {
+	limit, err := wire.PageLimit(opts.Limit)
 	if err != nil {
-		return TaskPage{}, err
+		return wire.TaskPage{}, err
 	}
 	after, hasAfter, err := decodeCursor(cursorTasks, opts.Cursor)
 	if err != nil {
-		return TaskPage{}, err
+		return wire.TaskPage{}, err
 	}
 	c, err := o.listing(ctx)
 	if err != nil {
-		return TaskPage{}, err
+		return wire.TaskPage{}, err
 	}
 	f := filterOf(opts)
 	if id := caller(ctx); !id.Admin && !id.Answerer {
@@ -658,14 +661,14 @@ func (o *Orchestrator) List(ctx context.Context, opts ListOptions) (TaskPage, er
 	sel, counts, more := c.pageTasks(f, from, limit)
 	tasks, err := o.readPage(ctx, sel, f)
 	if err != nil {
-		return TaskPage{}, err
+		return wire.TaskPage{}, err
 	}
 	sum := summarize(counts)
 	if caller(ctx).Admin { // parked events are any task's: the operator's to see
 		sum.ParkedEvents = o.parkedCount()
 		sum.Alert = parkedAttention(sum.ParkedEvents)
 	}
-	page := TaskPage{Tasks: tasks, Summary: sum}
+	page := wire.TaskPage{Tasks: tasks, Summary: sum}
 	if more && len(sel) > 0 {
 		page.NextCursor = encodeCursor(cursorTasks, sel[len(sel)-1].key)
 	}
@@ -679,8 +682,8 @@ const pageReads = 8
 // (a few at a time), each turned into its list view as soon as it is
 // read. A task removed meanwhile, or changed so that it no longer matches
 // the filters, is left out; the cursor still moves past it.
-func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilter) ([]*Task, error) {
-	out := make([]*Task, len(sel))
+func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilter) ([]*wire.Task, error) {
+	out := make([]*wire.Task, len(sel))
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -698,7 +701,7 @@ func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilte
 			defer func() { <-slots; wg.Done() }()
 			t, err := o.store.get(ctx, s.key.id)
 			switch {
-			case errors.Is(err, ErrNotFound):
+			case errors.Is(err, wire.ErrNotFound):
 			case errors.Is(err, errUndecodable):
 				o.log.Warn("a task record does not decode; left out of the listing", "task_id", s.key.id, "error", err)
 			case err != nil:
@@ -716,7 +719,7 @@ func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilte
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	tasks := make([]*Task, 0, len(out))
+	tasks := make([]*wire.Task, 0, len(out))
 	for _, t := range out {
 		if t != nil {
 			tasks = append(tasks, o.view(t))
@@ -727,32 +730,32 @@ func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilte
 
 // Questions returns one page of the open questions, oldest first (by when
 // they were asked, then task id).
-func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (QuestionPage, error) {
-	limit, err := PageLimit(opts.Limit)
+func (o *Orchestrator) Questions(ctx context.Context, opts wire.PageOptions) (wire.QuestionPage, error) {
+	limit, err := wire.PageLimit(opts.Limit)
 	if err != nil {
-		return QuestionPage{}, err
+		return wire.QuestionPage{}, err
 	}
 	after, hasAfter, err := decodeCursor(cursorQuestions, opts.Cursor)
 	if err != nil {
-		return QuestionPage{}, err
+		return wire.QuestionPage{}, err
 	}
 	c, err := o.listing(ctx)
 	if err != nil {
-		return QuestionPage{}, err
+		return wire.QuestionPage{}, err
 	}
-	out := []QuestionView{}
+	out := []wire.QuestionView{}
 	now := o.now()
 	id := caller(ctx)
-	c.eachOpen(func(t *Task) {
+	c.eachOpen(func(t *wire.Task) {
 		r := currentRound(t)
-		if t.State != StateNeedsInput || r == nil || r.Question == nil || !id.sees(t) {
+		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || !id.sees(t) {
 			return
 		}
 		if hasAfter && keyOf(r.AskedAt, t.ID).compare(after) <= 0 {
 			return
 		}
 		q := r.Question
-		out = append(out, QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
+		out = append(out, wire.QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
 			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now),
 			StepFailures: stepFailures(r)})
@@ -760,7 +763,7 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 	sort.Slice(out, func(i, j int) bool {
 		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0
 	})
-	page := QuestionPage{Questions: out}
+	page := wire.QuestionPage{Questions: out}
 	if len(out) > limit {
 		page.Questions = out[:limit:limit]
 		last := out[limit-1]
@@ -772,14 +775,14 @@ func (o *Orchestrator) Questions(ctx context.Context, opts PageOptions) (Questio
 // Watch calls fn with every task change until ctx ends.
 // A caller that may not see every task gets the changes of the tasks it
 // sees, and the removal of those it saw in this watch.
-func (o *Orchestrator) Watch(ctx context.Context, fn func(Change)) error {
+func (o *Orchestrator) Watch(ctx context.Context, fn func(wire.Change)) error {
 	return o.WatchReady(ctx, fn, nil)
 }
 
 // WatchReady is Watch that calls ready (when not nil) once the watch is
 // in place: every change after that reaches fn. A page that reads the
 // state on ready misses nothing in between.
-func (o *Orchestrator) WatchReady(ctx context.Context, fn func(Change), ready func()) error {
+func (o *Orchestrator) WatchReady(ctx context.Context, fn func(wire.Change), ready func()) error {
 	id := caller(ctx)
 	var (
 		mu   sync.Mutex
@@ -792,11 +795,11 @@ func (o *Orchestrator) WatchReady(ctx context.Context, fn func(Change), ready fu
 			delete(seen, key)
 			mu.Unlock()
 			if was || id.Admin || id.Answerer {
-				fn(Change{TaskID: key, Removed: true})
+				fn(wire.Change{TaskID: key, Removed: true})
 			}
 			return
 		}
-		var t Task
+		var t wire.Task
 		if err := json.Unmarshal(value, &t); err != nil {
 			return
 		}
@@ -809,7 +812,7 @@ func (o *Orchestrator) WatchReady(ctx context.Context, fn func(Change), ready fu
 			mu.Unlock()
 		}
 		t.Revision = rev
-		fn(Change{TaskID: key, Task: o.view(&t)})
+		fn(wire.Change{TaskID: key, Task: o.view(&t)})
 	})
 	if err != nil {
 		return err
@@ -822,7 +825,7 @@ func (o *Orchestrator) WatchReady(ctx context.Context, fn func(Change), ready fu
 }
 
 // current is the task's latest round.
-func currentRound(t *Task) *Round {
+func currentRound(t *wire.Task) *wire.Round {
 	if len(t.Rounds) == 0 {
 		return nil
 	}
@@ -830,7 +833,7 @@ func currentRound(t *Task) *Round {
 }
 
 // view fills the derived fields a reader sees.
-func (o *Orchestrator) view(t *Task) *Task {
+func (o *Orchestrator) view(t *wire.Task) *wire.Task {
 	if r := currentRound(t); r != nil {
 		r.IfUnanswered = ifUnanswered(t, r, o.now())
 	}

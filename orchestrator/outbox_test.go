@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestOutboxSweep: a round written to its task as queued whose enqueue
@@ -18,8 +20,8 @@ import (
 func TestOutboxSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b := testenv.Bus(t)
-	o, err := New(Config{Bus: b, Store: testenv.FileStore(t), Logger: natstest.Logger(t), OutboxSweep: 100 * time.Millisecond})
+	b := bustest.Bus(t)
+	o, err := New(Config{Bus: b, Store: storagetest.FileStore(t), Logger: natstest.Logger(t), OutboxSweep: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,12 +30,12 @@ func TestOutboxSweep(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = o.Stop(context.Background()) })
 
-	task, err := o.Submit(ctx, SubmitRequest{TaskID: "stuck-1", Subagent: script("s", "true")})
+	task, err := o.Submit(ctx, wire.SubmitRequest{TaskID: "stuck-1", Subagent: script("s", "true")})
 	if err != nil || !currentRound(task).Enqueued {
 		t.Fatalf("Submit = %+v, %v; want the round enqueued", task, err)
 	}
 	// As an enqueue that failed after the task was written leaves it.
-	if _, err := o.store.update(ctx, task.ID, func(t *Task) error {
+	if _, err := o.store.update(ctx, task.ID, func(t *wire.Task) error {
 		t.Rounds[len(t.Rounds)-1].Enqueued = false
 		return nil
 	}); err != nil {

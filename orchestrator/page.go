@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // Cursor kinds: a cursor of one list is refused by another.
@@ -54,7 +56,7 @@ func decodeCursor(kind byte, s string) (k sortKey, ok bool, err error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) < 10 || b[0] != kind {
-		return sortKey{}, false, &PageError{Param: "cursor", Reason: fmt.Sprintf("%q is not a cursor of this list; pass the next_cursor of its previous page", clip(s, 40))}
+		return sortKey{}, false, &wire.PageError{Param: "cursor", Reason: fmt.Sprintf("%q is not a cursor of this list; pass the next_cursor of its previous page", clip(s, 40))}
 	}
 	return sortKey{int64(binary.BigEndian.Uint64(b[1:9])), string(b[9:])}, true, nil
 }
@@ -73,7 +75,7 @@ func clip(s string, n int) string {
 // JSON field names are the task's; the fields left out are simply absent.
 // It changes t in place; the rounds are copied first, so a cached task's
 // rounds are not touched.
-func ListView(t *Task) *Task {
+func ListView(t *wire.Task) *wire.Task {
 	t.Request.Input = nil
 	stripped := false
 	for i := range t.Rounds {
@@ -81,7 +83,7 @@ func ListView(t *Task) *Task {
 		heavyQ := q != nil && len(q.PartialState) > 0
 		heavyR := len(t.Rounds[i].Result) > 0 || t.Rounds[i].ResultRef != nil || len(t.Rounds[i].Artifacts) > 0
 		if (heavyQ || heavyR) && !stripped {
-			t.Rounds = append([]Round(nil), t.Rounds...)
+			t.Rounds = append([]wire.Round(nil), t.Rounds...)
 			stripped = true
 		}
 		if heavyQ {

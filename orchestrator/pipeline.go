@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/wire"
 )
 
 // ParkedBucket keeps the events the pipeline gave up on, one key per
@@ -24,7 +25,7 @@ type pipeline struct {
 	parkedKV    *bus.KV
 
 	mu     sync.RWMutex
-	parked map[uint64]ParkedEvent
+	parked map[uint64]wire.ParkedEvent
 }
 
 // startPipeline opens the parked bucket, follows it, and starts consuming
@@ -34,7 +35,7 @@ func (o *Orchestrator) startPipeline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &pipeline{parkedKV: kv, parked: map[uint64]ParkedEvent{}}
+	p := &pipeline{parkedKV: kv, parked: map[uint64]wire.ParkedEvent{}}
 	o.pipe = p
 	err = kv.Follow(ctx, func(key string, value []byte, _ uint64) {
 		seq, err := strconv.ParseUint(key, 10, 64)
@@ -47,7 +48,7 @@ func (o *Orchestrator) startPipeline(ctx context.Context) error {
 			delete(p.parked, seq)
 			return
 		}
-		var pe ParkedEvent
+		var pe wire.ParkedEvent
 		if err := json.Unmarshal(value, &pe); err != nil {
 			o.log.Warn("parked event does not decode", "key", key, "error", err)
 			return
@@ -77,7 +78,8 @@ func (o *Orchestrator) startPipeline(ctx context.Context) error {
 }
 
 // park stores an event the consumer gave up on.
-func (o *Orchestrator) park(ctx context.Context, pe bus.ParkedEvent) error {
+func (o *Orchestrator) park(ctx context.Context, parked bus.ParkedEvent) error {
+	pe := wire.ParkedEvent(parked)
 	data, err := json.Marshal(pe)
 	if err != nil {
 		return fmt.Errorf("park event %d: %w", pe.Sequence, err)
@@ -92,9 +94,9 @@ func (o *Orchestrator) park(ctx context.Context, pe bus.ParkedEvent) error {
 }
 
 // ParkedEvents lists the parked events, oldest first, and the counters.
-func (o *Orchestrator) ParkedEvents(context.Context) ([]ParkedEvent, PipelineStats, error) {
+func (o *Orchestrator) ParkedEvents(context.Context) ([]wire.ParkedEvent, wire.PipelineStats, error) {
 	o.pipe.mu.RLock()
-	out := make([]ParkedEvent, 0, len(o.pipe.parked))
+	out := make([]wire.ParkedEvent, 0, len(o.pipe.parked))
 	for _, pe := range o.pipe.parked {
 		out = append(out, pe)
 	}
@@ -119,7 +121,7 @@ func (o *Orchestrator) RetryParked(ctx context.Context, seq uint64) error {
 	pe, ok := o.pipe.parked[seq]
 	o.pipe.mu.RUnlock()
 	if !ok {
-		return fmt.Errorf("parked event %d: %w", seq, ErrNotFound)
+		return fmt.Errorf("parked event %d: %w", seq, wire.ErrNotFound)
 	}
 	// A runner's event is checked against the claim again: one refused
 	// for coming from the wrong runner stays refused.
@@ -140,7 +142,7 @@ func (o *Orchestrator) DiscardParked(ctx context.Context, seq uint64) error {
 	_, ok := o.pipe.parked[seq]
 	o.pipe.mu.RUnlock()
 	if !ok {
-		return fmt.Errorf("parked event %d: %w", seq, ErrNotFound)
+		return fmt.Errorf("parked event %d: %w", seq, wire.ErrNotFound)
 	}
 	if err := o.pipe.parkedKV.Delete(ctx, strconv.FormatUint(seq, 10)); err != nil {
 		return fmt.Errorf("discard parked event %d: %w", seq, err)
@@ -152,12 +154,12 @@ func (o *Orchestrator) DiscardParked(ctx context.Context, seq uint64) error {
 }
 
 // PipelineStats returns the event pipeline's counters.
-func (o *Orchestrator) PipelineStats() PipelineStats {
+func (o *Orchestrator) PipelineStats() wire.PipelineStats {
 	if o.pipe == nil || o.pipe.consumer == nil {
-		return PipelineStats{Dropped: map[string]uint64{}}
+		return wire.PipelineStats{Dropped: map[string]uint64{}}
 	}
 	c := o.pipe.consumer.Counts()
-	return PipelineStats{Applied: c.Applied, Retried: c.Retried, Parked: c.Parked, ParkedNow: o.parkedCount(),
+	return wire.PipelineStats{Applied: c.Applied, Retried: c.Retried, Parked: c.Parked, ParkedNow: o.parkedCount(),
 		Dropped: map[string]uint64{"unknown_task": o.pipe.unknownTask.Load(), "invalid": c.Invalid, "unknown_kind": c.UnknownKind}}
 }
 

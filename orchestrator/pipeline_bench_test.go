@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // BenchmarkEventsApplied measures how many lifecycle events per second the
@@ -43,7 +45,7 @@ func BenchmarkEventsApplied(b *testing.B) {
 func applyBacklog(b *testing.B, n, workers, maxPending int) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
-	bs, store := testenv.Bus(b), testenv.FileStore(b)
+	bs, store := bustest.Bus(b), storagetest.FileStore(b)
 	ctx := context.Background()
 	first, err := New(Config{Bus: bs, Store: store})
 	if err != nil {
@@ -54,7 +56,7 @@ func applyBacklog(b *testing.B, n, workers, maxPending int) time.Duration {
 	}
 	ids := make([]string, n)
 	for i := range ids {
-		t, err := first.Submit(ctx, SubmitRequest{TaskID: fmt.Sprintf("ev-%05d", i), Subagent: script("s", "true")})
+		t, err := first.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("ev-%05d", i), Subagent: script("s", "true")})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -86,11 +88,11 @@ func applyBacklog(b *testing.B, n, workers, maxPending int) time.Duration {
 		b.Fatal(err)
 	}
 	for {
-		page, err := o.List(ctx, ListOptions{Limit: 1})
+		page, err := o.List(ctx, wire.ListOptions{Limit: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if page.Summary.Counts[StateFinished] == n {
+		if page.Summary.Counts[wire.StateFinished] == n {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

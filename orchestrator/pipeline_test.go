@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func publish(t *testing.T, b *bus.Bus, ev schemas.Event) {
@@ -38,7 +40,7 @@ func publish(t *testing.T, b *bus.Bus, ev schemas.Event) {
 // (one ordered consumer, retried forever) the tasks below stayed queued.
 func TestStrayAndUnappliableEvents(t *testing.T) {
 	t.Parallel()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t), EventMaxDeliveries: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +50,8 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = o.Stop(context.Background()) })
 	ctx := t.Context()
-	submit := func(id string) *Task {
-		task, err := o.Submit(ctx, SubmitRequest{TaskID: id, Subagent: script("s", "true")})
+	submit := func(id string) *wire.Task {
+		task, err := o.Submit(ctx, wire.SubmitRequest{TaskID: id, Subagent: script("s", "true")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +82,7 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 	publish(t, b, schemas.Event{Kind: schemas.KindNeedsInput, DispatchID: "p-c-r1", TaskID: "p-c",
 		NeedsInput: &schemas.NeedsInput{Question: "A or B?", Options: []string{"A", "B"}}})
 
-	state := func(id string) State {
+	state := func(id string) wire.State {
 		task, err := o.Get(ctx, id)
 		if err != nil {
 			return ""
@@ -88,13 +90,13 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 		return task.State
 	}
 	testutil.Eventually(t, 10*time.Second, "healthy tasks applied behind stray and unappliable events", func() bool {
-		return state("p-a") == StateFinished && state("p-b") == StateFinished && state("p-c") == StateNeedsInput
+		return state("p-a") == wire.StateFinished && state("p-b") == wire.StateFinished && state("p-c") == wire.StateNeedsInput
 	})
 	testutil.Eventually(t, 5*time.Second, "both events of unknown tasks counted as dropped", func() bool {
 		return o.PipelineStats().Dropped["unknown_task"] >= 2
 	})
 
-	var parked []ParkedEvent
+	var parked []wire.ParkedEvent
 	testutil.Eventually(t, 20*time.Second, "the unappliable event parked", func() bool {
 		parked, _, _ = o.ParkedEvents(ctx)
 		return len(parked) == 1
@@ -109,11 +111,11 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 
 	// The record that does not decode is left out of listings; the others
 	// are listed (one bad record used to fail every listing).
-	page, err := o.List(ctx, ListOptions{})
+	page, err := o.List(ctx, wire.ListOptions{})
 	if err != nil {
 		t.Fatalf("List with one undecodable record: %v", err)
 	}
-	if len(page.Tasks) != 3 || page.Summary.Counts[StateFinished] != 2 {
+	if len(page.Tasks) != 3 || page.Summary.Counts[wire.StateFinished] != 2 {
 		t.Errorf("List with one undecodable record = %d tasks, counts %v; want the 3 others", len(page.Tasks), page.Summary.Counts)
 	}
 
@@ -125,13 +127,13 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 	if err := o.RetryParked(ctx, p.Sequence); err != nil {
 		t.Fatalf("retry parked: %v", err)
 	}
-	if s := state("p-bad"); s != StateFinished {
+	if s := state("p-bad"); s != wire.StateFinished {
 		t.Errorf("p-bad after retry is %s, want finished", s)
 	}
 	if parked, _, _ := o.ParkedEvents(ctx); len(parked) != 0 {
 		t.Errorf("still parked after a successful retry: %+v", parked)
 	}
-	page, err = o.List(ctx, ListOptions{})
+	page, err = o.List(ctx, wire.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestStrayAndUnappliableEvents(t *testing.T) {
 // another replica or a restarted process lists them and can discard them.
 func TestParkedEventsSurviveRestart(t *testing.T) {
 	t.Parallel()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	start := func() *Orchestrator {
 		o, err := New(Config{Bus: b, Store: store, Logger: natstest.Logger(t), EventMaxDeliveries: 1})
 		if err != nil {
@@ -159,7 +161,7 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 	}
 	o := start()
 	ctx := t.Context()
-	if _, err := o.Submit(ctx, SubmitRequest{TaskID: "q-bad", Subagent: script("s", "true")}); err != nil {
+	if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: "q-bad", Subagent: script("s", "true")}); err != nil {
 		t.Fatal(err)
 	}
 	tasksKV, err := b.KeyValue(ctx, TaskBucket, "")
@@ -172,7 +174,7 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 	zero := 0
 	publish(t, b, schemas.Event{Kind: schemas.KindFinished, DispatchID: "q-bad-r1", TaskID: "q-bad", ExitCode: &zero})
 	testutil.Eventually(t, 10*time.Second, "the event parked", func() bool { p, _, _ := o.ParkedEvents(ctx); return len(p) == 1 })
-	page, _ := o.List(ctx, ListOptions{})
+	page, _ := o.List(ctx, wire.ListOptions{})
 	sum := page.Summary
 	if sum.ParkedEvents != 1 || !strings.Contains(sum.Alert, "agora events parked") {
 		t.Errorf("summary = %+v; want 1 parked event and the command that lists them", sum)
@@ -181,7 +183,7 @@ func TestParkedEventsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	o2 := start()
-	var parked []ParkedEvent
+	var parked []wire.ParkedEvent
 	testutil.Eventually(t, 5*time.Second, "the restarted orchestrator lists the parked event", func() bool {
 		parked, _, _ = o2.ParkedEvents(ctx)
 		return len(parked) == 1

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestRegisteredSubagent runs a registered sub-agent whose capability holds
@@ -25,7 +27,7 @@ func TestRegisteredSubagent(t *testing.T) {
 		c.Registry, reg = r, r
 	})
 	ctx := context.Background()
-	archive, files, err := registry.PackDir(filepath.Join("testdata", "greeter-skill"), registry.MaxCapabilityBytes)
+	archive, files, err := registryfile.PackDir(filepath.Join("testdata", "greeter-skill"), wire.MaxCapabilityBytes)
 	if err != nil || files != 1 {
 		t.Fatalf("PackDir = %d files, %v", files, err)
 	}
@@ -33,28 +35,28 @@ func TestRegisteredSubagent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env1, err := reg.RegisterEnv(ctx, registry.Env{Name: "greeting", Values: map[string]string{"GREETING": "hello"}})
+	env1, err := reg.RegisterEnv(ctx, wire.Env{Name: "greeting", Values: map[string]string{"GREETING": "hello"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.RegisterSubagent(ctx, registry.Subagent{Name: "chooser", Runtime: "exec",
-		Command: registry.Command{"/bin/sh", "-c", `echo '{"answer": "team"}' > .agora/answer.json`}}); err != nil {
+	if _, err := reg.RegisterSubagent(ctx, wire.Subagent{Name: "chooser", Runtime: "exec",
+		Command: wire.Command{"/bin/sh", "-c", `echo '{"answer": "team"}' > .agora/answer.json`}}); err != nil {
 		t.Fatal(err)
 	}
-	greeter, err := reg.RegisterSubagent(ctx, registry.Subagent{Name: "greeter", Runtime: "exec",
-		Command: registry.Command{"/bin/sh", "tools/greet.sh"}, Capabilities: []string{"greeter-skill"}, Env: []string{"greeting"},
+	greeter, err := reg.RegisterSubagent(ctx, wire.Subagent{Name: "greeter", Runtime: "exec",
+		Command: wire.Command{"/bin/sh", "tools/greet.sh"}, Capabilities: []string{"greeter-skill"}, Env: []string{"greeting"},
 		Route: "human=1h"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	task := s.submit(SubmitRequest{SubagentRef: "greeter"})
-	want := registry.Pins{Subagent: greeter.Entry.Ref(), Capabilities: []string{skill.Entry.Ref()}, Env: []string{env1.Entry.Ref()}}
+	task := s.submit(wire.SubmitRequest{SubagentRef: "greeter"})
+	want := wire.Pins{Subagent: greeter.Entry.Ref(), Capabilities: []string{skill.Entry.Ref()}, Env: []string{env1.Entry.Ref()}}
 	if task.Pins == nil || task.Pins.Subagent != want.Subagent || task.Pins.Capabilities[0] != want.Capabilities[0] || task.Pins.Env[0] != want.Env[0] {
 		t.Fatalf("pins = %+v, want %+v", task.Pins, want)
 	}
-	task = s.waitState(task.ID, StateNeedsInput, StateFailed)
-	if task.State != StateNeedsInput {
+	task = s.waitState(task.ID, wire.StateNeedsInput, wire.StateFailed)
+	if task.State != wire.StateNeedsInput {
 		t.Fatalf("round 1 ended %s: %+v", task.State, task.Outcome)
 	}
 	if out := s.output(task.Rounds[0].DispatchID); !strings.Contains(out, "round 1 greeting: hello") {
@@ -62,14 +64,14 @@ func TestRegisteredSubagent(t *testing.T) {
 	}
 
 	// A new version of the env bundle does not reach a task pinned before it.
-	if _, err := reg.RegisterEnv(ctx, registry.Env{Name: "greeting", Values: map[string]string{"GREETING": "bye"}}); err != nil {
+	if _, err := reg.RegisterEnv(ctx, wire.Env{Name: "greeting", Values: map[string]string{"GREETING": "bye"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "world", By: "alice"}); err != nil {
+	if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "world", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished {
 		t.Fatalf("task ended %s: %+v", task.State, task.Outcome)
 	}
 	if out := s.output(task.Rounds[1].DispatchID); !strings.Contains(out, "round 2 greeting: hello, world") {
@@ -78,12 +80,12 @@ func TestRegisteredSubagent(t *testing.T) {
 
 	// A new task takes the latest versions; its question goes to a
 	// registered sub-agent.
-	next := s.submit(SubmitRequest{SubagentRef: "greeter", Route: "agent:chooser=2m,human"})
+	next := s.submit(wire.SubmitRequest{SubagentRef: "greeter", Route: "agent:chooser=2m,human"})
 	if next.Pins.Env[0] == env1.Entry.Ref() {
 		t.Errorf("a new task pinned the old env %s", next.Pins.Env[0])
 	}
-	next = s.waitState(next.ID, StateFinished, StateFailed)
-	if a := next.Rounds[0].Answer; next.State != StateFinished || a == nil || a.Value != "team" || a.Channel != "agent:chooser" {
+	next = s.waitState(next.ID, wire.StateFinished, wire.StateFailed)
+	if a := next.Rounds[0].Answer; next.State != wire.StateFinished || a == nil || a.Value != "team" || a.Channel != "agent:chooser" {
 		t.Fatalf("task %s, answer %+v; want finished with team from agent:chooser", next.State, a)
 	}
 	if out := s.output(next.Rounds[1].DispatchID); !strings.Contains(out, "round 2 greeting: bye, team") {

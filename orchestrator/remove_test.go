@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/wire"
 )
 
 // terminalEvents counts the terminal events stored for a dispatch.
@@ -40,17 +40,17 @@ func TestRemoveRunningThenKeepGoing(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	ctx := context.Background()
-	id := fmt.Sprintf("rm1-%d", os.Getpid())
-	task := s.submit(SubmitRequest{TaskID: id, Subagent: script("sleeper", "echo working; sleep 20")})
-	s.waitState(task.ID, StateRunning)
+	id := fmt.Sprintf("rm1-%d", testutil.RunNumber())
+	task := s.submit(wire.SubmitRequest{TaskID: id, Subagent: script("sleeper", "echo working; sleep 20")})
+	s.waitState(task.ID, wire.StateRunning)
 	if err := s.orch.Remove(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
 	quick := func(what string) {
 		t.Helper()
 		start := time.Now()
-		next := s.submit(SubmitRequest{Subagent: script("hi", "echo hi")})
-		s.waitState(next.ID, StateFinished)
+		next := s.submit(wire.SubmitRequest{Subagent: script("hi", "echo hi")})
+		s.waitState(next.ID, wire.StateFinished)
 		t.Logf("%s: echo hi finished in %s", what, time.Since(start).Round(time.Millisecond))
 	}
 	quick("after rm")
@@ -77,11 +77,11 @@ func TestRemoveRunningThenKeepGoing(t *testing.T) {
 
 	// The same id again: a new task whose dispatches do not collide with
 	// the removed one's (queue msg-id, claims, events).
-	again := s.submit(SubmitRequest{TaskID: id, Subagent: script("hi", "echo again")})
+	again := s.submit(wire.SubmitRequest{TaskID: id, Subagent: script("hi", "echo again")})
 	if again.Rounds[0].DispatchID == first {
 		t.Errorf("the resubmitted task reuses the removed task's dispatch id %s", first)
 	}
-	again = s.waitState(again.ID, StateFinished)
+	again = s.waitState(again.ID, wire.StateFinished)
 	if got := s.output(again.Rounds[0].DispatchID); !strings.Contains(got, "again") {
 		t.Errorf("resubmitted task's output = %q", got)
 	}

@@ -27,7 +27,7 @@ import (
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // recordResult copies what finished round r's event hands back onto r.
-func (o *Orchestrator) recordResult(r *Round, ev schemas.Event) {
+func (o *Orchestrator) recordResult(r *wire.Round, ev schemas.Event) {
 	r.Result, r.ResultRef, r.Artifacts = nil, nil, nil
 	if len(ev.Result) > 0 {
 		r.Result = ev.Result
@@ -55,7 +55,7 @@ func (o *Orchestrator) ownRef(ref schemas.ObjectRef) *schemas.ObjectRef {
 // did not finish), keeping the record within the maximum: an inline
 // result that would push it over is stored and referenced; an artifact
 // list that still does is an explained failure.
-func (o *Orchestrator) setTaskResult(ctx context.Context, t *Task, r *Round) *Outcome {
+func (o *Orchestrator) setTaskResult(ctx context.Context, t *wire.Task, r *wire.Round) *wire.Outcome {
 	t.Result, t.ResultRef, t.Artifacts = r.Result, r.ResultRef, r.Artifacts
 	n, err := recordSize(t)
 	if err != nil || n <= o.max.TaskBytes {
@@ -75,7 +75,7 @@ func (o *Orchestrator) setTaskResult(ctx context.Context, t *Task, r *Round) *Ou
 			o.log.Warn("store a task's result to keep its record small", "task_id", t.ID, "error", err)
 		}
 	}
-	out := &Outcome{Reason: "max_task_size", Detail: fmt.Sprintf("round %d finished with a result and %d artifacts that make the task's record %d bytes, over this server's maximum %d (--max-task-kb %d); hand back fewer artifacts",
+	out := &wire.Outcome{Reason: "max_task_size", Detail: fmt.Sprintf("round %d finished with a result and %d artifacts that make the task's record %d bytes, over this server's maximum %d (--max-task-kb %d); hand back fewer artifacts",
 		r.N, len(r.Artifacts), n, o.max.TaskBytes, o.max.TaskBytes>>10)}
 	r.Artifacts, t.Artifacts = nil, nil
 	if len(r.Result) > 1<<10 {
@@ -99,7 +99,7 @@ func (o *Orchestrator) Result(ctx context.Context, taskID string) (json.RawMessa
 	case t.ResultRef != nil:
 		return o.readResult(ctx, t.ID, *t.ResultRef)
 	case !t.State.Terminal():
-		return nil, fmt.Errorf("task %s is %s: its result comes when it finishes (agora dispatch --wait waits for it): %w", t.ID, stateLabel(t.State), ErrWrongState)
+		return nil, fmt.Errorf("task %s is %s: its result comes when it finishes (agora dispatch --wait waits for it): %w", t.ID, stateLabel(t.State), wire.ErrWrongState)
 	}
 	return json.RawMessage("null"), nil
 }
@@ -151,7 +151,7 @@ func (o *Orchestrator) OpenArtifact(ctx context.Context, taskID, name string) (w
 		if len(names) > 0 {
 			have = "it has " + strings.Join(clipNames(names, 10), ", ")
 		}
-		return wire.Artifact{}, nil, fmt.Errorf("task %s has no artifact %q (%s): %w", t.ID, name, have, ErrNotFound)
+		return wire.Artifact{}, nil, fmt.Errorf("task %s has no artifact %q (%s): %w", t.ID, name, have, wire.ErrNotFound)
 	}
 	if o.cfg.Store == nil {
 		return wire.Artifact{}, nil, fmt.Errorf("artifact %s of task %s: this orchestrator has no storage (start it with --storage, the runners' storage)", name, t.ID)

@@ -11,11 +11,12 @@ import (
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // finishWith plays the current round of task id to dispatch.finished
 // carrying result and artifacts, and waits until the task has applied it.
-func (s *limitsStack) finishWith(t *testing.T, id string, result json.RawMessage, ref *schemas.ObjectRef, arts []schemas.Artifact, kind schemas.EventKind) *Task {
+func (s *limitsStack) finishWith(t *testing.T, id string, result json.RawMessage, ref *schemas.ObjectRef, arts []schemas.Artifact, kind schemas.EventKind) *wire.Task {
 	t.Helper()
 	task, err := s.orch.Get(t.Context(), id)
 	if err != nil {
@@ -55,7 +56,7 @@ func TestResultOnRoundAndTask(t *testing.T) {
 	s.submit(t, "res")
 	task := s.finishWith(t, "res", json.RawMessage(`{"verdict":"ok"}`), nil, arts, schemas.KindFinished)
 	r := task.Rounds[0]
-	if task.State != StateFinished || string(task.Result) != `{"verdict":"ok"}` || string(r.Result) != `{"verdict":"ok"}` {
+	if task.State != wire.StateFinished || string(task.Result) != `{"verdict":"ok"}` || string(r.Result) != `{"verdict":"ok"}` {
 		t.Fatalf("task %s result %s, round result %s; want finished with the result on both", task.State, task.Result, r.Result)
 	}
 	if len(task.Artifacts) != 1 || task.Artifacts[0].Name != "out/report.txt" || task.Artifacts[0].SHA256 != blob.SHA256 || len(r.Artifacts) != 1 {
@@ -74,7 +75,7 @@ func TestResultOnRoundAndTask(t *testing.T) {
 	if string(body) != "report body" || a.Size != blob.Size {
 		t.Errorf("artifact = %+v %q, want the stored blob", a, body)
 	}
-	if _, _, err := s.orch.OpenArtifact(ctx, "res", "nope"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "it has out/report.txt") {
+	if _, _, err := s.orch.OpenArtifact(ctx, "res", "nope"); !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), "it has out/report.txt") {
 		t.Errorf("OpenArtifact(nope) = %v, want ErrNotFound naming what it has", err)
 	}
 	listed := ListView(task)
@@ -88,7 +89,7 @@ func TestResultOnRoundAndTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	task = s.finishWith(t, "res", nil, nil, nil, schemas.KindFailed)
-	if task.State != StateFailed || task.Result != nil || task.Artifacts != nil || string(task.Rounds[0].Result) != `{"verdict":"ok"}` {
+	if task.State != wire.StateFailed || task.Result != nil || task.Artifacts != nil || string(task.Rounds[0].Result) != `{"verdict":"ok"}` {
 		t.Errorf("after a failed round 2: task %s result %s artifacts %v, round 1 result %s; want none on the task, round 1's kept",
 			task.State, task.Result, task.Artifacts, task.Rounds[0].Result)
 	}
@@ -136,7 +137,7 @@ func TestResultKeepsTheRecordSmall(t *testing.T) {
 	result := json.RawMessage(`"` + strings.Repeat("r", 8<<10) + `"`) // twice (round and task) is over 16 KiB
 	s.submit(t, "roomy")
 	task := s.finishWith(t, "roomy", result, nil, nil, schemas.KindFinished)
-	if task.State != StateFinished || task.Result != nil || task.ResultRef == nil {
+	if task.State != wire.StateFinished || task.Result != nil || task.ResultRef == nil {
 		t.Fatalf("task %s, result %d bytes inline, ref %+v; want finished with the result stored by ref", task.State, len(task.Result), task.ResultRef)
 	}
 	if got, err := s.orch.Result(ctx, "roomy"); err != nil || string(got) != string(result) {
@@ -149,7 +150,7 @@ func TestResultKeepsTheRecordSmall(t *testing.T) {
 	}
 	s.submit(t, "crowded")
 	task = s.finishWith(t, "crowded", nil, nil, arts, schemas.KindFinished)
-	if task.State != StateFailed || task.Outcome == nil || task.Outcome.Reason != "max_task_size" || !strings.Contains(task.Outcome.Detail, "200 artifacts") || task.Artifacts != nil {
+	if task.State != wire.StateFailed || task.Outcome == nil || task.Outcome.Reason != "max_task_size" || !strings.Contains(task.Outcome.Detail, "200 artifacts") || task.Artifacts != nil {
 		t.Errorf("task %s outcome %+v, %d artifacts; want failed max_task_size naming the 200 artifacts, none kept", task.State, task.Outcome, len(task.Artifacts))
 	}
 }
@@ -166,8 +167,8 @@ func TestSubmitRefusesBadOutputs(t *testing.T) {
 	} {
 		sub := script("out", "true")
 		sub.Outputs = []string{"ok/*.txt", glob}
-		_, err := s.orch.Submit(t.Context(), SubmitRequest{Subagent: sub})
-		if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), want) {
+		_, err := s.orch.Submit(t.Context(), wire.SubmitRequest{Subagent: sub})
+		if !errors.Is(err, wire.ErrInvalidRequest) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Submit(outputs %q) = %v; want ErrInvalidRequest containing %q", glob, err, want)
 		}
 	}

@@ -3,13 +3,14 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // stateAsker asks on round 1 with a partial_state of about STATE_BYTES
@@ -62,9 +63,9 @@ func BenchmarkResumePartialState(b *testing.B) {
 	run := func(which int) resumeSpans {
 		iter++
 		sub := script("state-asker", fmt.Sprintf("STATE_BYTES=%d\n%s", sizes[which].bytes, stateAsker))
-		task := s.submit(SubmitRequest{TaskID: fmt.Sprintf("resume-%d-%d", os.Getpid(), iter), Subagent: sub})
-		task = s.waitState(task.ID, StateNeedsInput, StateFailed)
-		if task.State != StateNeedsInput {
+		task := s.submit(wire.SubmitRequest{TaskID: fmt.Sprintf("resume-%d-%d", testutil.RunNumber(), iter), Subagent: sub})
+		task = s.waitState(task.ID, wire.StateNeedsInput, wire.StateFailed)
+		if task.State != wire.StateNeedsInput {
 			b.Fatalf("task %s round 1 ended %s: %+v", task.ID, task.State, task.Outcome)
 		}
 		q := currentRound(task).Question
@@ -89,7 +90,7 @@ func BenchmarkResumePartialState(b *testing.B) {
 		defer stop()
 
 		began := time.Now()
-		if _, err := s.orch.Answer(ctx, AnswerRequest{TaskID: task.ID, Answer: "yes", By: "bench"}); err != nil {
+		if _, err := s.orch.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "yes", By: "bench"}); err != nil {
 			b.Fatalf("Answer: %v", err)
 		}
 		var started, ended time.Time
@@ -108,8 +109,8 @@ func BenchmarkResumePartialState(b *testing.B) {
 			}
 		}
 		m := s.eng.marksOf(next)
-		t := s.waitState(task.ID, StateFinished, StateFailed)
-		if t.State != StateFinished {
+		t := s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+		if t.State != wire.StateFinished {
 			b.Fatalf("task %s ended %s: %+v", t.ID, t.State, t.Outcome)
 		}
 		r := t.Rounds[len(t.Rounds)-1]

@@ -25,7 +25,7 @@ const retryBy = "retry policy"
 // policy's backoff, and records it in the history and the failed round's
 // timeline. It reports whether it did: false when the record would grow
 // over its maximum (the task then fails as without a policy).
-func (o *Orchestrator) retry(t *Task, r *Round, f *schemas.Failure, now time.Time) bool {
+func (o *Orchestrator) retry(t *wire.Task, r *wire.Round, f *schemas.Failure, now time.Time) bool {
 	p := t.Request.Retry
 	next := r.Attempt + 1
 	delay := p.Delay(next)
@@ -36,11 +36,11 @@ func (o *Orchestrator) retry(t *Task, r *Round, f *schemas.Failure, now time.Tim
 		when = fmt.Sprintf("at %s (in %s)", at.Format("15:04:05 UTC"), delay)
 	}
 	saved := *t
-	saved.Rounds = append([]Round(nil), t.Rounds...)
+	saved.Rounds = append([]wire.Round(nil), t.Rounds...)
 	saved.History = append([]wire.HistoryEntry(nil), t.History...)
-	t.Rounds = append(t.Rounds, Round{N: r.N, Attempt: next, DispatchID: dispatchIDOf(t, r.N, next),
-		State: StateQueued, QueuedAt: now, FollowUp: r.FollowUp, RetryAt: at})
-	t.State, t.Outcome, t.UpdatedAt = StateQueued, nil, now
+	t.Rounds = append(t.Rounds, wire.Round{N: r.N, Attempt: next, DispatchID: dispatchIDOf(t, r.N, next),
+		State: wire.StateQueued, QueuedAt: now, FollowUp: r.FollowUp, RetryAt: at})
+	t.State, t.Outcome, t.UpdatedAt = wire.StateQueued, nil, now
 	o.record(t, wire.HistoryEntry{Action: wire.ActionRetry, By: retryBy, Detail: detail + "; dispatched " + when})
 	if err := o.checkRecord(t, "another attempt"); err != nil {
 		o.log.Warn("no retry: the task's record would be too large", "task_id", t.ID, "error", err)
@@ -53,7 +53,7 @@ func (o *Orchestrator) retry(t *Task, r *Round, f *schemas.Failure, now time.Tim
 // exhausted words the outcome of a round whose last attempt failed for a
 // reason the policy retries: "round 1 failed on attempt 3 of 3 (the retry
 // policy's attempts are used up): …".
-func exhausted(t *Task, r *Round, f *schemas.Failure) (string, bool) {
+func exhausted(t *wire.Task, r *wire.Round, f *schemas.Failure) (string, bool) {
 	p := t.Request.Retry
 	if p == nil || p.Attempts < 2 || !p.Retries(f.Reason, 0) {
 		return "", false
@@ -91,7 +91,7 @@ func (o *Orchestrator) dueRetries(now time.Time) []string {
 // enqueued and due; an enqueue that fails is left to the outbox sweep.
 func (o *Orchestrator) dispatchRetry(ctx context.Context, taskID string) {
 	t, err := o.store.get(ctx, taskID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return
 	}
 	if err != nil {
@@ -99,7 +99,7 @@ func (o *Orchestrator) dispatchRetry(ctx context.Context, taskID string) {
 		return
 	}
 	r := currentRound(t)
-	if t.State != StateQueued || r == nil || r.Enqueued || r.RetryAt.IsZero() {
+	if t.State != wire.StateQueued || r == nil || r.Enqueued || r.RetryAt.IsZero() {
 		return // cancelled, removed or enqueued meanwhile
 	}
 	if now := o.now(); now.Before(r.RetryAt) {
@@ -114,6 +114,6 @@ func (o *Orchestrator) dispatchRetry(ctx context.Context, taskID string) {
 
 // waitingRetry reports whether r is an attempt the retry policy queued
 // whose backoff has not passed at now.
-func waitingRetry(r *Round, now time.Time) bool {
+func waitingRetry(r *wire.Round, now time.Time) bool {
 	return r != nil && !r.Enqueued && r.RetryAt.After(now)
 }

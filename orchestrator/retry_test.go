@@ -33,7 +33,7 @@ func retryOn(attempts, initial int, reasons ...schemas.FailureReason) *wire.Retr
 }
 
 // historyOf is the task's history entries of action.
-func historyOf(t *Task, action string) []wire.HistoryEntry {
+func historyOf(t *wire.Task, action string) []wire.HistoryEntry {
 	var out []wire.HistoryEntry
 	for _, h := range t.History {
 		if h.Action == action {
@@ -62,23 +62,23 @@ func TestRetryPolicy(t *testing.T) {
 
 	t.Run("worker-lost, then finished", func(t *testing.T) {
 		t.Parallel()
-		if _, err := reg.RegisterSubagent(ctx, registry.Subagent{Name: "flaky", Runtime: "exec",
-			Command: registry.Command{"/bin/sh", "-c", crashFirst}, Retry: retryOn(3, 1, schemas.ReasonWorkerLost)}); err != nil {
+		if _, err := reg.RegisterSubagent(ctx, wire.Subagent{Name: "flaky", Runtime: "exec",
+			Command: wire.Command{"/bin/sh", "-c", crashFirst}, Retry: retryOn(3, 1, schemas.ReasonWorkerLost)}); err != nil {
 			t.Fatal(err)
 		}
-		task := s.submit(SubmitRequest{SubagentRef: "flaky"})
+		task := s.submit(wire.SubmitRequest{SubagentRef: "flaky"})
 		if p := task.Request.Retry; p == nil || p.Attempts != 3 {
 			t.Fatalf("the task's retry policy = %+v; want the definition's", p)
 		}
-		task = s.waitState(task.ID, StateFinished, StateFailed)
-		if task.State != StateFinished || len(task.Rounds) != 2 {
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+		if task.State != wire.StateFinished || len(task.Rounds) != 2 {
 			t.Fatalf("task %s with %d rounds (%+v); want finished on the second attempt", task.State, len(task.Rounds), task.Outcome)
 		}
 		first, second := task.Rounds[0], task.Rounds[1]
 		if first.Failure == nil || first.Failure.Reason != schemas.ReasonWorkerLost || first.Attempt != 1 {
 			t.Errorf("attempt 1 = %s %+v; want failed worker-lost", first.State, first.Failure)
 		}
-		if second.N != 1 || second.Attempt != 2 || second.State != StateFinished || second.RetryAt.IsZero() || second.StartedAt.Before(second.RetryAt) {
+		if second.N != 1 || second.Attempt != 2 || second.State != wire.StateFinished || second.RetryAt.IsZero() || second.StartedAt.Before(second.RetryAt) {
 			t.Errorf("attempt 2 = round %d attempt %d %s, retry at %s, started %s; want round 1 attempt 2 finished, started after its backoff",
 				second.N, second.Attempt, second.State, second.RetryAt, second.StartedAt)
 		}
@@ -96,10 +96,10 @@ func TestRetryPolicy(t *testing.T) {
 
 	t.Run("a reason the policy does not name", func(t *testing.T) {
 		t.Parallel()
-		task := s.submit(SubmitRequest{Subagent: script("fails", failFirst),
+		task := s.submit(wire.SubmitRequest{Subagent: script("fails", failFirst),
 			Retry: retryOn(3, 0, schemas.ReasonWorkerLost, schemas.ReasonTimeout)})
-		task = s.waitState(task.ID, StateFinished, StateFailed)
-		if task.State != StateFailed || len(task.Rounds) != 1 || task.Outcome.Reason != string(schemas.ReasonProviderFailed) ||
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+		if task.State != wire.StateFailed || len(task.Rounds) != 1 || task.Outcome.Reason != string(schemas.ReasonProviderFailed) ||
 			!strings.HasPrefix(task.Outcome.Detail, "round 1 failed: ") || len(historyOf(task, wire.ActionRetry)) != 0 {
 			t.Errorf("task %s, %d rounds, outcome %+v; want failed provider-failed at once, no retry", task.State, len(task.Rounds), task.Outcome)
 		}
@@ -107,9 +107,9 @@ func TestRetryPolicy(t *testing.T) {
 
 	t.Run("cancelled while the retry waits", func(t *testing.T) {
 		t.Parallel()
-		task := s.submit(SubmitRequest{Subagent: script("flaky", failFirst), Retry: retryOn(3, 2, schemas.ReasonProviderFailed)})
+		task := s.submit(wire.SubmitRequest{Subagent: script("flaky", failFirst), Retry: retryOn(3, 2, schemas.ReasonProviderFailed)})
 		for len(task.Rounds) < 2 && !task.State.Terminal() {
-			task = s.waitState(task.ID, StateQueued, StateFailed, StateFinished)
+			task = s.waitState(task.ID, wire.StateQueued, wire.StateFailed, wire.StateFinished)
 		}
 		retry := currentRound(task)
 		if _, err := s.orch.Cancel(ctx, task.ID); err != nil {
@@ -117,7 +117,7 @@ func TestRetryPolicy(t *testing.T) {
 		}
 		// Past the retry's due time and a few router ticks: nothing ran.
 		testutil.Eventually(t, time.Minute, "the retry's due time to pass", func() bool { return time.Now().After(retry.RetryAt.Add(time.Second)) })
-		task = s.waitState(task.ID, StateCancelled)
+		task = s.waitState(task.ID, wire.StateCancelled)
 		if evs, _ := s.bus.Events(ctx, retry.DispatchID); slices.ContainsFunc(evs, func(ev schemas.Event) bool { return ev.Kind == schemas.KindStarted }) {
 			t.Errorf("the cancelled retry %s started: %v", retry.DispatchID, evs)
 		}
@@ -128,10 +128,10 @@ func TestRetryPolicy(t *testing.T) {
 
 	t.Run("attempts used up", func(t *testing.T) {
 		t.Parallel()
-		task := s.submit(SubmitRequest{Subagent: script("always-fails", "echo no; exit 3"), Retry: retryOn(2, 0, schemas.ReasonProviderFailed)})
-		task = s.waitState(task.ID, StateFinished, StateFailed)
+		task := s.submit(wire.SubmitRequest{Subagent: script("always-fails", "echo no; exit 3"), Retry: retryOn(2, 0, schemas.ReasonProviderFailed)})
+		task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
 		want := "round 1 failed on attempt 2 of 2 (the retry policy's attempts are used up): "
-		if task.State != StateFailed || len(task.Rounds) != 2 || task.Outcome.Reason != string(schemas.ReasonProviderFailed) ||
+		if task.State != wire.StateFailed || len(task.Rounds) != 2 || task.Outcome.Reason != string(schemas.ReasonProviderFailed) ||
 			!strings.HasPrefix(task.Outcome.Detail, want) {
 			t.Errorf("task %s, %d rounds, outcome %+v; want failed after 2 attempts, %q", task.State, len(task.Rounds), task.Outcome, want)
 		}
@@ -147,9 +147,9 @@ func TestRetryAfterRestart(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	ctx := context.Background()
-	task := s.submit(SubmitRequest{Subagent: script("flaky", failFirst), Retry: retryOn(2, 5, schemas.ReasonProviderFailed)})
+	task := s.submit(wire.SubmitRequest{Subagent: script("flaky", failFirst), Retry: retryOn(2, 5, schemas.ReasonProviderFailed)})
 	for len(task.Rounds) < 2 && !task.State.Terminal() {
-		task = s.waitState(task.ID, StateQueued, StateFailed, StateFinished)
+		task = s.waitState(task.ID, wire.StateQueued, wire.StateFailed, wire.StateFinished)
 	}
 	if want := "round 1 attempt 2 of 2 is retried at "; !strings.HasPrefix(task.Attention.Summary, want) ||
 		!strings.HasSuffix(task.Attention.Summary, " (after provider-failed); no action needed") {
@@ -162,12 +162,12 @@ func TestRetryAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := currentRound(stored); stored.State != StateQueued || r.Attempt != 2 || r.Enqueued {
+	if r := currentRound(stored); stored.State != wire.StateQueued || r.Attempt != 2 || r.Enqueued {
 		t.Fatalf("before the restart: %s, attempt %d, enqueued %t; want attempt 2 queued, waiting for its 5s backoff", stored.State, r.Attempt, r.Enqueued)
 	}
 	s.orch = s.startOrchestrator()
-	task = s.waitState(task.ID, StateFinished, StateFailed)
-	if task.State != StateFinished || len(task.Rounds) != 2 || task.Rounds[1].StartedAt.Before(task.Rounds[1].RetryAt) {
+	task = s.waitState(task.ID, wire.StateFinished, wire.StateFailed)
+	if task.State != wire.StateFinished || len(task.Rounds) != 2 || task.Rounds[1].StartedAt.Before(task.Rounds[1].RetryAt) {
 		t.Fatalf("after the restart: %s with %d rounds %+v; want the retry finished after its backoff", task.State, len(task.Rounds), task.Outcome)
 	}
 }
@@ -187,8 +187,8 @@ func TestRetryPolicyRefused(t *testing.T) {
 		{retryOn(2, 1, schemas.ReasonIntegrityFailed), `retry.on: "integrity-failed" is not a reason a retry can help; want worker-lost, provider-failed, timeout`},
 		{&wire.RetryPolicy{Attempts: 2, On: []schemas.FailureReason{schemas.ReasonTimeout}, Backoff: &wire.Backoff{Multiplier: 0.5}}, "retry.backoff.multiplier 0.5: want 1 to 10"},
 	} {
-		_, err := s.orch.Submit(context.Background(), SubmitRequest{Subagent: script("x", "true"), Retry: tt.policy})
-		if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want) {
+		_, err := s.orch.Submit(context.Background(), wire.SubmitRequest{Subagent: script("x", "true"), Retry: tt.policy})
+		if !errors.Is(err, wire.ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Submit with retry %+v = %v; want ErrInvalidRequest with %q", tt.policy, err, tt.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // schedule remembers when taskID's current route step times out; the zero
@@ -134,7 +135,7 @@ func (o *Orchestrator) advance(ctx context.Context, taskID string, minRev uint64
 // next step should be looked at at once.
 func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (bool, error) {
 	t, err := o.store.getAtLeast(ctx, taskID, minRev)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		o.schedule(taskID, time.Time{})
 		return false, nil
 	}
@@ -142,11 +143,11 @@ func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (
 		return false, err
 	}
 	r := currentRound(t)
-	if t.State != StateNeedsInput || r == nil || r.Answer != nil {
+	if t.State != wire.StateNeedsInput || r == nil || r.Answer != nil {
 		o.schedule(taskID, time.Time{})
 		return false, nil
 	}
-	steps, err := answer.ParseRoute(routeOf(t.Request))
+	steps, err := wire.ParseRoute(routeOf(t.Request))
 	if err != nil {
 		return false, err
 	}
@@ -165,6 +166,11 @@ func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (
 			detail += " (" + failed + ")"
 		}
 		return false, o.expire(ctx, t, "expired", detail)
+	}
+	// A remembered rule answers before the route is asked: once, when
+	// the question is new (no step has done anything with it yet).
+	if r.Step == 0 && len(r.Decisions) == 0 && o.answerByRule(ctx, t, r) {
+		return false, nil
 	}
 	s := steps[r.Step]
 	if !now.Before(r.StepDeadline) {
@@ -190,17 +196,17 @@ func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (
 	switch {
 	case err == nil:
 		_, aerr := o.accept(ctx, t.ID, r.N, reply.Answer, reply.By, s.Answerer, false)
-		if errors.Is(aerr, ErrInvalidAnswer) {
+		if errors.Is(aerr, wire.ErrInvalidAnswer) {
 			return true, o.nextStep(ctx, t, r.Step, "error", aerr.Error())
 		}
 		return false, ignoreAnswered(aerr)
 	case errors.Is(err, answer.ErrPending):
-		_, err := o.store.update(ctx, t.ID, func(t *Task) error {
+		_, err := o.store.update(ctx, t.ID, func(t *wire.Task) error {
 			cr := currentRound(t)
-			if t.State != StateNeedsInput || cr.N != r.N || cr.Step != r.Step {
+			if t.State != wire.StateNeedsInput || cr.N != r.N || cr.Step != r.Step {
 				return errNoChange
 			}
-			cr.Decisions = append(cr.Decisions, Decision{StepIndex: r.Step, Step: s.Answerer, Result: "pending", At: o.now(),
+			cr.Decisions = append(cr.Decisions, wire.Decision{StepIndex: r.Step, Step: s.Answerer, Result: "pending", At: o.now(),
 				Detail: fmt.Sprintf("waiting up to %s", s.Timeout)})
 			return nil
 		})
@@ -213,15 +219,15 @@ func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (
 }
 
 // nextStep records what step idx did and moves the question to the next one.
-func (o *Orchestrator) nextStep(ctx context.Context, t *Task, idx int, result, detail string) error {
-	steps, _ := answer.ParseRoute(routeOf(t.Request))
-	_, err := o.store.update(ctx, t.ID, func(t *Task) error {
+func (o *Orchestrator) nextStep(ctx context.Context, t *wire.Task, idx int, result, detail string) error {
+	steps, _ := wire.ParseRoute(routeOf(t.Request))
+	_, err := o.store.update(ctx, t.ID, func(t *wire.Task) error {
 		r := currentRound(t)
-		if t.State != StateNeedsInput || r.Step != idx {
+		if t.State != wire.StateNeedsInput || r.Step != idx {
 			return errNoChange
 		}
 		now := o.now()
-		r.Decisions = append(r.Decisions, Decision{StepIndex: idx, Step: steps[idx].Answerer, Result: result, Detail: detail, At: now})
+		r.Decisions = append(r.Decisions, wire.Decision{StepIndex: idx, Step: steps[idx].Answerer, Result: result, Detail: detail, At: now})
 		r.Step++
 		r.StepDeadline = now.Add(o.stepTimeout(t, r.Step))
 		t.UpdatedAt = now
@@ -231,8 +237,8 @@ func (o *Orchestrator) nextStep(ctx context.Context, t *Task, idx int, result, d
 }
 
 // stepTimeout is the timeout of route step idx (zero past the end).
-func (o *Orchestrator) stepTimeout(t *Task, idx int) time.Duration {
-	steps, err := answer.ParseRoute(routeOf(t.Request))
+func (o *Orchestrator) stepTimeout(t *wire.Task, idx int) time.Duration {
+	steps, err := wire.ParseRoute(routeOf(t.Request))
 	if err != nil || idx >= len(steps) {
 		return 0
 	}
@@ -241,7 +247,7 @@ func (o *Orchestrator) stepTimeout(t *Task, idx int) time.Duration {
 
 // wakeAt is when the router must look at an open question again: its
 // step's deadline, or the moment the task's total wait runs out.
-func wakeAt(t *Task, r *Round) time.Time {
+func wakeAt(t *wire.Task, r *wire.Round) time.Time {
 	limit := r.AskedAt.Add(maxWait(t) - time.Duration(t.WaitedMS)*time.Millisecond)
 	if limit.Before(r.StepDeadline) {
 		return limit
@@ -249,7 +255,7 @@ func wakeAt(t *Task, r *Round) time.Time {
 	return r.StepDeadline
 }
 
-func maxWait(t *Task) time.Duration {
+func maxWait(t *wire.Task) time.Duration {
 	if t.Request.Limits.MaxWaitSeconds > 0 {
 		return units.SecondsOr(int64(t.Request.Limits.MaxWaitSeconds), schemas.MaxWaitSeconds*time.Second)
 	}
@@ -257,19 +263,19 @@ func maxWait(t *Task) time.Duration {
 }
 
 // expire ends a task whose question will not be answered.
-func (o *Orchestrator) expire(ctx context.Context, t *Task, reason, detail string) error {
-	_, err := o.store.update(ctx, t.ID, func(t *Task) error {
-		if t.State != StateNeedsInput {
+func (o *Orchestrator) expire(ctx context.Context, t *wire.Task, reason, detail string) error {
+	_, err := o.store.update(ctx, t.ID, func(t *wire.Task) error {
+		if t.State != wire.StateNeedsInput {
 			return errNoChange
 		}
 		now := o.now()
 		r := currentRound(t)
 		t.WaitedMS += now.Sub(r.AskedAt).Milliseconds()
-		t.State, t.UpdatedAt = StateExpired, now
+		t.State, t.UpdatedAt = wire.StateExpired, now
 		if reason == "max_wait" {
-			t.State = StateFailed
+			t.State = wire.StateFailed
 		}
-		t.Outcome = &Outcome{Reason: reason, Detail: detail}
+		t.Outcome = &wire.Outcome{Reason: reason, Detail: detail}
 		return nil
 	})
 	o.schedule(t.ID, time.Time{})
@@ -277,7 +283,7 @@ func (o *Orchestrator) expire(ctx context.Context, t *Task, reason, detail strin
 }
 
 func ignoreAnswered(err error) error {
-	if errors.Is(err, ErrAlreadyAnswered) || errors.Is(err, ErrNoQuestion) {
+	if errors.Is(err, wire.ErrAlreadyAnswered) || errors.Is(err, wire.ErrNoQuestion) {
 		return nil
 	}
 	return err

@@ -11,23 +11,32 @@ import (
 // Service is what the HTTP API (and through it the CLI, the web page and
 // the Go client) can ask of the orchestrator. *Orchestrator implements it.
 type Service interface {
-	Submit(ctx context.Context, req SubmitRequest) (*Task, error)
-	Get(ctx context.Context, taskID string) (*Task, error)
+	Submit(ctx context.Context, req wire.SubmitRequest) (*wire.Task, error)
+	Get(ctx context.Context, taskID string) (*wire.Task, error)
 	// List returns one page of the tasks matching opts, newest first, in
 	// their list view (ListView), and the counts of all tasks by state.
-	List(ctx context.Context, opts ListOptions) (TaskPage, error)
+	List(ctx context.Context, opts wire.ListOptions) (wire.TaskPage, error)
 	// Questions returns one page of the open questions, oldest first.
-	Questions(ctx context.Context, opts PageOptions) (QuestionPage, error)
+	Questions(ctx context.Context, opts wire.PageOptions) (wire.QuestionPage, error)
 	// QuestionGroups returns the open questions grouped: identical ones
 	// of one batch are one group (see wire.QuestionGroup).
 	QuestionGroups(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error)
-	Answer(ctx context.Context, req AnswerRequest) (*Task, error)
-	Cancel(ctx context.Context, taskID string) (*Task, error)
-	Respawn(ctx context.Context, taskID string) (*Task, error)
-	Continue(ctx context.Context, taskID, message, by string) (*Task, error)
+	Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error)
+	Cancel(ctx context.Context, taskID string) (*wire.Task, error)
+	Respawn(ctx context.Context, taskID string) (*wire.Task, error)
+	Continue(ctx context.Context, taskID, message, by string) (*wire.Task, error)
 	Remove(ctx context.Context, taskID string) error
+	// Replay starts a new task that runs the finished task taskID again
+	// from round 1, answering each question from its recorded answers
+	// (docs/replay.md).
+	Replay(ctx context.Context, taskID string, req wire.ReplayRequest) (*wire.Task, error)
+	// ReplayBatch replays every finished task of a batch into a new batch.
+	ReplayBatch(ctx context.Context, batch string, req wire.ReplayRequest) (wire.BatchReplay, error)
+	// Fork starts a new task from round req.Round of taskID — its
+	// workspace snapshot and partial_state — with another answer.
+	Fork(ctx context.Context, taskID string, req wire.ForkRequest) (*wire.Task, error)
 	// Watch calls fn with every task change until ctx ends.
-	Watch(ctx context.Context, fn func(Change)) error
+	Watch(ctx context.Context, fn func(wire.Change)) error
 	// Logs writes the output of a round (0: the current one) to w: the
 	// stored output of a round that has ended; with follow, a running
 	// round's live output until it ends, then the rest from storage.
@@ -43,7 +52,7 @@ type Service interface {
 	OpenArtifact(ctx context.Context, taskID, name string) (wire.Artifact, io.ReadCloser, error)
 	// ParkedEvents lists the lifecycle events the pipeline gave up on,
 	// oldest first, and its counters.
-	ParkedEvents(ctx context.Context) ([]ParkedEvent, PipelineStats, error)
+	ParkedEvents(ctx context.Context) ([]wire.ParkedEvent, wire.PipelineStats, error)
 	// RetryParked applies a parked event again; once applied it is no
 	// longer parked.
 	RetryParked(ctx context.Context, seq uint64) error
@@ -54,7 +63,7 @@ type Service interface {
 // Follower is a watch of a Service running aside (Follow).
 type Follower struct {
 	// Changes delivers the changes kept, in order.
-	Changes <-chan Change
+	Changes <-chan wire.Change
 	// Ready is closed once the watch is in place: a caller that reads
 	// the state after it misses no change.
 	Ready <-chan struct{}
@@ -67,11 +76,11 @@ type Follower struct {
 // buffer n. A full channel holds the watch back until ctx ends: bound the
 // reader. Ready is closed when svc says its watch is in place (an
 // Orchestrator does: WatchReady), or at once for a Service that cannot.
-func Follow(ctx context.Context, svc Service, keep func(Change) bool, n int) Follower {
-	changes := make(chan Change, n)
+func Follow(ctx context.Context, svc Service, keep func(wire.Change) bool, n int) Follower {
+	changes := make(chan wire.Change, n)
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	fn := func(c Change) {
+	fn := func(c wire.Change) {
 		if keep != nil && !keep(c) {
 			return
 		}
@@ -86,15 +95,15 @@ func Follow(ctx context.Context, svc Service, keep func(Change) bool, n int) Fol
 
 // Watcher is the part of a Service WatchWhenReady needs.
 type Watcher interface {
-	Watch(ctx context.Context, fn func(Change)) error
+	Watch(ctx context.Context, fn func(wire.Change)) error
 }
 
 // WatchWhenReady runs w's watch until ctx ends and calls ready once it is
 // in place: at that moment for an Orchestrator (WatchReady), at once for a
 // Watcher that cannot say.
-func WatchWhenReady(ctx context.Context, w Watcher, fn func(Change), ready func()) error {
+func WatchWhenReady(ctx context.Context, w Watcher, fn func(wire.Change), ready func()) error {
 	if rw, ok := w.(interface {
-		WatchReady(context.Context, func(Change), func()) error
+		WatchReady(context.Context, func(wire.Change), func()) error
 	}); ok {
 		return rw.WatchReady(ctx, fn, ready)
 	}

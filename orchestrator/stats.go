@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"time"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // TaskStats is what the metrics read of one task: its state, whether it
@@ -11,7 +13,7 @@ import (
 // task, finished ones included, so a scrape decodes nothing
 // (EachTaskStats).
 type TaskStats struct {
-	State State
+	State wire.State
 	// OpenQuestion: the task waits for an answer to its last round's question.
 	OpenQuestion bool
 	Rounds       []RoundStats
@@ -20,7 +22,7 @@ type TaskStats struct {
 // RoundStats is one round's share of TaskStats.
 type RoundStats struct {
 	// State is the round's state ("" for one this version does not know).
-	State State
+	State wire.State
 	// Ended: the round's dispatch started and ended; Ran is EndedAt −
 	// StartedAt (below zero when two hosts' clocks disagree).
 	Ended bool
@@ -32,7 +34,7 @@ type RoundStats struct {
 }
 
 // StatsOf is t's TaskStats.
-func StatsOf(t *Task) TaskStats {
+func StatsOf(t *wire.Task) TaskStats {
 	s := TaskStats{State: t.State, Rounds: make([]RoundStats, len(t.Rounds))}
 	for i := range t.Rounds {
 		r := &t.Rounds[i]
@@ -45,7 +47,7 @@ func StatsOf(t *Task) TaskStats {
 			rs.Answered, rs.AnswerWaitMS = true, r.Answer.WaitMS
 		}
 	}
-	if r := currentRound(t); t.State == StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil {
+	if r := currentRound(t); t.State == wire.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil {
 		s.OpenQuestion = true
 	}
 	return s

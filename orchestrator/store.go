@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
 )
 
 // Buckets the orchestrator keeps its state in.
@@ -51,21 +52,21 @@ func openStore(ctx context.Context, b *bus.Bus, log *slog.Logger) (*store, error
 	return &store{tasks: tasks, index: index, log: log}, nil
 }
 
-// get, create and update check the task id first (CheckTaskID): an id
-// such as ">" or "a b" is ErrInvalidID, never a KV error, whatever path
+// get, create and update check the task id first (wire.CheckTaskID): an id
+// such as ">" or "a b" is wire.ErrInvalidID, never a KV error, whatever path
 // it came by.
-func (s *store) get(ctx context.Context, id string) (*Task, error) {
-	if err := CheckTaskID(id); err != nil {
+func (s *store) get(ctx context.Context, id string) (*wire.Task, error) {
+	if err := wire.CheckTaskID(id); err != nil {
 		return nil, err
 	}
 	data, rev, err := s.tasks.Get(ctx, id)
 	if errors.Is(err, bus.ErrKeyNotFound) {
-		return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("task %s: %w", id, wire.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var t Task
+	var t wire.Task
 	if err := json.Unmarshal(data, &t); err != nil {
 		return nil, fmt.Errorf("decode task %s: %w: %w", id, errUndecodable, err)
 	}
@@ -82,7 +83,7 @@ const staleReadWait = 30 * time.Second
 // write that asked a question, then saw the task as it was before — not
 // waiting on a question — forgot the question's timer, and the question
 // was never routed (docs/capacity.md). Replicas catch up in milliseconds.
-func (s *store) getAtLeast(ctx context.Context, id string, atLeast uint64) (*Task, error) {
+func (s *store) getAtLeast(ctx context.Context, id string, atLeast uint64) (*wire.Task, error) {
 	pause := 5 * time.Millisecond
 	deadline := time.Now().Add(staleReadWait)
 	for {
@@ -105,8 +106,8 @@ func (s *store) getAtLeast(ctx context.Context, id string, atLeast uint64) (*Tas
 // errStaleRead: a replica did not catch up with a revision in time.
 var errStaleRead = errors.New("stale read")
 
-func (s *store) create(ctx context.Context, t *Task) error {
-	if err := CheckTaskID(t.ID); err != nil {
+func (s *store) create(ctx context.Context, t *wire.Task) error {
+	if err := wire.CheckTaskID(t.ID); err != nil {
 		return err
 	}
 	data, err := json.Marshal(t)
@@ -126,10 +127,10 @@ func (s *store) create(ctx context.Context, t *Task) error {
 
 // update reads the task, applies fn and writes it back if the revision is
 // unchanged, retrying on a lost race. fn may return errNoChange.
-func (s *store) update(ctx context.Context, id string, fn func(*Task) error) (*Task, error) {
+func (s *store) update(ctx context.Context, id string, fn func(*wire.Task) error) (*wire.Task, error) {
 	// A lost race is retried at once (the next read sees the winner), up to
 	// 51 tries; every other error stands.
-	return backoff.Retry(ctx, func() (*Task, error) {
+	return backoff.Retry(ctx, func() (*wire.Task, error) {
 		t, err := s.get(ctx, id)
 		if err != nil {
 			return nil, backoff.Permanent(err)
@@ -215,7 +216,7 @@ func (s *store) generation(ctx context.Context, taskID string) (int, error) {
 }
 
 // noteRemoved records that the task of this id and generation was removed.
-func (s *store) noteRemoved(ctx context.Context, t *Task) error {
+func (s *store) noteRemoved(ctx context.Context, t *wire.Task) error {
 	_, err := s.index.Put(ctx, removedKey(t.ID), []byte(strconv.Itoa(max(t.Generation, 1))))
 	return err
 }

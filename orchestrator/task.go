@@ -1,9 +1,12 @@
 package orchestrator
 
-import "github.com/agoradev/agora/orchestrator/answer"
+import (
+	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
+)
 
 // questionOf turns a round's question into what answerers are asked.
-func questionOf(t *Task, r *Round) answer.Question {
+func questionOf(t *wire.Task, r *wire.Round) answer.Question {
 	q := answer.Question{
 		TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID,
 		Subagent: t.Request.Subagent.Name, SubagentHash: t.SubagentHash,

@@ -20,8 +20,10 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // Flags of BenchmarkThroughput (go test … -args -tasks=1000 -slots=4).
@@ -192,7 +194,7 @@ type throughputStack struct {
 
 func newThroughputStack(tb testing.TB, slots int) *throughputStack {
 	tb.Helper()
-	runnerID := fmt.Sprintf("throughput-%d-%d", os.Getpid(), seq.Add(1))
+	runnerID := fmt.Sprintf("throughput-%d-%d", testutil.RunNumber(), seq.Add(1))
 	p := newStackParts(tb, runnerID, runnerID+"-bare")
 	rules := filepath.Join(tb.TempDir(), "rules.json")
 	if err := os.WriteFile(rules, []byte(`[{"question": "^Pick a colour", "answer": "green"}]`), 0o600); err != nil {
@@ -217,12 +219,12 @@ func (s *throughputStack) runAgora(b *testing.B, name string, n int) time.Durati
 	ctx := context.Background()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("tp-%d-%s-%d", os.Getpid(), name, i)
+		ids[i] = fmt.Sprintf("tp-%d-%s-%d", testutil.RunNumber(), name, i)
 	}
 	began := time.Now()
 	for _, id := range ids {
 		at := time.Now()
-		if _, err := s.orch.Submit(ctx, SubmitRequest{TaskID: id, Subagent: askerWith(1), Route: "lookup"}); err != nil {
+		if _, err := s.orch.Submit(ctx, wire.SubmitRequest{TaskID: id, Subagent: askerWith(1), Route: "lookup"}); err != nil {
 			b.Fatalf("Submit %s: %v", id, err)
 		}
 		s.submits = append(s.submits, time.Since(at))
@@ -250,7 +252,7 @@ func (s *throughputStack) runAgora(b *testing.B, name string, n int) time.Durati
 	// A task that ended other than finished is agora's failure: it is
 	// counted in the time, and reported.
 	for _, id := range ids {
-		if t, err := s.orch.Get(ctx, id); err != nil || t.State != StateFinished {
+		if t, err := s.orch.Get(ctx, id); err != nil || t.State != wire.StateFinished {
 			s.failed++
 			if err == nil {
 				b.Errorf("task %s ended %s: %+v", id, t.State, t.Outcome)
@@ -275,7 +277,7 @@ func (s *throughputStack) runBare(b *testing.B, templates []capturedContainer, n
 	for i := range n {
 		for r, tpl := range templates {
 			spec := tpl.spec
-			spec.Name = fmt.Sprintf("agora-bare-%d-%s-%d-r%d", os.Getpid(), name, i, r+1)
+			spec.Name = fmt.Sprintf("agora-bare-%d-%s-%d-r%d", testutil.RunNumber(), name, i, r+1)
 			spec.Labels = maps.Clone(tpl.spec.Labels)
 			spec.Labels[runner.LabelRunner] = s.runnerID + "-bare" // no runner adopts it
 			spec.Mounts = slices.Clone(tpl.spec.Mounts)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -14,11 +13,11 @@ import (
 // max_wait) when the task's total wait runs out first. It is derived from
 // the task as stored, so every reader — API, CLI, inbox, Slack — shows the
 // same consequence. Nil when no question is open.
-func ifUnanswered(t *Task, r *Round, now time.Time) *wire.IfUnanswered {
-	if t.State != StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil {
+func ifUnanswered(t *wire.Task, r *wire.Round, now time.Time) *wire.IfUnanswered {
+	if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil {
 		return nil
 	}
-	steps, err := answer.ParseRoute(routeOf(t.Request))
+	steps, err := wire.ParseRoute(routeOf(t.Request))
 	if err != nil {
 		return nil
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -52,20 +53,20 @@ func TestIfUnanswered(t *testing.T) {
 				Text: "at 2026-11-27 02:00 UTC it expires (no default)"}},
 	}
 	for _, tt := range tests {
-		task := &Task{ID: "t", State: StateNeedsInput, WaitedMS: tt.waitedMS,
-			Request: SubmitRequest{Route: tt.route, Limits: Limits{MaxWaitSeconds: tt.maxWait}},
-			Rounds: []Round{{N: 1, State: StateNeedsInput, AskedAt: now, Step: tt.step, StepDeadline: tt.deadline,
+		task := &wire.Task{ID: "t", State: wire.StateNeedsInput, WaitedMS: tt.waitedMS,
+			Request: wire.SubmitRequest{Route: tt.route, Limits: wire.Limits{MaxWaitSeconds: tt.maxWait}},
+			Rounds: []wire.Round{{N: 1, State: wire.StateNeedsInput, AskedAt: now, Step: tt.step, StepDeadline: tt.deadline,
 				Question: &schemas.NeedsInput{Question: "which?", Default: tt.def}}}}
 		got := ifUnanswered(task, &task.Rounds[0], now)
 		if got == nil || *got != tt.want {
 			t.Errorf("%s: ifUnanswered = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
-	answered := &Task{State: StateNeedsInput, Rounds: []Round{{Question: &schemas.NeedsInput{Question: "q"}, Answer: &Answer{Value: "a"}}}}
+	answered := &wire.Task{State: wire.StateNeedsInput, Rounds: []wire.Round{{Question: &schemas.NeedsInput{Question: "q"}, Answer: &wire.Answer{Value: "a"}}}}
 	if got := ifUnanswered(answered, &answered.Rounds[0], now); got != nil {
 		t.Errorf("ifUnanswered of an answered round = %+v, want nil", got)
 	}
-	finished := &Task{State: StateFinished, Rounds: []Round{{Question: &schemas.NeedsInput{Question: "q"}}}}
+	finished := &wire.Task{State: wire.StateFinished, Rounds: []wire.Round{{Question: &schemas.NeedsInput{Question: "q"}}}}
 	if got := ifUnanswered(finished, &finished.Rounds[0], now); got != nil {
 		t.Errorf("ifUnanswered of a finished task = %+v, want nil", got)
 	}
@@ -83,7 +84,7 @@ func TestIfUnansweredShown(t *testing.T) {
 	if u == nil || u.Action != wire.IfUnansweredDefault || u.Default != "keep" || !u.At.Equal(task.Rounds[0].StepDeadline) {
 		t.Fatalf("Get: round 1's IfUnanswered = %+v, want the default keep at the step deadline %s", u, task.Rounds[0].StepDeadline)
 	}
-	page, err := s.orch.Questions(ctx, PageOptions{})
+	page, err := s.orch.Questions(ctx, wire.PageOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestIfUnansweredShown(t *testing.T) {
 func TestDefaultTakenLogged(t *testing.T) {
 	t.Parallel()
 	var logs testutil.Buffer
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	o, err := New(Config{Bus: b, Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestDefaultTakenLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = o.Stop(context.Background()) })
-	if _, err := o.Submit(t.Context(), SubmitRequest{TaskID: "unattended", Route: "human=1s", Subagent: script("s", "true")}); err != nil {
+	if _, err := o.Submit(t.Context(), wire.SubmitRequest{TaskID: "unattended", Route: "human=1s", Subagent: script("s", "true")}); err != nil {
 		t.Fatal(err)
 	}
 	def := "draft"

@@ -16,6 +16,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/internal/workspace"
 	"github.com/agoradev/agora/schemas"
 )
@@ -53,7 +54,7 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close()
-	cfg := Config{ID: fmt.Sprintf("bench-%d", os.Getpid()), Slots: parallel, Image: workerImage, DataDir: b.TempDir(),
+	cfg := Config{ID: fmt.Sprintf("bench-%d", testutil.RunNumber()), Slots: parallel, Image: workerImage, DataDir: b.TempDir(),
 		StorageURI: "file://" + storeDir, Store: store, Bus: bs, Engine: eng, Grace: 3 * time.Second}
 	r, err := New(cfg)
 	if err != nil {
@@ -86,7 +87,7 @@ func BenchmarkDispatchOverhead(b *testing.B) {
 	noop := func() schemas.DispatchRequest {
 		n++
 		return schemas.DispatchRequest{Spec: schemas.DispatchSpec{
-			DispatchID: fmt.Sprintf("bench-%d-%d", os.Getpid(), n),
+			DispatchID: fmt.Sprintf("bench-%d-%d", testutil.RunNumber(), n),
 			Subagent:   schemas.Subagent{Name: "noop", Runtime: schemas.RuntimeExec, Command: []string{"true"}},
 		}}
 	}

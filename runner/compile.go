@@ -68,34 +68,34 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 		return compileRemote(req, cfg, *p.Remote, image, workerGrace)
 	}
 	env := []string{
-		"AGORA_DISPATCH_ID=" + spec.DispatchID,
-		"AGORA_SPEC_FILE=" + containerSpecFile,
-		"AGORA_WORKSPACE=" + containerWorkspace,
-		"AGORA_STORAGE_URI=" + workerStorage(cfg, p),
-		"AGORA_GRACE_SECONDS=" + strconv.Itoa(int(workerGrace/time.Second)),
+		schemas.EnvDispatchID + "=" + spec.DispatchID,
+		schemas.EnvSpecFile + "=" + containerSpecFile,
+		schemas.EnvWorkspace + "=" + containerWorkspace,
+		schemas.EnvStorageURI + "=" + workerStorage(cfg, p),
+		schemas.EnvGraceSeconds + "=" + strconv.Itoa(int(workerGrace/time.Second)),
 		"HOME=/tmp",
 	}
 	network := req.NetworkMode()
 	if workerPublishes(cfg, req) {
-		env = append(env, "AGORA_NATS_URL="+cfg.WorkerNATSURL)
+		env = append(env, schemas.EnvNATSURL+"="+cfg.WorkerNATSURL)
 		if p.KeyDir != "" && p.NATSCreds {
-			env = append(env, "AGORA_NATS_CREDS_FILE="+containerNATSCredsFile)
+			env = append(env, schemas.EnvNATSCredsFile+"="+containerNATSCredsFile)
 		}
 	}
 	env = append(env, artifactEnv(cfg)...)
 	if p.Secrets.Dir != "" {
-		env = append(env, "AGORA_SECRETS_DIR="+containerSecretsDir)
+		env = append(env, schemas.EnvSecretsDir+"="+containerSecretsDir)
 	}
 	if p.KeyDir != "" {
-		env = append(env, "AGORA_EVENT_KEY_FILE="+containerKeyFile)
+		env = append(env, schemas.EnvEventKeyFile+"="+containerKeyFile)
 	}
 	if p.CancelDir != "" {
-		env = append(env, "AGORA_CANCEL_FILE="+containerCancelFile)
+		env = append(env, schemas.EnvCancelFile+"="+containerCancelFile)
 	}
 	// The operator's worker environment goes in a file beside the key, never
 	// into the container's environment (eventkey.go).
 	if p.KeyDir != "" && len(cfg.WorkerEnv) > 0 {
-		env = append(env, "AGORA_WORKER_ENV_FILE="+containerWorkerEnvFile)
+		env = append(env, schemas.EnvWorkerEnvFile+"="+containerWorkerEnvFile)
 	}
 
 	mounts := []compute.Mount{
@@ -147,23 +147,23 @@ func compileContainer(req *schemas.DispatchRequest, cfg Config, p hostPaths) com
 func compileRemote(req *schemas.DispatchRequest, cfg Config, rf remoteFiles, image string, workerGrace time.Duration) compute.ContainerSpec {
 	spec := &req.Spec
 	env := []string{
-		"AGORA_DISPATCH_ID=" + spec.DispatchID,
-		"AGORA_WORKSPACE=" + containerWorkspace,
-		"AGORA_STORAGE_URI=" + cfg.StorageURI,
-		"AGORA_EXCHANGE_KEY=" + rf.Exchange,
-		"AGORA_CANCEL_KEY=" + rf.Exchange + "/" + schemas.ExchangeCancel,
-		"AGORA_GRACE_SECONDS=" + strconv.Itoa(int(workerGrace/time.Second)),
+		schemas.EnvDispatchID + "=" + spec.DispatchID,
+		schemas.EnvWorkspace + "=" + containerWorkspace,
+		schemas.EnvStorageURI + "=" + cfg.StorageURI,
+		schemas.EnvExchangeKey + "=" + rf.Exchange,
+		schemas.EnvCancelKey + "=" + rf.Exchange + "/" + schemas.ExchangeCancel,
+		schemas.EnvGraceSeconds + "=" + strconv.Itoa(int(workerGrace/time.Second)),
 		"HOME=/tmp",
 	}
 	if cfg.MaxWorkspaceBytes > 0 {
-		env = append(env, "AGORA_MAX_WORKSPACE_BYTES="+strconv.FormatInt(cfg.MaxWorkspaceBytes, 10))
+		env = append(env, schemas.EnvMaxWorkspaceBytes+"="+strconv.FormatInt(cfg.MaxWorkspaceBytes, 10))
 	}
 	env = append(env, artifactEnv(cfg)...)
 	if !req.Fresh() {
-		env = append(env, "AGORA_SNAPSHOT_WORKSPACE=true")
+		env = append(env, schemas.EnvSnapshotWorkspace+"=true")
 	}
 	if rf.Restore != nil {
-		env = append(env, "AGORA_RESTORE_URI="+rf.Restore.URI, "AGORA_RESTORE_SHA256="+rf.Restore.SHA256)
+		env = append(env, schemas.EnvRestoreURI+"="+rf.Restore.URI, schemas.EnvRestoreSHA256+"="+rf.Restore.SHA256)
 	}
 	return compute.ContainerSpec{
 		Name:        containerName(cfg.ID, spec.DispatchID),
@@ -228,10 +228,10 @@ func workerStorage(cfg Config, p hostPaths) string {
 func artifactEnv(cfg Config) []string {
 	var env []string
 	if cfg.MaxArtifacts > 0 && cfg.MaxArtifacts != schemas.DefaultMaxArtifacts {
-		env = append(env, "AGORA_MAX_ARTIFACTS="+strconv.Itoa(cfg.MaxArtifacts))
+		env = append(env, schemas.EnvMaxArtifacts+"="+strconv.Itoa(cfg.MaxArtifacts))
 	}
 	if cfg.MaxArtifactBytes > 0 && cfg.MaxArtifactBytes != schemas.DefaultMaxArtifactBytes {
-		env = append(env, "AGORA_MAX_ARTIFACTS_BYTES="+strconv.FormatInt(cfg.MaxArtifactBytes, 10))
+		env = append(env, schemas.EnvMaxArtifactsBytes+"="+strconv.FormatInt(cfg.MaxArtifactBytes, 10))
 	}
 	return env
 }

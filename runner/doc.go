@@ -51,6 +51,6 @@
 // (their containers must reach that URL) and the runner recovers from stdout
 // only what is missing. Either way each event is stored once (Nats-Msg-Id).
 //
-// runner imports schemas, internal/bus, internal/storage and
-// internal/compute; never the Docker SDK.
+// What it may import: docs/architecture.md (never the Docker or ECS SDK:
+// the engine is a compute.Engine the root hands it).
 package runner

@@ -82,7 +82,7 @@ func compileEgressProxy(req *schemas.DispatchRequest, cfg Config) compute.Contai
 		Name:           name,
 		Image:          cfg.Image,
 		Entrypoint:     []string{egressWorkerPath, "egress-proxy"},
-		Env:            []string{"AGORA_DISPATCH_ID=" + id, "AGORA_EGRESS_ALLOW=" + strings.Join(req.Egress, ",")},
+		Env:            []string{schemas.EnvDispatchID + "=" + id, schemas.EnvEgressAllow + "=" + strings.Join(req.Egress, ",")},
 		Labels:         map[string]string{LabelEgressFor: id, LabelEgressRunner: cfg.ID},
 		User:           ContainerUser,
 		Network:        name,

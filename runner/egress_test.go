@@ -37,9 +37,9 @@ func newEgressFixture(t *testing.T, eng *docker.Engine) egressFixture {
 	ctx := context.Background()
 	n := seq.Add(1)
 	f := egressFixture{
-		uplink:   fmt.Sprintf("agora-egress-uplink-%d-%d", os.Getpid(), n),
-		listed:   fmt.Sprintf("listed-%d-%d", os.Getpid(), n),
-		unlisted: fmt.Sprintf("unlisted-%d-%d", os.Getpid(), n),
+		uplink:   fmt.Sprintf("agora-egress-uplink-%d-%d", testutil.RunNumber(), n),
+		listed:   fmt.Sprintf("listed-%d-%d", testutil.RunNumber(), n),
+		unlisted: fmt.Sprintf("unlisted-%d-%d", testutil.RunNumber(), n),
 	}
 	netID, err := eng.CreateNetwork(ctx, compute.NetworkSpec{Name: f.uplink, Labels: map[string]string{"agora.test": t.Name()}})
 	if err != nil {

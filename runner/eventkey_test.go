@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -74,7 +75,7 @@ exit 7`)
 // is PID 1 and runs as its user — nor in the file it came in.
 func TestWorkerEnvNotInContainer(t *testing.T) {
 	t.Parallel()
-	value := fmt.Sprintf("worker-only-%d-%d", os.Getpid(), time.Now().UnixNano())
+	value := fmt.Sprintf("worker-only-%d-%d", testutil.RunNumber(), time.Now().UnixNano())
 	h := newHarness(t, func(c *Config) { c.WorkerEnv = []string{"SECRET_X=" + value} })
 	h.start()
 	req := request(`test "$GOT" = "` + value + `" && echo "the worker has it"

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/images/imagestest"
 	"github.com/agoradev/agora/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ var (
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	image, cleanup, err := testenv.WorkerImage(ctx, "..")
+	image, cleanup, err := imagestest.WorkerImage(ctx, "..")
 	cancel()
 	workerImage, dockerErr = image, err
 	code := m.Run()

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/schemas"
 )
 
 // containerExit is how a dispatch's container ended.
 type containerExit struct {
-	Result compute.ExitResult
+	Result exit.Result
 	// WaitErr is the engine's error waiting for it.
 	WaitErr error
 	// TimedOut: the runner's backstop stopped it.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -26,7 +26,7 @@ func TestDecideOutcome(t *testing.T) {
 		}
 		return e
 	}
-	exited := func(code int) containerExit { return containerExit{Result: compute.ExitResult{ExitCode: code}} }
+	exited := func(code int) containerExit { return containerExit{Result: exit.Result{ExitCode: code}} }
 
 	tests := []struct {
 		name string
@@ -64,15 +64,15 @@ func TestDecideOutcome(t *testing.T) {
 			missing: kinds(schemas.KindStarted, schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonWorkerLost, detail: []string{"container exited with code 2", "left no terminal event", "last output: panic: boom"}, exit: 2},
 		{name: "OOM kill named",
-			f:       exitFacts{containerExit: containerExit{Result: compute.ExitResult{ExitCode: 137, OOMKilled: true}}},
+			f:       exitFacts{containerExit: containerExit{Result: exit.Result{ExitCode: 137, OOMKilled: true}}},
 			missing: kinds(schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonWorkerLost, detail: []string{"OOMKilled"}, exit: 137},
 		{name: "an unreported SIGKILL is most likely the memory limit",
-			f:       exitFacts{containerExit: containerExit{Result: compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}}},
+			f:       exitFacts{containerExit: containerExit{Result: exit.Result{ExitCode: 137, Signal: "SIGKILL"}}},
 			missing: kinds(schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonWorkerLost, detail: []string{"killed by SIGKILL: most likely its memory limit"}, exit: 137},
 		{name: "another signal named",
-			f:       exitFacts{containerExit: containerExit{Result: compute.ExitResult{ExitCode: 129, Signal: "SIGHUP", Err: errors.New("engine note")}}},
+			f:       exitFacts{containerExit: containerExit{Result: exit.Result{ExitCode: 129, Signal: "SIGHUP", Err: errors.New("engine note")}}},
 			missing: kinds(schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonWorkerLost, detail: []string{"(killed by SIGHUP)", "(engine note)"}, exit: 129},
 		{name: "never ran: the engine's code",
@@ -84,11 +84,11 @@ func TestDecideOutcome(t *testing.T) {
 			missing: kinds(schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonWorkerLost, detail: []string{"waiting for the container failed: engine gone"}, exit: exitEngineError},
 		{name: "the backstop stopped it: a timeout",
-			f:       exitFacts{containerExit: containerExit{Result: compute.ExitResult{ExitCode: 137}, TimedOut: true}},
+			f:       exitFacts{containerExit: containerExit{Result: exit.Result{ExitCode: 137}, TimedOut: true}},
 			missing: kinds(schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonTimeout, detail: []string{"ran past the dispatch timeout and was stopped by the runner", "code 137"}, exit: 137},
 		{name: "killed for its workspace: provider-failed, over a timeout",
-			f:       exitFacts{containerExit: containerExit{Result: compute.ExitResult{ExitCode: 137}, TimedOut: true}, WorkspaceOver: "the workspace grew past 1 MiB"},
+			f:       exitFacts{containerExit: containerExit{Result: exit.Result{ExitCode: 137}, TimedOut: true}, WorkspaceOver: "the workspace grew past 1 MiB"},
 			missing: kinds(schemas.KindFailed), terminal: schemas.KindFailed, byRunner: true,
 			reason: schemas.ReasonProviderFailed, detail: []string{"the workspace grew past 1 MiB"}, exit: 137},
 		{name: "an unsigned terminal line is quoted, not taken",

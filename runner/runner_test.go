@@ -51,7 +51,7 @@ func newHarnessOn(t *testing.T, srv *natsserver.Server, auth func(runnerID strin
 	t.Helper()
 	needDocker(t)
 	ctx := context.Background()
-	id := fmt.Sprintf("test-%d-%d", os.Getpid(), seq.Add(1))
+	id := fmt.Sprintf("test-%d-%d", testutil.RunNumber(), seq.Add(1))
 	opts := bus.Options{}
 	if auth != nil {
 		opts = auth(id)
@@ -121,7 +121,7 @@ func (h *harness) stop(r *Runner) {
 
 // request is an exec dispatch of script with a fresh id.
 func request(script string) schemas.DispatchRequest {
-	id := fmt.Sprintf("rt-%d-%d", os.Getpid(), seq.Add(1))
+	id := fmt.Sprintf("rt-%d-%d", testutil.RunNumber(), seq.Add(1))
 	return schemas.DispatchRequest{Spec: schemas.DispatchSpec{
 		DispatchID: id, TaskID: "task-" + id, Round: 1,
 		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", script}},

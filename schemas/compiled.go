@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,7 +14,7 @@ import (
 
 // compiledSchemas holds each schema, compiled by
 // github.com/santhosh-tekuri/jsonschema/v5 (draft 2020-12, format
-// assertions on) on its first use: a worker process validates a dispatch
+// assertions on) on its first use or when Prepare asks: a worker process validates a dispatch
 // spec, its events and perhaps a sentinel, and compiles nothing else.
 var compiledSchemas = func() map[string]func() (*jsonschema.Schema, error) {
 	out := map[string]func() (*jsonschema.Schema, error){}
@@ -22,6 +23,33 @@ var compiledSchemas = func() map[string]func() (*jsonschema.Schema, error) {
 	}
 	return out
 }()
+
+// Prepare compiles the named schemas in the background, in order, on one
+// goroutine, and returns at once: a process that knows which schemas it is
+// about to use starts their compilation while it does other work (the
+// worker, while it reads its configuration and fetches its dispatch spec,
+// from S3 on Fargate). Validate waits for a compilation under way; a failed
+// one is reported by Validate. Unknown names are ignored (Validate reports
+// them). The schemas share one compiler, so each file is read and checked
+// against the meta-schema once: compiling them on goroutines of their own
+// would check the files they share once each, more CPU for a worker that
+// shares its machine (docs/benchmarks.md).
+func Prepare(names ...string) {
+	var gets []func() (*jsonschema.Schema, error)
+	for _, name := range names {
+		if get, ok := compiledSchemas[name]; ok {
+			gets = append(gets, get)
+		}
+	}
+	if len(gets) == 0 {
+		return
+	}
+	go func() {
+		for _, get := range gets {
+			_, _ = get()
+		}
+	}()
+}
 
 // theCompiler is the one compiler of the process: a schema's document is
 // read, checked against the meta-schema and compiled once, however many of
@@ -101,8 +129,22 @@ var patternMeanings = map[string]string{
 }
 
 // message is the library's message for a leaf error, with the patterns of
-// patternMeanings said in words.
+// patternMeanings said in words and the fields an additionalProperties
+// error names in order (the library lists them in map order, so the same
+// document got different messages).
 func message(e *jsonschema.ValidationError) string {
+	if strings.HasSuffix(e.KeywordLocation, "/additionalProperties") {
+		if names, ok := strings.CutPrefix(e.Message, "additionalProperties "); ok {
+			names, ok := strings.CutSuffix(names, " not allowed")
+			if ok && len(names) >= 2 && names[0] == '\'' && names[len(names)-1] == '\'' {
+				// Inside a quoted name every ' is escaped, so "', '"
+				// only ever separates two names.
+				list := strings.Split(names[1:len(names)-1], "', '")
+				slices.Sort(list)
+				return "additionalProperties '" + strings.Join(list, "', '") + "' not allowed"
+			}
+		}
+	}
 	if strings.HasSuffix(e.KeywordLocation, "/pattern") {
 		for p, meaning := range patternMeanings {
 			if e.Message == "does not match pattern "+quotePattern(p) {

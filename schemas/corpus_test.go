@@ -441,7 +441,8 @@ func TestPatternsReadAlikeInEveryDialect(t *testing.T) {
 
 // TestNonBlankPatternIsWhiteSpace: the class lists exactly the union of
 // Unicode's White_Space (Go's unicode.IsSpace) and ECMA-262's \s
-// (unicode.IsSpace plus U+FEFF, less U+0085).
+// (unicode.IsSpace plus U+FEFF, less U+0085), and IsSpace, Blank and
+// TrimSpace read white space the same way.
 func TestNonBlankPatternIsWhiteSpace(t *testing.T) {
 	t.Parallel()
 	re := regexp.MustCompile(NonBlankPattern)
@@ -452,6 +453,12 @@ func TestNonBlankPatternIsWhiteSpace(t *testing.T) {
 		space := unicode.IsSpace(r) || r == '\ufeff'
 		if re.MatchString(string(r)) == space {
 			t.Errorf("U+%04X: white space %v, but the pattern matches it: %v", r, space, !space)
+		}
+		if IsSpace(r) != space {
+			t.Errorf("IsSpace(U+%04X) = %v, want %v (the pattern's reading)", r, IsSpace(r), space)
+		}
+		if Blank(string(r)) != space || (TrimSpace(string(r)) == "") != space {
+			t.Errorf("U+%04X: Blank %v, TrimSpace %q; white space %v", r, Blank(string(r)), TrimSpace(string(r)), space)
 		}
 	}
 }

@@ -11,7 +11,7 @@
 // its first use, so a worker pays only for what it validates. The schemas'
 // patterns are written to mean the same in ECMA-262 (what JSON Schema
 // specifies), Go's regexp and Python's re, and a test holds them to a
-// second implementation, Python's jsonschema (docs/contract.md). This
-// package imports nothing from the module, so both the worker and the
-// orchestrator can depend on it.
+// second implementation, Python's jsonschema (docs/contract.md). It
+// imports nothing from the module, so every package, the worker's and the
+// orchestrator's, may depend on it (docs/architecture.md).
 package schemas

@@ -12,6 +12,17 @@ const (
 	ExchangeAnswer    = "answer.json"    // a finished round's .agora/answer.json (worker writes)
 )
 
+// DispatchOutput is the name of a dispatch's captured output (runner
+// writes, orchestrator reads) among its objects in storage (DispatchKey).
+const DispatchOutput = "output.log"
+
+// DispatchKey is the storage key of a dispatch's object name —
+// ExchangeSpec, ExchangeWorkspace, ExchangeAnswer or DispatchOutput — kept
+// by dispatch id rather than in an exchange: dispatches/<id>/<name>.
+func DispatchKey(dispatchID, name string) string {
+	return "dispatches/" + dispatchID + "/" + name
+}
+
 // PrivateValues is an exchange's private.json: what a runner otherwise
 // passes in files it mounts (AGORA_EVENT_KEY_FILE, AGORA_WORKER_ENV_FILE).
 type PrivateValues struct {

@@ -5,7 +5,7 @@
 // examples in it still satisfy the sentinel schema, so the document cannot
 // drift from the contract.
 //
-// skills imports nothing from this module.
+// What it may import: docs/architecture.md.
 package skills
 
 import (

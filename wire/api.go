@@ -24,6 +24,9 @@ type AnswerBody struct {
 	By string `json:"by,omitempty"`
 	// Channel is how the answer came (cli, slack, web, …); empty means "api".
 	Channel string `json:"channel,omitempty"`
+	// Remember, when set, also makes the answer a rule that answers the
+	// next questions like it (docs/answerers.md, "Remembered answers").
+	Remember *Remember `json:"remember,omitempty"`
 }
 
 // ContinueBody is the body of POST /v1/tasks/{id}/continue.

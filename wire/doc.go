@@ -5,6 +5,7 @@
 // It depends on the standard library and package schemas only, so that
 // package client, and anything an integrator builds on it (a Slack app, a
 // web page, a CI step), imports no NATS, AWS or Docker code. The
-// orchestrator and the API use these types as they are; package
-// orchestrator gives them their old names as aliases.
+// orchestrator, the API and the CLI use these types by these names: this
+// package is their one home (the aliases orchestrator, orchestrator/api and
+// orchestrator/registry once kept for them are gone).
 package wire

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/agoradev/agora/schemas"
@@ -19,6 +21,25 @@ const (
 
 // Kinds in display order.
 var Kinds = []Kind{KindSubagent, KindCapability, KindEnv}
+
+// MaxCapabilityBytes caps a capability's tar, as the API takes it: it is
+// copied into every dispatch's workspace, so it is meant for skills,
+// scripts and config, not data sets.
+const MaxCapabilityBytes = 32 << 20
+
+// refPattern is NAME or NAME@VERSION: a name of letters, digits, '-' and
+// '_', and a version of 12 (or all 64) hex digits of the content hash.
+var refPattern = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:@([0-9a-f]{12}(?:[0-9a-f]{52})?))?$`)
+
+// ParseRef splits a registry reference, NAME or NAME@VERSION, as the CLI,
+// the API and a task's request write it.
+func ParseRef(ref string) (name, version string, err error) {
+	m := refPattern.FindStringSubmatch(ref)
+	if m == nil {
+		return "", "", fmt.Errorf("%q: want NAME or NAME@VERSION (12 hex digits)", ref)
+	}
+	return m[1], m[2], nil
+}
 
 // Subagent is a sub-agent definition: what runs, and the defaults of a task
 // of it. Its file format is schemas/subagent.schema.json.

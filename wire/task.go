@@ -96,7 +96,7 @@ type SubmitRequest struct {
 	// terminal: the CLI sets it under CI=true when it gives no route. A
 	// request that ends up without a route (none given, none from its
 	// registered sub-agent) then gets the server's CI route
-	// (orchestrator.DefaultCIRoute, "human=10m", unless the operator set
+	// (wire.DefaultCIRoute, "human=10m", unless the operator set
 	// `--ci-route`) instead of DefaultRoute, so no pipeline step waits a
 	// day for a person. The task's Request.Route shows the route it got.
 	FromCI bool `json:"from_ci,omitempty"`
@@ -154,6 +154,14 @@ type Task struct {
 	// Artifacts are the files the last finished round left (name, size,
 	// sha256), served by GET /v1/tasks/{id}/artifacts/{name}.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Origin is the task this one was made from, by replay or fork.
+	Origin *TaskLink `json:"origin,omitempty"`
+	// Derived are the replays and forks made from this task (the most
+	// recent MaxDerived).
+	Derived []TaskLink `json:"derived,omitempty"`
+	// Replay, on a replay, is the recording it answers from and what it
+	// found (docs/replay.md).
+	Replay *Replay `json:"replay,omitempty"`
 	// Revision is the KV revision this copy was read at.
 	Revision uint64 `json:"revision"`
 }
@@ -204,6 +212,11 @@ const (
 	// ActionRetry is a dispatch the retry policy queued again after a
 	// failure; By is "retry policy".
 	ActionRetry = "retry"
+	// ActionReplay and ActionFork: the task was made by replay or fork
+	// (on the new task, its first entry's Detail names the original), or
+	// made one (on the original).
+	ActionReplay = "replay"
+	ActionFork   = "fork"
 )
 
 // HistoryEntry is one action on a task.
@@ -254,6 +267,10 @@ type Round struct {
 	Result    json.RawMessage    `json:"result,omitempty"`
 	ResultRef *schemas.ObjectRef `json:"result_ref,omitempty"`
 	Artifacts []Artifact         `json:"artifacts,omitempty"`
+	// CopiedFrom, on a fork's rounds up to the one it answered
+	// differently, is the original's dispatch the round was copied from
+	// (it did not run again).
+	CopiedFrom string `json:"copied_from,omitempty"`
 	// FollowUp is the message that started this round by `continue`.
 	FollowUp string `json:"follow_up,omitempty"`
 	// Attempt counts dispatches of this round (respawn and retry add one).
@@ -281,6 +298,11 @@ type Answer struct {
 	WaitMS  int64     `json:"wait_ms"`
 	// Assumed: nobody answered; the sentinel's default was taken.
 	Assumed bool `json:"assumed,omitempty"`
+	// Rule is the remembered answer that gave this one (Channel "rule"):
+	// its id and who made it.
+	Rule *RuleRef `json:"rule,omitempty"`
+	// Remembered is the id of the rule this answer made (AnswerRequest.Remember).
+	Remembered string `json:"remembered,omitempty"`
 }
 
 // Decision is what one route step did with a question.
@@ -315,6 +337,8 @@ type AnswerRequest struct {
 	Via string `json:"via,omitempty"`
 	// Channel is how the answer came (api, cli, slack, web).
 	Channel string `json:"channel"`
+	// Remember, when set, also makes the answer a rule (see Remember).
+	Remember *Remember `json:"remember,omitempty"`
 }
 
 // QuestionView is one open question, for the questions list.

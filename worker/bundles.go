@@ -25,7 +25,7 @@ const (
 // the fetch is a fetch failure.
 func fetchBlob(ctx context.Context, store storage.Store, what, uri, sha string, max int64) ([]byte, error) {
 	if store == nil {
-		return nil, &outcomeError{reason: schemas.ReasonFetchFailed, err: fmt.Errorf("fetch %s: no AGORA_STORAGE_URI to fetch it from", what)}
+		return nil, &outcomeError{reason: schemas.ReasonFetchFailed, err: fmt.Errorf("fetch %s: no "+schemas.EnvStorageURI+" to fetch it from", what)}
 	}
 	key := storage.BlobKey(sha)
 	if uri != "" {

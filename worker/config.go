@@ -10,6 +10,7 @@ import (
 
 	"github.com/agoradev/agora/adapters"
 	"github.com/agoradev/agora/internal/secrets/awssm"
+	"github.com/agoradev/agora/schemas"
 )
 
 // Defaults for the knobs a dispatch does not set.
@@ -149,13 +150,13 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	errs := []error{c.EnvProblems}
 	if c.DispatchID == "" {
-		errs = append(errs, errors.New("AGORA_DISPATCH_ID is required"))
+		errs = append(errs, errors.New(schemas.EnvDispatchID+" is required"))
 	}
 	if c.SpecFile == "" && c.StorageURI == "" {
-		errs = append(errs, errors.New("no dispatch spec: set AGORA_SPEC_FILE, or AGORA_STORAGE_URI to read dispatches/<id>/spec.json"))
+		errs = append(errs, errors.New("no dispatch spec: set "+schemas.EnvSpecFile+", or "+schemas.EnvStorageURI+" to read dispatches/<id>/spec.json"))
 	}
 	if !filepath.IsAbs(c.Workspace) {
-		errs = append(errs, fmt.Errorf("AGORA_WORKSPACE %q must be an absolute path", c.Workspace))
+		errs = append(errs, fmt.Errorf(schemas.EnvWorkspace+" %q must be an absolute path", c.Workspace))
 	}
 	errs = append(errs, c.Exchange.validate(c.StorageURI != "")...)
 	if len(c.Adapters) == 0 {

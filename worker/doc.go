@@ -14,8 +14,7 @@
 // failure the worker can name ends in a dispatch.failed event, never only in
 // a log line.
 //
-// The worker imports adapters, schemas, skills, internal/bus,
-// internal/storage, internal/secrets (the ref syntax; a leaf) and the AWS
-// Secrets Manager client; never nats-server, the Docker SDK or the
-// orchestrator, so the static worker binary stays small.
+// What it may import and what the static worker binary must never link
+// (nats-server, the Docker SDK, the orchestrator, wire):
+// docs/architecture.md; test/arch checks both.
 package worker

@@ -84,25 +84,25 @@ func ExchangeFromEnv(environ []string) (Exchange, error) {
 		}
 	}
 	x := Exchange{
-		Key:           env["AGORA_EXCHANGE_KEY"],
-		CancelKey:     env["AGORA_CANCEL_KEY"],
-		RestoreURI:    env["AGORA_RESTORE_URI"],
-		RestoreSHA256: env["AGORA_RESTORE_SHA256"],
+		Key:           env[schemas.EnvExchangeKey],
+		CancelKey:     env[schemas.EnvCancelKey],
+		RestoreURI:    env[schemas.EnvRestoreURI],
+		RestoreSHA256: env[schemas.EnvRestoreSHA256],
 	}
 	var errs []error
-	if v := env["AGORA_MAX_WORKSPACE_BYTES"]; v != "" {
+	if v := env[schemas.EnvMaxWorkspaceBytes]; v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("AGORA_MAX_WORKSPACE_BYTES=%q: want a whole number of bytes above 0", v))
+			errs = append(errs, fmt.Errorf(schemas.EnvMaxWorkspaceBytes+"=%q: want a whole number of bytes above 0", v))
 		}
 		x.MaxWorkspaceBytes = max(n, 0)
 	}
-	switch v := strings.ToLower(env["AGORA_SNAPSHOT_WORKSPACE"]); v {
+	switch v := strings.ToLower(env[schemas.EnvSnapshotWorkspace]); v {
 	case "", "false", "0", "no":
 	case "true", "1", "yes":
 		x.SnapshotWorkspace = true
 	default:
-		errs = append(errs, fmt.Errorf("AGORA_SNAPSHOT_WORKSPACE=%q: want true or false", v))
+		errs = append(errs, fmt.Errorf(schemas.EnvSnapshotWorkspace+"=%q: want true or false", v))
 	}
 	return x, errors.Join(errs...)
 }
@@ -115,35 +115,35 @@ func (x Exchange) validate(storage bool) []error {
 	var errs []error
 	needStorage := func(name string) {
 		if !storage {
-			errs = append(errs, fmt.Errorf("%s needs AGORA_STORAGE_URI", name))
+			errs = append(errs, fmt.Errorf("%s needs "+schemas.EnvStorageURI, name))
 		}
 	}
 	if x.Key != "" {
-		needStorage("AGORA_EXCHANGE_KEY")
+		needStorage(schemas.EnvExchangeKey)
 		if err := validKey(x.specKey()); err != nil {
-			errs = append(errs, fmt.Errorf("AGORA_EXCHANGE_KEY: %w", err))
+			errs = append(errs, fmt.Errorf(schemas.EnvExchangeKey+": %w", err))
 		}
 	}
 	if x.CancelKey != "" {
-		needStorage("AGORA_CANCEL_KEY")
+		needStorage(schemas.EnvCancelKey)
 		if err := validKey(x.CancelKey); err != nil {
-			errs = append(errs, fmt.Errorf("AGORA_CANCEL_KEY: %w", err))
+			errs = append(errs, fmt.Errorf(schemas.EnvCancelKey+": %w", err))
 		}
 	}
 	if x.SnapshotWorkspace && x.Key == "" {
-		errs = append(errs, errors.New("AGORA_SNAPSHOT_WORKSPACE=true needs AGORA_EXCHANGE_KEY, where the snapshot is recorded"))
+		errs = append(errs, errors.New(schemas.EnvSnapshotWorkspace+"=true needs "+schemas.EnvExchangeKey+", where the snapshot is recorded"))
 	}
 	switch {
 	case x.RestoreURI != "":
-		needStorage("AGORA_RESTORE_URI")
+		needStorage(schemas.EnvRestoreURI)
 		if !sha256Hex.MatchString(x.RestoreSHA256) {
-			errs = append(errs, fmt.Errorf("AGORA_RESTORE_SHA256=%q: want 64 lower-case hex digits (AGORA_RESTORE_URI is set)", x.RestoreSHA256))
+			errs = append(errs, fmt.Errorf(schemas.EnvRestoreSHA256+"=%q: want 64 lower-case hex digits ("+schemas.EnvRestoreURI+" is set)", x.RestoreSHA256))
 		}
 	case x.RestoreSHA256 != "":
-		errs = append(errs, errors.New("AGORA_RESTORE_SHA256 is set without AGORA_RESTORE_URI"))
+		errs = append(errs, errors.New(schemas.EnvRestoreSHA256+" is set without "+schemas.EnvRestoreURI))
 	}
 	if x.MaxWorkspaceBytes < 0 {
-		errs = append(errs, fmt.Errorf("AGORA_MAX_WORKSPACE_BYTES %d: want a number above 0", x.MaxWorkspaceBytes))
+		errs = append(errs, fmt.Errorf(schemas.EnvMaxWorkspaceBytes+" %d: want a number above 0", x.MaxWorkspaceBytes))
 	}
 	return errs
 }
@@ -156,7 +156,7 @@ func validKey(key string) error { return storage.ValidateKey(key) }
 func readPrivate(ctx context.Context, store storage.Store, x Exchange) (key []byte, env []string, err error) {
 	// Named by the variable, not the prefix: the detail reaches the
 	// task's events, and the prefix is only for the runner and this task.
-	const name = "$AGORA_EXCHANGE_KEY/private.json"
+	const name = "$" + schemas.EnvExchangeKey + "/" + schemas.ExchangePrivate
 	rc, err := store.Get(ctx, x.privateKey())
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %s", name, hidePrefix(err, x.Key))
@@ -193,7 +193,7 @@ func readPrivate(ctx context.Context, store storage.Store, x Exchange) (key []by
 // hidePrefix is err's message with the exchange prefix written as the
 // variable's name.
 func hidePrefix(err error, prefix string) string {
-	return strings.ReplaceAll(err.Error(), prefix, "$AGORA_EXCHANGE_KEY")
+	return strings.ReplaceAll(err.Error(), prefix, "$"+schemas.EnvExchangeKey)
 }
 
 // mergeEnv adds entries to environ, except names environ already has: as

@@ -83,7 +83,7 @@ func (w *run) collectResult(ctx context.Context, ev *schemas.Event, runtimeText 
 	}
 	if w.store == nil {
 		if _, err := os.Lstat(filepath.Join(w.cfg.Workspace, filepath.FromSlash(schemas.ArtifactsDir))); err == nil || len(w.spec.Subagent.Outputs) > 0 {
-			w.log.Warn("no storage (AGORA_STORAGE_URI) to copy artifacts to; none are handed back")
+			w.log.Warn("no storage (" + schemas.EnvStorageURI + ") to copy artifacts to; none are handed back")
 		}
 		return nil
 	}

@@ -3,6 +3,8 @@ package worker
 import (
 	"os"
 	"strings"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // allowedEnv are the worker's own variables a runtime may see: what programs
@@ -15,7 +17,7 @@ var allowedEnv = map[string]bool{
 	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
 	"http_proxy": true, "https_proxy": true, "no_proxy": true,
 	// Claude Code's permission mode is operator configuration, not a secret.
-	"AGORA_CLAUDE_PERMISSION_MODE": true,
+	schemas.EnvClaudePermissionMode: true,
 }
 
 // deniedPrefixes never reach a runtime, even when AGORA_PASSTHROUGH_ENV names
@@ -29,7 +31,7 @@ var deniedPrefixes = []string{"AWS_", "AGORA_", "NATS_"}
 func runtimeEnv(environ []string, bundles []string, exeDir string) []string {
 	pass := map[string]bool{}
 	for _, kv := range environ {
-		if name, value, _ := strings.Cut(kv, "="); name == "AGORA_PASSTHROUGH_ENV" {
+		if name, value, _ := strings.Cut(kv, "="); name == schemas.EnvPassthroughEnv {
 			for _, n := range strings.Split(value, ",") {
 				if n = strings.TrimSpace(n); n != "" {
 					pass[n] = true

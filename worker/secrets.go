@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agoradev/agora/internal/secrets"
+	"github.com/agoradev/agora/schemas"
 )
 
 // DefaultSecretsDir is where local:NAME refs are read when
@@ -165,7 +166,7 @@ func (b BuiltinSecrets) local(name string) (string, error) {
 	}
 	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("local secret %s: no secrets directory %s (AGORA_SECRETS_DIR): the runner mounts one only when it has a local secret store (agora serve, or agora runner --secrets-dir)", name, dir)
+		return "", fmt.Errorf("local secret %s: no secrets directory %s ("+schemas.EnvSecretsDir+"): the runner mounts one only when it has a local secret store (agora serve, or agora runner --secrets-dir)", name, dir)
 	}
 	if err != nil {
 		return "", fmt.Errorf("local secret %s: %w", name, err)

@@ -44,7 +44,7 @@ func runSetup(ctx context.Context, ws string, env []string, timeout, grace time.
 		return nil // cancelled: the caller reports dispatch.cancelled
 	}
 	if errors.Is(context.Cause(sctx), errSetupTimeout) {
-		return &outcomeError{reason: schemas.ReasonWorkerFailed, err: fmt.Errorf("%s did not finish within %s (AGORA_SETUP_TIMEOUT_SECONDS)", schemas.SetupScript, timeout)}
+		return &outcomeError{reason: schemas.ReasonWorkerFailed, err: fmt.Errorf("%s did not finish within %s ("+schemas.EnvSetupTimeoutSeconds+")", schemas.SetupScript, timeout)}
 	}
 	if !res.Successful() {
 		return &outcomeError{reason: schemas.ReasonWorkerFailed, err: fmt.Errorf("%s exited with code %d", schemas.SetupScript, res.ExitCode)}

@@ -83,6 +83,16 @@ func Run(ctx context.Context, cfg Config) Result {
 	cfg.Logger = slog.New(newRedactHandler(cfg.Logger.Handler(), red))
 	w := &run{cfg: cfg, log: cfg.Logger.With("dispatch_id", cfg.DispatchID), redact: red}
 	w.timings.Start = time.Now()
+	// The schemas this run validates with compile in the background while
+	// it reads its files, dials NATS and fetches its spec: the dispatch
+	// spec's, then the event schema's when events are published (the bus
+	// checks each against it). Most of a cold start's cost
+	// (docs/benchmarks.md).
+	if cfg.NATSURL != "" {
+		schemas.Prepare(schemas.SchemaDispatchSpec, schemas.SchemaEvent)
+	} else {
+		schemas.Prepare(schemas.SchemaDispatchSpec)
+	}
 	// Before anything else runs: once the file is gone, only this process
 	// holds the key the runner checks event lines with.
 	key, keyErr := readEventKey(cfg.EventKeyFile)
@@ -97,7 +107,7 @@ func Run(ctx context.Context, cfg Config) Result {
 		privKey, workerEnv, w.privateErr = w.readPrivate(ctx)
 		switch {
 		case privKey != nil && key != nil:
-			w.log.Warn("both AGORA_EVENT_KEY_FILE and an event_key in $AGORA_EXCHANGE_KEY/private.json; signing with the file's")
+			w.log.Warn("both " + schemas.EnvEventKeyFile + " and an event_key in $" + schemas.EnvExchangeKey + "/" + schemas.ExchangePrivate + "; signing with the file's")
 		case privKey != nil:
 			key = privKey
 		}
@@ -115,8 +125,8 @@ func Run(ctx context.Context, cfg Config) Result {
 		cfg.LogWriter.SetKey(key)
 	}
 	if cfg.DispatchID == "" {
-		w.log.Error("AGORA_DISPATCH_ID is required; no event can be emitted without it")
-		fmt.Fprintln(cfg.Stderr, "agora-worker: AGORA_DISPATCH_ID is required")
+		w.log.Error(schemas.EnvDispatchID + " is required; no event can be emitted without it")
+		fmt.Fprintln(cfg.Stderr, "agora-worker: "+schemas.EnvDispatchID+" is required")
 		return Result{ExitCode: ExitFailed, Timings: w.timings}
 	}
 	// Publishing must outlive a cancel: the cancelled event still has to go out.
@@ -173,7 +183,7 @@ func (w *run) execute(ctx context.Context) schemas.Event {
 		return w.failed(&outcomeError{reason: schemas.ReasonFetchFailed, err: err}, ExitFailed)
 	}
 	if w.privateErr != nil {
-		return w.failed(workerFailed("AGORA_EXCHANGE_KEY: %w", w.privateErr), ExitFailed)
+		return w.failed(workerFailed(schemas.EnvExchangeKey+": %w", w.privateErr), ExitFailed)
 	}
 	spec, err := w.readSpec(ctx)
 	if err != nil {
@@ -323,7 +333,7 @@ func (w *run) readSpec(ctx context.Context) (*schemas.DispatchSpec, error) {
 			return nil, workerFailed("read spec %s: %w", w.cfg.SpecFile, err)
 		}
 	} else {
-		key := "dispatches/" + w.cfg.DispatchID + "/spec.json"
+		key := schemas.DispatchKey(w.cfg.DispatchID, schemas.ExchangeSpec)
 		if w.cfg.Exchange.Key != "" {
 			key = w.cfg.Exchange.specKey()
 		}
@@ -345,7 +355,7 @@ func (w *run) readSpec(ctx context.Context) (*schemas.DispatchSpec, error) {
 		return nil, workerFailed("%w", err)
 	}
 	if spec.DispatchID != w.cfg.DispatchID {
-		return nil, workerFailed("dispatch spec is for dispatch %q but AGORA_DISPATCH_ID is %q", spec.DispatchID, w.cfg.DispatchID)
+		return nil, workerFailed("dispatch spec is for dispatch %q but "+schemas.EnvDispatchID+" is %q", spec.DispatchID, w.cfg.DispatchID)
 	}
 	return spec, nil
 }
@@ -495,7 +505,7 @@ func readNATSCreds(path string) ([]byte, error) {
 		return nil, fmt.Errorf("remove %s (the sub-agent could read it): %w", path, rmErr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read AGORA_NATS_CREDS_FILE: %w", err)
+		return nil, fmt.Errorf("read "+schemas.EnvNATSCredsFile+": %w", err)
 	}
 	return data, nil
 }
@@ -511,11 +521,11 @@ func readEventKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("remove %s (the sub-agent could read it): %w", path, rmErr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read AGORA_EVENT_KEY_FILE: %w", err)
+		return nil, fmt.Errorf("read "+schemas.EnvEventKeyFile+": %w", err)
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
 	if err != nil || len(key) != schemas.EventKeyBytes {
-		return nil, fmt.Errorf("AGORA_EVENT_KEY_FILE %s: want %d hex-encoded bytes", path, schemas.EventKeyBytes)
+		return nil, fmt.Errorf(schemas.EnvEventKeyFile+" %s: want %d hex-encoded bytes", path, schemas.EventKeyBytes)
 	}
 	return key, nil
 }

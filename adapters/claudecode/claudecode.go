@@ -29,7 +29,7 @@
 // it: one JSON object per line, a system/init message first and a result
 // message with num_turns, total_cost_usd and usage last.
 //
-// It imports only adapters, schemas and internal/proc from this module.
+// What it may import: docs/architecture.md.
 package claudecode
 
 import (
@@ -51,7 +51,7 @@ const (
 	// Executable is the name looked up on the runtime's PATH.
 	Executable = "claude"
 	// EnvPermissionMode overrides DefaultPermissionMode.
-	EnvPermissionMode = "AGORA_CLAUDE_PERMISSION_MODE"
+	EnvPermissionMode = schemas.EnvClaudePermissionMode
 	// EnvExtraArgs holds extra arguments, split on white space.
 	EnvExtraArgs = "AGORA_CLAUDE_ARGS"
 	// DefaultPermissionMode lets Claude Code use its tools without asking:

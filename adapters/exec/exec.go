@@ -4,7 +4,7 @@
 // internal/proc's process-group supervision. The command finds its input,
 // the resume file and the sentinel path through those variables.
 //
-// It imports only adapters, schemas and internal/proc from this module.
+// What it may import: docs/architecture.md.
 package exec
 
 import (

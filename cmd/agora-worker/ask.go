@@ -97,10 +97,10 @@ func sentinelPath(environ []string, workspace string) string {
 	switch {
 	case workspace != "":
 		return sentinel.Path(workspace)
-	case env["AGORA_NEEDS_INPUT_FILE"] != "":
-		return env["AGORA_NEEDS_INPUT_FILE"]
-	case env["AGORA_WORKSPACE"] != "":
-		return sentinel.Path(env["AGORA_WORKSPACE"])
+	case env[schemas.EnvNeedsInputFile] != "":
+		return env[schemas.EnvNeedsInputFile]
+	case env[schemas.EnvWorkspace] != "":
+		return sentinel.Path(env[schemas.EnvWorkspace])
 	}
 	return filepath.FromSlash(schemas.SentinelPath)
 }

@@ -69,7 +69,7 @@ var dispatchSeq atomic.Int64
 
 // spec returns an exec spec for script with a fresh dispatch id.
 func (e *env) spec(script string) *schemas.DispatchSpec {
-	id := fmt.Sprintf("d-%d-%d", os.Getpid(), dispatchSeq.Add(1))
+	id := fmt.Sprintf("d-%d-%d", testutil.RunNumber(), dispatchSeq.Add(1))
 	return &schemas.DispatchSpec{
 		DispatchID: id, TaskID: "t-" + id, Round: 1,
 		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", script}},

@@ -15,9 +15,9 @@ import (
 // proxy container of a dispatch with network egress (docs/runner.md).
 const (
 	// envEgressAllow is the allow-list, entries separated by commas.
-	envEgressAllow = "AGORA_EGRESS_ALLOW"
+	envEgressAllow = schemas.EnvEgressAllow
 	// envEgressListen is the proxy's address, default ":3128".
-	envEgressListen = "AGORA_EGRESS_LISTEN"
+	envEgressListen = schemas.EnvEgressListen
 )
 
 // runEgressProxy serves the dispatch's egress proxy until ctx ends (the
@@ -53,7 +53,7 @@ func runEgressProxy(ctx context.Context, environ []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "agora-worker egress-proxy: %v\n", err)
 		return 1
 	}
-	p := egress.New(egress.Config{Rules: rules, DispatchID: env["AGORA_DISPATCH_ID"], Log: stdout})
+	p := egress.New(egress.Config{Rules: rules, DispatchID: env[schemas.EnvDispatchID], Log: stdout})
 	fmt.Fprintf(stderr, "agora-worker egress-proxy: listening on %s for %d hosts\n", ln.Addr(), len(rules))
 	if err := egress.Serve(ctx, ln, p); err != nil {
 		fmt.Fprintf(stderr, "agora-worker egress-proxy: %v\n", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/agoradev/agora/adapters/claudecode"
 	"github.com/agoradev/agora/adapters/exec"
 	"github.com/agoradev/agora/internal/units"
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/worker"
 )
 
@@ -92,7 +93,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 func withWorkerEnv(environ []string) ([]string, error) {
 	var path string
 	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "AGORA_WORKER_ENV_FILE="); ok {
+		if v, ok := strings.CutPrefix(kv, schemas.EnvWorkerEnvFile+"="); ok {
 			path = v
 		}
 	}
@@ -101,10 +102,10 @@ func withWorkerEnv(environ []string) ([]string, error) {
 	}
 	data, err := os.ReadFile(path)
 	if rmErr := os.Remove(path); err == nil && rmErr != nil {
-		return environ, fmt.Errorf("AGORA_WORKER_ENV_FILE: remove %s (the sub-agent could read it): %w", path, rmErr)
+		return environ, fmt.Errorf(schemas.EnvWorkerEnvFile+": remove %s (the sub-agent could read it): %w", path, rmErr)
 	}
 	if err != nil {
-		return environ, fmt.Errorf("AGORA_WORKER_ENV_FILE: %w", err)
+		return environ, fmt.Errorf(schemas.EnvWorkerEnvFile+": %w", err)
 	}
 	set := map[string]bool{}
 	for _, kv := range environ {
@@ -118,7 +119,7 @@ func withWorkerEnv(environ []string) ([]string, error) {
 		}
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
-			return environ, fmt.Errorf("AGORA_WORKER_ENV_FILE %s: an entry is not KEY=VALUE", path)
+			return environ, fmt.Errorf(schemas.EnvWorkerEnvFile+" %s: an entry is not KEY=VALUE", path)
 		}
 		if !set[name] {
 			out = append(out, kv)
@@ -162,15 +163,15 @@ func configFromEnv(environ []string) worker.Config {
 		return d
 	}
 	var disableHelper bool
-	switch v := strings.ToLower(env["AGORA_DISABLE_NEEDS_INPUT_HELPER"]); v {
+	switch v := strings.ToLower(env[schemas.EnvDisableNeedsInputHelper]); v {
 	case "", "false", "0", "no":
 	case "true", "1", "yes":
 		disableHelper = true
 	default:
-		problems = append(problems, fmt.Errorf("AGORA_DISABLE_NEEDS_INPUT_HELPER=%q: want true or false", v))
+		problems = append(problems, fmt.Errorf(schemas.EnvDisableNeedsInputHelper+"=%q: want true or false", v))
 	}
 	level := slog.LevelInfo
-	if env["AGORA_LOG_LEVEL"] == "debug" {
+	if env[schemas.EnvLogLevel] == "debug" {
 		level = slog.LevelDebug
 	}
 	// The worker's log lines are signed once it has the event key: the
@@ -190,21 +191,21 @@ func configFromEnv(environ []string) worker.Config {
 		}
 		return n
 	}
-	artifacts := worker.ArtifactLimits{Files: int(min(count("AGORA_MAX_ARTIFACTS"), math.MaxInt32)), Bytes: count("AGORA_MAX_ARTIFACTS_BYTES")}
+	artifacts := worker.ArtifactLimits{Files: int(min(count(schemas.EnvMaxArtifacts), math.MaxInt32)), Bytes: count(schemas.EnvMaxArtifactsBytes)}
 	return worker.Config{
-		DispatchID:              env["AGORA_DISPATCH_ID"],
-		SpecFile:                env["AGORA_SPEC_FILE"],
-		StorageURI:              env["AGORA_STORAGE_URI"],
-		Workspace:               env["AGORA_WORKSPACE"],
-		NATSURL:                 env["AGORA_NATS_URL"],
+		DispatchID:              env[schemas.EnvDispatchID],
+		SpecFile:                env[schemas.EnvSpecFile],
+		StorageURI:              env[schemas.EnvStorageURI],
+		Workspace:               env[schemas.EnvWorkspace],
+		NATSURL:                 env[schemas.EnvNATSURL],
 		DisableNeedsInputHelper: disableHelper,
-		SetupTimeout:            seconds("AGORA_SETUP_TIMEOUT_SECONDS"),
-		Grace:                   seconds("AGORA_GRACE_SECONDS"),
-		PublishWindow:           seconds("AGORA_PUBLISH_WINDOW_SECONDS"),
-		SecretsDir:              env["AGORA_SECRETS_DIR"],
-		EventKeyFile:            env["AGORA_EVENT_KEY_FILE"],
-		NATSCredsFile:           env["AGORA_NATS_CREDS_FILE"],
-		SecretsTimeout:          seconds("AGORA_SECRETS_TIMEOUT_SECONDS"),
+		SetupTimeout:            seconds(schemas.EnvSetupTimeoutSeconds),
+		Grace:                   seconds(schemas.EnvGraceSeconds),
+		PublishWindow:           seconds(schemas.EnvPublishWindowSeconds),
+		SecretsDir:              env[schemas.EnvSecretsDir],
+		EventKeyFile:            env[schemas.EnvEventKeyFile],
+		NATSCredsFile:           env[schemas.EnvNATSCredsFile],
+		SecretsTimeout:          seconds(schemas.EnvSecretsTimeoutSeconds),
 		Exchange:                exchange,
 		Artifacts:               artifacts,
 		Environ:                 environ,

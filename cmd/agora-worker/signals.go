@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/worker"
 )
 
@@ -32,17 +33,17 @@ func cancelMarkerFromEnv(environ []string) cancelMarker {
 		}
 	}
 	switch {
-	case env["AGORA_CANCEL_FILE"] != "":
-		path := env["AGORA_CANCEL_FILE"]
+	case env[schemas.EnvCancelFile] != "":
+		path := env[schemas.EnvCancelFile]
 		return cancelMarker{where: path, marked: func(context.Context) (bool, error) {
 			_, err := os.Stat(path)
 			return err == nil, nil
 		}}
-	case env["AGORA_CANCEL_KEY"] != "":
+	case env[schemas.EnvCancelKey] != "":
 		// The key's value stays out of stderr: it is under the exchange
 		// prefix, which only the runner and this task know.
-		return cancelMarker{where: "(AGORA_CANCEL_KEY in storage)",
-			marked: worker.CancelCheck(env["AGORA_STORAGE_URI"], env["AGORA_CANCEL_KEY"])}
+		return cancelMarker{where: "(" + schemas.EnvCancelKey + " in storage)",
+			marked: worker.CancelCheck(env[schemas.EnvStorageURI], env[schemas.EnvCancelKey])}
 	}
 	return cancelMarker{}
 }

@@ -21,8 +21,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -127,7 +125,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	a := newAPIFlags(fs)
 	batch := fs.String("batch", "", "the batch `ID` (default: the file's name without its extension)")
 	route := fs.String("route", "", "the route of every line that names none, e.g. memory,human=24h")
-	pos, err := parseVerb(fs, batchSubmitSynopsis, args, stdout)
+	pos, err := parseArgs(fs, batchSubmitSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -146,7 +144,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 		return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
 	}
 	if *route != "" {
-		if _, err := answer.ParseRoute(*route); err != nil {
+		if _, err := wire.ParseRoute(*route); err != nil {
 			return usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", *route, err)
 		}
 	}
@@ -435,7 +433,7 @@ func batchBulkMain(ctx context.Context, name string, op bulkOp, args, environ []
 		states = fs.StringArray("state", nil, "respawn the batch's tasks in `STATE` (repeat; default failed and expired)")
 		synopsis = "ID [--state STATE] [--yes] [--json] [--server URL] [--token TOKEN]"
 	}
-	pos, err := parseVerb(fs, synopsis, args, stdout)
+	pos, err := parseArgs(fs, synopsis, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -466,10 +464,10 @@ const batchStatusSynopsis = "ID [--json] [--server URL] [--token TOKEN]"
 
 // batchStatus is batch status's --json output.
 type batchStatus struct {
-	Batch     string                     `json:"batch"`
-	Tasks     int                        `json:"tasks"`
-	Counts    map[orchestrator.State]int `json:"counts"`
-	Questions []questionGroup            `json:"questions"`
+	Batch     string             `json:"batch"`
+	Tasks     int                `json:"tasks"`
+	Counts    map[wire.State]int `json:"counts"`
+	Questions []questionGroup    `json:"questions"`
 }
 
 // openedBatch is a batch verb's flags, client and every task of the batch.
@@ -483,28 +481,20 @@ type openedBatch struct {
 // openBatch parses a batch verb's flags and one batch ID, and lists every
 // task of the batch; a batch without tasks is an error naming the server.
 func openBatch(ctx context.Context, verb, synopsis string, args, environ []string, stdout io.Writer) (*openedBatch, error) {
-	fs := flag.NewFlagSet("agora batch "+verb, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, synopsis, args, stdout)
+	a := newAPIVerb("agora batch "+verb, synopsis)
+	c, pos, err := a.open(args, environ, stdout, wantOne(fmt.Sprintf("want one batch ID, e.g. agora batch %s tasks", verb)))
 	if err != nil {
 		return nil, err
-	}
-	if len(pos) != 1 {
-		return nil, usagef("want one batch ID, e.g. agora batch %s tasks", verb)
 	}
 	id := pos[0]
-	c, err := a.connect(environ)
-	if err != nil {
-		return nil, err
-	}
-	tasks, _, err := c.ListAll(ctx, orchestrator.ListOptions{Label: batchLabel + "=" + id})
+	tasks, _, err := c.ListAll(ctx, wire.ListOptions{Label: batchLabel + "=" + id})
 	if err != nil {
 		return nil, a.explain(err, "")
 	}
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
 	}
-	return &openedBatch{api: a, client: c, id: id, tasks: tasks}, nil
+	return &openedBatch{api: a.apiFlags, client: c, id: id, tasks: tasks}, nil
 }
 
 // batchStatusMain counts the batch's tasks by state and groups their open
@@ -515,7 +505,7 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 		return err
 	}
 	a, c, id, tasks := b.api, b.client, b.id, b.tasks
-	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[orchestrator.State]int{}}
+	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
 	for _, t := range tasks {
 		st.Counts[t.State]++
 	}
@@ -527,14 +517,14 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 	}
 	u := newUI(stdout, environ)
 	var parts []string
-	for _, s := range []orchestrator.State{orchestrator.StateQueued, orchestrator.StateRunning, orchestrator.StateNeedsInput,
-		orchestrator.StateFinished, orchestrator.StateFailed, orchestrator.StateCancelled, orchestrator.StateExpired} {
+	for _, s := range []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput,
+		wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired} {
 		if n := st.Counts[s]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, u.state(s)))
 		}
 	}
 	fmt.Fprintf(stdout, "batch %s: %d task%s · %s\n", u.paint(sgrBold, id), st.Tasks, pluralS(st.Tasks), strings.Join(parts, " · "))
-	if n := st.Counts[orchestrator.StateFailed]; n > 0 {
+	if n := st.Counts[wire.StateFailed]; n > 0 {
 		fmt.Fprintf(stdout, "failed: agora status --label %s=%s --state failed\n", batchLabel, id)
 	}
 	fmt.Fprintln(stdout)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/api/openapitest"
@@ -20,8 +19,8 @@ import (
 func TestBatchSubmitGroupsErrors(t *testing.T) {
 	t.Parallel()
 	h, err := api.NewHandler(api.Config{Service: &apitest.Service{
-		ListFunc: func(context.Context, orchestrator.ListOptions) (orchestrator.TaskPage, error) {
-			return orchestrator.TaskPage{}, nil
+		ListFunc: func(context.Context, wire.ListOptions) (wire.TaskPage, error) {
+			return wire.TaskPage{}, nil
 		},
 	}})
 	if err != nil {

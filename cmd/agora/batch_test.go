@@ -35,18 +35,18 @@ func batchFile(t *testing.T, dir, name string, lines ...string) string {
 func echo(n string) string { return strings.ReplaceAll(echoLine, "%N%", n) }
 
 // batchTasks are the ids of the tasks of batch id, sorted.
-func (s *taskServer) batchTasks(t *testing.T, id string) []*orchestrator.Task {
+func (s *taskServer) batchTasks(t *testing.T, id string) []*wire.Task {
 	t.Helper()
-	page, err := s.orch.List(t.Context(), orchestrator.ListOptions{Label: batchLabel + "=" + id, Limit: orchestrator.MaxPageLimit})
+	page, err := s.orch.List(t.Context(), wire.ListOptions{Label: batchLabel + "=" + id, Limit: wire.MaxPageLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tasks := page.Tasks
-	slices.SortFunc(tasks, func(a, b *orchestrator.Task) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(tasks, func(a, b *wire.Task) int { return strings.Compare(a.ID, b.ID) })
 	return tasks
 }
 
-func taskIDs(tasks []*orchestrator.Task) []string {
+func taskIDs(tasks []*wire.Task) []string {
 	var ids []string
 	for _, t := range tasks {
 		ids = append(ids, t.ID)
@@ -82,7 +82,7 @@ func TestBatchSubmit(t *testing.T) {
 		if task.ID == "custom" {
 			want = "memory,human=1h"
 		}
-		if task.Request.Route != want || task.Request.Labels[batchLabel] != "b1" || task.State != orchestrator.StateQueued {
+		if task.Request.Route != want || task.Request.Labels[batchLabel] != "b1" || task.State != wire.StateQueued {
 			t.Errorf("task %s: route %q, labels %v, %s; want route %q, the batch label, queued", task.ID, task.Request.Route, task.Request.Labels, task.State, want)
 		}
 	}
@@ -99,7 +99,7 @@ func TestBatchSubmit(t *testing.T) {
 	}
 	if rep.Batch != "b1" || rep.Lines != 5 || rep.Submitted != 0 || rep.Existing != 4 || rep.Failed != 1 || len(rep.Results) != 5 ||
 		rep.Results[2].Line != 3 || rep.Results[2].Result != lineFailed || !strings.Contains(rep.Results[2].Error, "unknown field") ||
-		rep.Results[3].TaskID != "b1-4" || rep.Results[3].Result != lineExisting || rep.Results[3].State != orchestrator.StateQueued {
+		rep.Results[3].TaskID != "b1-4" || rep.Results[3].Result != lineExisting || rep.Results[3].State != wire.StateQueued {
 		t.Errorf("batch submit --json = %+v", rep)
 	}
 	if n := len(s.batchTasks(t, "b1")); n != 4 {
@@ -206,7 +206,7 @@ func TestBatchGroupAllLike(t *testing.T) {
 	}
 	r = agora(t, s.env, "batch", "status", "g", "--json")
 	var st batchStatus
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Tasks != 6 || st.Counts[orchestrator.StateNeedsInput] != 6 ||
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Tasks != 6 || st.Counts[wire.StateNeedsInput] != 6 ||
 		len(st.Questions) != 3 || st.Questions[2].Count != 2 {
 		t.Errorf("batch status --json = %v (%+v), %v", r, st, err)
 	}
@@ -217,7 +217,7 @@ func TestBatchGroupAllLike(t *testing.T) {
 	agora(t, s.env, "answer", "--all-like", "g-1", "red", "--round", "1").want(t, "--all-like with --round", 2, nil, []string{"drop --round"})
 	agora(t, s.env, "answer", "--all-like", "nope", "red").want(t, "--all-like of an unknown task", 1, nil, []string{"no task nope"})
 	for _, id := range []string{"g-1", "g-2", "g-3"} {
-		if task := s.get(t, id); task.State != orchestrator.StateNeedsInput {
+		if task := s.get(t, id); task.State != wire.StateNeedsInput {
 			t.Fatalf("after bad answers %s is %s", id, task.State)
 		}
 	}
@@ -228,12 +228,12 @@ func TestBatchGroupAllLike(t *testing.T) {
 		"3 answered · 0 already answered · 0 failed"}, nil)
 	for _, id := range []string{"g-1", "g-2", "g-3"} {
 		task := s.get(t, id)
-		if a := task.Rounds[0].Answer; a == nil || a.Value != "green" || a.By != "alice" || a.Channel != "cli" || task.State != orchestrator.StateQueued {
+		if a := task.Rounds[0].Answer; a == nil || a.Value != "green" || a.By != "alice" || a.Channel != "cli" || task.State != wire.StateQueued {
 			t.Errorf("%s after --all-like: %s, answer %+v; want green by alice via cli, round 2 queued", id, task.State, a)
 		}
 	}
 	for _, id := range []string{"g-4", "g-5", "g-6", "solo"} {
-		if task := s.get(t, id); task.State != orchestrator.StateNeedsInput || task.Rounds[0].Answer != nil {
+		if task := s.get(t, id); task.State != wire.StateNeedsInput || task.Rounds[0].Answer != nil {
 			t.Errorf("%s after --all-like of another question: %s, answer %+v; want it untouched", id, task.State, task.Rounds[0].Answer)
 		}
 	}
@@ -247,7 +247,7 @@ func TestBatchGroupAllLike(t *testing.T) {
 		t.Fatalf("answer --all-like --json: %v, %v", r, err)
 	}
 	if rep.Like != "g-6" || rep.Answer != "yes" || rep.Answered != 2 || rep.Failed != 0 || len(rep.Results) != 2 ||
-		rep.Results[0].TaskID != "g-6" || rep.Results[1].TaskID != "g-5" || rep.Results[1].Result != "answered" || rep.Results[1].State != orchestrator.StateQueued {
+		rep.Results[0].TaskID != "g-6" || rep.Results[1].TaskID != "g-5" || rep.Results[1].Result != "answered" || rep.Results[1].State != wire.StateQueued {
 		t.Errorf("answer --all-like --json = %+v", rep)
 	}
 	if a := s.get(t, "g-5").Rounds[0].Answer; a == nil || a.Value != "yes" || a.By != "tester" {
@@ -268,7 +268,7 @@ func TestAllLikeFailed(t *testing.T) {
 	var s *taskServer
 	s = newTaskServerWith(t, func(o orchestrator.Service) orchestrator.Service {
 		return &raceAfterFirstAnswer{Service: o, race: func() {
-			if _, err := s.orch.Answer(t.Context(), orchestrator.AnswerRequest{TaskID: "f-2", Answer: "no", By: "bob", Channel: "cli"}); err != nil {
+			if _, err := s.orch.Answer(t.Context(), wire.AnswerRequest{TaskID: "f-2", Answer: "no", By: "bob", Channel: "cli"}); err != nil {
 				t.Error(err)
 			}
 			if _, err := s.orch.Cancel(t.Context(), "f-3"); err != nil {
@@ -324,7 +324,7 @@ type raceAfterFirstAnswer struct {
 	race func()
 }
 
-func (r *raceAfterFirstAnswer) Answer(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+func (r *raceAfterFirstAnswer) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 	t, err := r.Service.Answer(ctx, req)
 	r.once.Do(r.race)
 	return t, err
@@ -367,7 +367,7 @@ func TestQuestionGroupsAPI(t *testing.T) {
 			t.Errorf("%s: AnswerGroup = %v, want %v", tt.name, err, tt.want)
 		}
 	}
-	if q := s.get(t, "q-1"); q.State != orchestrator.StateNeedsInput {
+	if q := s.get(t, "q-1"); q.State != wire.StateNeedsInput {
 		t.Fatalf("after bad answers q-1 is %s", q.State)
 	}
 
@@ -380,7 +380,7 @@ func TestQuestionGroupsAPI(t *testing.T) {
 			t.Errorf("%s's answer = %+v, want yes via web", id, a)
 		}
 	}
-	if q := s.get(t, "q-3"); q.State != orchestrator.StateNeedsInput {
+	if q := s.get(t, "q-3"); q.State != wire.StateNeedsInput {
 		t.Errorf("q-3 (another question) is %s, want it untouched", q.State)
 	}
 	if _, err := c.AnswerGroup(ctx, ship.ID, wire.AnswerBody{Answer: "no"}); !errors.Is(err, wire.ErrNoQuestion) {

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // states are the states of the tasks of batch id, by task id.
-func (s *taskServer) states(t *testing.T, batch string) map[string]orchestrator.State {
+func (s *taskServer) states(t *testing.T, batch string) map[string]wire.State {
 	t.Helper()
-	out := map[string]orchestrator.State{}
+	out := map[string]wire.State{}
 	for _, task := range s.batchTasks(t, batch) {
 		out[task.ID] = task.State
 	}
@@ -39,21 +39,21 @@ func TestBulkSelectors(t *testing.T) {
 	agora(t, s.env, "cancel", "--batch", "b1").want(t, "cancel --batch without --yes", 2, nil,
 		[]string{"agora cancel: 5 tasks match --batch b1; nothing changed: no terminal on stdin to confirm on, so add --yes to cancel them\n"})
 	for id, st := range s.states(t, "b1") {
-		if st != orchestrator.StateQueued {
+		if st != wire.StateQueued {
 			t.Errorf("after a refused cancel, %s is %s", id, st)
 		}
 	}
 
 	// One task ends first: it is left alone, the others are cancelled.
-	s.end(t, "b1-5", "b1-5-r1", schemas.KindFinished, orchestrator.StateFinished)
+	s.end(t, "b1-5", "b1-5-r1", schemas.KindFinished, wire.StateFinished)
 	r := agora(t, s.env, "cancel", "--batch", "b1", "--yes")
 	r.want(t, "cancel --batch --yes", 0, []string{"cancelled 4 of 5 tasks (--batch b1) · 1 already ended, left alone\n"},
 		[]string{"cancel: 5 tasks match --batch b1; 1 already ended, left alone\n"})
-	want := map[string]orchestrator.State{"b1-1": "cancelled", "b1-2": "cancelled", "b1-3": "cancelled", "b1-4": "cancelled", "b1-5": "finished"}
+	want := map[string]wire.State{"b1-1": "cancelled", "b1-2": "cancelled", "b1-3": "cancelled", "b1-4": "cancelled", "b1-5": "finished"}
 	if got := s.states(t, "b1"); !maps.Equal(got, want) {
 		t.Errorf("batch b1 after cancel --batch = %v, want %v", got, want)
 	}
-	if got := s.states(t, "b2"); got["b2-1"] != orchestrator.StateQueued {
+	if got := s.states(t, "b2"); got["b2-1"] != wire.StateQueued {
 		t.Errorf("batch b2 changed by cancel --batch b1: %v", got)
 	}
 	agora(t, s.env, "cancel", "--batch", "b1", "--yes").want(t, "cancel --batch again", 0,
@@ -66,7 +66,7 @@ func TestBulkSelectors(t *testing.T) {
 		t.Fatalf("respawn --json: %v, %v", r, err)
 	}
 	if rep.Operation != "respawn" || rep.Matched != 4 || rep.Done != 4 || rep.Failed != 0 || len(rep.Results) != 4 ||
-		rep.Results[0].Result != client.BulkDone || rep.Results[0].State != orchestrator.StateQueued {
+		rep.Results[0].Result != client.BulkDone || rep.Results[0].State != wire.StateQueued {
 		t.Errorf("respawn --json = %+v", rep)
 	}
 
@@ -82,13 +82,13 @@ func TestBulkSelectors(t *testing.T) {
 	agora(t, s.env, "rm").want(t, "rm alone", 2, nil, []string{"want one TASK, e.g. agora rm t-42, or a selector"})
 
 	// batch retry: the failed and expired tasks, not the cancelled one.
-	s.end(t, "b1-1", "b1-1-r1-2", schemas.KindFailed, orchestrator.StateFailed)
-	s.end(t, "b1-2", "b1-2-r1-2", schemas.KindFailed, orchestrator.StateFailed)
+	s.end(t, "b1-1", "b1-1-r1-2", schemas.KindFailed, wire.StateFailed)
+	s.end(t, "b1-2", "b1-2-r1-2", schemas.KindFailed, wire.StateFailed)
 	agora(t, s.env, "cancel", "b1-3").want(t, "cancel b1-3", 0, nil, nil)
 	agora(t, s.env, "batch", "retry", "b1").want(t, "batch retry without --yes", 2, nil,
 		[]string{"agora batch retry: 2 tasks match --batch b1 --state failed --state expired; nothing changed"})
 	agora(t, s.env, "batch", "retry", "b1", "--yes").want(t, "batch retry", 0, []string{"respawned 2 of 2 tasks (--batch b1 --state failed --state expired)"}, nil)
-	want = map[string]orchestrator.State{"b1-1": "queued", "b1-2": "queued", "b1-3": "cancelled", "b1-4": "queued", "b1-5": "finished"}
+	want = map[string]wire.State{"b1-1": "queued", "b1-2": "queued", "b1-3": "cancelled", "b1-4": "queued", "b1-5": "finished"}
 	if got := s.states(t, "b1"); !maps.Equal(got, want) {
 		t.Errorf("batch b1 after batch retry = %v, want %v", got, want)
 	}

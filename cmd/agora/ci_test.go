@@ -30,7 +30,6 @@ import (
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/wire"
 )
@@ -54,12 +53,12 @@ func startCIServe(t *testing.T) *ciServer {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := context.Background()
-	tag := fmt.Sprintf("agora-worker:ci-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:ci-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
-	runnerID := fmt.Sprintf("ci-test-%d", os.Getpid())
+	runnerID := fmt.Sprintf("ci-test-%d", testutil.RunNumber())
 	// Registered before serve starts, so it runs after serve has stopped
 	// (which leaves running containers to the next process): after a
 	// passing test no container is left; after a failure it is removed.
@@ -165,7 +164,7 @@ func (s *ciServer) waitRunning(t *testing.T, id string) {
 	t.Helper()
 	testutil.Eventually(t, 2*time.Minute, "task "+id+" to run in a container", func() bool {
 		task, err := s.client.Get(context.Background(), id)
-		if err != nil || task.State != orchestrator.StateRunning {
+		if err != nil || task.State != wire.StateRunning {
 			return false
 		}
 		cs, err := s.eng.List(context.Background(), map[string]string{compute.LabelTaskID: id})
@@ -178,7 +177,7 @@ func (s *ciServer) waitRunning(t *testing.T, id string) {
 func (s *ciServer) waitCancelled(t *testing.T, id string) {
 	t.Helper()
 	task, err := s.client.Get(context.Background(), id)
-	if err != nil || task.State != orchestrator.StateCancelled {
+	if err != nil || task.State != wire.StateCancelled {
 		t.Fatalf("task %s = %+v, %v; want it cancelled", id, task, err)
 	}
 	testutil.Eventually(t, time.Minute, "task "+id+"'s container to be gone", func() bool {
@@ -189,7 +188,7 @@ func (s *ciServer) waitCancelled(t *testing.T, id string) {
 
 func (s *ciServer) cancel(t *testing.T, id string) {
 	t.Helper()
-	if _, err := s.client.Cancel(context.Background(), id); err != nil && !errors.Is(err, orchestrator.ErrWrongState) && !errors.Is(err, wire.ErrNotFound) {
+	if _, err := s.client.Cancel(context.Background(), id); err != nil && !errors.Is(err, wire.ErrWrongState) && !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("cancel %s: %v", id, err)
 	}
 }
@@ -369,7 +368,7 @@ func TestDispatchCI(t *testing.T) {
 		if code := d.wait(t, time.Minute); code != 1 || !strings.Contains(d.stderr.String(), "SIGTERM: stopped waiting; task "+id+" goes on") {
 			t.Errorf("dispatch --wait --detach-on-signal after SIGTERM exited %d, stderr %q; want 1, the task going on", code, d.stderr.String())
 		}
-		if task, err := s.client.Get(context.Background(), id); err != nil || task.State != orchestrator.StateRunning {
+		if task, err := s.client.Get(context.Background(), id); err != nil || task.State != wire.StateRunning {
 			t.Fatalf("task %s after a detached --wait = %+v, %v; want it running", id, task, err)
 		}
 		env := s.jobEnv(s.url)
@@ -487,7 +486,7 @@ func TestDispatchCI(t *testing.T) {
 		out := p.stdout.String() + p.stderr.String()
 		t.Logf("act, nobody answering:\n%s", out)
 		task, err := s.client.Get(context.Background(), "ci-101-1")
-		if err != nil || task.State != orchestrator.StateFinished || task.Request.Route != ciRoute {
+		if err != nil || task.State != wire.StateFinished || task.Request.Route != ciRoute {
 			t.Fatalf("task ci-101-1 = %+v, %v; want it finished on the CI route", task, err)
 		}
 		notes := dispatchStdout(t, task)
@@ -505,7 +504,7 @@ func TestDispatchCI(t *testing.T) {
 		p = runAct("102", "AGORA_ROUTE=human=10m")
 		testutil.Eventually(t, 3*time.Minute, "the question of ci-102-1", func() bool {
 			task, err := s.client.Get(context.Background(), "ci-102-1")
-			return err == nil && task.State == orchestrator.StateNeedsInput
+			return err == nil && task.State == wire.StateNeedsInput
 		})
 		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
@@ -548,7 +547,7 @@ func TestDispatchCI(t *testing.T) {
 			t.Fatalf("the job's script exited %d: %s", code, p.stderr.String())
 		}
 		task, err := s.client.Get(context.Background(), "ci-7-201")
-		if err != nil || task.State != orchestrator.StateFinished || task.Request.Route != ciRoute {
+		if err != nil || task.State != wire.StateFinished || task.Request.Route != ciRoute {
 			t.Fatalf("task ci-7-201 = %+v, %v; want it finished on the CI route", task, err)
 		}
 		if after := runJob(notesJob, notesJob.AfterScript, "CI_JOB_ID=201", "CI_JOB_STATUS=success"); after.wait(t, time.Minute) != 0 || after.stdout.String() != "" {
@@ -565,7 +564,7 @@ func TestDispatchCI(t *testing.T) {
 		p = runJob(notesJob, notesJob.Script, "CI_JOB_ID=202", "AGORA_ROUTE=human=10m")
 		testutil.Eventually(t, 3*time.Minute, "the question of ci-7-202", func() bool {
 			task, err := s.client.Get(context.Background(), "ci-7-202")
-			return err == nil && task.State == orchestrator.StateNeedsInput
+			return err == nil && task.State == wire.StateNeedsInput
 		})
 		if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -573,7 +572,7 @@ func TestDispatchCI(t *testing.T) {
 		p.wait(t, time.Minute)
 		testutil.Eventually(t, time.Minute, "dispatch --wait to cancel ci-7-202", func() bool {
 			task, err := s.client.Get(context.Background(), "ci-7-202")
-			return err == nil && task.State == orchestrator.StateCancelled
+			return err == nil && task.State == wire.StateCancelled
 		})
 		after := runJob(notesJob, notesJob.AfterScript, "CI_JOB_ID=202", "CI_JOB_STATUS=canceled")
 		if code := after.wait(t, time.Minute); code != 0 || !strings.Contains(after.stdout.String(), "ci-7-202 had already ended: cancelled") {
@@ -638,7 +637,7 @@ func gitlabJobs(t *testing.T, file string) map[string]gitlabJob {
 
 // dispatchStdout is what `agora dispatch --wait` prints on stdout for
 // finished task t: its result, a string as its text.
-func dispatchStdout(t *testing.T, task *orchestrator.Task) string {
+func dispatchStdout(t *testing.T, task *wire.Task) string {
 	t.Helper()
 	var text string
 	if err := json.Unmarshal(task.Result, &text); err != nil {
@@ -702,8 +701,8 @@ func TestOrchestratorCIRouteFlag(t *testing.T) {
 	agora(t, nil, append(nats, "--ci-route", "human=-1m")...).want(t, "orchestrator --ci-route human=-1m", 2, nil,
 		[]string{`agora orchestrator: --ci-route "human=-1m": route step 1 "human=-1m": timeout: "-1m": must be positive; e.g. --ci-route human=10m`})
 	f, err := parseOrchestratorFlags([]string{"--nats", "x", "--ci-route", "memory,human=5m"}, nil, io.Discard)
-	if err != nil || *f.ciRoute != "memory,human=5m" {
-		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", *f.ciRoute, err)
+	if err != nil || f.CIRoute != "memory,human=5m" {
+		t.Errorf("parseOrchestratorFlags(--ci-route) = %q, %v", f.CIRoute, err)
 	}
 }
 

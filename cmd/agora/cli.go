@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,8 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/internal/compute/docker"
 )
 
 // The exit codes of every verb (the table is in the README and agora help).
@@ -42,7 +41,7 @@ func exitCode(stderr io.Writer, cmd string, err error) int {
 	// errors.Join and friends use newlines; one line is easier to grep.
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
-	if errors.As(err, new(usageError)) {
+	if errors.As(err, new(usageError)) || errors.Is(err, cliconfig.ErrUsage) {
 		return exitUsage
 	}
 	return exitFailed
@@ -223,12 +222,3 @@ func defaultDataDir(environ []string) (string, error) {
 func newLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, nil))
 }
-
-// connectDocker is roles.ConnectDocker with DOCKER_HOST from environ.
-func connectDocker(ctx context.Context, environ []string, log *slog.Logger) (*docker.Engine, error) {
-	return roles.ConnectDocker(ctx, getenv(environ, "DOCKER_HOST"), log)
-}
-
-// workerBinary is roles.WorkerBinary: the worker to build the image from,
-// path when given, else agora-worker next to the running agora.
-func workerBinary(path, orFlag string) (string, error) { return roles.WorkerBinary(path, orFlag) }

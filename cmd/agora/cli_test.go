@@ -98,15 +98,15 @@ func TestRunnerFlagDefaults(t *testing.T) {
 		t.Fatalf("parseRunnerFlags: %v", err)
 	}
 	wantDir := filepath.Join(home, ".agora", "runner")
-	if f.dataDir != wantDir || f.storageURI != "file://"+wantDir+"/storage" || f.slots != 4 || f.image != "" {
+	if f.DataDir != wantDir || f.StorageURI != "file://"+wantDir+"/storage" || f.Slots != 4 || f.Image != "" {
 		t.Errorf("parseRunnerFlags defaults = %+v; want data dir %s, storage file://%s/storage, 4 slots, no image", f, wantDir, wantDir)
 	}
 	f, err = parseRunnerFlags([]string{"--nats", "x", "--data-dir", "rel"}, nil, &bytes.Buffer{})
 	if err != nil {
 		t.Fatalf("parseRunnerFlags(--data-dir rel): %v", err)
 	}
-	if !filepath.IsAbs(f.dataDir) || filepath.Base(f.dataDir) != "rel" {
-		t.Errorf("parseRunnerFlags(--data-dir rel).dataDir = %q; want it absolute", f.dataDir)
+	if !filepath.IsAbs(f.DataDir) || filepath.Base(f.DataDir) != "rel" {
+		t.Errorf("parseRunnerFlags(--data-dir rel).dataDir = %q; want it absolute", f.DataDir)
 	}
 }
 

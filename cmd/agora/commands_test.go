@@ -210,7 +210,7 @@ func TestRunnerMetricsFlags(t *testing.T) {
 	agora(t, env, "runner", "--nats", "nats://127.0.0.1:4222", "--listen", "0.0.0.0:7071").want(t, "runner --listen off loopback", 2, nil,
 		[]string{"agora runner: refusing to listen on 0.0.0.0:7071 without --token"})
 	f, err := parseRunnerFlags([]string{"--nats", "x", "--listen", "0.0.0.0:7071", "--token", "prom:s3cret"}, env, io.Discard)
-	if err != nil || f.listen != "0.0.0.0:7071" || len(f.tokens) != 1 {
+	if err != nil || f.Listen != "0.0.0.0:7071" || len(f.Tokens) != 1 {
 		t.Errorf("parseRunnerFlags(--listen, --token) = %+v, %v", f, err)
 	}
 }

@@ -2,32 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	flag "github.com/spf13/pflag"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
 )
-
-// cliConfig is the config file: named contexts, each a server and a token,
-// and the one in use. The environment and the flags win over it.
-type cliConfig struct {
-	CurrentContext string                `yaml:"current-context,omitempty" json:"current_context,omitempty"`
-	Contexts       map[string]cliContext `yaml:"contexts,omitempty" json:"contexts,omitempty"`
-}
-
-type cliContext struct {
-	Server string `yaml:"server,omitempty" json:"server,omitempty"`
-	Token  string `yaml:"token,omitempty" json:"token,omitempty"`
-}
 
 var configSubs = []string{"get-contexts", "current-context", "use-context", "set-context", "delete-context"}
 
@@ -48,55 +33,9 @@ else $AGORA_CONTEXT, else current-context), the default http://127.0.0.1:7070.
 A file holding a token must be readable by its owner only (chmod 600).
 `
 
-// configPath is the config file: --config, else $AGORA_CONFIG, else
-// $XDG_CONFIG_HOME/agora/config.yaml, else ~/.config/agora/config.yaml.
+// configPath is the config file (cliconfig.Path) with --config.
 func (g globalFlags) configPath(environ []string) (string, error) {
-	switch {
-	case g.config != "":
-		return g.config, nil
-	case getenv(environ, "AGORA_CONFIG") != "":
-		return getenv(environ, "AGORA_CONFIG"), nil
-	case getenv(environ, "XDG_CONFIG_HOME") != "":
-		return filepath.Join(getenv(environ, "XDG_CONFIG_HOME"), "agora", "config.yaml"), nil
-	case getenv(environ, "HOME") != "":
-		return filepath.Join(getenv(environ, "HOME"), ".config", "agora", "config.yaml"), nil
-	}
-	return "", usagef("no config file: HOME is not set; pass --config FILE or set AGORA_CONFIG")
-}
-
-// loadConfig reads the config file; a missing one is empty.
-func loadConfig(path string) (cliConfig, error) {
-	var c cliConfig
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return c, fmt.Errorf("config file: %w", err)
-	}
-	if err := yaml.Unmarshal(data, &c); err != nil {
-		return c, usagef("config file %s: %v", path, err)
-	}
-	return c, nil
-}
-
-func saveConfig(path string, c cliConfig) error {
-	data, err := yaml.Marshal(c)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	// Written beside and renamed, 0600: it may hold tokens.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	return nil
+	return cliconfig.Path(g.config, func(k string) string { return getenv(environ, k) })
 }
 
 // applyConfig puts the context's server and token into environ behind
@@ -115,24 +54,12 @@ func (g globalFlags) applyConfig(environ []string) ([]string, error) {
 		}
 		return nil, err
 	}
-	c, err := loadConfig(path)
+	ctx, ok, err := cliconfig.Pick(path, name)
 	if err != nil {
 		return nil, err
 	}
-	if name == "" {
-		name = c.CurrentContext
-	}
-	if name == "" {
-		return environ, nil
-	}
-	ctx, ok := c.Contexts[name]
 	if !ok {
-		return nil, usagef("no context %q in %s; 'agora config get-contexts' lists them", name, path)
-	}
-	if ctx.Token != "" {
-		if info, err := os.Stat(path); err == nil && info.Mode().Perm()&0o077 != 0 {
-			return nil, usagef("config file %s holds a token and others may read it (mode %04o); run chmod 600 %s", path, info.Mode().Perm(), path)
-		}
+		return environ, nil
 	}
 	out := slices.Clone(environ)
 	for k, v := range map[string]string{"AGORA_SERVER": ctx.Server, "AGORA_TOKEN": ctx.Token} {
@@ -180,7 +107,7 @@ func configMain(g globalFlags, name string, args, environ []string, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	c, err := loadConfig(path)
+	c, err := cliconfig.Load(path)
 	if err != nil {
 		return err
 	}
@@ -209,39 +136,27 @@ func configMain(g globalFlags, name string, args, environ []string, stdout io.Wr
 		fmt.Fprintln(stdout, c.CurrentContext)
 		return nil
 	case "use-context":
-		if _, ok := c.Contexts[pos[0]]; !ok {
-			return usagef("no context %q in %s; 'agora config set-context %s --server URL' adds it", pos[0], path, pos[0])
-		}
-		c.CurrentContext = pos[0]
+		err = c.Use(path, pos[0])
 	case "set-context":
-		if c.Contexts == nil {
-			c.Contexts = map[string]cliContext{}
-		}
-		ctx := c.Contexts[pos[0]]
+		var srv, tok *string
 		if fs.Changed("server") {
 			a := &apiFlags{server: *server}
 			if _, err := a.connect(nil); err != nil { // the same check as every verb's --server
 				return err
 			}
-			ctx.Server = a.server
+			srv = &a.server
 		}
 		if fs.Changed("token") {
-			ctx.Token = *token
+			tok = token
 		}
-		c.Contexts[pos[0]] = ctx
-		if c.CurrentContext == "" {
-			c.CurrentContext = pos[0]
-		}
+		c.Set(pos[0], srv, tok)
 	case "delete-context":
-		if _, ok := c.Contexts[pos[0]]; !ok {
-			return usagef("no context %q in %s", pos[0], path)
-		}
-		delete(c.Contexts, pos[0])
-		if c.CurrentContext == pos[0] {
-			c.CurrentContext = ""
-		}
+		err = c.Delete(path, pos[0])
 	}
-	if err := saveConfig(path, c); err != nil {
+	if err != nil {
+		return err
+	}
+	if err := c.Save(path); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", path, args[0])

@@ -26,17 +26,17 @@ func TestAgoraDataDir(t *testing.T) {
 		t.Errorf("agora secret set wrote to ~/.agora with AGORA_DATA_DIR set")
 	}
 	s, err := parseServeFlags(nil, environ, &bytes.Buffer{})
-	if err != nil || s.cfg.DataDir != data || s.cfg.WithDefaults().SecretsDir != filepath.Join(data, "secrets") {
-		t.Errorf("AGORA_DATA_DIR=%s agora serve: data dir %q, secrets dir %q, %v; want %s and its secrets/", data, s.cfg.DataDir, s.cfg.WithDefaults().SecretsDir, err, data)
+	if err != nil || s.DataDir != data || s.WithDefaults().SecretsDir != filepath.Join(data, "secrets") {
+		t.Errorf("AGORA_DATA_DIR=%s agora serve: data dir %q, secrets dir %q, %v; want %s and its secrets/", data, s.DataDir, s.WithDefaults().SecretsDir, err, data)
 	}
 	r, err := parseRunnerFlags([]string{"--nats", "nats://127.0.0.1:4222"}, environ, &bytes.Buffer{})
-	if err != nil || r.dataDir != filepath.Join(data, "runner") || r.secretsDir != filepath.Join(data, "secrets") {
-		t.Errorf("AGORA_DATA_DIR=%s agora runner: data dir %q, secrets dir %q, %v; want %s/runner and %s/secrets", data, r.dataDir, r.secretsDir, err, data, data)
+	if err != nil || r.DataDir != filepath.Join(data, "runner") || r.SecretsDir != filepath.Join(data, "secrets") {
+		t.Errorf("AGORA_DATA_DIR=%s agora runner: data dir %q, secrets dir %q, %v; want %s/runner and %s/secrets", data, r.DataDir, r.SecretsDir, err, data, data)
 	}
 	// The flag still wins over the variable.
 	other := t.TempDir()
-	if s, err := parseServeFlags([]string{"--data-dir", other}, environ, &bytes.Buffer{}); err != nil || s.cfg.DataDir != other {
-		t.Errorf("agora serve --data-dir %s with AGORA_DATA_DIR: data dir %q, %v", other, s.cfg.DataDir, err)
+	if s, err := parseServeFlags([]string{"--data-dir", other}, environ, &bytes.Buffer{}); err != nil || s.DataDir != other {
+		t.Errorf("agora serve --data-dir %s with AGORA_DATA_DIR: data dir %q, %v", other, s.DataDir, err)
 	}
 
 	// --secrets-dir: the store itself, as serve's and runner's flag.

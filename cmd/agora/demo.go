@@ -17,11 +17,11 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/roleflags"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // demoAgent is the example sub-agent: it asks which of two config files to
@@ -31,8 +31,6 @@ import (
 //go:embed demo_agent.sh
 var demoAgent string
 
-const demoSynopsis = "[--answer ANSWER | --web] [--data-dir DIR] [--keep] [--worker PATH] [--busybox PATH]"
-
 // runDemo shows the whole loop on the embedded stack: a sub-agent pauses
 // with a question, it is answered, the same sub-agent resumes and finishes.
 func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -40,42 +38,41 @@ func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdou
 }
 
 func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora demo", flag.ContinueOnError)
-	answerFlag := fs.String("answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
-	dataDir := fs.String("data-dir", "", "keep the demo's state in `DIR` (default: a temporary directory, removed afterwards)")
-	keep := fs.Bool("keep", false, "keep the temporary data directory")
-	webOnly := fs.Bool("web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")
-	worker := fs.String("worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
-	busybox := fs.String("busybox", "", "the static busybox at `PATH` becomes /bin/sh in the worker image (default "+images.DefaultBusybox+")")
-	if err := parseFlags(fs, demoSynopsis, args, stdout); err != nil {
+	var answerFlag string
+	var keep, webOnly bool
+	cfg, err := parseRole(roleflags.Demo, args, environ, stdout, func(fs *flag.FlagSet) {
+		fs.StringVar(&answerFlag, "answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
+		fs.BoolVar(&keep, "keep", false, "keep the temporary data directory")
+		fs.BoolVar(&webOnly, "web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")
+	})
+	if err != nil {
 		return err
 	}
-	if *webOnly && *answerFlag != "" {
+	if webOnly && answerFlag != "" {
 		return usagef("--answer and --web both say how to answer; give one")
 	}
 	// The demo's sub-agent is a shell script: without a static busybox the
 	// image has no /bin/sh and round 1 would fail minutes from now.
-	if err := checkDemoBusybox(*busybox); err != nil {
+	if err := checkDemoBusybox(cfg.Busybox); err != nil {
 		return err
 	}
-	dir := *dataDir
-	if dir == "" {
+	if cfg.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "agora-demo-")
 		if err != nil {
 			return err
 		}
-		dir = tmp
-		if !*keep {
-			defer os.RemoveAll(dir)
+		cfg.DataDir = tmp
+		if !keep {
+			defer os.RemoveAll(tmp)
 		}
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if getenv(environ, "AGORA_LOG_LEVEL") == "debug" {
 		quiet = newLogger(stderr)
 	}
-	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", dir)
-	st, err := roles.Start(ctx, roles.Config{DataDir: dir, Listen: "127.0.0.1:0", Runner: true, Orchestrator: true, Slots: 2,
-		WorkerBinary: *worker, Busybox: *busybox, Logger: quiet})
+	cfg.Logger = quiet
+	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", cfg.DataDir)
+	st, err := roles.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -89,15 +86,15 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	c := client.New(st.URL(), "")
 	// Registered like any sub-agent: the registry gives it a content-addressed
 	// version, and the task pins it.
-	reg, err := c.RegisterSubagent(ctx, registry.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
+	reg, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
 		Description: "Keeps one of two config files; asks which.",
-		Command:     registry.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
+		Command:     wire.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
 	if err != nil {
 		return fmt.Errorf("register the example sub-agent: %w", err)
 	}
 	fmt.Fprintf(stdout, "registered sub-agent %s (version %d): the task pins it\n", reg.Entry.Ref(), reg.Entry.Seq)
 	taskID := fmt.Sprintf("demo-%d", time.Now().Unix())
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{
+	task, err := c.Submit(ctx, wire.SubmitRequest{
 		TaskID:      taskID,
 		SubagentRef: reg.Entry.Ref(),
 		Input:       []byte(`{"goal":"one config file"}`),
@@ -110,7 +107,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	if err != nil {
 		return err
 	}
-	if task.State != orchestrator.StateNeedsInput {
+	if task.State != wire.StateNeedsInput {
 		return fmt.Errorf("round 1 ended %s (%s), expected a question", task.State, outcomeText(task))
 	}
 	q := task.Rounds[len(task.Rounds)-1].Question
@@ -121,7 +118,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n", q.PartialState, task.Attention.Action)
 	fmt.Fprintf(stdout, "  or answer on the web inbox: %s/tasks/%s\n\n", st.URL(), task.ID)
 
-	if task, err = demoAnswerAnywhere(ctx, c, task, *answerFlag, *webOnly, environ, stdin, stdout); err != nil {
+	if task, err = demoAnswerAnywhere(ctx, c, task, answerFlag, webOnly, environ, stdin, stdout); err != nil {
 		return err
 	}
 	task, err = c.Wait(ctx, task.ID)
@@ -130,7 +127,7 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 	}
 	fmt.Fprintf(stdout, "\ntimeline of %s — %s\n", task.ID, task.State)
 	printTimeline(stdout, task)
-	if task.State != orchestrator.StateFinished {
+	if task.State != wire.StateFinished {
 		return fmt.Errorf("the task ended %s: %s", task.State, outcomeText(task))
 	}
 	fmt.Fprintln(stdout, "\nthe same sub-agent resumed with the answer and its own notes, and finished.")
@@ -168,8 +165,8 @@ func checkDemoBusybox(path string) error {
 // the question's default (demoAnswer), or the web inbox: whichever comes
 // first while the terminal is asked; with --web, the inbox alone. It
 // returns the task once its question is answered.
-func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *orchestrator.Task, flagAnswer string, webOnly bool,
-	environ []string, stdin io.Reader, stdout io.Writer) (*orchestrator.Task, error) {
+func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *wire.Task, flagAnswer string, webOnly bool,
+	environ []string, stdin io.Reader, stdout io.Writer) (*wire.Task, error) {
 	round := task.Rounds[len(task.Rounds)-1]
 	q := round.Question
 	ctx, cancel := context.WithCancel(ctx)
@@ -199,8 +196,8 @@ func demoAnswerAnywhere(ctx context.Context, c *client.Client, task *orchestrato
 			if got.err != nil {
 				return nil, got.err
 			}
-			t, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Round: round.N, Answer: got.answer, By: got.by, Channel: "cli"})
-			if errors.Is(err, orchestrator.ErrAlreadyAnswered) {
+			t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Round: round.N, Answer: got.answer, By: got.by, Channel: "cli"})
+			if errors.Is(err, wire.ErrAlreadyAnswered) {
 				continue // the web was first: the next tick reads its answer
 			}
 			if err != nil {
@@ -271,7 +268,7 @@ func isTerminal(r io.Reader) bool {
 	return ok && isTTY(f)
 }
 
-func outcomeText(t *orchestrator.Task) string {
+func outcomeText(t *wire.Task) string {
 	if t.Outcome != nil {
 		return t.Outcome.Reason + ": " + t.Outcome.Detail
 	}
@@ -280,7 +277,7 @@ func outcomeText(t *orchestrator.Task) string {
 
 // printTimeline lists a task's rounds: when each ran, what it asked, who
 // answered and after how long.
-func printTimeline(w io.Writer, t *orchestrator.Task) {
+func printTimeline(w io.Writer, t *wire.Task) {
 	for _, r := range t.Rounds {
 		ran := ""
 		if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {

@@ -16,9 +16,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/answer"
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -64,9 +62,9 @@ func runDispatch(ctx context.Context, args, environ []string, stdout, stderr io.
 // parseDispatch reads the flags and the files they name into the request,
 // without contacting anything: every mistake is found before a task
 // exists.
-func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator.SubmitRequest, error) {
+func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitRequest, error) {
 	var f dispatchFlags
-	var req orchestrator.SubmitRequest
+	var req wire.SubmitRequest
 	fs := flag.NewFlagSet("agora dispatch", flag.ContinueOnError)
 	f.api = newAPIFlags(fs)
 	fs.StringVar(&f.subagent, "subagent", "", "a registered sub-agent: `NAME` (its latest version) or NAME@VERSION; the task pins the versions it resolves")
@@ -83,7 +81,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 		"SIGINT or SIGTERM cancels the task and exits 130 or 143")
 	fs.BoolVar(&f.detachOnSignal, "detach-on-signal", false, "with --wait: on SIGINT or SIGTERM stop waiting and leave the task running (exit 1), instead of cancelling it")
 	fs.DurationVar(&f.heartbeat, "heartbeat", defaultHeartbeat, "with --wait: while a question waits for a person, say so this often (`DURATION`, at least 1s)")
-	pos, err := parseVerb(fs, dispatchSynopsis, args, stdout)
+	pos, err := parseArgs(fs, dispatchSynopsis, args, stdout)
 	if err != nil {
 		return f, req, err
 	}
@@ -110,7 +108,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 	case given > 1:
 		return f, req, usagef("want one of --subagent, --subagent-file or --command, not several")
 	case f.subagent != "":
-		if _, _, err := registry.ParseRef(f.subagent); err != nil {
+		if _, _, err := wire.ParseRef(f.subagent); err != nil {
 			return f, req, usagef("--subagent %q: want a registered sub-agent's NAME or NAME@VERSION; 'agora subagent list' shows them", f.subagent)
 		}
 		if f.name != "" {
@@ -135,7 +133,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 		}
 	}
 	if f.route != "" {
-		if _, err := answer.ParseRoute(f.route); err != nil {
+		if _, err := wire.ParseRoute(f.route); err != nil {
 			return f, req, usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.route, err)
 		}
 		req.Route = f.route
@@ -156,7 +154,7 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, orchestrator
 		req.Labels[k] = v
 	}
 	// The server's own rule, checked before the request leaves the CLI.
-	if f.taskID != "" && orchestrator.CheckTaskID(f.taskID) != nil {
+	if f.taskID != "" && wire.CheckTaskID(f.taskID) != nil {
 		return f, req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
 	}
 	req.TaskID, req.AllowMemory = f.taskID, f.allowMemory
@@ -215,12 +213,12 @@ func parseSeconds(v string) (int, error) {
 // readSubagentFile reads and checks a sub-agent file against
 // schemas/subagent.schema.json; every error names the file, the line, the
 // field and the problem.
-func readSubagentFile(name string) (*registry.Subagent, error) {
-	data, err := registry.ReadFile(name)
+func readSubagentFile(name string) (*wire.Subagent, error) {
+	data, err := registryfile.ReadFile(name)
 	if err != nil {
 		return nil, usagef("--subagent-file %v", err)
 	}
-	def, err := registry.ParseSubagent(name, data)
+	def, err := registryfile.ParseSubagent(name, data)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -232,11 +230,11 @@ func readSubagentFile(name string) (*registry.Subagent, error) {
 
 // inlineRequest is a task of def given inline: its defaults become the
 // request's, as a registered sub-agent's do on the server.
-func inlineRequest(def *registry.Subagent) orchestrator.SubmitRequest {
-	req := orchestrator.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
+func inlineRequest(def *wire.Subagent) wire.SubmitRequest {
+	req := wire.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
 		Image: def.Image, Network: def.Network, Egress: def.Egress, Resources: def.Resources, Workspace: def.Workspace, AllowMemory: def.AllowMemory, Retry: def.Retry}
 	if def.Limits != nil {
-		req.Limits = orchestrator.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
+		req.Limits = wire.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
 	}
 	return req
 }
@@ -263,7 +261,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		// A server older than this CLI: it has no CI route. Submit as an
 		// older CLI would, and say what that means.
 		fmt.Fprintf(stderr, "agora dispatch: the server at %s is older than this agora and has no CI route: the task gets its default route (%s); pass --route, e.g. --route %s\n",
-			a.server, orchestrator.DefaultRoute, orchestrator.DefaultCIRoute)
+			a.server, wire.DefaultRoute, wire.DefaultCIRoute)
 		req.FromCI = false
 		t, err = c.Submit(ctx, req)
 	}
@@ -331,9 +329,9 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, stateLabel(final.State), rerr)
 	}
 	switch final.State {
-	case orchestrator.StateFinished:
+	case wire.StateFinished:
 		return nil
-	case orchestrator.StateFailed:
+	case wire.StateFailed:
 		writeOutputTail(ctx, c, final, stderr)
 		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
@@ -424,7 +422,7 @@ type progress struct {
 	lastWait time.Time
 	// status is the current in-place line, empty when none is shown.
 	status string
-	task   *orchestrator.Task
+	task   *wire.Task
 }
 
 func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *progress {
@@ -432,7 +430,7 @@ func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *prog
 		asked: map[string]bool{}, told: map[string]bool{}, then: map[string]string{}}
 }
 
-func (p *progress) update(t *orchestrator.Task) {
+func (p *progress) update(t *wire.Task) {
 	p.task = t
 	now := p.now()
 	r := lastRound(t)
@@ -441,7 +439,7 @@ func (p *progress) update(t *orchestrator.Task) {
 		elapsed = humanDuration(e)
 	}
 	p.tellAnswers(t)
-	waiting := t.State == orchestrator.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
+	waiting := t.State == wire.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
 	then := ""
 	if waiting {
 		then = roundConsequence(t, r)
@@ -493,7 +491,7 @@ func (p *progress) update(t *orchestrator.Task) {
 // gave it, or for a default taken because nobody answered, which and why.
 // Rounds answered before this --wait began are told only when a default
 // was taken.
-func (p *progress) tellAnswers(t *orchestrator.Task) {
+func (p *progress) tellAnswers(t *wire.Task) {
 	for i := range t.Rounds {
 		r := &t.Rounds[i]
 		if r.Question == nil || r.Answer == nil || p.told[r.DispatchID] || (!p.asked[r.DispatchID] && !r.Answer.Assumed) {
@@ -507,7 +505,7 @@ func (p *progress) tellAnswers(t *orchestrator.Task) {
 // answerText is how round r's question was answered: "round 1 answered:
 // `b.conf` by carol via cli", or "nobody answered round 1 by 14:05:00 UTC:
 // the default `draft` was taken (human timed out: no answer within 10m0s)".
-func answerText(r *orchestrator.Round) string {
+func answerText(r *wire.Round) string {
 	a := r.Answer
 	if !a.Assumed {
 		return fmt.Sprintf("round %d answered: `%s` by %s via %s", r.N, a.Value, a.By, a.Channel)
@@ -532,7 +530,7 @@ func answerText(r *orchestrator.Round) string {
 // heartbeatLine says that a question still waits, for how long already,
 // and until when: "still waiting for an answer to round 1 (asked 5m 0s
 // ago, 5m 0s left): at 14:10:00 UTC the default `draft` is taken".
-func heartbeatLine(t *orchestrator.Task, r *orchestrator.Round, now time.Time) string {
+func heartbeatLine(t *wire.Task, r *wire.Round, now time.Time) string {
 	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, humanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
 	switch at := consequenceAt(r); {
 	case at.IsZero():
@@ -561,7 +559,7 @@ func thenSuffix(then string) string {
 // answers, and when: the server's IfUnanswered, or, from a server that
 // does not fill it in, the same worked out from the route and the step's
 // deadline. Empty when neither says.
-func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
+func roundConsequence(t *wire.Task, r *wire.Round) string {
 	if iu := r.IfUnanswered; iu != nil {
 		if iu.Text != "" {
 			return iu.Text
@@ -571,7 +569,7 @@ func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
 	if r.StepDeadline.IsZero() || r.Question == nil {
 		return ""
 	}
-	steps, err := answer.ParseRoute(routeText(t))
+	steps, err := wire.ParseRoute(routeText(t))
 	if err != nil {
 		return ""
 	}
@@ -585,7 +583,7 @@ func roundConsequence(t *orchestrator.Task, r *orchestrator.Round) string {
 }
 
 // consequenceAt is when round r's open question's consequence comes.
-func consequenceAt(r *orchestrator.Round) time.Time {
+func consequenceAt(r *wire.Round) time.Time {
 	if r.IfUnanswered != nil {
 		return r.IfUnanswered.At
 	}
@@ -608,9 +606,9 @@ func consequenceText(at time.Time, action, def, next string) string {
 // clockText is a moment as a CI log shows it: the UTC time of day.
 func clockText(at time.Time) string { return at.UTC().Format("15:04:05 UTC") }
 
-func routeText(t *orchestrator.Task) string {
+func routeText(t *wire.Task) string {
 	if t.Request.Route == "" {
-		return orchestrator.DefaultRoute
+		return wire.DefaultRoute
 	}
 	return t.Request.Route
 }
@@ -647,7 +645,7 @@ func (p *progress) clear() {
 
 // pinsText is the versions a task runs: "reviewer@3f2a9c1b7d20 with
 // capabilities review-skill@… and env review-env@…".
-func pinsText(p *registry.Pins) string {
+func pinsText(p *wire.Pins) string {
 	s := p.Subagent
 	if len(p.Capabilities) > 0 {
 		s += " with capabilities " + strings.Join(p.Capabilities, ", ")
@@ -665,7 +663,7 @@ const tailLines = 20
 // printed (the worker's event lines left out), so that a CI log shows why
 // it failed, not only its exit code. The output is read from the server;
 // when it cannot be, one line says so.
-func writeOutputTail(ctx context.Context, c *client.Client, t *orchestrator.Task, w io.Writer) {
+func writeOutputTail(ctx context.Context, c *client.Client, t *wire.Task, w io.Writer) {
 	r := lastRound(t)
 	if r == nil {
 		return
@@ -709,3 +707,10 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Type() string       { return "strings" }

@@ -14,9 +14,9 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestDispatchBadInputs: each mistake is one line that says what to do,
@@ -87,7 +87,7 @@ func TestDispatchBadInputs(t *testing.T) {
 	agora(t, s.env, append(cmd, "--route", "human=soon")...).want(t, "a bad route", 2, nil, []string{`agora dispatch: --route "human=soon":`, "not a duration"})
 	agora(t, s.env, append(cmd, "--task-id", "not an id")...).want(t, "a bad task id", 2, nil,
 		[]string{`--task-id "not an id": want letters, digits, '-' and '_'`})
-	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+	if page, err := s.orch.List(t.Context(), wire.ListOptions{}); err != nil || len(page.Tasks) != 0 {
 		t.Errorf("after bad dispatches: %d tasks, %v; want none", len(page.Tasks), err)
 	}
 	agora(t, s.env, "dispatch", "-h").want(t, "dispatch -h", 0, []string{"usage: agora dispatch", "-subagent-file FILE"}, nil)
@@ -130,9 +130,9 @@ limits: {max_rounds: 4}
 		[]string{`task tri-1: task id already used for a different request: route differs: stored "memory,human=24h", now "human"; allow_memory differs: stored true, now false (submit it under another id, or remove the task first)`})
 
 	r = agora(t, s.env, "dispatch", "--command", "echo hi", "--name", "greeter", "--json")
-	var got orchestrator.Task
+	var got wire.Task
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Request.Subagent.Name != "greeter" ||
-		strings.Join(got.Request.Subagent.Command, " ") != "/bin/sh -c echo hi" || got.State != orchestrator.StateQueued {
+		strings.Join(got.Request.Subagent.Command, " ") != "/bin/sh -c echo hi" || got.State != wire.StateQueued {
 		t.Errorf("dispatch --json = %v, %v", r, err)
 	}
 }
@@ -154,9 +154,9 @@ func TestDispatchWaitEndToEnd(t *testing.T) {
 		script := `if [ -z "$AGORA_ANSWER" ]; then echo "looking"; agora-worker ask "Keep a.conf or b.conf?" --option a.conf --option b.conf; exit 0; fi
 echo "kept $AGORA_ANSWER"`
 		d := start(ctx, s.env, "dispatch", "--command", script, "--task-id", "e2e-ask", "--wait")
-		var q []orchestrator.QuestionView
+		var q []wire.QuestionView
 		testutil.Eventually(t, waitFor, "the question", func() bool {
-			page, _ := s.orch.Questions(ctx, orchestrator.PageOptions{})
+			page, _ := s.orch.Questions(ctx, wire.PageOptions{})
 			q = page.Questions
 			return len(q) == 1
 		})
@@ -188,8 +188,8 @@ echo "kept $AGORA_ANSWER"`
 		if code := r.wait(t, waitFor); code != 1 {
 			t.Fatalf("dispatch --wait of a failing command exited %d, want 1; stderr %q", code, r.stderr.String())
 		}
-		var task orchestrator.Task
-		if err := json.Unmarshal([]byte(r.stdout.String()), &task); err != nil || task.State != orchestrator.StateFailed {
+		var task wire.Task
+		if err := json.Unmarshal([]byte(r.stdout.String()), &task); err != nil || task.State != wire.StateFailed {
 			t.Errorf("dispatch --wait --json = %q, %v; want the failed task", r.stdout.String(), err)
 		}
 		if !strings.HasSuffix(r.stderr.String(), "agora dispatch: task e2e-fail failed: round 1 failed: "+lastRound(&task).Failure.Detail+
@@ -253,13 +253,13 @@ func newRunnerServer(t *testing.T, name string) *taskServer {
 	eng := computetest.Docker(t)
 	computetest.Busybox(t)
 	ctx := t.Context()
-	tag := fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	tag := fmt.Sprintf("agora-worker:%s-%d", name, testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false), Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.RemoveImage(context.Background(), tag) })
 	s := newTaskServer(t)
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("%s-%d", name, os.Getpid()), Slots: 4, Image: tag, DataDir: t.TempDir(),
+	r, err := runner.New(runner.Config{ID: fmt.Sprintf("%s-%d", name, testutil.RunNumber()), Slots: 4, Image: tag, DataDir: t.TempDir(),
 		StorageURI: s.storeURI, Store: s.store, Bus: s.bus, Engine: eng, Grace: 2 * time.Second, Logger: computetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

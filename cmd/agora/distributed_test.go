@@ -22,8 +22,9 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestDistributedRoles runs the demo's loop through separate processes, as
@@ -37,7 +38,7 @@ func TestDistributedRoles(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := context.Background()
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
-	tag := fmt.Sprintf("agora-worker:distributed-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:distributed-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestDistributedRoles(t *testing.T) {
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, logs, logs
 		startStopped(t, cmd)
 	}
-	runnerIDs := []string{fmt.Sprintf("dist-a-%d", os.Getpid()), fmt.Sprintf("dist-b-%d", os.Getpid())}
+	runnerIDs := []string{fmt.Sprintf("dist-a-%d", testutil.RunNumber()), fmt.Sprintf("dist-b-%d", testutil.RunNumber())}
 	// Registered before the runners start, so it runs after they have
 	// stopped: a stopped runner leaves running containers to the next one
 	// with its id, and there is none here. After a passing test nothing is
@@ -88,7 +89,7 @@ func TestDistributedRoles(t *testing.T) {
 	start("orchestrator", "--nats", srv.ClientURL(), "--storage", storageURI, "--listen", addr)
 	c := client.New("http://"+addr, "")
 	testutil.Eventually(t, time.Minute, "the orchestrator's API", func() bool {
-		_, err := c.List(ctx, orchestrator.ListOptions{})
+		_, err := c.List(ctx, wire.ListOptions{})
 		return err == nil
 	})
 
@@ -126,12 +127,12 @@ echo "round 2 found the notes and the plan after $AGORA_ANSWER"`
 	}
 	ids := []string{"dist-1", "dist-2", "dist-3"}
 	for _, id := range ids {
-		if _, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: id, SubagentRef: "distributed"}); err != nil {
+		if _, err := c.Submit(ctx, wire.SubmitRequest{TaskID: id, SubagentRef: "distributed"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, id := range ids {
-		waitTask(t, addr, id, orchestrator.StateNeedsInput)
+		waitTask(t, addr, id, wire.StateNeedsInput)
 		answer := exec.Command(agora, "answer", id, "yes", "--server", "http://"+addr)
 		if out, err := answer.CombinedOutput(); err != nil {
 			t.Fatalf("agora answer %s: %v\n%s", id, err, out)
@@ -144,7 +145,7 @@ echo "round 2 found the notes and the plan after $AGORA_ANSWER"`
 	t.Cleanup(b.Close)
 	ran := map[string]int{}
 	for _, id := range ids {
-		task := waitTask(t, addr, id, orchestrator.StateFinished)
+		task := waitTask(t, addr, id, wire.StateFinished)
 		for _, r := range task.Rounds {
 			claim, err := b.GetClaim(ctx, r.DispatchID)
 			if err != nil || claim == nil {
@@ -205,7 +206,7 @@ func pipelineStep(t *testing.T, agora, addr string, env []string) {
 	nobody := run("nobody", "human=2s")
 	person := run("person", "human=10m")
 
-	waitTask(t, addr, "ci-dist-person", orchestrator.StateNeedsInput)
+	waitTask(t, addr, "ci-dist-person", wire.StateNeedsInput)
 	if out, err := exec.Command(agora, "answer", "ci-dist-person", "publish", "--by", "alice", "--server", "http://"+addr).CombinedOutput(); err != nil {
 		t.Fatalf("agora answer: %v\n%s", err, out)
 	}
@@ -231,7 +232,7 @@ func pipelineStep(t *testing.T, agora, addr string, env []string) {
 		if !strings.Contains(res.out, "[default draft]") || !strings.Contains(res.out, "answer with:") {
 			t.Errorf("pipeline-step.sh (%s) did not show the question, its default and the answer command:\n%s", tt.job, res.out)
 		}
-		task := waitTask(t, addr, "ci-dist-"+tt.job, orchestrator.StateFinished)
+		task := waitTask(t, addr, "ci-dist-"+tt.job, wire.StateFinished)
 		a := task.Rounds[0].Answer
 		if a == nil || a.Value != tt.answer || a.Assumed != tt.assumed {
 			t.Errorf("ci-dist-%s answer = %+v, want %q (assumed %v)", tt.job, a, tt.answer, tt.assumed)
@@ -240,9 +241,14 @@ func pipelineStep(t *testing.T, agora, addr string, env []string) {
 }
 
 // startStopped starts cmd and, when the test ends, interrupts it and waits
-// (a minute at most, then kills it), as a person stopping agora would.
+// (a minute at most, then kills it), as a person stopping agora would. The
+// API it serves, if any, is checked against openapi.json (openapitest.Env).
 func startStopped(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, openapitest.Env(t))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

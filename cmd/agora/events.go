@@ -13,7 +13,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -26,7 +25,7 @@ func runEvents(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 func eventsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("agora events", flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, eventsSynopsis, args, stdout)
+	pos, err := parseArgs(fs, eventsSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func listParked(ctx context.Context, c *client.Client, a *apiFlags, environ []st
 		return a.explain(err, "")
 	}
 	if parked == nil {
-		parked = []orchestrator.ParkedEvent{}
+		parked = []wire.ParkedEvent{}
 	}
 	if a.json {
 		return writeJSON(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats})

@@ -49,7 +49,7 @@ func TestEventsParked(t *testing.T) {
 	agora(t, s.env, "events", "retry", "seventy").want(t, "a SEQ that is not a number", 2, nil, []string{"SEQ \"seventy\""})
 	agora(t, s.env, "events").want(t, "no subcommand", 2, nil, []string{"want parked, retry SEQ or discard SEQ"})
 	agora(t, s.env, "events", "retry", "77").want(t, "retry", 0, []string{"parked event 77 applied"}, nil)
-	s.waitState(t, "pk-1", orchestrator.StateFinished)
+	s.waitState(t, "pk-1", wire.StateFinished)
 	agora(t, s.env, "events", "parked").want(t, "nothing parked after the retry", 0, []string{"no parked events"}, nil)
 	agora(t, s.env, "events", "discard", "77").want(t, "discard an event that is not parked", 1, nil, []string{"77"})
 }

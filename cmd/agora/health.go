@@ -26,7 +26,7 @@ func healthMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	fs := flag.NewFlagSet("agora health", flag.ContinueOnError)
 	a := newAPIFlags(fs)
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after `D`")
-	pos, err := parseVerb(fs, "", args, stdout)
+	pos, err := parseArgs(fs, "", args, stdout)
 	if err != nil {
 		return err
 	}

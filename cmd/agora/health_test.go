@@ -88,8 +88,8 @@ func TestServeListenFromEnv(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:7272"}, "127.0.0.1:7272"},
 	} {
 		s, err := parseServeFlags(tc.args, env, &bytes.Buffer{})
-		if err != nil || s.cfg.Listen != tc.want {
-			t.Errorf("parseServeFlags(%v) with %v = listen %q, %v; want %q", tc.args, env, s.cfg.Listen, err, tc.want)
+		if err != nil || s.Listen != tc.want {
+			t.Errorf("parseServeFlags(%v) with %v = listen %q, %v; want %q", tc.args, env, s.Listen, err, tc.want)
 		}
 	}
 }

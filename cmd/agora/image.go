@@ -8,6 +8,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/images"
 )
 
@@ -57,17 +58,11 @@ func imageBuild(ctx context.Context, args, environ []string, stdout, stderr io.W
 	}
 	opts := images.Options{Base: *base, Tag: *tag, NoBusybox: *noBusybox}
 	var err error
-	if opts.WorkerBinary, err = workerBinary(*worker, "--worker PATH"); err != nil {
+	if opts.WorkerBinary, err = roles.WorkerBinary(*worker, "--worker PATH"); err != nil {
 		return err
 	}
-	log := newLogger(stderr)
-	opts.Logger = log
-	eng, err := connectDocker(ctx, environ, log)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	res, err := images.Build(ctx, eng, opts)
+	opts.Logger = newLogger(stderr)
+	res, err := roles.BuildImage(ctx, getenv(environ, "DOCKER_HOST"), opts)
 	if err != nil {
 		return err
 	}

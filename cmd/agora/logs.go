@@ -8,10 +8,8 @@ import (
 	"io"
 	"strings"
 
-	flag "github.com/spf13/pflag"
-
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 const logsSynopsis = "TASK [--round N] [-f] [--worker] [--json] [--server URL] [--token TOKEN]"
@@ -26,27 +24,25 @@ func runLogs(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 // {"task_id", "round", "dispatch_id", "output"}, one object per chunk
 // with -f.
 func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora logs", flag.ContinueOnError)
-	a := newAPIFlags(fs)
+	a := newAPIVerb("agora logs", logsSynopsis)
+	fs := a.fs
 	round := fs.Int("round", 0, "the round `N` (default: the current round; a respawned round: its latest attempt)")
 	var follow bool
 	fs.BoolVarP(&follow, "follow", "f", false, "follow a round that has not ended until it ends")
 	worker := fs.Bool("worker", false, "also show agora's own lines (the worker's lifecycle events as JSON, its log lines); by default only what the sub-agent printed")
-	pos, err := parseVerb(fs, logsSynopsis, args, stdout)
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want one TASK, e.g. agora logs t-42 -f ('agora status' lists the tasks)")
+		}
+		if *round < 0 {
+			return usagef("--round %d: want a round number (1, 2, …)", *round)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. agora logs t-42 -f ('agora status' lists the tasks)")
-	}
-	if *round < 0 {
-		return usagef("--round %d: want a round number (1, 2, …)", *round)
 	}
 	id := pos[0]
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
 	// Read the task first: an unknown task, or round, is said plainly,
 	// and --json names the round.
 	t, err := c.Get(ctx, id)
@@ -79,7 +75,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	switch {
 	case errors.Is(err, context.Canceled):
 		return nil // interrupted while following: that is how it ends
-	case errors.Is(err, orchestrator.ErrWrongState):
+	case errors.Is(err, wire.ErrWrongState):
 		return fmt.Errorf("round %d of %s is %s: its output is stored when it ends; follow it live with: agora logs %s -f",
 			r.N, id, stateLabel(r.State), id)
 	case err != nil:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestLogsStored: a round that has ended prints what storage keeps of its
@@ -50,7 +51,7 @@ func TestLogsStored(t *testing.T) {
 	if err := s.store.Put(t.Context(), orchestrator.OutputKey("out-r2"), strings.NewReader("")); err != nil {
 		t.Fatal(err)
 	}
-	s.end(t, "out", "out-r2", schemas.KindFinished, orchestrator.StateFinished)
+	s.end(t, "out", "out-r2", schemas.KindFinished, wire.StateFinished)
 	r = agora(t, env, "logs", "out")
 	if r.code != 0 || r.stdout != "" {
 		t.Errorf("logs of a round with empty output = %v", r)
@@ -65,7 +66,7 @@ func TestLogsFollow(t *testing.T) {
 	s := newTaskServer(t)
 	s.submit(t, "live")
 	s.event(t, schemas.KindStarted, "live-r1", nil)
-	s.waitState(t, "live", orchestrator.StateRunning)
+	s.waitState(t, "live", wire.StateRunning)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // workerOutput is a round's stored output as the runner stores it: the
@@ -32,7 +33,7 @@ func TestLogsHidesWorkerLines(t *testing.T) {
 	if err := s.store.Put(t.Context(), orchestrator.OutputKey("w-r1"), strings.NewReader(workerOutput)); err != nil {
 		t.Fatal(err)
 	}
-	s.end(t, "w", "w-r1", schemas.KindFinished, orchestrator.StateFinished)
+	s.end(t, "w", "w-r1", schemas.KindFinished, wire.StateFinished)
 	want := subagentOutput
 	if r := agora(t, s.env, "logs", "w"); r.code != 0 || r.stdout != want {
 		t.Errorf("logs w = %v; want only the sub-agent's lines %q", r, want)

@@ -23,8 +23,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -146,15 +147,15 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora validate: unknown schema %q; want one of %s\n", name, strings.Join(schemas.Names(), ", "))
 		return 2
 	}
-	kind := registry.Kind(name)
-	isRegistry := slices.Contains(registry.Kinds, kind)
+	kind := wire.Kind(name)
+	isRegistry := slices.Contains(wire.Kinds, kind)
 	var data []byte
 	var err error
 	switch {
 	case file == "-":
 		data, err = io.ReadAll(stdin)
 	case isRegistry:
-		data, err = registry.ReadFile(file)
+		data, err = registryfile.ReadFile(file)
 	default:
 		data, err = os.ReadFile(file)
 	}

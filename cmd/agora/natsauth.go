@@ -16,7 +16,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 	"github.com/agoradev/agora/internal/natsauth"
 )
 
@@ -38,8 +38,8 @@ func runNATSAuth(_ context.Context, args, _ []string, stdout, stderr io.Writer) 
 
 func natsAuthInit(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("agora nats-auth init", flag.ContinueOnError)
-	var runners multiFlag
-	fs.Var(&runners, "runner", "make runner-`ID`.creds for the runner started with --id ID (repeatable; run again to add runners: every key is kept)")
+	var runners []string
+	fs.StringArrayVar(&runners, "runner", nil, "make runner-`ID`.creds for the runner started with --id ID (repeatable; run again to add runners: every key is kept)")
 	maxDisk := fs.String("max-disk", "", "cap the AGORA account's JetStream file storage at `SIZE` (e.g. 20G; default: no account cap, the servers' max_file_store bounds it)")
 	maxMem := fs.String("max-memory", "", "cap the AGORA account's JetStream memory storage at `SIZE` (e.g. 1G; default: no account cap, the servers' max_memory_store bounds it)")
 	pos, err := parseArgs(fs, natsAuthInitSynopsis, args, stdout)
@@ -57,7 +57,7 @@ func natsAuthInit(args []string, stdout io.Writer) error {
 		return err
 	}
 	for _, r := range runners {
-		if err := bus.ValidateRunnerID(r); err != nil {
+		if err := roles.ValidateRunnerID(r); err != nil {
 			return usagef("--runner: %v", err)
 		}
 	}

@@ -20,9 +20,10 @@ import (
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestOrchestratorSurvivesKill9 runs `agora orchestrator` as its own
@@ -36,7 +37,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := context.Background()
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
-	tag := fmt.Sprintf("agora-worker:kill9-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:kill9-test-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{ID: fmt.Sprintf("kill9-%d", os.Getpid()), Slots: 2, Image: tag, DataDir: t.TempDir(),
+	r, err := runner.New(runner.Config{ID: fmt.Sprintf("kill9-%d", testutil.RunNumber()), Slots: 2, Image: tag, DataDir: t.TempDir(),
 		StorageURI: "file://" + storeDir, Store: store, Bus: b, Engine: eng, Grace: 3 * time.Second, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 	t.Cleanup(logs.stop)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(agora, "orchestrator", "--nats", srv.ClientURL(), "--storage", "file://"+storeDir, "--listen", addr)
-		cmd.Stderr = logs
+		cmd.Stderr, cmd.Env = logs, append(os.Environ(), openapitest.Env(t))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -95,21 +96,21 @@ func TestOrchestratorSurvivesKill9(t *testing.T) {
 if [ $n -le 2 ]; then agora-worker ask "step $n: A or B?" --option A --option B; exit 0; fi
 echo "done after $AGORA_ANSWER"`
 	sub := schemas.Subagent{Name: "stepper", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", script}}
-	var task orchestrator.Task
-	call(t, "POST", "http://"+addr+"/v1/tasks", orchestrator.SubmitRequest{TaskID: "k9", Subagent: sub}, &task)
-	task = waitTask(t, addr, "k9", orchestrator.StateNeedsInput)
+	var task wire.Task
+	call(t, "POST", "http://"+addr+"/v1/tasks", wire.SubmitRequest{TaskID: "k9", Subagent: sub}, &task)
+	task = waitTask(t, addr, "k9", wire.StateNeedsInput)
 
 	kill(proc) // between the question and its answer
 	proc = start()
 	call(t, "POST", "http://"+addr+"/v1/tasks/k9/answer", map[string]any{"answer": "A", "by": "alice"}, &task)
 	kill(proc) // right after an answer was accepted
 	proc = start()
-	task = waitTask(t, addr, "k9", orchestrator.StateNeedsInput)
+	task = waitTask(t, addr, "k9", wire.StateNeedsInput)
 	if task.Rounds[len(task.Rounds)-1].N != 2 {
 		t.Fatalf("round %d asks, want 2", task.Rounds[len(task.Rounds)-1].N)
 	}
 	call(t, "POST", "http://"+addr+"/v1/tasks/k9/answer", map[string]any{"answer": "2", "by": "bob"}, &task)
-	task = waitTask(t, addr, "k9", orchestrator.StateFinished)
+	task = waitTask(t, addr, "k9", wire.StateFinished)
 	if len(task.Rounds) != 3 || task.Rounds[1].Answer.Value != "B" {
 		t.Errorf("rounds = %+v", task.Rounds)
 	}
@@ -154,9 +155,9 @@ func call(t *testing.T, method, url string, body, out any) {
 	}
 }
 
-func waitTask(t *testing.T, addr, id string, want orchestrator.State) orchestrator.Task {
+func waitTask(t *testing.T, addr, id string, want wire.State) wire.Task {
 	t.Helper()
-	var task orchestrator.Task
+	var task wire.Task
 	testutil.Eventually(t, 3*time.Minute, fmt.Sprintf("task %s to be %s", id, want), func() bool {
 		resp, err := http.Get("http://" + addr + "/v1/tasks/" + id)
 		if err != nil {
@@ -166,7 +167,7 @@ func waitTask(t *testing.T, addr, id string, want orchestrator.State) orchestrat
 		if resp.StatusCode != 200 {
 			return false
 		}
-		task = orchestrator.Task{}
+		task = wire.Task{}
 		if json.NewDecoder(resp.Body).Decode(&task) != nil {
 			return false
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -93,7 +92,7 @@ func TestRegistryListPages(t *testing.T) {
 	t.Parallel()
 	s := newTaskServer(t)
 	for _, name := range []string{"a1", "a2", "a3"} {
-		data, _ := json.Marshal(registry.Env{Name: name, Values: map[string]string{"K": name}})
+		data, _ := json.Marshal(wire.Env{Name: name, Values: map[string]string{"K": name}})
 		file := filepath.Join(t.TempDir(), "env.json")
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -106,7 +105,7 @@ func TestRegistryListPages(t *testing.T) {
 		t.Errorf("env list --limit 2 shows a3:\n%s", r.stdout)
 	}
 	r = agora(t, s.env, "env", "list", "--json", "--limit", "2")
-	var entries []*registry.Entry
+	var entries []*wire.Entry
 	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil || len(entries) != 2 || !strings.Contains(r.stderr, "more:") {
 		t.Errorf("env list --json --limit 2 = %v (%v); want an array of 2 and the hint on stderr", r, err)
 	}

@@ -13,21 +13,21 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/wire"
 )
 
 // registryVerb is one of subagent, capability and env.
 type registryVerb struct {
-	kind  registry.Kind
+	kind  wire.Kind
 	noun  string // for messages: "sub-agent"
 	plain string // the verb as typed
 }
 
 var registryVerbs = map[string]registryVerb{
-	"subagent":   {registry.KindSubagent, "sub-agent", "subagent"},
-	"capability": {registry.KindCapability, "capability", "capability"},
-	"env":        {registry.KindEnv, "env bundle", "env"},
+	"subagent":   {wire.KindSubagent, "sub-agent", "subagent"},
+	"capability": {wire.KindCapability, "capability", "capability"},
+	"env":        {wire.KindEnv, "env bundle", "env"},
 }
 
 func runRegistry(ctx context.Context, verb string, args, environ []string, stdout, stderr io.Writer) int {
@@ -54,35 +54,35 @@ func runRegistry(ctx context.Context, verb string, args, environ []string, stdou
 // registryFile is a registry file read and checked as register sends it:
 // one of subagent, capability (with archive, its packed directory) and env.
 type registryFile struct {
-	subagent   *registry.Subagent
-	capability *registry.CapabilityFile
+	subagent   *wire.Subagent
+	capability *registryfile.CapabilityFile
 	archive    []byte
-	env        *registry.Env
+	env        *wire.Env
 }
 
 // parseRegistryFile checks a registry file of kind the one way both
 // register and validate do: YAML or JSON against the kind's schema, and for
 // a capability its directory packed. file names it in errors (and is where
 // a capability's relative path starts).
-func parseRegistryFile(kind registry.Kind, file string, data []byte) (registryFile, error) {
+func parseRegistryFile(kind wire.Kind, file string, data []byte) (registryFile, error) {
 	var f registryFile
 	var err error
 	switch kind {
-	case registry.KindSubagent:
-		f.subagent, err = registry.ParseSubagent(file, data)
-	case registry.KindCapability:
-		if f.capability, err = registry.ParseCapability(file, data); err != nil {
+	case wire.KindSubagent:
+		f.subagent, err = registryfile.ParseSubagent(file, data)
+	case wire.KindCapability:
+		if f.capability, err = registryfile.ParseCapability(file, data); err != nil {
 			break
 		}
 		dir := f.capability.Path
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(filepath.Dir(file), dir)
 		}
-		if f.archive, _, err = registry.PackDir(dir, registry.MaxCapabilityBytes); err != nil {
+		if f.archive, _, err = registryfile.PackDir(dir, wire.MaxCapabilityBytes); err != nil {
 			err = fmt.Errorf("%s: field path: %w", file, err)
 		}
-	case registry.KindEnv:
-		f.env, err = registry.ParseEnv(file, data)
+	case wire.KindEnv:
+		f.env, err = registryfile.ParseEnv(file, data)
 	default:
 		err = fmt.Errorf("%s: no registry kind %q", file, kind)
 	}
@@ -94,7 +94,7 @@ func parseRegistryFile(kind registry.Kind, file string, data []byte) (registryFi
 func (v registryVerb) register(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, "FILE [--json] [--server URL] [--token TOKEN]", args, stdout)
+	pos, err := parseArgs(fs, "FILE [--json] [--server URL] [--token TOKEN]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 		return usagef("want one FILE (YAML or JSON; 'agora schema %s' prints its schema)", v.kind)
 	}
 	file := pos[0]
-	data, err := registry.ReadFile(file)
+	data, err := registryfile.ReadFile(file)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -110,16 +110,16 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	if err != nil {
 		return usagef("%v", err)
 	}
-	var call func(*client.Client) (registry.Registered, error)
+	var call func(*client.Client) (wire.Registered, error)
 	switch {
 	case f.subagent != nil:
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
+		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
 	case f.capability != nil:
-		call = func(c *client.Client) (registry.Registered, error) {
+		call = func(c *client.Client) (wire.Registered, error) {
 			return c.RegisterCapability(ctx, f.capability.Name, f.capability.Description, f.archive)
 		}
 	case f.env != nil:
-		call = func(c *client.Client) (registry.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
+		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -145,20 +145,14 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 // --json writes the entries as a JSON array, as before pages; the hint to
 // the next page then goes to stderr.
 func (v registryVerb) list(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pf := newPageFlags(fs, "names")
-	pos, err := parseVerb(fs, "[--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]", args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q; 'agora %s show %s' shows one", pos[0], v.plain, pos[0])
-	}
-	if err := pf.check(name); err != nil {
-		return err
-	}
-	c, err := a.connect(environ)
+	a := newAPIVerb(name, "[--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]")
+	pf := newPageFlags(a.fs, "names")
+	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 0 {
+			return usagef("unexpected argument %q; 'agora %s show %s' shows one", pos[0], v.plain, pos[0])
+		}
+		return pf.check(name)
+	})
 	if err != nil {
 		return err
 	}
@@ -186,40 +180,39 @@ func (v registryVerb) list(ctx context.Context, name string, args, environ []str
 }
 
 // orEmpty makes a nil list an empty one, so JSON says [] and not null.
-func orEmpty(entries []*registry.Entry) []*registry.Entry {
+func orEmpty(entries []*wire.Entry) []*wire.Entry {
 	if entries == nil {
-		return []*registry.Entry{}
+		return []*wire.Entry{}
 	}
 	return entries
 }
 
 func (v registryVerb) show(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	versions := fs.Bool("versions", false, "list the versions, oldest first (a page; --all for every one)")
-	pf := newPageFlags(fs, "versions")
-	pos, err := parseVerb(fs, "NAME[@VERSION] [--versions [--limit N | --cursor CURSOR | --all]] [--json] [--server URL] [--token TOKEN]", args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one NAME or NAME@VERSION; 'agora %s list' shows the names", v.plain)
-	}
-	ref := pos[0]
-	refName, version, err := registry.ParseRef(ref)
-	if err != nil {
-		return usagef("%q: want NAME or NAME@VERSION (12 hex digits); 'agora %s list' shows them", ref, v.plain)
-	}
-	if *versions && version != "" {
-		return usagef("--versions lists every version of a name; give NAME, not NAME@VERSION")
-	}
-	if err := pf.check(name); err != nil {
-		return err
-	}
-	if !*versions && (pf.all || pf.limit != 0 || pf.cursor != "") {
-		return usagef("--limit, --cursor and --all page the list of --versions")
-	}
-	c, err := a.connect(environ)
+	a := newAPIVerb(name, "NAME[@VERSION] [--versions [--limit N | --cursor CURSOR | --all]] [--json] [--server URL] [--token TOKEN]")
+	versions := a.fs.Bool("versions", false, "list the versions, oldest first (a page; --all for every one)")
+	pf := newPageFlags(a.fs, "versions")
+	var ref, refName string
+	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want one NAME or NAME@VERSION; 'agora %s list' shows the names", v.plain)
+		}
+		ref = pos[0]
+		var version string
+		var err error
+		if refName, version, err = wire.ParseRef(ref); err != nil {
+			return usagef("%q: want NAME or NAME@VERSION (12 hex digits); 'agora %s list' shows them", ref, v.plain)
+		}
+		switch {
+		case *versions && version != "":
+			return usagef("--versions lists every version of a name; give NAME, not NAME@VERSION")
+		case !*versions && (pf.all || pf.limit != 0 || pf.cursor != ""):
+			if err := pf.check(name); err != nil {
+				return err
+			}
+			return usagef("--limit, --cursor and --all page the list of --versions")
+		}
+		return pf.check(name)
+	})
 	if err != nil {
 		return err
 	}
@@ -254,15 +247,15 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 }
 
 // table writes entries, one per row.
-func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.Entry, latest bool) {
+func (v registryVerb) table(w io.Writer, environ []string, entries []*wire.Entry, latest bool) {
 	u := newUI(w, environ)
 	header := []string{"NAME", "VERSION", "SEQ", "REGISTERED"}
 	switch v.kind {
-	case registry.KindSubagent:
+	case wire.KindSubagent:
 		header = append(header, "RUNTIME", "USES")
-	case registry.KindCapability:
+	case wire.KindCapability:
 		header = append(header, "FILES", "SIZE")
-	case registry.KindEnv:
+	case wire.KindEnv:
 		header = append(header, "VALUES", "SECRETS")
 	}
 	header = append(header, "DESCRIPTION")
@@ -274,7 +267,7 @@ func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.E
 		}
 		row := []cell{{e.Name, sgrBold}, {e.Version, ""}, {seq, ""}, {e.CreatedAt.Local().Format(time.DateTime), sgrDim}}
 		switch v.kind {
-		case registry.KindSubagent:
+		case wire.KindSubagent:
 			uses := "-"
 			if s := e.Subagent; s != nil {
 				if all := append(append([]string{}, s.Capabilities...), s.Env...); len(all) > 0 {
@@ -284,9 +277,9 @@ func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.E
 			} else {
 				row = append(row, cell{"?", ""}, cell{uses, ""})
 			}
-		case registry.KindCapability:
+		case wire.KindCapability:
 			row = append(row, cell{fmt.Sprint(e.Files), ""}, cell{humanBytes(e.Size), ""})
-		case registry.KindEnv:
+		case wire.KindEnv:
 			nv, ns := 0, 0
 			if e.Env != nil {
 				nv, ns = len(e.Env.Values), len(e.Env.Secrets)
@@ -300,7 +293,7 @@ func (v registryVerb) table(w io.Writer, environ []string, entries []*registry.E
 
 // detail writes one entry in full. Env values are shown; secrets are refs,
 // never values, so they are shown too.
-func (v registryVerb) detail(w io.Writer, environ []string, e *registry.Entry) {
+func (v registryVerb) detail(w io.Writer, environ []string, e *wire.Entry) {
 	u := newUI(w, environ)
 	fmt.Fprintf(w, "%s %s · version %d · registered %s\n", v.noun, u.paint(sgrBold, e.Ref()), e.Seq, e.CreatedAt.Local().Format(time.DateTime))
 	fmt.Fprintf(w, "digest: %s\n", e.Digest)

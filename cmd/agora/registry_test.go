@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator"
-	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestRegistryVerbs registers a capability, an env bundle and a sub-agent
@@ -39,7 +38,7 @@ func TestRegistryVerbs(t *testing.T) {
 	}
 	envOut := agora(t, s.env, "env", "register", changed, "--json")
 	envOut.want(t, "env v2", 0, []string{`"created": true`, `"seq": 2`}, nil)
-	var env2 registry.Registered
+	var env2 wire.Registered
 	if err := json.Unmarshal([]byte(envOut.stdout), &env2); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +53,7 @@ func TestRegistryVerbs(t *testing.T) {
 
 	out := agora(t, s.env, "dispatch", "--subagent", "reviewer", "--task-id", "rev-1", "--json")
 	out.want(t, "dispatch by name", 0, nil, nil)
-	var task orchestrator.Task
+	var task wire.Task
 	if err := json.Unmarshal([]byte(out.stdout), &task); err != nil {
 		t.Fatalf("dispatch --json: %v: %s", err, out.stdout)
 	}
@@ -119,7 +118,7 @@ func TestRegistryBadInputs(t *testing.T) {
 	for _, kind := range []string{"subagent", "capability", "env"} {
 		agora(t, s.env, kind, "list").want(t, kind+" list after the errors", 0, []string{"no "}, nil)
 	}
-	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+	if page, err := s.orch.List(t.Context(), wire.ListOptions{}); err != nil || len(page.Tasks) != 0 {
 		t.Errorf("tasks after the errors = %d, %v; want none", len(page.Tasks), err)
 	}
 	// A server that is not running: one line that says what to do.

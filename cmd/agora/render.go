@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -56,29 +55,29 @@ func (u ui) paint(code, s string) string {
 }
 
 // stateColor is the color of a state's label.
-func stateColor(s orchestrator.State) string {
+func stateColor(s wire.State) string {
 	switch s {
-	case orchestrator.StateNeedsInput:
+	case wire.StateNeedsInput:
 		return sgrYellow
-	case orchestrator.StateRunning:
+	case wire.StateRunning:
 		return sgrCyan
-	case orchestrator.StateQueued:
+	case wire.StateQueued:
 		return sgrBlue
-	case orchestrator.StateFinished:
+	case wire.StateFinished:
 		return sgrGreen
-	case orchestrator.StateFailed:
+	case wire.StateFailed:
 		return sgrRed
-	case orchestrator.StateCancelled, orchestrator.StateExpired:
+	case wire.StateCancelled, wire.StateExpired:
 		return sgrMagenta
 	}
 	return ""
 }
 
 // stateLabel is "needs input" for needs_input.
-func stateLabel(s orchestrator.State) string { return strings.ReplaceAll(string(s), "_", " ") }
+func stateLabel(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") }
 
 // state is a state's colored label.
-func (u ui) state(s orchestrator.State) string { return u.paint(stateColor(s), stateLabel(s)) }
+func (u ui) state(s wire.State) string { return u.paint(stateColor(s), stateLabel(s)) }
 
 // cell is one table cell: its text and its color.
 type cell struct {
@@ -147,7 +146,7 @@ func clipText(s string, n int) string {
 }
 
 // lastRound is the task's latest round, nil when it has none.
-func lastRound(t *orchestrator.Task) *orchestrator.Round {
+func lastRound(t *wire.Task) *wire.Round {
 	if len(t.Rounds) == 0 {
 		return nil
 	}
@@ -155,7 +154,7 @@ func lastRound(t *orchestrator.Task) *orchestrator.Round {
 }
 
 // roundText is "2", or "2 (attempt 3)" for a respawned round.
-func roundText(r *orchestrator.Round) string {
+func roundText(r *wire.Round) string {
 	if r == nil {
 		return "-"
 	}
@@ -168,7 +167,7 @@ func roundText(r *orchestrator.Round) string {
 // nextAction is the exact command to run next for t: the orchestrator's
 // when it names one (answer, respawn, continue), else following the
 // round's output.
-func nextAction(t *orchestrator.Task) string {
+func nextAction(t *wire.Task) string {
 	if t.Attention.Action != "" {
 		return t.Attention.Action
 	}
@@ -180,12 +179,12 @@ func nextAction(t *orchestrator.Task) string {
 
 // needsText is what t needs, from the orchestrator's attention, with the last
 // line a running round printed.
-func needsText(t *orchestrator.Task) string {
+func needsText(t *wire.Task) string {
 	s := t.Attention.Summary
 	if s == "" {
 		s = stateLabel(t.State)
 	}
-	if t.State == orchestrator.StateRunning && t.Attention.LastOutput != "" {
+	if t.State == wire.StateRunning && t.Attention.LastOutput != "" {
 		s += ` · last output "` + clipText(t.Attention.LastOutput, 40) + `"`
 	}
 	return s
@@ -193,19 +192,19 @@ func needsText(t *orchestrator.Task) string {
 
 // attentionRank orders the attention view: what waits for a person first,
 // then what ended badly, then what moves, then what ended well.
-func attentionRank(s orchestrator.State) int {
-	return slices.Index([]orchestrator.State{orchestrator.StateNeedsInput, orchestrator.StateFailed, orchestrator.StateExpired,
-		orchestrator.StateRunning, orchestrator.StateQueued, orchestrator.StateCancelled, orchestrator.StateFinished}, s)
+func attentionRank(s wire.State) int {
+	return slices.Index([]wire.State{wire.StateNeedsInput, wire.StateFailed, wire.StateExpired,
+		wire.StateRunning, wire.StateQueued, wire.StateCancelled, wire.StateFinished}, s)
 }
 
 // sortForAttention sorts tasks by attentionRank; questions oldest first,
 // the rest most recently changed first.
-func sortForAttention(tasks []*orchestrator.Task) {
-	slices.SortStableFunc(tasks, func(a, b *orchestrator.Task) int {
+func sortForAttention(tasks []*wire.Task) {
+	slices.SortStableFunc(tasks, func(a, b *wire.Task) int {
 		if c := cmp.Compare(attentionRank(a.State), attentionRank(b.State)); c != 0 {
 			return c
 		}
-		if a.State == orchestrator.StateNeedsInput {
+		if a.State == wire.StateNeedsInput {
 			return lastRound(a).AskedAt.Compare(lastRound(b).AskedAt)
 		}
 		return b.UpdatedAt.Compare(a.UpdatedAt)
@@ -214,7 +213,7 @@ func sortForAttention(tasks []*orchestrator.Task) {
 
 // writeAttention writes the counts line (every task's), what a filter
 // shows of them when one is given, and the attention table.
-func (u ui) writeAttention(w io.Writer, tasks []*orchestrator.Task, summary orchestrator.Summary, filter string) {
+func (u ui) writeAttention(w io.Writer, tasks []*wire.Task, summary wire.Summary, filter string) {
 	fmt.Fprintln(w, u.paint(sgrBold, summary.Text))
 	if filter != "" {
 		fmt.Fprintln(w, filter)
@@ -284,7 +283,7 @@ func ifUnansweredText(iu *wire.IfUnanswered, now time.Time) string {
 
 // writeQuestions writes the open questions, oldest first, each with what
 // happens if nobody answers.
-func (u ui) writeQuestions(w io.Writer, qs []orchestrator.QuestionView, now time.Time) {
+func (u ui) writeQuestions(w io.Writer, qs []wire.QuestionView, now time.Time) {
 	if len(qs) == 0 {
 		fmt.Fprintln(w, "no open questions")
 		return
@@ -304,11 +303,12 @@ func (u ui) writeQuestions(w io.Writer, qs []orchestrator.QuestionView, now time
 // writeTimeline writes one task: what it is, where it stands, what to do
 // next, and each round — when it was queued, how long it ran, what it
 // asked, what each route step did, who answered what after how long.
-func (u ui) writeTimeline(w io.Writer, t *orchestrator.Task, now time.Time) {
+func (u ui) writeTimeline(w io.Writer, t *wire.Task, now time.Time) {
 	fmt.Fprintf(w, "%s %s · sub-agent %s · %s\n", u.paint(sgrDim, "task"), u.paint(sgrBold, t.ID), t.Request.Subagent.Name, u.state(t.State))
 	if t.Pins != nil {
 		fmt.Fprintf(w, "pinned: %s\n", pinsText(t.Pins))
 	}
+	writeLinks(w, t) // replay.go
 	if t.Outcome != nil {
 		fmt.Fprintf(w, "outcome: %s\n", t.Outcome.Detail)
 	} else if t.Attention.Summary != "" {
@@ -336,7 +336,7 @@ func (u ui) writeTimeline(w io.Writer, t *orchestrator.Task, now time.Time) {
 	}
 	fmt.Fprintln(w)
 	for i := range t.Rounds {
-		waiting := i == len(t.Rounds)-1 && t.State == orchestrator.StateNeedsInput
+		waiting := i == len(t.Rounds)-1 && t.State == wire.StateNeedsInput
 		u.writeRound(w, &t.Rounds[i], now, waiting)
 	}
 	// The actions the rounds do not show: cancel, respawn and retry.
@@ -368,12 +368,12 @@ func pluralS(n int) string {
 }
 
 // writeRound writes one round; waiting says its question is still open.
-func (u ui) writeRound(w io.Writer, r *orchestrator.Round, now time.Time, waiting bool) {
+func (u ui) writeRound(w io.Writer, r *wire.Round, now time.Time, waiting bool) {
 	var times []string
 	switch {
-	case r.StartedAt.IsZero() && r.State == orchestrator.StateQueued && !r.Enqueued && r.RetryAt.After(now):
+	case r.StartedAt.IsZero() && r.State == wire.StateQueued && !r.Enqueued && r.RetryAt.After(now):
 		times = append(times, "retried at "+r.RetryAt.Local().Format("15:04:05")+" (in "+humanDuration(r.RetryAt.Sub(now))+")")
-	case r.StartedAt.IsZero() && r.State == orchestrator.StateQueued:
+	case r.StartedAt.IsZero() && r.State == wire.StateQueued:
 		times = append(times, "queued for "+humanDuration(now.Sub(r.QueuedAt)))
 	case r.StartedAt.IsZero():
 		times = append(times, "never started")

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -15,9 +14,9 @@ import (
 func TestTimelineShowsWhoActed(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	task := &orchestrator.Task{ID: "t-1", Owner: "alice", State: orchestrator.StateQueued, CreatedAt: at, UpdatedAt: at,
-		Rounds: []orchestrator.Round{{N: 1, State: orchestrator.StateNeedsInput, QueuedAt: at,
-			Answer: &orchestrator.Answer{Value: "B", By: "carol", Via: "slack", Channel: "slack", At: at}}},
+	task := &wire.Task{ID: "t-1", Owner: "alice", State: wire.StateQueued, CreatedAt: at, UpdatedAt: at,
+		Rounds: []wire.Round{{N: 1, State: wire.StateNeedsInput, QueuedAt: at,
+			Answer: &wire.Answer{Value: "B", By: "carol", Via: "slack", Channel: "slack", At: at}}},
 		History: []wire.HistoryEntry{
 			{Action: wire.ActionSubmit, By: "alice", At: at},
 			{Action: wire.ActionAnswer, By: "carol", Via: "slack", At: at},
@@ -38,12 +37,12 @@ func TestTimelineShowsWhoActed(t *testing.T) {
 func TestTimelineShowsRetries(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	task := &orchestrator.Task{ID: "t-1", State: orchestrator.StateQueued, CreatedAt: at, UpdatedAt: at,
-		Request: orchestrator.SubmitRequest{Retry: &wire.RetryPolicy{Attempts: 3, On: []schemas.FailureReason{schemas.ReasonWorkerLost}}},
-		Rounds: []orchestrator.Round{
-			{N: 1, Attempt: 1, State: orchestrator.StateFailed, QueuedAt: at, StartedAt: at, EndedAt: at.Add(time.Second),
+	task := &wire.Task{ID: "t-1", State: wire.StateQueued, CreatedAt: at, UpdatedAt: at,
+		Request: wire.SubmitRequest{Retry: &wire.RetryPolicy{Attempts: 3, On: []schemas.FailureReason{schemas.ReasonWorkerLost}}},
+		Rounds: []wire.Round{
+			{N: 1, Attempt: 1, State: wire.StateFailed, QueuedAt: at, StartedAt: at, EndedAt: at.Add(time.Second),
 				Failure: &schemas.Failure{Reason: schemas.ReasonWorkerLost, Detail: "container exited with code 137"}},
-			{N: 1, Attempt: 2, State: orchestrator.StateQueued, QueuedAt: at.Add(time.Second), RetryAt: at.Add(11 * time.Second)}},
+			{N: 1, Attempt: 2, State: wire.StateQueued, QueuedAt: at.Add(time.Second), RetryAt: at.Add(11 * time.Second)}},
 		History: []wire.HistoryEntry{
 			{Action: wire.ActionSubmit, By: "alice", At: at},
 			{Action: wire.ActionRetry, By: "retry policy", At: at.Add(time.Second),

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestUsageText(t *testing.T) {
@@ -36,11 +36,11 @@ func TestUsageText(t *testing.T) {
 func TestTimelineShowsSession(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	task := &orchestrator.Task{ID: "t-1", Owner: "alice", State: orchestrator.StateFinished, CreatedAt: at, UpdatedAt: at,
-		Rounds: []orchestrator.Round{
-			{N: 1, State: orchestrator.StateNeedsInput, QueuedAt: at, Usage: &schemas.Usage{Turns: 2, SessionID: "5f0c-1"},
-				Answer: &orchestrator.Answer{Value: "B", By: "carol", Channel: "cli", At: at}},
-			{N: 2, State: orchestrator.StateFinished, QueuedAt: at, Usage: &schemas.Usage{Turns: 1, SessionID: "5f0c-1", Resumed: true}},
+	task := &wire.Task{ID: "t-1", Owner: "alice", State: wire.StateFinished, CreatedAt: at, UpdatedAt: at,
+		Rounds: []wire.Round{
+			{N: 1, State: wire.StateNeedsInput, QueuedAt: at, Usage: &schemas.Usage{Turns: 2, SessionID: "5f0c-1"},
+				Answer: &wire.Answer{Value: "B", By: "carol", Channel: "cli", At: at}},
+			{N: 2, State: wire.StateFinished, QueuedAt: at, Usage: &schemas.Usage{Turns: 1, SessionID: "5f0c-1", Resumed: true}},
 		}}
 	var b strings.Builder
 	ui{}.writeTimeline(&b, task, at)

@@ -7,14 +7,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +17,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -75,29 +69,21 @@ func runResult(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // else as JSON (--json: always JSON). A task that has not finished has no
 // result: it says how the task stands and exits as dispatch --wait would.
 func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora result", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, resultSynopsis, args, stdout)
+	a := newAPIVerb("agora result", resultSynopsis)
+	c, pos, err := a.open(args, environ, stdout, wantOne("want one TASK, e.g. agora result t-42 ('agora status' lists the tasks)"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. agora result t-42 ('agora status' lists the tasks)")
 	}
 	id := pos[0]
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
 	t, err := c.Get(ctx, id)
 	if err != nil {
 		return a.explain(err, id)
 	}
 	switch t.State {
-	case orchestrator.StateFinished:
-	case orchestrator.StateFailed:
+	case wire.StateFinished:
+	case wire.StateFailed:
 		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, outcomeDetail(t), t.ID)}
-	case orchestrator.StateCancelled, orchestrator.StateExpired:
+	case wire.StateCancelled, wire.StateExpired:
 		return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, stateLabel(t.State), outcomeDetail(t))}
 	default:
 		return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, stateLabel(t.State), t.ID)
@@ -136,7 +122,7 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 	a := newAPIFlags(fs)
 	var dir string
 	fs.StringVarP(&dir, "dir", "d", "", "download the artifacts (all, or the NAMEs given) into `DIR`, each checked against its sha256; names keep their sub-directories")
-	pos, err := parseVerb(fs, artifactsSynopsis, args, stdout)
+	pos, err := parseArgs(fs, artifactsSynopsis, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -198,7 +184,7 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 	}
 	var got []wire.Artifact
 	for _, f := range want {
-		path, err := download(ctx, c, id, f, dir)
+		path, err := c.SaveArtifact(ctx, id, f, dir)
 		if err != nil {
 			return err
 		}
@@ -213,67 +199,17 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 	return nil
 }
 
-// download writes artifact f of task id under dir: to a temporary file
-// beside its place, renamed once its sha256 and size check out. Every
-// path is opened through an os.Root on dir, so neither the name (which
-// the API never lists outside one) nor a symbolic link already in dir can
-// put a file outside it.
-func download(ctx context.Context, c *client.Client, id string, f wire.Artifact, dir string) (string, error) {
-	if err := wire.CheckArtifactName(f.Name); err != nil {
-		return "", fmt.Errorf("task %s: %w; not downloaded", id, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("download %s: %w", f.Name, err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", fmt.Errorf("download %s: %w", f.Name, err)
-	}
-	defer root.Close()
-	target := filepath.FromSlash(f.Name)
-	if err := root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
-	}
-	var suffix [6]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
-		return "", err
-	}
-	tmpName := filepath.Join(filepath.Dir(target), ".agora-download-"+hex.EncodeToString(suffix[:]))
-	tmp, err := root.OpenFile(tmpName, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
-	}
-	defer root.Remove(tmpName) // fails harmlessly after the rename
-	served, err := c.DownloadArtifact(ctx, id, f.Name, tmp)
-	if cerr := tmp.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err == nil && (served.SHA256 != f.SHA256 || served.Size != f.Size) {
-		err = fmt.Errorf("served %d bytes of sha256 %s, the task lists %d bytes of sha256 %s: %w", served.Size, served.SHA256, f.Size, f.SHA256, client.ErrIntegrity)
-	}
-	if err != nil {
-		if errors.Is(err, client.ErrIntegrity) {
-			return "", fmt.Errorf("artifact %s of task %s failed its sha256 check; nothing written: %w", f.Name, id, err)
-		}
-		return "", fmt.Errorf("download artifact %s of task %s: %w", f.Name, id, err)
-	}
-	if err := root.Rename(tmpName, target); err != nil {
-		return "", fmt.Errorf("download %s into %s: %w", f.Name, dir, err)
-	}
-	return filepath.Join(dir, target), nil
-}
-
 // ---- agora batch results
 
 const batchResultsSynopsis = "ID [--server URL] [--token TOKEN]"
 
 // batchResult is one line of agora batch results.
 type batchResult struct {
-	ID        string             `json:"id"`
-	State     orchestrator.State `json:"state"`
-	Outcome   *wire.Outcome      `json:"outcome,omitempty"`
-	Result    json.RawMessage    `json:"result,omitempty"`
-	Artifacts []wire.Artifact    `json:"artifacts,omitempty"`
+	ID        string          `json:"id"`
+	State     wire.State      `json:"state"`
+	Outcome   *wire.Outcome   `json:"outcome,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Artifacts []wire.Artifact `json:"artifacts,omitempty"`
 	// Error says why the result of a task that has one could not be read.
 	Error string `json:"error,omitempty"`
 }

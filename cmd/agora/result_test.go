@@ -21,7 +21,6 @@ import (
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/api/openapitest"
@@ -121,7 +120,7 @@ func TestResultsEndToEnd(t *testing.T) {
 		file := batchFile(t, t.TempDir(), "b20.jsonl", lines...)
 		agora(t, s.env, "batch", "submit", file, "--batch", "b20").want(t, "batch submit", 0, nil, nil)
 		testutil.Eventually(t, 3*time.Minute, "the 20 tasks to finish", func() bool {
-			page, err := s.orch.List(ctx, orchestrator.ListOptions{Label: batchLabel + "=b20", State: orchestrator.StateFinished, Limit: 100})
+			page, err := s.orch.List(ctx, wire.ListOptions{Label: batchLabel + "=b20", State: wire.StateFinished, Limit: 100})
 			return err == nil && len(page.Tasks) == 20
 		})
 		res := agora(t, s.env, "batch", "results", "b20")
@@ -136,7 +135,7 @@ func TestResultsEndToEnd(t *testing.T) {
 			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 				t.Fatalf("line %d %q: %v", n, sc.Text(), err)
 			}
-			if want := fmt.Sprintf("b20-%d", n); line.ID != want || line.State != orchestrator.StateFinished || string(line.Result) != fmt.Sprintf(`{"n":%d}`, n) || line.Outcome == nil {
+			if want := fmt.Sprintf("b20-%d", n); line.ID != want || line.State != wire.StateFinished || string(line.Result) != fmt.Sprintf(`{"n":%d}`, n) || line.Outcome == nil {
 				t.Errorf("line %d = %s, want task %s finished with result {\"n\":%d} and its outcome", n, sc.Text(), want, n)
 			}
 		}
@@ -219,8 +218,8 @@ func TestArtifactsDownloadStaysInDir(t *testing.T) {
 	arts := []wire.Artifact{{Name: "out/a.txt", Size: int64(len(good)), SHA256: hex.EncodeToString(sum[:])},
 		{Name: "b.txt", Size: int64(len(good)), SHA256: hex.EncodeToString(sum[:])}}
 	svc := &apitest.Service{
-		GetFunc: func(_ context.Context, id string) (*orchestrator.Task, error) {
-			return &orchestrator.Task{ID: id, State: orchestrator.StateFinished, Artifacts: arts}, nil
+		GetFunc: func(_ context.Context, id string) (*wire.Task, error) {
+			return &wire.Task{ID: id, State: wire.StateFinished, Artifacts: arts}, nil
 		},
 		OpenArtifactFunc: func(_ context.Context, _, name string) (wire.Artifact, io.ReadCloser, error) {
 			body := good

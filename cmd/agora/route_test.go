@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestDispatchRouteRefused: a route step that names no answerer, or an
@@ -24,7 +24,7 @@ func TestDispatchRouteRefused(t *testing.T) {
 		[]string{`route step 1 "agent:nobody": no sub-agent "nobody" is registered ('agora subagent list' shows them)`})
 	agora(t, s.env, append(cmd, "--route", "human=abc")...).want(t, "--route human=abc", 2, nil,
 		[]string{`--route "human=abc": route step 1 "human=abc": timeout: "abc" is not a duration`})
-	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+	if page, err := s.orch.List(t.Context(), wire.ListOptions{}); err != nil || len(page.Tasks) != 0 {
 		t.Fatalf("after refused routes: %d tasks, %v; want none", len(page.Tasks), err)
 	}
 

@@ -47,7 +47,7 @@ func runnerOnECS(t *testing.T, fargate bool) {
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
-	tag := fmt.Sprintf("agora-worker:cli-ecs-test-%d-%t", os.Getpid(), fargate)
+	tag := fmt.Sprintf("agora-worker:cli-ecs-test-%d-%t", testutil.RunNumber(), fargate)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -98,7 +98,7 @@ func TestFargateRunnerSurvivesKill9(t *testing.T) {
 	computetest.Busybox(t)
 	ctx := context.Background()
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
-	tag := fmt.Sprintf("agora-worker:fargate-kill9-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:fargate-kill9-%d", testutil.RunNumber())
 	if _, err := images.Build(ctx, eng, images.Options{WorkerBinary: worker, Tag: tag}); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	logs := &testWriter{t: t}
 	t.Cleanup(logs.stop)
 
-	tag := fmt.Sprintf("agora-worker:cli-test-%d", os.Getpid())
+	tag := fmt.Sprintf("agora-worker:cli-test-%d", testutil.RunNumber())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -59,7 +59,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	}
 
 	srv := natstest.Start(t)
-	id := fmt.Sprintf("cli-test-%d", os.Getpid())
+	id := fmt.Sprintf("cli-test-%d", testutil.RunNumber())
 	t.Cleanup(func() {
 		// The runner removes every container it settles: none may be left.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -183,7 +183,7 @@ func queueBus(t *testing.T, natsURL string) *bus.Bus {
 // its id.
 func enqueueScript(t *testing.T, b *bus.Bus, prefix, script, network string) string {
 	t.Helper()
-	id := fmt.Sprintf("%s-%d-%s", prefix, os.Getpid(), computetest.RandomSuffix())
+	id := fmt.Sprintf("%s-%d-%s", prefix, testutil.RunNumber(), computetest.RandomSuffix())
 	req := schemas.DispatchRequest{Spec: schemas.DispatchSpec{
 		DispatchID: id, TaskID: "task-" + id, Round: 1,
 		Subagent: schemas.Subagent{Name: "script", Runtime: schemas.RuntimeExec, Command: []string{"sh", "-c", script}},

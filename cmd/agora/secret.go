@@ -82,7 +82,7 @@ func secretSet(name string, args, environ []string, stdin io.Reader, stdout, std
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	open := secretStoreFlag(fs, environ)
 	fromFile := fs.String("from-file", "", "read the value from `FILE` instead of stdin, byte for byte")
-	pos, err := parseVerb(fs, "NAME [--from-file FILE] [--data-dir DIR | --secrets-dir DIR]", args, stdout)
+	pos, err := parseArgs(fs, "NAME [--from-file FILE] [--data-dir DIR | --secrets-dir DIR]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func secretList(name string, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	open := secretStoreFlag(fs, environ)
 	asJSON := fs.Bool("json", false, "print JSON for scripts instead of a table")
-	pos, err := parseVerb(fs, "[--json] [--data-dir DIR | --secrets-dir DIR]", args, stdout)
+	pos, err := parseArgs(fs, "[--json] [--data-dir DIR | --secrets-dir DIR]", args, stdout)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func secretList(name string, args, environ []string, stdout io.Writer) error {
 func secretRemove(name string, args, environ []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	open := secretStoreFlag(fs, environ)
-	pos, err := parseVerb(fs, "NAME... [--data-dir DIR | --secrets-dir DIR]", args, stdout)
+	pos, err := parseArgs(fs, "NAME... [--data-dir DIR | --secrets-dir DIR]", args, stdout)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 )
 
 // secretCLI runs `agora secret ARGS` with stdin and returns the exit code,
@@ -119,27 +120,27 @@ func TestSecretsDirFlags(t *testing.T) {
 	home := t.TempDir()
 	environ := []string{"HOME=" + home, "AWS_REGION=eu-west-1", "AWS_ACCESS_KEY_ID=AKID", "AGORA_X=1", "PATH=/bin"}
 	f, err := parseRunnerFlags([]string{"--nats", "nats://127.0.0.1:4222"}, environ, &bytes.Buffer{})
-	if err != nil || f.secretsDir != filepath.Join(home, ".agora", "secrets") {
-		t.Errorf("agora runner secrets dir = %q, %v; want %s", f.secretsDir, err, filepath.Join(home, ".agora", "secrets"))
+	if err != nil || f.SecretsDir != filepath.Join(home, ".agora", "secrets") {
+		t.Errorf("agora runner secrets dir = %q, %v; want %s", f.SecretsDir, err, filepath.Join(home, ".agora", "secrets"))
 	}
 	f, err = parseRunnerFlags([]string{"--nats", "x", "--secrets-dir", "rel/secrets", "--data-dir", "/srv/agora"}, nil, &bytes.Buffer{})
-	if wd, _ := os.Getwd(); err != nil || f.secretsDir != filepath.Join(wd, "rel", "secrets") {
-		t.Errorf("agora runner --secrets-dir rel/secrets = %q, %v; want it absolute", f.secretsDir, err)
+	if wd, _ := os.Getwd(); err != nil || f.SecretsDir != filepath.Join(wd, "rel", "secrets") {
+		t.Errorf("agora runner --secrets-dir rel/secrets = %q, %v; want it absolute", f.SecretsDir, err)
 	}
-	if f, err = parseRunnerFlags([]string{"--nats", "x", "--data-dir", "/srv/agora"}, nil, &bytes.Buffer{}); err != nil || f.secretsDir != "" {
-		t.Errorf("agora runner without HOME or --secrets-dir: secrets dir %q, %v; want none", f.secretsDir, err)
+	if f, err = parseRunnerFlags([]string{"--nats", "x", "--data-dir", "/srv/agora"}, nil, &bytes.Buffer{}); err != nil || f.SecretsDir != "" {
+		t.Errorf("agora runner without HOME or --secrets-dir: secrets dir %q, %v; want none", f.SecretsDir, err)
 	}
 	if got := awsVariables(environ); strings.Join(got, ",") != "AWS_REGION=eu-west-1,AWS_ACCESS_KEY_ID=AKID" {
 		t.Errorf("awsVariables = %q", got)
 	}
 
 	s, err := parseServeFlags(nil, environ, &bytes.Buffer{})
-	if err != nil || s.cfg.WithDefaults().SecretsDir != filepath.Join(home, ".agora", "secrets") || len(s.cfg.AWSEnv) != 2 {
-		t.Errorf("agora serve secrets dir = %q (AWS %q), %v; want %s", s.cfg.WithDefaults().SecretsDir, s.cfg.AWSEnv, err, filepath.Join(home, ".agora", "secrets"))
+	if err != nil || s.WithDefaults().SecretsDir != filepath.Join(home, ".agora", "secrets") || len(s.AWSEnv) != 2 {
+		t.Errorf("agora serve secrets dir = %q (AWS %q), %v; want %s", s.WithDefaults().SecretsDir, s.AWSEnv, err, filepath.Join(home, ".agora", "secrets"))
 	}
 	s, err = parseServeFlags([]string{"--data-dir", "/srv/agora"}, environ, &bytes.Buffer{})
-	if err != nil || s.cfg.WithDefaults().SecretsDir != "/srv/agora/secrets" {
-		t.Errorf("agora serve --data-dir /srv/agora: secrets dir %q, %v; want /srv/agora/secrets", s.cfg.WithDefaults().SecretsDir, err)
+	if err != nil || s.WithDefaults().SecretsDir != "/srv/agora/secrets" {
+		t.Errorf("agora serve --data-dir /srv/agora: secrets dir %q, %v; want /srv/agora/secrets", s.WithDefaults().SecretsDir, err)
 	}
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"serve", "--no-runner", "--secrets-dir", "/x"}, environ, &bytes.Buffer{}, &stderr); code != 2 ||
@@ -168,8 +169,10 @@ func TestSecretThroughServe(t *testing.T) {
 	defer cancel()
 	addr := freeAddr(t)
 	done := make(chan int, 1)
+	// With the openapicheck tag (make test) the API checks its traffic.
+	report := openapitest.Env(t)
 	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", dataDir, "--listen", addr, "--slots", "1", "--worker", worker}, os.Environ(), io.Discard, logs)
+		done <- run(ctx, []string{"serve", "--data-dir", dataDir, "--listen", addr, "--slots", "1", "--worker", worker}, append(os.Environ(), report), io.Discard, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -14,8 +14,9 @@ import (
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestServeFlagErrors: every mistake on the command line of agora serve
@@ -101,8 +102,10 @@ func TestServeAndDemo(t *testing.T) {
 	addr := freeAddr(t)
 	done := make(chan int, 1)
 	var serveOut bytes.Buffer // read once run has returned
+	// With the openapicheck tag (make test) the API checks its traffic.
+	report := openapitest.Env(t)
 	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", addr, "--slots", "1", "--worker", worker}, os.Environ(), &serveOut, logs)
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", addr, "--slots", "1", "--worker", worker}, append(os.Environ(), report), &serveOut, logs)
 	}()
 	testutil.Eventually(t, time.Minute, "agora serve to answer", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
@@ -112,12 +115,12 @@ func TestServeAndDemo(t *testing.T) {
 		return err == nil && resp.StatusCode == 200
 	})
 	c := client.New("http://"+addr, "")
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: "serve-1",
+	task, err := c.Submit(ctx, wire.SubmitRequest{TaskID: "serve-1",
 		Subagent: schemas.Subagent{Name: "hello", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", "echo hello"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, err = c.Wait(ctx, task.ID); err != nil || task.State != orchestrator.StateFinished {
+	if task, err = c.Wait(ctx, task.ID); err != nil || task.State != wire.StateFinished {
 		t.Fatalf("task = %+v, %v", task, err)
 	}
 	resp, err := http.Get("http://" + addr + "/metrics")

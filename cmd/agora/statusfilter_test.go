@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestStatusFilteredSays: status with --state or --label keeps the counts
@@ -15,7 +15,7 @@ func TestStatusFilteredSays(t *testing.T) {
 	t.Parallel()
 	s := newTaskServer(t)
 	for i := range 5 {
-		req := orchestrator.SubmitRequest{TaskID: fmt.Sprintf("f-%d", i), Labels: map[string]string{"team": "a"},
+		req := wire.SubmitRequest{TaskID: fmt.Sprintf("f-%d", i), Labels: map[string]string{"team": "a"},
 			Subagent: schemas.Subagent{Name: "echoer", Runtime: schemas.RuntimeExec, Command: []string{"echo", "hi"}}}
 		if i >= 3 {
 			req.Labels["team"] = "b"

@@ -24,7 +24,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -44,6 +43,42 @@ func newAPIFlags(fs *flag.FlagSet) *apiFlags {
 	fs.StringVar(&a.token, "token", "", "the API bearer `TOKEN` (default $AGORA_TOKEN, else the context's)")
 	fs.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	return a
+}
+
+// apiVerb is what every verb that talks to the server starts from: its
+// flag set, which holds --server, --token and --json beside the verb's
+// own flags (declared on fs before open), and its usage line.
+type apiVerb struct {
+	*apiFlags
+	fs       *flag.FlagSet
+	name     string
+	synopsis string
+}
+
+func newAPIVerb(name, synopsis string) *apiVerb {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return &apiVerb{apiFlags: newAPIFlags(fs), fs: fs, name: name, synopsis: synopsis}
+}
+
+// open is the one preamble of those verbs: it parses args (flags anywhere,
+// -h prints the usage), lets check refuse the other arguments or a
+// combination of flags with a usage error before anything is sent, and
+// returns a client of the server with those arguments.
+func (v *apiVerb) open(args, environ []string, stdout io.Writer, check func(pos []string) error) (*client.Client, []string, error) {
+	pos, err := parseArgs(v.fs, v.synopsis, args, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	if check != nil {
+		if err := check(pos); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := v.connect(environ)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, pos, nil
 }
 
 // connect settles the server and token (flag, else environment, else
@@ -69,6 +104,26 @@ func (a *apiFlags) connect(environ []string) (*client.Client, error) {
 		a.token = getenv(environ, "AGORA_TOKEN")
 	}
 	return client.New(a.server, a.token), nil
+}
+
+// wantOne is a check for open: exactly one argument, else usage.
+func wantOne(usage string) func([]string) error {
+	return func(pos []string) error {
+		if len(pos) != 1 {
+			return usageError{msg: usage}
+		}
+		return nil
+	}
+}
+
+// who is the person an answer or a follow-up is recorded as: --by, else
+// (when a token is given) the token's name, which the server records, else
+// $USER.
+func (a *apiFlags) who(by string, environ []string) string {
+	if by == "" && a.token == "" {
+		return getenv(environ, "USER")
+	}
+	return by
 }
 
 // explain turns an error of the client into one line that says what to
@@ -168,19 +223,14 @@ func plainMessage(e *client.Error) string {
 	msg := e.Message
 	if s := wire.Code(e.Code).Sentinel(); s != nil {
 		switch {
-		case errors.Is(s, orchestrator.ErrInvalidAnswer), errors.Is(s, orchestrator.ErrInvalidRequest):
+		case errors.Is(s, wire.ErrInvalidAnswer), errors.Is(s, wire.ErrInvalidRequest):
 			msg = strings.Replace(msg, s.Error()+": ", "", 1)
 			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		case errors.Is(s, orchestrator.ErrWrongState):
+		case errors.Is(s, wire.ErrWrongState):
 			msg = strings.TrimSuffix(msg, ": "+s.Error())
 		}
 	}
 	return msg
-}
-
-// parseVerb is parseArgs: flags anywhere, the other arguments returned.
-func parseVerb(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) ([]string, error) {
-	return parseArgs(fs, synopsis, args, stdout)
 }
 
 // writeJSON writes v as indented JSON.
@@ -225,7 +275,7 @@ type pageFlags struct {
 
 func newPageFlags(fs *flag.FlagSet, items string) *pageFlags {
 	p := &pageFlags{}
-	fs.IntVar(&p.limit, "limit", 0, fmt.Sprintf("show at most `N` %s (default %d, at most %d)", items, orchestrator.DefaultPageLimit, orchestrator.MaxPageLimit))
+	fs.IntVar(&p.limit, "limit", 0, fmt.Sprintf("show at most `N` %s (default %d, at most %d)", items, wire.DefaultPageLimit, wire.MaxPageLimit))
 	fs.StringVar(&p.cursor, "cursor", "", "show the page after the one that printed this `CURSOR` (its next_cursor)")
 	fs.BoolVar(&p.all, "all", false, "show every one of the "+items+", following every page")
 	return p
@@ -233,16 +283,16 @@ func newPageFlags(fs *flag.FlagSet, items string) *pageFlags {
 
 func (p *pageFlags) check(name string) error {
 	switch {
-	case p.limit < 0 || p.limit > orchestrator.MaxPageLimit:
-		return usagef("--limit %d: want 1 to %d; --all shows every one", p.limit, orchestrator.MaxPageLimit)
+	case p.limit < 0 || p.limit > wire.MaxPageLimit:
+		return usagef("--limit %d: want 1 to %d; --all shows every one", p.limit, wire.MaxPageLimit)
 	case p.all && (p.limit != 0 || p.cursor != ""):
 		return usagef("--all follows every page; drop --limit and --cursor (run '%s -h' for the flags)", name)
 	}
 	return nil
 }
 
-func (p *pageFlags) options() orchestrator.PageOptions {
-	return orchestrator.PageOptions{Limit: p.limit, Cursor: p.cursor}
+func (p *pageFlags) options() wire.PageOptions {
+	return wire.PageOptions{Limit: p.limit, Cursor: p.cursor}
 }
 
 // writeMore tells how to see what one page left out: the same command
@@ -279,29 +329,26 @@ func runStatus(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // command, what waits for a person first. With TASK it is the task's
 // timeline.
 func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora status", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	state := fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
-	label := fs.String("label", "", "only tasks labelled `KEY=VALUE`")
-	pf := newPageFlags(fs, "tasks")
-	pos, err := parseVerb(fs, statusSynopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 {
-		return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
-	}
-	if err := pf.check("agora status"); err != nil {
-		return err
-	}
-	if *state != "" && !slices.Contains(orchestrator.States, orchestrator.State(*state)) {
-		names := make([]string, len(orchestrator.States))
-		for i, s := range orchestrator.States {
-			names[i] = string(s)
+	a := newAPIVerb("agora status", statusSynopsis)
+	state := a.fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
+	label := a.fs.String("label", "", "only tasks labelled `KEY=VALUE`")
+	pf := newPageFlags(a.fs, "tasks")
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 1 {
+			return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
 		}
-		return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
-	}
-	c, err := a.connect(environ)
+		if err := pf.check("agora status"); err != nil {
+			return err
+		}
+		if *state != "" && !slices.Contains(wire.States, wire.State(*state)) {
+			names := make([]string, len(wire.States))
+			for i, s := range wire.States {
+				names[i] = string(s)
+			}
+			return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -316,8 +363,8 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
 		return nil
 	}
-	opts := orchestrator.ListOptions{State: orchestrator.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
-	var page orchestrator.TaskPage
+	opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
+	var page wire.TaskPage
 	if pf.all {
 		page.Tasks, page.Summary, err = c.ListAll(ctx, opts)
 	} else {
@@ -328,7 +375,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	}
 	if a.json {
 		if page.Tasks == nil {
-			page.Tasks = []*orchestrator.Task{}
+			page.Tasks = []*wire.Task{}
 		}
 		return writeJSON(stdout, page)
 	}
@@ -351,7 +398,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 // counts line counts: "showing failed: 3 of 12 tasks". With --label the
 // server counts no matches, so the line counts the ones listed, "at
 // least" when more pages follow.
-func filterText(state, label string, page orchestrator.TaskPage) string {
+func filterText(state, label string, page wire.TaskPage) string {
 	if state == "" && label == "" {
 		return ""
 	}
@@ -361,7 +408,7 @@ func filterText(state, label string, page orchestrator.TaskPage) string {
 	}
 	var what []string
 	if state != "" {
-		what = append(what, stateLabel(orchestrator.State(state)))
+		what = append(what, stateLabel(wire.State(state)))
 	}
 	if label != "" {
 		what = append(what, "labelled "+label)
@@ -369,7 +416,7 @@ func filterText(state, label string, page orchestrator.TaskPage) string {
 	shown := strconv.Itoa(len(page.Tasks))
 	switch {
 	case label == "":
-		shown = strconv.Itoa(page.Summary.Counts[orchestrator.State(state)])
+		shown = strconv.Itoa(page.Summary.Counts[wire.State(state)])
 	case page.NextCursor != "":
 		shown = "at least " + shown
 	}
@@ -386,31 +433,28 @@ func runQuestions(ctx context.Context, args, environ []string, stdout, stderr io
 
 // questionsMain lists a page of the open questions, oldest first.
 func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora questions", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	group := fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks (reads every open question)")
-	pf := newPageFlags(fs, "questions")
-	pos, err := parseVerb(fs, questionsSynopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
-	}
-	if err := pf.check("agora questions"); err != nil {
-		return err
-	}
-	if *group && (pf.limit != 0 || pf.cursor != "") {
-		return usagef("--group groups every open question; drop --limit and --cursor")
-	}
-	c, err := a.connect(environ)
+	a := newAPIVerb("agora questions", questionsSynopsis)
+	group := a.fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks (reads every open question)")
+	pf := newPageFlags(a.fs, "questions")
+	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 0 {
+			return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
+		}
+		if err := pf.check("agora questions"); err != nil {
+			return err
+		}
+		if *group && (pf.limit != 0 || pf.cursor != "") {
+			return usagef("--group groups every open question; drop --limit and --cursor")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	if *group {
-		return questionsGroupedMain(ctx, c, a, environ, stdout)
+		return questionsGroupedMain(ctx, c, a.apiFlags, environ, stdout)
 	}
-	var page orchestrator.QuestionPage
+	var page wire.QuestionPage
 	if pf.all {
 		page.Questions, err = c.QuestionsAll(ctx)
 	} else {
@@ -421,7 +465,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 	}
 	if a.json {
 		if page.Questions == nil {
-			page.Questions = []orchestrator.QuestionView{}
+			page.Questions = []wire.QuestionView{}
 		}
 		return writeJSON(stdout, page)
 	}
@@ -436,7 +480,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 
 // ---- answer
 
-const answerSynopsis = "TASK ANSWER [--round N | --all-like] [--by NAME] [--json] [--server URL] [--token TOKEN]"
+const answerSynopsis = "TASK ANSWER [--round N | --all-like] [--by NAME] [--remember [--remember-scope SCOPE] [--remember-for 30d]] [--json] [--server URL] [--token TOKEN]"
 
 func runAnswer(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora answer", answerMain(ctx, args, environ, stdout))
@@ -446,40 +490,42 @@ func runAnswer(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // 1-based index. Who answers is --by, else the token's name when a token
 // is given, else $USER.
 func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora answer", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	round := fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
-	by := fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
-	allLike := fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
-	pos, err := parseVerb(fs, answerSynopsis, args, stdout)
+	a := newAPIVerb("agora answer", answerSynopsis)
+	round := a.fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
+	by := a.fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
+	allLike := a.fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
+	remember := a.fs.Bool("remember", false, "also make the answer a rule that answers the next questions like it at once ('agora rules' lists them)")
+	rememberScope := a.fs.String("remember-scope", "", "the rule's scope: subagent (default), label:KEY=VALUE or owner")
+	rememberFor := a.fs.String("remember-for", "", "how long the rule lasts, e.g. 12h or 7d (default 30d, at most 180d)")
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		switch {
+		case len(pos) != 2:
+			return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
+		case *round < 0:
+			return usagef("--round %d: want a round number (1, 2, …)", *round)
+		case *allLike && *round != 0:
+			return usagef("--all-like answers each task's open round; drop --round")
+		case strings.TrimSpace(pos[1]) == "":
+			return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
-	}
-	if *round < 0 {
-		return usagef("--round %d: want a round number (1, 2, …)", *round)
-	}
-	if *allLike && *round != 0 {
-		return usagef("--all-like answers each task's open round; drop --round")
-	}
-	if strings.TrimSpace(pos[1]) == "" {
-		return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
-	}
-	c, err := a.connect(environ)
+	rem, err := rememberOf(*remember, *rememberScope, *rememberFor)
 	if err != nil {
 		return err
 	}
-	who := *by
-	if who == "" && a.token == "" {
-		who = getenv(environ, "USER")
+	if *allLike && rem != nil {
+		return usagef("--remember makes a rule of one answer; drop --all-like (the rule answers the others' next questions)")
 	}
+	who := a.who(*by, environ)
 	if *allLike {
-		return answerAllLikeMain(ctx, c, a, pos[0], pos[1], who, stdout)
+		return answerAllLikeMain(ctx, c, a.apiFlags, pos[0], pos[1], who, stdout)
 	}
-	t, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli"})
-	if errors.Is(err, orchestrator.ErrNoQuestion) {
+	t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli", Remember: rem})
+	if errors.Is(err, wire.ErrNoQuestion) {
 		return fmt.Errorf("%v; 'agora questions' lists the open ones", a.explain(err, pos[0]))
 	}
 	if err != nil {
@@ -488,7 +534,7 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if a.json {
 		return writeJSON(stdout, t)
 	}
-	var answered *orchestrator.Round
+	var answered *wire.Round
 	for i := len(t.Rounds) - 1; i >= 0; i-- {
 		if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
 			answered = r
@@ -500,6 +546,9 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, needsText(t))
+	if id := answered.Answer.Remembered; id != "" {
+		fmt.Fprintf(stdout, "remembered as rule %s: 'agora rules show %s'\n", id, id)
+	}
 	return nil
 }
 
@@ -514,9 +563,9 @@ const bulkSynopsis = "TASK | --batch ID | --label KEY=VALUE | --state STATE [--y
 func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	ended := false // the task had ended before the cancel
 	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", bulkCancel, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*orchestrator.Task, error) {
+		func(c *client.Client, id string) (*wire.Task, error) {
 			t, err := c.Cancel(ctx, id)
-			if errors.Is(err, orchestrator.ErrWrongState) {
+			if errors.Is(err, wire.ErrWrongState) {
 				if got, gerr := c.Get(ctx, id); gerr == nil && got.State.Terminal() {
 					ended = true
 					return got, nil
@@ -524,7 +573,7 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 			}
 			return t, err
 		},
-		func(t *orchestrator.Task) string {
+		func(t *wire.Task) string {
 			if ended {
 				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, stateLabel(t.State), outcomeDetail(t))
 			}
@@ -534,13 +583,13 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 
 func runRespawn(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", bulkRespawn, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*orchestrator.Task, error) { return c.Respawn(ctx, id) },
-		func(t *orchestrator.Task) string {
+		func(c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) },
+		func(t *wire.Task) string {
 			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
 		}))
 }
 
-func outcomeDetail(t *orchestrator.Task) string {
+func outcomeDetail(t *wire.Task) string {
 	if t.Outcome != nil {
 		return t.Outcome.Detail
 	}
@@ -550,9 +599,9 @@ func outcomeDetail(t *orchestrator.Task) string {
 // oneOrBulk parses a task verb's flags with the selectors. With a
 // selector it does the bulk operation (bulked true); otherwise it returns
 // the TASK arguments for the one-task form.
-func oneOrBulk(ctx context.Context, fs *flag.FlagSet, a *apiFlags, bulk bulkOp, args, environ []string, stdout, stderr io.Writer) (pos []string, bulked bool, err error) {
-	sf := newSelectorFlags(fs, bulk.verb)
-	if pos, err = parseVerb(fs, bulkSynopsis, args, stdout); err != nil {
+func (a *apiVerb) oneOrBulk(ctx context.Context, bulk bulkOp, args, environ []string, stdout, stderr io.Writer) (pos []string, bulked bool, err error) {
+	sf := newSelectorFlags(a.fs, bulk.verb)
+	if pos, err = parseArgs(a.fs, a.synopsis, args, stdout); err != nil {
 		return nil, false, err
 	}
 	sel, err := sf.selector()
@@ -569,16 +618,15 @@ func oneOrBulk(ctx context.Context, fs *flag.FlagSet, a *apiFlags, bulk bulkOp, 
 	if err != nil {
 		return nil, true, err
 	}
-	return nil, true, bulkMain(ctx, c, a, bulk, sel, sf.yes, stdout, stderr)
+	return nil, true, bulkMain(ctx, c, a.apiFlags, bulk, sel, sf.yes, stdout, stderr)
 }
 
 // taskOpMain is a verb that takes one TASK and changes it, or every task
 // a selector picks (bulk).
 func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []string, stdout, stderr io.Writer,
-	op func(*client.Client, string) (*orchestrator.Task, error), done func(*orchestrator.Task) string) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, bulked, err := oneOrBulk(ctx, fs, a, bulk, args, environ, stdout, stderr)
+	op func(*client.Client, string) (*wire.Task, error), done func(*wire.Task) string) error {
+	a := newAPIVerb(name, bulkSynopsis)
+	pos, bulked, err := a.oneOrBulk(ctx, bulk, args, environ, stdout, stderr)
 	if bulked || err != nil {
 		return err
 	}
@@ -604,7 +652,7 @@ func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []s
 // allow, the command that fits its state.
 func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, taskID string) error {
 	line := a.explain(err, taskID)
-	if !errors.Is(err, orchestrator.ErrWrongState) {
+	if !errors.Is(err, wire.ErrWrongState) {
 		return line
 	}
 	t, gerr := c.Get(ctx, taskID)
@@ -625,25 +673,18 @@ func runContinue(ctx context.Context, args, environ []string, stdout, stderr io.
 
 // continueMain gives a finished task a follow-up message: a new round.
 func continueMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora continue", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	by := fs.String("by", "", "who continues, recorded in the timeline (default: the token's name, else $USER)")
-	pos, err := parseVerb(fs, continueSynopsis, args, stdout)
+	a := newAPIVerb("agora continue", continueSynopsis)
+	by := a.fs.String("by", "", "who continues, recorded in the timeline (default: the token's name, else $USER)")
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
+			return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
-		return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	who := *by
-	if who == "" && a.token == "" {
-		who = getenv(environ, "USER")
-	}
-	t, err := c.Continue(ctx, pos[0], pos[1], who)
+	t, err := c.Continue(ctx, pos[0], pos[1], a.who(*by, environ))
 	if err != nil {
 		return a.explainOp(ctx, c, err, pos[0])
 	}
@@ -661,9 +702,8 @@ func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 // removeMain deletes a task and its stored output (cancelling it first if
 // it has not ended), or every task a selector picks.
 func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora rm", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, bulked, err := oneOrBulk(ctx, fs, a, bulkRemove, args, environ, stdout, stderr)
+	a := newAPIVerb("agora rm", bulkSynopsis)
+	pos, bulked, err := a.oneOrBulk(ctx, bulkRemove, args, environ, stdout, stderr)
 	if bulked || err != nil {
 		return err
 	}
@@ -678,7 +718,7 @@ func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		return a.explain(err, pos[0])
 	}
 	if a.json {
-		return writeJSON(stdout, orchestrator.Change{TaskID: pos[0], Removed: true})
+		return writeJSON(stdout, wire.Change{TaskID: pos[0], Removed: true})
 	}
 	fmt.Fprintf(stdout, "removed %s and its stored output\n", pos[0])
 	return nil

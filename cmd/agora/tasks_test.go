@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -50,7 +50,7 @@ func newTaskServer(t *testing.T) *taskServer {
 func newTaskServerWith(t *testing.T, wrap func(orchestrator.Service) orchestrator.Service) *taskServer {
 	t.Helper()
 	ctx := t.Context()
-	b := testenv.Bus(t)
+	b := bustest.Bus(t)
 	storeURI := "file://" + t.TempDir()
 	store, err := storage.Open(ctx, storeURI, storage.Options{})
 	if err != nil {
@@ -121,7 +121,7 @@ func (r result) want(t *testing.T, what string, code int, stdout, stderr []strin
 // submit creates a task that runs echo.
 func (s *taskServer) submit(t *testing.T, id string) {
 	t.Helper()
-	req := orchestrator.SubmitRequest{TaskID: id, Subagent: schemas.Subagent{Name: "echoer", Runtime: schemas.RuntimeExec, Command: []string{"echo", "hi"}}}
+	req := wire.SubmitRequest{TaskID: id, Subagent: schemas.Subagent{Name: "echoer", Runtime: schemas.RuntimeExec, Command: []string{"echo", "hi"}}}
 	if _, err := s.orch.Submit(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +150,11 @@ func (s *taskServer) ask(t *testing.T, id, question string, options ...string) {
 	s.event(t, schemas.KindNeedsInput, id+"-r1", func(ev *schemas.Event) {
 		ev.NeedsInput = &schemas.NeedsInput{Question: question, Options: options}
 	})
-	s.waitState(t, id, orchestrator.StateNeedsInput)
+	s.waitState(t, id, wire.StateNeedsInput)
 }
 
 // end makes the current round of task id end as kind.
-func (s *taskServer) end(t *testing.T, id, dispatchID string, kind schemas.EventKind, state orchestrator.State) {
+func (s *taskServer) end(t *testing.T, id, dispatchID string, kind schemas.EventKind, state wire.State) {
 	t.Helper()
 	s.event(t, schemas.KindStarted, dispatchID, nil)
 	s.event(t, kind, dispatchID, func(ev *schemas.Event) {
@@ -167,9 +167,9 @@ func (s *taskServer) end(t *testing.T, id, dispatchID string, kind schemas.Event
 	s.waitState(t, id, state)
 }
 
-func (s *taskServer) waitState(t *testing.T, id string, state orchestrator.State) *orchestrator.Task {
+func (s *taskServer) waitState(t *testing.T, id string, state wire.State) *wire.Task {
 	t.Helper()
-	var task *orchestrator.Task
+	var task *wire.Task
 	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("task %s to be %s", id, state), func() bool {
 		var err error
 		task, err = s.orch.Get(context.Background(), id)
@@ -178,7 +178,7 @@ func (s *taskServer) waitState(t *testing.T, id string, state orchestrator.State
 	return task
 }
 
-func (s *taskServer) get(t *testing.T, id string) *orchestrator.Task {
+func (s *taskServer) get(t *testing.T, id string) *wire.Task {
 	t.Helper()
 	task, err := s.orch.Get(t.Context(), id)
 	if err != nil {
@@ -198,9 +198,9 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	s.ask(t, "paint", "Which colour?", "red", "green", "blue")
 	s.submit(t, "waiting")
 	s.submit(t, "done")
-	s.end(t, "done", "done-r1", schemas.KindFinished, orchestrator.StateFinished)
+	s.end(t, "done", "done-r1", schemas.KindFinished, wire.StateFinished)
 	s.submit(t, "broken")
-	s.end(t, "broken", "broken-r1", schemas.KindFailed, orchestrator.StateFailed)
+	s.end(t, "broken", "broken-r1", schemas.KindFailed, wire.StateFailed)
 
 	r := agora(t, env, "status")
 	r.want(t, "status", 0, []string{"1 queued · 1 needs input · 1 finished · 1 failed", "TASK", "NEXT", "agora answer paint red",
@@ -214,7 +214,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	}
 	r = agora(t, env, "status", "--json")
 	var list wire.TaskList
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 4 || list.Summary.Counts[orchestrator.StateNeedsInput] != 1 {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 4 || list.Summary.Counts[wire.StateNeedsInput] != 1 {
 		t.Errorf("status --json = %v: %d tasks, %+v, %v", r, len(list.Tasks), list.Summary, err)
 	}
 	agora(t, env, "status", "--state", "failed").want(t, "status --state failed", 0,
@@ -252,7 +252,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	agora(t, env, "answer", "paint").want(t, "answer without ANSWER", 2, nil, []string{"want TASK ANSWER"})
 	agora(t, env, "answer", "paint", " ").want(t, "an empty answer", 2, nil, []string{"the ANSWER is empty"})
 	agora(t, env, "answer", "paint", "red", "--round", "x").want(t, "a round that is not a number", 2, nil, []string{`invalid value "x" for flag -round`})
-	if task := s.get(t, "paint"); task.State != orchestrator.StateNeedsInput || lastRound(task).Answer != nil {
+	if task := s.get(t, "paint"); task.State != wire.StateNeedsInput || lastRound(task).Answer != nil {
 		t.Fatalf("after bad answers the task is %s with answer %+v; want the question still open", task.State, lastRound(task).Answer)
 	}
 
@@ -269,7 +269,7 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	s.submit(t, "second")
 	s.ask(t, "second", "Proceed?")
 	r = agora(t, env, "answer", "second", "yes, go ahead", "--json")
-	var task orchestrator.Task
+	var task wire.Task
 	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || task.Rounds[0].Answer == nil ||
 		task.Rounds[0].Answer.By != "tester" || task.Rounds[0].Answer.Channel != "cli" || task.Rounds[0].Answer.Value != "yes, go ahead" {
 		t.Errorf("answer --json = %v, %v; want the answer by $USER (tester) via cli", r, err)
@@ -288,13 +288,13 @@ func TestTaskOperations(t *testing.T) {
 	agora(t, env, "cancel", "op").want(t, "cancel a cancelled task", 0,
 		[]string{"op had already ended: cancelled (cancelled while queued); nothing to cancel"}, nil)
 	agora(t, env, "respawn", "op").want(t, "respawn", 0, []string{"op respawned: round 1 (attempt 2) queued"}, nil)
-	if task := s.get(t, "op"); task.State != orchestrator.StateQueued || lastRound(task).DispatchID != "op-r1-2" {
+	if task := s.get(t, "op"); task.State != wire.StateQueued || lastRound(task).DispatchID != "op-r1-2" {
 		t.Fatalf("after respawn: %s, %s; want queued op-r1-2", task.State, lastRound(task).DispatchID)
 	}
 	agora(t, env, "respawn", "op").want(t, "respawn a queued task", 1, nil,
 		[]string{"task op is queued; respawn takes a failed, cancelled or expired task; what fits now: agora logs op -f"})
 	agora(t, env, "continue", "op", "more").want(t, "continue a queued task", 1, nil, []string{"continue takes a finished task"})
-	s.end(t, "op", "op-r1-2", schemas.KindFinished, orchestrator.StateFinished)
+	s.end(t, "op", "op-r1-2", schemas.KindFinished, wire.StateFinished)
 	agora(t, env, "continue", "op", "now in French", "--by", "bob").want(t, "continue", 0,
 		[]string{"op continued: round 2 queued with the message"}, nil)
 	if task := s.get(t, "op"); task.Rounds[len(task.Rounds)-2].Answer.By != "bob" || lastRound(task).FollowUp != "now in French" {
@@ -303,8 +303,8 @@ func TestTaskOperations(t *testing.T) {
 	agora(t, env, "continue", "op").want(t, "continue without a message", 2, nil, []string{"want TASK MESSAGE"})
 	agora(t, env, "continue", "op", "  ").want(t, "continue with an empty message", 2, nil, []string{"want TASK MESSAGE"})
 	r := agora(t, env, "cancel", "op", "--json")
-	var task orchestrator.Task
-	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || task.State != orchestrator.StateCancelled {
+	var task wire.Task
+	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil || task.State != wire.StateCancelled {
 		t.Errorf("cancel --json = %v, %v", r, err)
 	}
 
@@ -321,7 +321,7 @@ func TestTaskOperations(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"removed": true`) {
 		t.Errorf("rm --json = %v", r)
 	}
-	if page, err := s.orch.List(t.Context(), orchestrator.ListOptions{}); err != nil || len(page.Tasks) != 0 {
+	if page, err := s.orch.List(t.Context(), wire.ListOptions{}); err != nil || len(page.Tasks) != 0 {
 		t.Errorf("after rm: %d tasks, %v; want none", len(page.Tasks), err)
 	}
 }
@@ -429,9 +429,9 @@ func TestWatch(t *testing.T) {
 			t.Errorf("watch wrote %q more than once:\n%s", line, plain.stdout.String())
 		}
 	}
-	var states []orchestrator.State
+	var states []wire.State
 	for _, line := range strings.Split(strings.TrimSpace(jsonOut.stdout.String()), "\n") {
-		var ch orchestrator.Change
+		var ch wire.Change
 		if err := json.Unmarshal([]byte(line), &ch); err != nil {
 			t.Fatalf("watch --json line %q: %v", line, err)
 		}
@@ -439,7 +439,7 @@ func TestWatch(t *testing.T) {
 			states = append(states, ch.Task.State)
 		}
 	}
-	if len(states) == 0 || states[len(states)-1] != orchestrator.StateNeedsInput {
+	if len(states) == 0 || states[len(states)-1] != wire.StateNeedsInput {
 		t.Errorf("watch --json states of w = %v, want them to end in needs_input", states)
 	}
 	agora(t, s.env, "watch", "a", "b").want(t, "watch with two tasks", 2, nil, []string{"want at most one TASK"})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,66 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/orchestrator/api"
+	"github.com/agoradev/agora/internal/apitoken"
 )
-
-// tokenFlags are the bearer tokens a server accepts, as an operator keeps
-// secrets: --tokens-file FILE (default $AGORA_TOKENS_FILE), $AGORA_TOKENS,
-// and --token, which still works but shows the secret to every local user
-// in the process list.
-type tokenFlags struct {
-	flags multiFlag
-	file  string
-}
-
-func (t *tokenFlags) register(fs *flag.FlagSet, usage string) {
-	fs.Var(&t.flags, "token", usage+"; --tokens-file or $AGORA_TOKENS keep it out of the process list")
-	fs.StringVar(&t.file, "tokens-file", "", "accept the tokens in `FILE`, one a line: NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE] ('agora token create' makes one), # comments; mode 0600 or stricter (default $AGORA_TOKENS_FILE)")
-}
-
-// tokens are every token given: the flags', the file's and $AGORA_TOKENS'
-// (white-space separated).
-func (t *tokenFlags) tokens(environ []string) ([]string, error) {
-	out := append([]string(nil), t.flags...)
-	file := t.file
-	if file == "" {
-		file = getenv(environ, "AGORA_TOKENS_FILE")
-	}
-	if file != "" {
-		fromFile, err := readTokensFile(file)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fromFile...)
-	}
-	out = append(out, strings.Fields(getenv(environ, "AGORA_TOKENS"))...)
-	return out, nil
-}
-
-// readTokensFile reads a tokens file, refusing one other users may read.
-func readTokensFile(path string) ([]string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, usagef("--tokens-file: %v", err)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, usagef("--tokens-file %s is mode %#o, readable by other users: chmod 600 %s", path, perm, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usagef("--tokens-file: %v", err)
-	}
-	tokens, err := api.ParseTokensFile(bytes.NewReader(data))
-	if err != nil {
-		return nil, usagef("--tokens-file %s: %v", path, err)
-	}
-	return tokens, nil
-}
 
 // runToken makes a strong token: the secret, shown once, and the line for
 // a tokens file, which holds only its hash.
@@ -103,7 +48,7 @@ func tokenMain(args []string, stdout io.Writer) error {
 		line += ":" + strings.Join(roles, ",")
 	}
 	// The line must read back as the token it stands for.
-	if _, err := api.NewAuth([]string{line}); err != nil {
+	if _, err := apitoken.Parse([]string{line}); err != nil {
 		return usagef("%v", err)
 	}
 	if *asJSON {

@@ -53,9 +53,9 @@ func TestTokensFromFileAndEnvironment(t *testing.T) {
 			t.Errorf("%s: parseServeFlags = %v", tt.name, err)
 			continue
 		}
-		auth, err := api.NewAuth(f.cfg.Tokens)
+		auth, err := api.NewAuth(f.Tokens)
 		if err != nil {
-			t.Fatalf("%s: NewAuth(%q) = %v", tt.name, f.cfg.Tokens, err)
+			t.Fatalf("%s: NewAuth(%q) = %v", tt.name, f.Tokens, err)
 		}
 		srv := httptest.NewServer(auth.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), slog.New(slog.DiscardHandler)))
 		for secret, want := range map[string]int{made.Secret: http.StatusOK, "guess": http.StatusUnauthorized} {

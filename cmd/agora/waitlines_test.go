@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -34,9 +33,9 @@ func TestRoundConsequence(t *testing.T) {
 		{name: "the server's fields without text", route: "human=10m", iu: &wire.IfUnanswered{At: asked.Add(time.Minute), Action: wire.IfUnansweredEscalate,
 			Next: "agent:triage"}, want: "at 14:01:00 UTC it goes to `agent:triage`"},
 	} {
-		r := orchestrator.Round{N: 1, Question: &schemas.NeedsInput{Question: "Publish?", Default: tt.def}, AskedAt: asked, Step: tt.step,
+		r := wire.Round{N: 1, Question: &schemas.NeedsInput{Question: "Publish?", Default: tt.def}, AskedAt: asked, Step: tt.step,
 			StepDeadline: asked.Add(10 * time.Minute), IfUnanswered: tt.iu}
-		task := &orchestrator.Task{ID: "t", Request: orchestrator.SubmitRequest{Route: tt.route}, Rounds: []orchestrator.Round{r}}
+		task := &wire.Task{ID: "t", Request: wire.SubmitRequest{Route: tt.route}, Rounds: []wire.Round{r}}
 		if got := roundConsequence(task, &task.Rounds[0]); got != tt.want {
 			t.Errorf("%s: roundConsequence = %q, want %q", tt.name, got, tt.want)
 		}
@@ -55,60 +54,60 @@ func TestWaitLinesHeartbeat(t *testing.T) {
 	p := newProgress(&out, ui{}, t0, func() time.Time { return now })
 	draft := "draft"
 	q := &schemas.NeedsInput{Question: "Publish the notes or keep a draft?", Options: []string{"publish", "draft"}, Default: &draft}
-	task := func(state orchestrator.State, rounds ...orchestrator.Round) *orchestrator.Task {
-		return &orchestrator.Task{ID: "ci-7", State: state, Request: orchestrator.SubmitRequest{Route: "human=5m,slack:#ops=5m"}, Rounds: rounds,
-			Attention: orchestrator.Attention{Action: "agora answer ci-7 publish"}}
+	task := func(state wire.State, rounds ...wire.Round) *wire.Task {
+		return &wire.Task{ID: "ci-7", State: state, Request: wire.SubmitRequest{Route: "human=5m,slack:#ops=5m"}, Rounds: rounds,
+			Attention: wire.Attention{Action: "agora answer ci-7 publish"}}
 	}
-	waiting := orchestrator.Round{N: 1, DispatchID: "ci-7-r1", State: orchestrator.StateNeedsInput, Question: q, AskedAt: t0, StepDeadline: t0.Add(5 * time.Minute)}
+	waiting := wire.Round{N: 1, DispatchID: "ci-7-r1", State: wire.StateNeedsInput, Question: q, AskedAt: t0, StepDeadline: t0.Add(5 * time.Minute)}
 	steps := []struct {
 		at   time.Duration
-		task *orchestrator.Task
+		task *wire.Task
 		want []string // the lines this update writes
 	}{
-		{0, task(orchestrator.StateNeedsInput, waiting), []string{
+		{0, task(wire.StateNeedsInput, waiting), []string{
 			"ci-7 needs input · round 1 · 0s · at 14:05:00 UTC it goes to `slack:#ops`",
 			"  ? Publish the notes or keep a draft? (publish / draft) [default draft]",
 			"  answer with: agora answer ci-7 publish",
 			"  still waiting: the answer may come from anyone with access, or from the route (human=5m,slack:#ops=5m); at 14:05:00 UTC it goes to `slack:#ops`",
 		}},
-		{5 * time.Second, task(orchestrator.StateNeedsInput, waiting), nil},
-		{59 * time.Second, task(orchestrator.StateNeedsInput, waiting), nil},
-		{time.Minute, task(orchestrator.StateNeedsInput, waiting), []string{
+		{5 * time.Second, task(wire.StateNeedsInput, waiting), nil},
+		{59 * time.Second, task(wire.StateNeedsInput, waiting), nil},
+		{time.Minute, task(wire.StateNeedsInput, waiting), []string{
 			"  still waiting for an answer to round 1 (asked 1m00s ago, 4m00s left): at 14:05:00 UTC it goes to `slack:#ops`",
 		}},
-		{90 * time.Second, task(orchestrator.StateNeedsInput, waiting), nil},
-		{2*time.Minute + 5*time.Second, task(orchestrator.StateNeedsInput, waiting), []string{
+		{90 * time.Second, task(wire.StateNeedsInput, waiting), nil},
+		{2*time.Minute + 5*time.Second, task(wire.StateNeedsInput, waiting), []string{
 			"  still waiting for an answer to round 1 (asked 2m05s ago, 2m55s left): at 14:05:00 UTC it goes to `slack:#ops`",
 		}},
 		// The route moves on to Slack: said at once, with the new deadline.
-		{5 * time.Minute, task(orchestrator.StateNeedsInput, func() orchestrator.Round {
+		{5 * time.Minute, task(wire.StateNeedsInput, func() wire.Round {
 			r := waiting
 			r.Step, r.StepDeadline = 1, t0.Add(10*time.Minute)
 			return r
 		}()), []string{
 			"  still waiting at route step 2 of human=5m,slack:#ops=5m; at 14:10:00 UTC the default `draft` is taken",
 		}},
-		{5*time.Minute + 30*time.Second, task(orchestrator.StateNeedsInput, waiting), []string{
+		{5*time.Minute + 30*time.Second, task(wire.StateNeedsInput, waiting), []string{
 			// (the fake server went back to step 1: a change again)
 			"  still waiting at route step 1 of human=5m,slack:#ops=5m; at 14:05:00 UTC it goes to `slack:#ops`",
 		}},
 		// Nobody answered: the default was taken, and the log says why.
-		{10 * time.Minute, task(orchestrator.StateQueued, func() orchestrator.Round {
+		{10 * time.Minute, task(wire.StateQueued, func() wire.Round {
 			r := waiting
-			r.State = orchestrator.StateFinished
-			r.Answer = &orchestrator.Answer{Value: "draft", By: "nobody (the route ended)", Channel: "default", At: t0.Add(10 * time.Minute), Assumed: true}
-			r.Decisions = []orchestrator.Decision{{Step: "human", Result: "pending"}, {Step: "human", Result: "timed out", Detail: "no answer within 5m0s"},
+			r.State = wire.StateFinished
+			r.Answer = &wire.Answer{Value: "draft", By: "nobody (the route ended)", Channel: "default", At: t0.Add(10 * time.Minute), Assumed: true}
+			r.Decisions = []wire.Decision{{Step: "human", Result: "pending"}, {Step: "human", Result: "timed out", Detail: "no answer within 5m0s"},
 				{Step: "slack:#ops", Result: "timed out", Detail: "no answer within 5m0s"}, {Step: "default", Result: "answered", Detail: "by nobody (the route ended)"}}
 			return r
-		}(), orchestrator.Round{N: 2, DispatchID: "ci-7-r2", State: orchestrator.StateQueued}), []string{
+		}(), wire.Round{N: 2, DispatchID: "ci-7-r2", State: wire.StateQueued}), []string{
 			"  nobody answered round 1 by 14:10:00 UTC: the default `draft` was taken (human timed out: no answer within 5m0s; slack:#ops timed out: no answer within 5m0s)",
 			"ci-7 queued · round 2 · 10m00s",
 		}},
 		// No heartbeat while no person is awaited.
-		{12 * time.Minute, task(orchestrator.StateRunning, orchestrator.Round{N: 2, DispatchID: "ci-7-r2", State: orchestrator.StateRunning}), []string{
+		{12 * time.Minute, task(wire.StateRunning, wire.Round{N: 2, DispatchID: "ci-7-r2", State: wire.StateRunning}), []string{
 			"ci-7 running · round 2 · 12m00s",
 		}},
-		{14 * time.Minute, task(orchestrator.StateRunning, orchestrator.Round{N: 2, DispatchID: "ci-7-r2", State: orchestrator.StateRunning}), nil},
+		{14 * time.Minute, task(wire.StateRunning, wire.Round{N: 2, DispatchID: "ci-7-r2", State: wire.StateRunning}), nil},
 	}
 	for _, st := range steps {
 		now = t0.Add(st.at)
@@ -130,11 +129,11 @@ func TestWaitLinesAnswered(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
 	var out strings.Builder
 	p := newProgress(&out, ui{}, t0, func() time.Time { return t0.Add(time.Minute) })
-	r := orchestrator.Round{N: 1, DispatchID: "x-r1", State: orchestrator.StateNeedsInput, Question: &schemas.NeedsInput{Question: "A or B?"}, AskedAt: t0,
+	r := wire.Round{N: 1, DispatchID: "x-r1", State: wire.StateNeedsInput, Question: &schemas.NeedsInput{Question: "A or B?"}, AskedAt: t0,
 		StepDeadline: t0.Add(time.Hour)}
-	p.update(&orchestrator.Task{ID: "x", State: orchestrator.StateNeedsInput, Request: orchestrator.SubmitRequest{Route: "human=1h"}, Rounds: []orchestrator.Round{r}})
-	r.Answer = &orchestrator.Answer{Value: "B", By: "carol", Channel: "cli", At: t0.Add(time.Minute)}
-	p.update(&orchestrator.Task{ID: "x", State: orchestrator.StateQueued, Rounds: []orchestrator.Round{r, {N: 2, DispatchID: "x-r2", State: orchestrator.StateQueued}}})
+	p.update(&wire.Task{ID: "x", State: wire.StateNeedsInput, Request: wire.SubmitRequest{Route: "human=1h"}, Rounds: []wire.Round{r}})
+	r.Answer = &wire.Answer{Value: "B", By: "carol", Channel: "cli", At: t0.Add(time.Minute)}
+	p.update(&wire.Task{ID: "x", State: wire.StateQueued, Rounds: []wire.Round{r, {N: 2, DispatchID: "x-r2", State: wire.StateQueued}}})
 	for _, want := range []string{"at 15:00:00 UTC it expires (no default)", "  round 1 answered: `B` by carol via cli\nx queued · round 2"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("progress wrote\n%s\nwant it to contain %q", out.String(), want)

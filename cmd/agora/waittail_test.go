@@ -8,6 +8,7 @@ import (
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestDispatchWaitShowsFailedOutput: when the round fails, dispatch --wait
@@ -17,7 +18,7 @@ func TestDispatchWaitShowsFailedOutput(t *testing.T) {
 	t.Parallel()
 	s := newTaskServer(t)
 	r := start(t.Context(), s.env, "dispatch", "--command", "./build.sh", "--task-id", "tail", "--wait")
-	s.waitState(t, "tail", orchestrator.StateQueued)
+	s.waitState(t, "tail", wire.StateQueued)
 	var out strings.Builder
 	for i := 1; i <= 30; i++ {
 		fmt.Fprintf(&out, "build step %d\n", i)
@@ -29,7 +30,7 @@ func TestDispatchWaitShowsFailedOutput(t *testing.T) {
 	if err := s.store.Put(t.Context(), orchestrator.OutputKey("tail-r1"), strings.NewReader(out.String())); err != nil {
 		t.Fatal(err)
 	}
-	s.end(t, "tail", "tail-r1", schemas.KindFailed, orchestrator.StateFailed)
+	s.end(t, "tail", "tail-r1", schemas.KindFailed, wire.StateFailed)
 	if code := r.wait(t, time.Minute); code != 1 {
 		t.Fatalf("dispatch --wait of a failed round exited %d, want 1; stderr %q", code, r.stderr.String())
 	}

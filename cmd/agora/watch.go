@@ -7,10 +7,8 @@ import (
 	"io"
 	"time"
 
-	flag "github.com/spf13/pflag"
-
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 const watchSynopsis = "[TASK] [--json] [--server URL] [--token TOKEN]"
@@ -25,35 +23,32 @@ func runWatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 
 // watchMain follows every task (or one) until interrupted: on a terminal
 // the attention table redrawn on each change; otherwise a line per change
-// of a task's state or round; with --json one orchestrator.Change per line
+// of a task's state or round; with --json one wire.Change per line
 // (the tasks there are first, as changes).
 func watchMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora watch", flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	pos, err := parseVerb(fs, watchSynopsis, args, stdout)
+	a := newAPIVerb("agora watch", watchSynopsis)
+	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
+		if len(pos) > 1 {
+			return usagef("want at most one TASK, got %d", len(pos))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) > 1 {
-		return usagef("want at most one TASK, got %d", len(pos))
 	}
 	taskID := ""
 	if len(pos) == 1 {
 		taskID = pos[0]
 	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
 	w := &watcher{out: stdout, ui: newUI(stdout, environ), json: a.json, server: a.server, taskID: taskID,
-		tasks: map[string]*orchestrator.Task{}, shown: map[string]string{}}
+		tasks: map[string]*wire.Task{}, shown: map[string]string{}}
 
-	changes := make(chan orchestrator.Change, 256)
+	changes := make(chan wire.Change, 256)
 	streamCtx, stopStream := context.WithCancel(ctx)
 	streamed := make(chan struct{})
 	go func() {
 		defer close(streamed)
-		c.KeepWatching(streamCtx, taskID, func(ch orchestrator.Change) {
+		c.KeepWatching(streamCtx, taskID, func(ch wire.Change) {
 			select {
 			case changes <- ch:
 			case <-streamCtx.Done():
@@ -103,7 +98,7 @@ type watcher struct {
 	ui             ui
 	json           bool
 	server, taskID string
-	tasks          map[string]*orchestrator.Task
+	tasks          map[string]*wire.Task
 	// shown is what the plain output last said of each task.
 	shown map[string]string
 	dirty bool
@@ -111,34 +106,34 @@ type watcher struct {
 
 // resync lists the tasks and applies what differs from what it knows.
 func (w *watcher) resync(ctx context.Context, c *client.Client) error {
-	var list []*orchestrator.Task
+	var list []*wire.Task
 	if w.taskID != "" {
 		t, err := c.Get(ctx, w.taskID)
 		if err != nil {
 			return err
 		}
-		list = []*orchestrator.Task{t}
+		list = []*wire.Task{t}
 	} else {
 		var err error
-		if list, _, err = c.ListAll(ctx, orchestrator.ListOptions{}); err != nil {
+		if list, _, err = c.ListAll(ctx, wire.ListOptions{}); err != nil {
 			return err
 		}
 	}
 	seen := map[string]bool{}
 	for i := len(list) - 1; i >= 0; i-- { // oldest first
 		seen[list[i].ID] = true
-		w.apply(orchestrator.Change{TaskID: list[i].ID, Task: list[i]})
+		w.apply(wire.Change{TaskID: list[i].ID, Task: list[i]})
 	}
 	for id := range w.tasks {
 		if !seen[id] {
-			w.apply(orchestrator.Change{TaskID: id, Removed: true})
+			w.apply(wire.Change{TaskID: id, Removed: true})
 		}
 	}
 	return nil
 }
 
 // apply takes one change unless it is older than what is known.
-func (w *watcher) apply(ch orchestrator.Change) {
+func (w *watcher) apply(ch wire.Change) {
 	if w.taskID != "" && ch.TaskID != w.taskID {
 		return
 	}
@@ -164,7 +159,7 @@ func (w *watcher) apply(ch orchestrator.Change) {
 }
 
 // plainLine writes a line when a task's state or round changed.
-func (w *watcher) plainLine(ch orchestrator.Change) {
+func (w *watcher) plainLine(ch wire.Change) {
 	now := time.Now().Format("15:04:05")
 	if ch.Removed {
 		delete(w.shown, ch.TaskID)
@@ -190,8 +185,8 @@ func (w *watcher) draw() {
 		return
 	}
 	w.dirty = false
-	tasks := make([]*orchestrator.Task, 0, len(w.tasks))
-	counts := map[orchestrator.State]int{}
+	tasks := make([]*wire.Task, 0, len(w.tasks))
+	counts := map[wire.State]int{}
 	for _, t := range w.tasks {
 		tasks = append(tasks, t)
 		counts[t.State]++
@@ -203,9 +198,9 @@ func (w *watcher) draw() {
 }
 
 // summaryOf counts as the orchestrator does: "2 running · 1 needs input".
-func summaryOf(counts map[orchestrator.State]int) orchestrator.Summary {
+func summaryOf(counts map[wire.State]int) wire.Summary {
 	text := ""
-	for _, s := range orchestrator.States {
+	for _, s := range wire.States {
 		if n := counts[s]; n > 0 {
 			if text != "" {
 				text += " · "
@@ -216,5 +211,5 @@ func summaryOf(counts map[orchestrator.State]int) orchestrator.Summary {
 	if text == "" {
 		text = "no tasks"
 	}
-	return orchestrator.Summary{Counts: counts, Text: text}
+	return wire.Summary{Counts: counts, Text: text}
 }

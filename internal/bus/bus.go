@@ -1,8 +1,8 @@
 // Package bus is agora's one seam to NATS JetStream: the subjects and
 // streams, publishing lifecycle events with their de-duplication id, and
-// reading them back. It imports only schemas from this module, and
-// github.com/nats-io/nats.go (never nats-server: the worker links this
-// package and must stay small).
+// reading them back, with github.com/nats-io/nats.go (never nats-server,
+// nor the HTTP API's wire: the worker links this package and must stay
+// small; docs/architecture.md).
 //
 // # Subjects and streams
 //

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/schemas"
-	"github.com/agoradev/agora/wire"
 )
 
 // Defaults for EventConsumer.
@@ -76,8 +75,25 @@ type EventCounts struct {
 	Applied, Retried, Parked, Invalid, UnknownKind uint64
 }
 
-// ParkedEvent is an event parked after its last delivery (wire.ParkedEvent).
-type ParkedEvent = wire.ParkedEvent
+// ParkedEvent is an event parked after its last delivery. The bus keeps
+// its own type rather than the HTTP API's (wire.ParkedEvent) so the worker,
+// which links this package, does not link the API's types; the fields match
+// wire.ParkedEvent one for one, so a consumer converts with
+// wire.ParkedEvent(p).
+type ParkedEvent struct {
+	// Sequence is the event's stream sequence in AGORA_EVENTS.
+	Sequence   uint64
+	Subject    string
+	DispatchID string
+	TaskID     string
+	Kind       schemas.EventKind
+	Error      string
+	Deliveries uint64
+	StoredAt   time.Time
+	ParkedAt   time.Time
+	// Event is the event as stored.
+	Event schemas.Event
+}
 
 // Counts returns the consumer's counters.
 func (c *EventConsumer) Counts() EventCounts {

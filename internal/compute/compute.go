@@ -8,7 +8,7 @@
 // fake compute/ecs/ecsfake. Image work (building the worker image)
 // is an optional capability, ImageBuilder, found by type assertion.
 //
-// compute imports nothing from this module.
+// What it may import: docs/architecture.md.
 package compute
 
 import (
@@ -17,6 +17,8 @@ import (
 	"io"
 	"net/netip"
 	"time"
+
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // Labels every agora container carries. The runner sets the dispatch, task and
@@ -70,7 +72,7 @@ type Engine interface {
 	Start(ctx context.Context, id string) error
 	// Wait blocks until the container is not running and reports how it ended.
 	// A created container that was never started is not running: start first.
-	Wait(ctx context.Context, id string) (ExitResult, error)
+	Wait(ctx context.Context, id string) (exit.Result, error)
 	// Logs copies the container's output, demultiplexed, to stdout and stderr
 	// (either may be nil to discard it). With follow it returns once the
 	// container has stopped and its output is drained, or when ctx ends.
@@ -86,29 +88,6 @@ type Engine interface {
 	// List returns the agora containers (LabelManaged) in every state that
 	// carry all of labels, oldest first.
 	List(ctx context.Context, labels map[string]string) ([]Container, error)
-}
-
-// ExitResult is how a container ended.
-type ExitResult struct {
-	// ExitCode is the exit code of the container's main process (with Init,
-	// the init's, which mirrors its child's). It is -1 when the engine has
-	// none because the process never ran (an ECS task stopped before its
-	// container started); Err then says why.
-	ExitCode int
-	// Signal names the signal that ended the process ("SIGKILL"), derived from
-	// an exit code above 128 by the shell convention; empty otherwise.
-	Signal string
-	// OOMKilled reports that the kernel's OOM killer ended a process of the
-	// container because it reached its memory limit.
-	OOMKilled bool
-	// Err is an error the engine reported for the container itself (not for
-	// the call), e.g. a failure to tear it down.
-	Err error
-}
-
-// Successful reports whether the container exited 0 on its own.
-func (r ExitResult) Successful() bool {
-	return r.ExitCode == 0 && r.Signal == "" && !r.OOMKilled && r.Err == nil
 }
 
 // Container is one container as List sees it.

@@ -96,25 +96,6 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 }
 
-func TestExitResultSuccessful(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		r    compute.ExitResult
-		want bool
-	}{
-		{compute.ExitResult{}, true},
-		{compute.ExitResult{ExitCode: 1}, false},
-		{compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}, false},
-		{compute.ExitResult{Signal: "SIGTERM"}, false},
-		{compute.ExitResult{OOMKilled: true}, false},
-		{compute.ExitResult{Err: errors.New("boom")}, false},
-	} {
-		if got := tc.r.Successful(); got != tc.want {
-			t.Errorf("%+v.Successful() = %v, want %v", tc.r, got, tc.want)
-		}
-	}
-}
-
 func TestContainerRunning(t *testing.T) {
 	t.Parallel()
 	for state, want := range map[string]bool{"created": false, "running": true, "paused": true, "restarting": true, "removing": false, "exited": false, "dead": false} {

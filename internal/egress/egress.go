@@ -8,7 +8,7 @@
 // (Decision) for the runner to log and count.
 //
 // It runs as `agora-worker egress-proxy` in a container of its own, so it
-// imports only the standard library and schemas.
+// stays small (docs/architecture.md).
 package egress
 
 import (

@@ -3,7 +3,7 @@
 // `agora serve` and for tests (see natstest).
 //
 // It is the only package in the module that imports
-// github.com/nats-io/nats-server/v2; it imports nothing else from the module.
+// github.com/nats-io/nats-server/v2 (docs/architecture.md).
 // Clients talk to the server through internal/bus, over the URL that
 // ClientURL returns, exactly as they would talk to a remote server.
 package natsserver

@@ -1,7 +1,7 @@
 // Package proc supervises one child process and its process group: start it,
 // wait for it, stop it on cancellation (SIGTERM to the whole group, SIGKILL
 // after a grace period) and, once the leader has exited, kill whatever is
-// left of its group. It reports how the process ended as one ExitResult.
+// left of its group. It reports how the process ended as one exit.Result.
 //
 // A finished dispatch must never leave anything running behind it: a daemon
 // started by a sub-agent (a dev server, a file watcher, a stuck `git` child)
@@ -18,5 +18,5 @@
 // the group id — cannot be reused before the group is killed. On other
 // systems Run returns an error.
 //
-// proc imports nothing from this module.
+// What it may import: docs/architecture.md.
 package proc

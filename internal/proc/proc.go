@@ -53,27 +53,3 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
-
-// ExitResult is how a started process ended.
-type ExitResult struct {
-	// ExitCode is the process's exit status, or 128+N when it was killed by
-	// signal N (the shell convention, so 137 for SIGKILL, 143 for SIGTERM).
-	ExitCode int
-	// Signal names the signal that killed the process, e.g. "SIGKILL"; empty
-	// when it exited on its own.
-	Signal string
-	// OOMKilled is set by callers that can tell (a container runtime); proc
-	// never sets it.
-	OOMKilled bool
-	// Err is what went wrong around the process rather than in it: the
-	// context that stopped it (errors.Is works with context.Canceled,
-	// context.DeadlineExceeded and a context's cause), or output that could
-	// not be copied.
-	Err error
-}
-
-// Successful reports whether the process exited 0 on its own, with nothing
-// going wrong around it.
-func (r ExitResult) Successful() bool {
-	return r.ExitCode == 0 && r.Signal == "" && !r.OOMKilled && r.Err == nil
-}

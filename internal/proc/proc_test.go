@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/internal/proc"
 	"github.com/agoradev/agora/internal/testutil"
 )
@@ -150,7 +151,7 @@ func TestRunKillsTheGroup(t *testing.T) {
 				t.Fatalf("Run(grandchild %s) error = %v", tt.arg, res.err)
 			}
 			if res.Successful() != tt.wantOK {
-				t.Errorf("Run(grandchild %s) = %+v, want Successful() = %v", tt.arg, res.ExitResult, tt.wantOK)
+				t.Errorf("Run(grandchild %s) = %+v, want Successful() = %v", tt.arg, res.Result, tt.wantOK)
 			}
 			pid := grandchildPID(t, stdout.String())
 			testutil.Eventually(t, waitLimit, fmt.Sprintf("grandchild %d to be gone after Run returned", pid), func() bool { return gone(pid) })
@@ -176,7 +177,7 @@ func TestRunLeakedPipeDoesNotHang(t *testing.T) {
 		}
 	})
 	if !res.Successful() {
-		t.Errorf("Run(escape) = %+v, want the leader's own successful exit", res.ExitResult)
+		t.Errorf("Run(escape) = %+v, want the leader's own successful exit", res.Result)
 	}
 }
 
@@ -222,25 +223,6 @@ func TestRunStartErrors(t *testing.T) {
 	}
 }
 
-func TestExitResultSuccessful(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		res  proc.ExitResult
-		want bool
-	}{
-		{proc.ExitResult{}, true},
-		{proc.ExitResult{ExitCode: 1}, false},
-		{proc.ExitResult{ExitCode: 137, Signal: "SIGKILL"}, false},
-		{proc.ExitResult{OOMKilled: true}, false},
-		{proc.ExitResult{Err: context.Canceled}, false},
-	}
-	for _, tt := range tests {
-		if got := tt.res.Successful(); got != tt.want {
-			t.Errorf("%+v.Successful() = %v, want %v", tt.res, got, tt.want)
-		}
-	}
-}
-
 func TestConfigWithDefaults(t *testing.T) {
 	t.Parallel()
 	got := proc.Config{}.WithDefaults()
@@ -280,7 +262,7 @@ func childConfig(t *testing.T, args ...string) (proc.Config, *output, *output) {
 const fastRaceExit = "GORACE=atexit_sleep_ms=0"
 
 type runResult struct {
-	proc.ExitResult
+	exit.Result
 	err error
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // Run starts the process described by cfg in a process group of its own and
@@ -21,12 +23,12 @@ import (
 //
 // The error is non-nil only when the process could not be started; how a
 // started process ended — including being stopped through ctx — is in the
-// ExitResult.
-func Run(ctx context.Context, cfg Config) (ExitResult, error) {
+// exit.Result.
+func Run(ctx context.Context, cfg Config) (exit.Result, error) {
 	cfg = cfg.WithDefaults()
 	if cfg.Path == "" {
 		err := errors.New("start process: empty path")
-		return ExitResult{Err: err}, err
+		return exit.Result{Err: err}, err
 	}
 	log := cfg.Logger.With("path", cfg.Path)
 
@@ -48,7 +50,7 @@ func Run(ctx context.Context, cfg Config) (ExitResult, error) {
 
 	if err := cmd.Start(); err != nil {
 		err = fmt.Errorf("start %s: %w", cfg.Path, err)
-		return ExitResult{Err: err}, err
+		return exit.Result{Err: err}, err
 	}
 	pid := cmd.Process.Pid
 	// g keeps the logger without the pid: terminate may already be running
@@ -197,17 +199,17 @@ func waitExitedNoReap(pid int) error {
 	}
 }
 
-// exitResult turns a wait status into the exit conventions of ExitResult.
-func exitResult(state *os.ProcessState) ExitResult {
+// exitResult turns a wait status into the exit conventions of exit.Result.
+func exitResult(state *os.ProcessState) exit.Result {
 	if state == nil {
-		return ExitResult{}
+		return exit.Result{}
 	}
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if ok && ws.Signaled() {
 		sig := ws.Signal()
-		return ExitResult{ExitCode: 128 + int(sig), Signal: signalName(sig)}
+		return exit.Result{ExitCode: 128 + int(sig), Signal: signalName(sig)}
 	}
-	return ExitResult{ExitCode: state.ExitCode()}
+	return exit.Result{ExitCode: state.ExitCode()}
 }
 
 // signalNames are the conventional names of the signals a supervised process

@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"runtime"
+
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // Run needs Linux (see the package comment); elsewhere it reports that it
 // cannot start anything, so the rest of the module still builds.
-func Run(ctx context.Context, cfg Config) (ExitResult, error) {
+func Run(ctx context.Context, cfg Config) (exit.Result, error) {
 	err := errors.New("start process: process-group supervision is implemented only on linux, not " + runtime.GOOS)
-	return ExitResult{Err: err}, err
+	return exit.Result{Err: err}, err
 }

@@ -4,7 +4,7 @@
 // bundles use, so the runner (which copies a dispatch's local: secrets into
 // its container) and the worker (which resolves them) agree on it.
 //
-// It imports nothing from this module.
+// What it may import: docs/architecture.md.
 package secrets
 
 import (
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/fsutil"
+	"github.com/agoradev/agora/schemas"
 )
 
 // MaxValueBytes caps one secret: AWS Secrets Manager's own limit, and well
@@ -106,13 +107,14 @@ func PrefetchedName(ref string) string {
 // platform injects the resolved value of an aws-sm: ref (ECS task
 // definition secrets, valueFrom the secret's ARN and JSON key): the worker
 // then needs neither AWS credentials for Secrets Manager nor a mount. The
-// name is "AGORA_SECRET_" and the upper-case hex of the first 10 bytes of
-// the SHA-256 of the whole ref (scheme and #KEY included), because a ref
-// holds characters no variable name may, and the AGORA_ prefix keeps the
-// value out of every runtime's environment.
+// name is schemas.EnvPrefetchedSecretPrefix ("AGORA_SECRET_") and the
+// upper-case hex of the first 10 bytes of the SHA-256 of the whole ref
+// (scheme and #KEY included), because a ref holds characters no variable
+// name may, and the AGORA_ prefix keeps the value out of every runtime's
+// environment.
 func PrefetchedEnv(ref string) string {
 	sum := sha256.Sum256([]byte(ref))
-	return "AGORA_SECRET_" + strings.ToUpper(hex.EncodeToString(sum[:10]))
+	return schemas.EnvPrefetchedSecretPrefix + strings.ToUpper(hex.EncodeToString(sum[:10]))
 }
 
 // PrefetchedErrorSuffix marks the file that says why a prefetch failed.

@@ -3,7 +3,7 @@
 // so a client that stops reading is dropped instead of holding up what
 // feeds it. The API's /v1/events and the web inbox's /ui/events use it.
 //
-// It imports the standard library only.
+// What it may import: docs/architecture.md.
 package sse
 
 import (

@@ -5,5 +5,5 @@
 // Dispatch specs, bundles, logs, large partial_state and workspace snapshots
 // all go through it, so the worker and the orchestrator agree on keys and URIs.
 //
-// It imports nothing from this module.
+// What it may import: docs/architecture.md.
 package storage

@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"go/build"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/internal/testutil"
 )
 
 // versityGWPath finds the versitygw binary on PATH or in GOPATH/bin, where
@@ -83,8 +83,10 @@ func startVersityGW(t *testing.T) *s3Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process has exited, with waitErr set.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		// Graceful stop, then a bounded wait, then a kill: never hang the test run.
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
@@ -109,6 +111,11 @@ func startVersityGW(t *testing.T) *s3Server {
 
 	hc := testHTTPClient(t)
 	ready := func() error {
+		select {
+		case <-exited:
+			return testutil.Permanent(fmt.Errorf("exited before serving: %v", waitErr))
+		default:
+		}
 		resp, err := hc.Get(srv.endpoint)
 		if err != nil {
 			return err
@@ -116,7 +123,7 @@ func startVersityGW(t *testing.T) *s3Server {
 		resp.Body.Close()
 		return nil // any HTTP answer (403 unsigned) means it is serving
 	}
-	if err := waitFor(t.Context(), 20*time.Second, exited, ready); err != nil {
+	if err := testutil.Poll(t.Context(), 20*time.Second, testutil.DefaultPollInterval, ready); err != nil {
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("versitygw on %s: %v\nlog:\n%s", addr, err, b)
 	}
@@ -128,27 +135,6 @@ func startVersityGW(t *testing.T) *s3Server {
 		}
 	}
 	return srv
-}
-
-// waitFor polls check until it succeeds, the process exits, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, exited <-chan error, check func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case werr := <-exited:
-			return fmt.Errorf("exited before serving: %v", werr)
-		case <-ctx.Done():
-			return fmt.Errorf("not serving after %s: %w", timeout, err)
-		case <-tick.C:
-		}
-	}
 }
 
 func TestS3StrictVersityGW(t *testing.T) {

@@ -58,6 +58,12 @@ func Binary(t testing.TB, pkg string, cgo bool) string {
 			return
 		}
 		args := []string{"build", "-trimpath", "-o", b.path}
+		if pkg == "github.com/agoradev/agora/cmd/agora" {
+			// Its HTTP API checks every request and response against
+			// openapi.json (cmd/agora/apicheck_openapi.go), reporting to
+			// the file openapitest.Env names.
+			args = append(args, "-tags=openapicheck")
+		}
 		env := os.Environ()
 		if !cgo {
 			args = append(args, "-ldflags=-s -w")

@@ -1,8 +1,12 @@
 package testutil_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,4 +47,60 @@ func (f *fatalT) Helper() {}
 func (f *fatalT) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+func TestPoll(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		check     func(calls int) error
+		wantErr   error  // errors.Is the result; nil: success
+		wantText  string // in the result's text
+		wantCalls int    // exactly; 0: at least 2
+	}{
+		{name: "third call succeeds", ctx: context.Background(), check: func(n int) error {
+			if n < 3 {
+				return boom
+			}
+			return nil
+		}, wantCalls: 3},
+		{name: "times out with the last error", ctx: context.Background(), check: func(int) error { return boom },
+			wantErr: boom, wantText: "timed out after 100ms: boom"},
+		{name: "permanent stops at once", ctx: context.Background(), check: func(int) error { return testutil.Permanent(boom) },
+			wantErr: boom, wantText: "boom", wantCalls: 1},
+		{name: "ctx ends", ctx: cancelled, check: func(int) error { return boom },
+			wantErr: context.Canceled, wantText: "last: boom", wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			calls := 0
+			err := testutil.Poll(tt.ctx, 100*time.Millisecond, time.Millisecond, func() error { calls++; return tt.check(calls) })
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("Poll = %v, want nil", err)
+			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+				t.Fatalf("Poll = %v, want an error that is %v", err, tt.wantErr)
+			case err != nil && !strings.Contains(err.Error(), tt.wantText):
+				t.Errorf("Poll = %q, want it to contain %q", err, tt.wantText)
+			}
+			if tt.wantCalls > 0 && calls != tt.wantCalls || tt.wantCalls == 0 && calls < 2 {
+				t.Errorf("check called %d times, want %d (0: at least 2)", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestRunNumber(t *testing.T) {
+	n := testutil.RunNumber()
+	if n != testutil.RunNumber() {
+		t.Fatal("RunNumber changed within one process")
+	}
+	if n>>20 != os.Getpid() {
+		t.Fatalf("RunNumber %d does not carry the pid %d", n, os.Getpid())
+	}
 }

@@ -3,7 +3,7 @@
 // says when a number does not fit instead of letting it wrap around (a
 // memory_mb of 2^44 shifted by 20 bits is 0 bytes: "no limit").
 //
-// It imports nothing from this module.
+// What it may import: docs/architecture.md.
 package units
 
 import (

@@ -2,7 +2,8 @@
 // unpacks it again: the snapshot a round that asked a question leaves for
 // the next round. The runner uses it on its host (Docker); the worker uses
 // it inside the container where the runner can mount nothing (ECS Fargate).
-// It imports only storage and schemas, so the worker binary stays small.
+// It imports no server package, so the worker binary stays small
+// (docs/architecture.md).
 package workspace
 
 import (

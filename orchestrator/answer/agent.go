@@ -93,7 +93,7 @@ func (a *Agent) Ask(ctx context.Context, q Question) (Reply, error) {
 		return fmt.Errorf("%w: %s: %s", ErrDecline, by, reason)
 	}
 	raw, from := res.Output, "answer.json"
-	if strings.TrimSpace(raw) == "" {
+	if schemas.Blank(raw) {
 		raw, from = res.LastLine, "last stdout line"
 	}
 	ans, err := agentAnswer(raw)
@@ -113,7 +113,7 @@ func (a *Agent) Ask(ctx context.Context, q Question) (Reply, error) {
 // agentAnswer reads an answer: a JSON object {"answer": "…"}, a JSON string,
 // or else the text itself, trimmed.
 func agentAnswer(raw string) (string, error) {
-	s := strings.TrimSpace(raw)
+	s := schemas.TrimSpace(raw)
 	switch {
 	case strings.HasPrefix(s, "{"):
 		var v struct {
@@ -125,13 +125,13 @@ func agentAnswer(raw string) (string, error) {
 		if v.Answer == nil {
 			return "", fmt.Errorf("want {\"answer\": \"…\"}: no \"answer\" string")
 		}
-		return strings.TrimSpace(*v.Answer), nil
+		return schemas.TrimSpace(*v.Answer), nil
 	case strings.HasPrefix(s, `"`):
 		var v string
 		if err := schemas.Decode("answer", []byte(s), &v); err != nil {
 			return "", fmt.Errorf("want a JSON string: %w", err)
 		}
-		return strings.TrimSpace(v), nil
+		return schemas.TrimSpace(v), nil
 	}
 	return s, nil
 }

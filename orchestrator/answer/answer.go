@@ -5,11 +5,13 @@
 // decline; human ones notify and return ErrPending, and the answer arrives
 // later through the orchestrator's Answer (API, CLI, Slack, web page).
 //
-// This package holds the interface, the question/reply types, the route
-// syntax (ParseRoute), the Resolver that turns route steps into answerers,
-// and the implementations, one file each: memory, lookup, webhook, agent,
-// human. It imports nothing from this module (go.yaml.in/yaml/v3 reads lookup
-// rules); answertest holds the conformance suites. The orchestrator wires it.
+// This package holds the interface, the question/reply types, the Resolver
+// that turns route steps into answerers, and the implementations, one file
+// each: memory, lookup, webhook, agent, human (go.yaml.in/yaml/v3 reads
+// lookup rules); answertest holds the conformance suites. The route's syntax
+// (wire.ParseRoute) is in package wire, because a task's request carries it
+// and the CLI checks it before sending. The orchestrator wires it. What it
+// may import: docs/architecture.md.
 // docs/answerers.md is the user's guide and the webhook protocol.
 package answer
 

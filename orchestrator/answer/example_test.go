@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator/answer"
+	"github.com/agoradev/agora/wire"
 )
 
 func ExampleParseRoute() {
-	steps, err := answer.ParseRoute("memory,lookup,agent:triage=2m,human=24h")
+	steps, err := wire.ParseRoute("memory,lookup,agent:triage=2m,human=24h")
 	if err != nil {
 		panic(err)
 	}

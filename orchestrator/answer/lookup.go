@@ -89,7 +89,7 @@ func NewLookup(name string, rules []Rule) (*Lookup, error) {
 }
 
 func compileRule(r Rule) (compiledRule, error) {
-	if strings.TrimSpace(r.Question) == "" {
+	if schemas.Blank(r.Question) {
 		return compiledRule{}, fmt.Errorf("question: required")
 	}
 	if _, err := regexp.Compile(r.Question); err != nil { // the error quotes the pattern as written
@@ -104,7 +104,7 @@ func compileRule(r Rule) (compiledRule, error) {
 			return compiledRule{}, fmt.Errorf("options: empty list (leave the field out to match any options)")
 		}
 		for j, o := range r.Options {
-			if strings.TrimSpace(o) == "" {
+			if schemas.Blank(o) {
 				return compiledRule{}, fmt.Errorf("options: option %d is blank", j+1)
 			}
 			if slices.Contains(r.Options[:j], o) {
@@ -112,7 +112,7 @@ func compileRule(r Rule) (compiledRule, error) {
 			}
 		}
 	}
-	r.Answer = strings.TrimSpace(r.Answer)
+	r.Answer = schemas.TrimSpace(r.Answer)
 	if r.Answer == "" {
 		return compiledRule{}, fmt.Errorf("answer: required")
 	}

@@ -99,6 +99,11 @@ func TestLoadRulesErrors(t *testing.T) {
 		{name: "not a list JSON", file: "rules.json", content: `{"question":"x"}`, wantErr: "rules.json: want a JSON list of rules"},
 		{name: "YAML syntax", file: "rules.yaml", content: "- question: [\n", wantErr: "rules.yaml: yaml: line"},
 		{name: "extension", file: "rules.toml", content: "", wantErr: `rules.toml: unsupported extension ".toml"`},
+		// White space as the contract defines it (schemas.IsSpace), the
+		// byte-order mark included, which strings.TrimSpace keeps.
+		{name: "question of Unicode blanks", file: "rules.json", content: `[{"question":"\ufeff\u3000","answer":"A"}]`, wantErr: "rules.json: rule 1: question: required"},
+		{name: "answer of a byte-order mark", file: "rules.json", content: `[{"question":"x","answer":"\ufeff"}]`, wantErr: "rules.json: rule 1: answer: required"},
+		{name: "option of Unicode blanks", file: "rules.yaml", content: "- {question: x, options: [A, \"\\u00a0\\ufeff\"], answer: A}\n", wantErr: "rules.yaml: rule 1: options: option 2 is blank"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,5 +169,32 @@ func TestLoadRulesYAMLAnchors(t *testing.T) {
 	got, err := l.Ask(t.Context(), answer.Question{Question: "B or A?", Options: []string{"A", "B"}})
 	if err != nil || got.Answer != "B" || !strings.HasSuffix(got.By, "rule 2") {
 		t.Errorf("Ask = %+v, %v; want B by rule 2 (options through an alias)", got, err)
+	}
+}
+
+// TestLookupTrimsContractWhiteSpace: a rule's answer is trimmed of white
+// space as the contract defines it (schemas.IsSpace), so an answer written
+// with a byte-order mark or an ideographic space around it names the
+// option.
+func TestLookupTrimsContractWhiteSpace(t *testing.T) {
+	t.Parallel()
+	l, err := answer.NewLookup("rules", []answer.Rule{
+		{Question: "deploy", Options: []string{"yes", "no"}, Answer: "\ufeffyes\u3000"},
+		{Question: "colour", Answer: "\u00a0blue\ufeff"},
+	})
+	if err != nil {
+		t.Fatalf("NewLookup: %v", err)
+	}
+	for _, tt := range []struct {
+		q    answer.Question
+		want string
+	}{
+		{answer.Question{Question: "Deploy?", Options: []string{"no", "yes"}}, "yes"},
+		{answer.Question{Question: "Which colour?"}, "blue"},
+	} {
+		got, err := l.Ask(t.Context(), tt.q)
+		if err != nil || got.Answer != tt.want {
+			t.Errorf("Ask(%q) = %+v, %v; want %q", tt.q.Question, got, err, tt.want)
+		}
 	}
 }

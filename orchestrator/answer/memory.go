@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // MemoryStore keeps earlier answers by MemoryKey. The orchestrator
@@ -48,7 +49,7 @@ func (m memory) Ask(ctx context.Context, q Question) (Reply, error) {
 	if !found {
 		return Reply{}, fmt.Errorf("%w: no earlier answer to this question", ErrDecline)
 	}
-	if strings.TrimSpace(r.Answer) == "" {
+	if schemas.Blank(r.Answer) {
 		return Reply{}, fmt.Errorf("%w: the remembered answer is empty", ErrDecline)
 	}
 	if len(q.Options) > 0 && !containsExact(q.Options, r.Answer) {
@@ -94,12 +95,7 @@ func Remember(ctx context.Context, store MemoryStore, q Question, reply Reply) e
 // duplicates ignored). It is 64 characters of [0-9a-f], valid as a
 // JetStream KV key and as a NATS subject token.
 func MemoryKey(q Question) string {
-	opts := make([]string, 0, len(q.Options))
-	for _, o := range q.Options {
-		opts = append(opts, strings.TrimSpace(o))
-	}
-	slices.Sort(opts)
-	opts = slices.Compact(opts)
+	opts := optionSet(q.Options)
 	h := sha256.New()
 	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
 	field("agora-memory-v1")
@@ -116,8 +112,8 @@ func MemoryKey(q Question) string {
 // drops trailing punctuation, so "Rewrite A or B?" and " rewrite a  or b "
 // are the same question.
 func normalizeQuestion(s string) string {
-	s = strings.Join(strings.Fields(foldCase(s)), " ")
-	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	s = strings.Join(strings.FieldsFunc(foldCase(s), schemas.IsSpace), " ")
+	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsPunct(r) || schemas.IsSpace(r) })
 }
 
 // foldCase maps every rune to the smallest rune of its simple case-folding

@@ -34,6 +34,9 @@ func TestMemoryKey(t *testing.T) {
 		{name: "surrounding white space", q: with(func(q *answer.Question) { q.Question = "  Should I rewrite A or B?\n" }), same: true},
 		{name: "case", q: with(func(q *answer.Question) { q.Question = "SHOULD i rewrite a or b?" }), same: true},
 		{name: "internal white space", q: with(func(q *answer.Question) { q.Question = "Should I\trewrite  A\nor B?" }), same: true},
+		{name: "Unicode white space, byte-order mark included", q: with(func(q *answer.Question) {
+			q.Question, q.Options = "\ufeffShould I\u3000rewrite A\ufeffor B?\u00a0", []string{"\ufeffA", "B\u2028"}
+		}), same: true},
 		{name: "trailing punctuation", q: with(func(q *answer.Question) { q.Question = "Should I rewrite A or B ?!…" }), same: true},
 		{name: "no trailing punctuation", q: with(func(q *answer.Question) { q.Question = "Should I rewrite A or B" }), same: true},
 		{name: "option order", q: with(func(q *answer.Question) { q.Options = []string{"B", "A"} }), same: true},

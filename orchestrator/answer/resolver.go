@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // Resolver turns route steps into answerers. Set its fields, then call
@@ -48,7 +50,7 @@ var builtins = []string{"memory", "lookup", "lookup:<path>", "agent:<subagent>",
 // (empty when nothing does). A registration replaces an earlier one and
 // takes precedence over the built-in answerer of the same name.
 func (r *Resolver) Register(prefix string, new func(arg string) (Answerer, error)) error {
-	if !validName(prefix) {
+	if !wire.IsAnswererName(prefix) {
 		return fmt.Errorf("register answerer %q: want lower-case letters, digits, '-' or '_'", prefix)
 	}
 	if new == nil {
@@ -76,7 +78,7 @@ func (r *Resolver) RegisterCheck(prefix string, check func(arg string) error) {
 }
 
 // Resolve returns the answerer for one route step's answerer part (see
-// Step.Answerer): memory, lookup, lookup:<path>, agent:<subagent>,
+// wire.RouteStep.Answerer): memory, lookup, lookup:<path>, agent:<subagent>,
 // webhook:<url>, human, cli, or a registered prefix.
 func (r *Resolver) Resolve(step string) (Answerer, error) {
 	step = strings.TrimSpace(step)
@@ -153,7 +155,7 @@ func (r *Resolver) Resolve(step string) (Answerer, error) {
 }
 
 // Check tells whether Resolve knows the answerer of step (see
-// Step.Answerer) and whether its argument has the right shape, without
+// wire.RouteStep.Answerer) and whether its argument has the right shape, without
 // building the answerer: what a submitted route is checked with, so a step
 // that names nothing known is refused at once instead of failing at the
 // task's first question. Configuration (a memory store, a rules file, a

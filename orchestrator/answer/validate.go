@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agoradev/agora/schemas"
 )
 
 // ValidateAnswer checks an answer to q and returns its canonical form.
@@ -15,7 +17,7 @@ import (
 // two different things. Without options any non-blank answer is accepted,
 // trimmed of surrounding white space.
 func ValidateAnswer(q Question, answer string) (string, error) {
-	a := strings.TrimSpace(answer)
+	a := schemas.TrimSpace(answer)
 	if len(q.Options) == 0 {
 		if a == "" {
 			return "", fmt.Errorf("answer is empty")
@@ -54,7 +56,7 @@ func matchOption(options []string, a string) (string, bool) {
 // when no option is itself a number.
 func indexable(options []string) bool {
 	for _, o := range options {
-		if isDigits(strings.TrimSpace(o)) {
+		if isDigits(schemas.TrimSpace(o)) {
 			return false
 		}
 	}

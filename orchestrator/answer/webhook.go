@@ -19,9 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/schemas"
-	"github.com/cenkalti/backoff/v5"
 )
 
 // Webhook request headers. The signature covers timestamp + "." + body.
@@ -255,7 +256,7 @@ func (w *Webhook) parseAnswer(q Question, data []byte) (Reply, error) {
 		}
 		return Reply{}, fmt.Errorf("%w: webhook %s: %s", ErrDecline, w.display, reason)
 	}
-	if strings.TrimSpace(wr.Answer) == "" {
+	if schemas.Blank(wr.Answer) {
 		return Reply{}, fmt.Errorf("webhook %s: 200 with no answer (send 204 or {\"decline\": true} to decline)", w.display)
 	}
 	a, err := ValidateAnswer(q, wr.Answer)

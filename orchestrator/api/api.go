@@ -10,8 +10,7 @@
 // The registry endpoints (/v1/subagents, /v1/capabilities, /v1/envs) serve
 // an orchestrator/registry.Registry.
 //
-// It imports orchestrator (with its answer and registry packages), wire,
-// internal/sse and the standard library, nothing else.
+// What it may import: docs/architecture.md.
 package api
 
 import (
@@ -132,6 +131,9 @@ func (h *handler) endpoints() []endpoint {
 		{http.MethodPost, "/v1/tasks/{id}/cancel", h.cancel},
 		{http.MethodPost, "/v1/tasks/{id}/respawn", h.respawn},
 		{http.MethodPost, "/v1/tasks/{id}/continue", h.continueTask},
+		{http.MethodPost, "/v1/tasks/{id}/replay", h.replay},
+		{http.MethodPost, "/v1/tasks/{id}/fork", h.fork},
+		{http.MethodPost, "/v1/batches/{batch}/replay", h.replayBatch},
 		{http.MethodGet, "/v1/tasks/{id}/logs", h.logs},
 		{http.MethodGet, "/v1/tasks/{id}/result", h.result},
 		{http.MethodGet, "/v1/tasks/{id}/artifacts", h.artifacts},
@@ -145,6 +147,7 @@ func (h *handler) endpoints() []endpoint {
 		{http.MethodPost, "/v1/parked-events/{seq}/retry", h.retryParked},
 		{http.MethodDelete, "/v1/parked-events/{seq}", h.discardParked},
 	}
+	endpoints = append(endpoints, h.ruleRoutes()...)
 	return append(endpoints, h.registryRoutes()...)
 }
 
@@ -168,12 +171,12 @@ func (h *handler) routes() {
 		allow := strings.Join(allowed[p], ", ")
 		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			h.fail(w, r, &requestError{http.StatusMethodNotAllowed, CodeNoRoute,
+			h.fail(w, r, &requestError{http.StatusMethodNotAllowed, wire.CodeNoRoute,
 				fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, p, allow)})
 		})
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, &requestError{http.StatusNotFound, CodeNoRoute, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
+		h.fail(w, r, &requestError{http.StatusNotFound, wire.CodeNoRoute, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
 	})
 }
 
@@ -194,7 +197,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.csrf.Check(r); err != nil {
 		h.log.Warn("api request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr,
 			"origin", r.Header.Get("Origin"), "error", err)
-		h.fail(sw, r, &requestError{http.StatusForbidden, CodeUnauthorized, "cross-origin browser requests are refused: " + err.Error()})
+		h.fail(sw, r, &requestError{http.StatusForbidden, wire.CodeUnauthorized, "cross-origin browser requests are refused: " + err.Error()})
 		return
 	}
 	if r.URL.Path != "/healthz" && r.URL.Path != OpenAPIPath {
@@ -220,7 +223,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
-	h.write(w, r, http.StatusOK, Health{Status: "ok"})
+	h.write(w, r, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // submit answers 201 for a new task and 200 when a task with the request's
@@ -345,14 +348,14 @@ func (h *handler) questions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
-	var body AnswerBody
+	var body wire.AnswerBody
 	if err := decode(w, r, &body); err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	channel := body.Channel
 	if channel == "" {
-		channel = DefaultChannel
+		channel = wire.DefaultChannel
 	}
 	who, via, err := by(r, body.By)
 	if err != nil {
@@ -360,7 +363,7 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: r.PathValue("id"), Round: body.Round,
-		Answer: body.Answer, By: who, Via: via, Channel: channel})
+		Answer: body.Answer, By: who, Via: via, Channel: channel, Remember: body.Remember})
 	h.reply(w, r, t, err)
 }
 
@@ -375,7 +378,7 @@ func (h *handler) respawn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) continueTask(w http.ResponseWriter, r *http.Request) {
-	var body ContinueBody
+	var body wire.ContinueBody
 	if err := decode(w, r, &body); err != nil {
 		h.fail(w, r, err)
 		return
@@ -405,10 +408,10 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 func by(r *http.Request, given string) (who, via string, err error) {
 	id, _ := orchestrator.IdentityFrom(r.Context())
 	if given == "" || given == id.Name {
-		return cmp.Or(id.Name, DefaultBy), "", nil
+		return cmp.Or(id.Name, wire.DefaultBy), "", nil
 	}
 	if !id.Admin && !id.Answerer {
-		return "", "", &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+		return "", "", &requestError{http.StatusForbidden, wire.CodeUnauthorized, fmt.Sprintf(
 			"body: by %q: token %s acts as itself; only a token with the answerer or admin role answers for somebody else (leave by out)",
 			given, id.Name)}
 	}
@@ -420,7 +423,7 @@ func forbidden(r *http.Request, what string) error {
 	if id, _ := orchestrator.IdentityFrom(r.Context()); id.Admin {
 		return nil
 	}
-	return &requestError{http.StatusForbidden, CodeUnauthorized, what + " takes a token with the admin role"}
+	return &requestError{http.StatusForbidden, wire.CodeUnauthorized, what + " takes a token with the admin role"}
 }
 
 // reply writes t, or err.
@@ -439,7 +442,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 && r.Context().Err() == nil {
 		h.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
 	}
-	body := ErrorBody{Error: err.Error(), Code: code}
+	body := wire.ErrorBody{Error: err.Error(), Code: code}
 	if ce, ok := errors.AsType[*wire.ConflictError](err); ok {
 		body.Differences, body.MoreDifferences = ce.Differences, ce.More
 	}
@@ -465,7 +468,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	data, err := io.ReadAll(r.Body)
 	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
-		return &requestError{http.StatusRequestEntityTooLarge, CodeInvalid,
+		return &requestError{http.StatusRequestEntityTooLarge, wire.CodeInvalid,
 			fmt.Sprintf("request body is larger than %d bytes (1 MiB)", MaxBodyBytes)}
 	}
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/api/openapitest"
@@ -65,9 +64,9 @@ func serve(h http.Handler, method, target, body string, headers ...string) *http
 	return rec
 }
 
-func task(id string, state orchestrator.State) *orchestrator.Task {
-	return &orchestrator.Task{ID: id, State: state, Attention: orchestrator.Attention{Kind: "none"},
-		Request: orchestrator.SubmitRequest{Subagent: schemas.Subagent{Name: "x", Runtime: schemas.RuntimeExec}}}
+func task(id string, state wire.State) *wire.Task {
+	return &wire.Task{ID: id, State: state, Attention: wire.Attention{Kind: "none"},
+		Request: wire.SubmitRequest{Subagent: schemas.Subagent{Name: "x", Runtime: schemas.RuntimeExec}}}
 }
 
 var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
@@ -87,14 +86,14 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "submit a new task",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.GetFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
-					return nil, fmt.Errorf("task %s: %w", id, orchestrator.ErrNotFound)
+				s.GetFunc = func(_ context.Context, id string) (*wire.Task, error) {
+					return nil, fmt.Errorf("task %s: %w", id, wire.ErrNotFound)
 				}
-				s.SubmitFunc = func(_ context.Context, req orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+				s.SubmitFunc = func(_ context.Context, req wire.SubmitRequest) (*wire.Task, error) {
 					if req.TaskID != "t-1" || req.Subagent.Name != "echo" || req.Labels["batch"] != "7" {
 						t.Errorf("Submit(%+v): want task t-1 of echo with label batch=7", req)
 					}
-					return task("t-1", orchestrator.StateQueued), nil
+					return task("t-1", wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks",
@@ -105,11 +104,11 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "submit again with the same id returns the task with 200",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.GetFunc = func(context.Context, string) (*orchestrator.Task, error) {
-					return task("t-1", orchestrator.StateRunning), nil
+				s.GetFunc = func(context.Context, string) (*wire.Task, error) {
+					return task("t-1", wire.StateRunning), nil
 				}
-				s.SubmitFunc = func(context.Context, orchestrator.SubmitRequest) (*orchestrator.Task, error) {
-					return task("t-1", orchestrator.StateRunning), nil
+				s.SubmitFunc = func(context.Context, wire.SubmitRequest) (*wire.Task, error) {
+					return task("t-1", wire.StateRunning), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks", body: `{"task_id":"t-1","subagent":{"name":"echo","runtime":"exec"}}`,
@@ -118,12 +117,12 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "submit without an id does not look for an existing task",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.GetFunc = func(context.Context, string) (*orchestrator.Task, error) {
+				s.GetFunc = func(context.Context, string) (*wire.Task, error) {
 					t.Error("Get called for a submit without task_id")
-					return nil, orchestrator.ErrNotFound
+					return nil, wire.ErrNotFound
 				}
-				s.SubmitFunc = func(context.Context, orchestrator.SubmitRequest) (*orchestrator.Task, error) {
-					return task("t-9f2c", orchestrator.StateQueued), nil
+				s.SubmitFunc = func(context.Context, wire.SubmitRequest) (*wire.Task, error) {
+					return task("t-9f2c", wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks", body: `{"subagent":{"name":"echo","runtime":"exec"}}`,
@@ -133,11 +132,11 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "get",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.GetFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
+				s.GetFunc = func(_ context.Context, id string) (*wire.Task, error) {
 					if id != "t-1" {
 						t.Errorf("Get(%q), want t-1", id)
 					}
-					return task(id, orchestrator.StateNeedsInput), nil
+					return task(id, wire.StateNeedsInput), nil
 				}
 			},
 			method: "GET", target: "/v1/tasks/t-1",
@@ -146,13 +145,13 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "list with filters",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.ListFunc = func(_ context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
-					want := orchestrator.ListOptions{State: orchestrator.StateNeedsInput, Label: "batch=7"}
+				s.ListFunc = func(_ context.Context, opts wire.ListOptions) (wire.TaskPage, error) {
+					want := wire.ListOptions{State: wire.StateNeedsInput, Label: "batch=7"}
 					if opts != want {
 						t.Errorf("List(%+v), want %+v", opts, want)
 					}
-					return orchestrator.TaskPage{Tasks: []*orchestrator.Task{task("t-2", orchestrator.StateNeedsInput), task("t-1", orchestrator.StateNeedsInput)},
-						Summary: orchestrator.Summary{Counts: map[orchestrator.State]int{orchestrator.StateNeedsInput: 2, orchestrator.StateRunning: 1},
+					return wire.TaskPage{Tasks: []*wire.Task{task("t-2", wire.StateNeedsInput), task("t-1", wire.StateNeedsInput)},
+						Summary: wire.Summary{Counts: map[wire.State]int{wire.StateNeedsInput: 2, wire.StateRunning: 1},
 							Text: "1 running · 2 needs input"}}, nil
 				}
 			},
@@ -163,8 +162,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "list of nothing is an empty array",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.ListFunc = func(context.Context, orchestrator.ListOptions) (orchestrator.TaskPage, error) {
-					return orchestrator.TaskPage{}, nil
+				s.ListFunc = func(context.Context, wire.ListOptions) (wire.TaskPage, error) {
+					return wire.TaskPage{}, nil
 				}
 			},
 			method: "GET", target: "/v1/tasks",
@@ -173,8 +172,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "questions oldest first",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.QuestionsFunc = func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
-					return orchestrator.QuestionPage{Questions: []orchestrator.QuestionView{
+				s.QuestionsFunc = func(context.Context, wire.PageOptions) (wire.QuestionPage, error) {
+					return wire.QuestionPage{Questions: []wire.QuestionView{
 						{TaskID: "t-old", Round: 2, Question: "Size?", Options: []string{"S", "M"}, AskedAt: t0, Action: "agora answer t-old S"},
 						{TaskID: "t-new", Round: 1, Question: "Colour?", AskedAt: t0.Add(time.Minute)},
 					}}, nil
@@ -187,8 +186,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "no questions is an empty array",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.QuestionsFunc = func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
-					return orchestrator.QuestionPage{}, nil
+				s.QuestionsFunc = func(context.Context, wire.PageOptions) (wire.QuestionPage, error) {
+					return wire.QuestionPage{}, nil
 				}
 			},
 			method: "GET", target: "/v1/questions",
@@ -197,12 +196,12 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "answer with round, by and channel",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.AnswerFunc = func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
-					want := orchestrator.AnswerRequest{TaskID: "t-1", Round: 2, Answer: "B", By: "carol", Channel: "slack"}
+				s.AnswerFunc = func(_ context.Context, req wire.AnswerRequest) (*wire.Task, error) {
+					want := wire.AnswerRequest{TaskID: "t-1", Round: 2, Answer: "B", By: "carol", Channel: "slack"}
 					if req != want {
 						t.Errorf("Answer(%+v), want %+v", req, want)
 					}
-					return task("t-1", orchestrator.StateQueued), nil
+					return task("t-1", wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks/t-1/answer", body: `{"answer":"B","round":2,"by":"carol","channel":"slack"}`,
@@ -211,12 +210,12 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "answer by and channel default to api",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.AnswerFunc = func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
-					want := orchestrator.AnswerRequest{TaskID: "t-1", Answer: "B", By: "api", Channel: "api"}
+				s.AnswerFunc = func(_ context.Context, req wire.AnswerRequest) (*wire.Task, error) {
+					want := wire.AnswerRequest{TaskID: "t-1", Answer: "B", By: "api", Channel: "api"}
 					if req != want {
 						t.Errorf("Answer(%+v), want %+v", req, want)
 					}
-					return task("t-1", orchestrator.StateQueued), nil
+					return task("t-1", wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks/t-1/answer", body: `{"answer":"B"}`,
@@ -225,8 +224,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "cancel",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.CancelFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
-					return task(id, orchestrator.StateCancelled), nil
+				s.CancelFunc = func(_ context.Context, id string) (*wire.Task, error) {
+					return task(id, wire.StateCancelled), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks/t-1/cancel",
@@ -235,8 +234,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "respawn",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.RespawnFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
-					return task(id, orchestrator.StateQueued), nil
+				s.RespawnFunc = func(_ context.Context, id string) (*wire.Task, error) {
+					return task(id, wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks/t-1/respawn",
@@ -245,11 +244,11 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "continue",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.ContinueFunc = func(_ context.Context, id, message, by string) (*orchestrator.Task, error) {
+				s.ContinueFunc = func(_ context.Context, id, message, by string) (*wire.Task, error) {
 					if id != "t-1" || message != "now in French" || by != "bob" {
 						t.Errorf("Continue(%q, %q, %q), want t-1, now in French, bob", id, message, by)
 					}
-					return task(id, orchestrator.StateQueued), nil
+					return task(id, wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks/t-1/continue", body: `{"message":"now in French","by":"bob"}`,
@@ -258,11 +257,11 @@ func TestHandler_Endpoints(t *testing.T) {
 		{
 			name: "continue by defaults to api",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.ContinueFunc = func(_ context.Context, id, message, by string) (*orchestrator.Task, error) {
+				s.ContinueFunc = func(_ context.Context, id, message, by string) (*wire.Task, error) {
 					if by != "api" {
 						t.Errorf("Continue by = %q, want api", by)
 					}
-					return task(id, orchestrator.StateQueued), nil
+					return task(id, wire.StateQueued), nil
 				}
 			},
 			method: "POST", target: "/v1/tasks/t-1/continue", body: `{"message":"again"}`,
@@ -285,11 +284,11 @@ func TestHandler_Endpoints(t *testing.T) {
 			name:   "an escaped id reaches the service decoded",
 			method: "GET", target: "/v1/tasks/t%2D1",
 			svc: func(t *testing.T, s *apitest.Service) {
-				s.GetFunc = func(_ context.Context, id string) (*orchestrator.Task, error) {
+				s.GetFunc = func(_ context.Context, id string) (*wire.Task, error) {
 					if id != "t-1" {
 						t.Errorf("Get(%q), want %q", id, "t-1")
 					}
-					return task(id, orchestrator.StateQueued), nil
+					return task(id, wire.StateQueued), nil
 				}
 			},
 			wantStatus: http.StatusOK,
@@ -339,7 +338,7 @@ func checkBody(t *testing.T, body string, want []string) {
 
 func TestHandler_ServiceErrors(t *testing.T) {
 	t.Parallel()
-	answered := fmt.Errorf("task t-1 round 1: %w by alice via cli at 2025-06-01T10:00:00Z (answer %q)", orchestrator.ErrAlreadyAnswered, "B")
+	answered := fmt.Errorf("task t-1 round 1: %w by alice via cli at 2025-06-01T10:00:00Z (answer %q)", wire.ErrAlreadyAnswered, "B")
 	tests := []struct {
 		name           string
 		method, target string
@@ -348,22 +347,22 @@ func TestHandler_ServiceErrors(t *testing.T) {
 		wantStatus     int
 		wantCode       wire.Code
 	}{
-		{"not found", "GET", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", orchestrator.ErrNotFound), 404, wire.CodeNotFound},
+		{"not found", "GET", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", wire.ErrNotFound), 404, wire.CodeNotFound},
 		{"conflict", "POST", "/v1/tasks", `{"subagent":{"name":"echo"}}`,
-			fmt.Errorf("task t-1: %w (submit it under another id, or remove the task first)", orchestrator.ErrConflict), 409, wire.CodeConflict},
+			fmt.Errorf("task t-1: %w (submit it under another id, or remove the task first)", wire.ErrConflict), 409, wire.CodeConflict},
 		{"invalid request", "POST", "/v1/tasks", `{"subagent":{"name":"echo"}}`,
-			fmt.Errorf("%w: workspace %q: want persist or fresh", orchestrator.ErrInvalidRequest, "tmp"), 422, wire.CodeInvalid},
+			fmt.Errorf("%w: workspace %q: want persist or fresh", wire.ErrInvalidRequest, "tmp"), 422, wire.CodeInvalid},
 		{"already answered", "POST", "/v1/tasks/t-1/answer", `{"answer":"A"}`, answered, 409, wire.CodeAlreadyAnswered},
 		{"invalid answer", "POST", "/v1/tasks/t-1/answer", `{"answer":"purple"}`,
-			fmt.Errorf("task t-1 round 1: %w: %v", orchestrator.ErrInvalidAnswer, `"purple" is not one of red, green`), 422, wire.CodeInvalidAnswer},
+			fmt.Errorf("task t-1 round 1: %w: %v", wire.ErrInvalidAnswer, `"purple" is not one of red, green`), 422, wire.CodeInvalidAnswer},
 		{"no question", "POST", "/v1/tasks/t-1/answer", `{"answer":"A"}`,
-			fmt.Errorf("task t-1 is running: %w", orchestrator.ErrNoQuestion), 409, wire.CodeNoQuestion},
-		{"wrong state", "POST", "/v1/tasks/t-1/cancel", "", fmt.Errorf("task t-1 is finished already: %w", orchestrator.ErrWrongState), 409, wire.CodeWrongState},
+			fmt.Errorf("task t-1 is running: %w", wire.ErrNoQuestion), 409, wire.CodeNoQuestion},
+		{"wrong state", "POST", "/v1/tasks/t-1/cancel", "", fmt.Errorf("task t-1 is finished already: %w", wire.ErrWrongState), 409, wire.CodeWrongState},
 		{"wrong state on respawn", "POST", "/v1/tasks/t-1/respawn", "",
-			fmt.Errorf("task t-1 is running; respawn takes a failed, cancelled or expired task: %w", orchestrator.ErrWrongState), 409, wire.CodeWrongState},
+			fmt.Errorf("task t-1 is running; respawn takes a failed, cancelled or expired task: %w", wire.ErrWrongState), 409, wire.CodeWrongState},
 		{"empty follow-up", "POST", "/v1/tasks/t-1/continue", `{"message":""}`,
-			fmt.Errorf("%w: the follow-up message is empty", orchestrator.ErrInvalidRequest), 422, wire.CodeInvalid},
-		{"remove a missing task", "DELETE", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", orchestrator.ErrNotFound), 404, wire.CodeNotFound},
+			fmt.Errorf("%w: the follow-up message is empty", wire.ErrInvalidRequest), 422, wire.CodeInvalid},
+		{"remove a missing task", "DELETE", "/v1/tasks/t-404", "", fmt.Errorf("task t-404: %w", wire.ErrNotFound), 404, wire.CodeNotFound},
 		{"anything else", "GET", "/v1/tasks", "", errors.New("list tasks: nats: connection closed"), 500, wire.CodeInternal},
 		{"a deadline", "GET", "/v1/questions", "", fmt.Errorf("list questions: %w", context.DeadlineExceeded), 504, wire.CodeInternal},
 	}
@@ -372,22 +371,22 @@ func TestHandler_ServiceErrors(t *testing.T) {
 			t.Parallel()
 			fail := func() error { return tt.err }
 			svc := &apitest.Service{
-				GetFunc: func(context.Context, string) (*orchestrator.Task, error) { return nil, fail() },
-				SubmitFunc: func(context.Context, orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+				GetFunc: func(context.Context, string) (*wire.Task, error) { return nil, fail() },
+				SubmitFunc: func(context.Context, wire.SubmitRequest) (*wire.Task, error) {
 					return nil, fail()
 				},
-				ListFunc: func(context.Context, orchestrator.ListOptions) (orchestrator.TaskPage, error) {
-					return orchestrator.TaskPage{}, fail()
+				ListFunc: func(context.Context, wire.ListOptions) (wire.TaskPage, error) {
+					return wire.TaskPage{}, fail()
 				},
-				QuestionsFunc: func(context.Context, orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
-					return orchestrator.QuestionPage{}, fail()
+				QuestionsFunc: func(context.Context, wire.PageOptions) (wire.QuestionPage, error) {
+					return wire.QuestionPage{}, fail()
 				},
-				AnswerFunc: func(context.Context, orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+				AnswerFunc: func(context.Context, wire.AnswerRequest) (*wire.Task, error) {
 					return nil, fail()
 				},
-				CancelFunc:  func(context.Context, string) (*orchestrator.Task, error) { return nil, fail() },
-				RespawnFunc: func(context.Context, string) (*orchestrator.Task, error) { return nil, fail() },
-				ContinueFunc: func(context.Context, string, string, string) (*orchestrator.Task, error) {
+				CancelFunc:  func(context.Context, string) (*wire.Task, error) { return nil, fail() },
+				RespawnFunc: func(context.Context, string) (*wire.Task, error) { return nil, fail() },
+				ContinueFunc: func(context.Context, string, string, string) (*wire.Task, error) {
 					return nil, fail()
 				},
 				RemoveFunc: func(context.Context, string) error { return fail() },
@@ -415,10 +414,10 @@ func TestHandler_ConflictDifferences(t *testing.T) {
 	conflict := &wire.ConflictError{TaskID: "b1-1", Differences: []wire.Difference{
 		{Field: "route", Stored: `"human"`, Now: `"memory,human"`}, {Field: "input.n", Stored: "1", Now: ""}}, More: 2}
 	svc := &apitest.Service{
-		GetFunc: func(context.Context, string) (*orchestrator.Task, error) {
-			return task("b1-1", orchestrator.StateQueued), nil
+		GetFunc: func(context.Context, string) (*wire.Task, error) {
+			return task("b1-1", wire.StateQueued), nil
 		},
-		SubmitFunc: func(context.Context, orchestrator.SubmitRequest) (*orchestrator.Task, error) {
+		SubmitFunc: func(context.Context, wire.SubmitRequest) (*wire.Task, error) {
 			return nil, fmt.Errorf("submit: %w", conflict)
 		},
 	}
@@ -433,7 +432,7 @@ func TestHandler_ConflictDifferences(t *testing.T) {
 	if want := `task b1-1: task id already used for a different request: route differs: stored "human", now "memory,human"; input.n differs: stored 1, now none; and 2 more fields (submit it under another id, or remove the task first)`; !strings.HasSuffix(got.Error, want) {
 		t.Errorf("conflict message = %q, want it to end %q", got.Error, want)
 	}
-	if !errors.Is(fmt.Errorf("submit: %w", conflict), orchestrator.ErrConflict) {
+	if !errors.Is(fmt.Errorf("submit: %w", conflict), wire.ErrConflict) {
 		t.Error("a ConflictError is not ErrConflict")
 	}
 }
@@ -561,9 +560,9 @@ func TestHandler_Auth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var gotBy string
-			svc := &apitest.Service{AnswerFunc: func(_ context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+			svc := &apitest.Service{AnswerFunc: func(_ context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 				gotBy = req.By
-				return task(req.TaskID, orchestrator.StateQueued), nil
+				return task(req.TaskID, wire.StateQueued), nil
 			}}
 			h := newHandler(t, svc, tt.tokens...)
 			target, method, body := "/v1/tasks/t-1/answer", "POST", `{"answer":"B"}`
@@ -688,10 +687,10 @@ func TestCheckBind(t *testing.T) {
 func TestCodes_Sentinels(t *testing.T) {
 	t.Parallel()
 	want := map[wire.Code]error{
-		wire.CodeNotFound: orchestrator.ErrNotFound, wire.CodeConflict: orchestrator.ErrConflict,
-		wire.CodeInvalid: orchestrator.ErrInvalidRequest, wire.CodeInvalidAnswer: orchestrator.ErrInvalidAnswer,
-		wire.CodeAlreadyAnswered: orchestrator.ErrAlreadyAnswered, wire.CodeNoQuestion: orchestrator.ErrNoQuestion,
-		wire.CodeWrongState: orchestrator.ErrWrongState,
+		wire.CodeNotFound: wire.ErrNotFound, wire.CodeConflict: wire.ErrConflict,
+		wire.CodeInvalid: wire.ErrInvalidRequest, wire.CodeInvalidAnswer: wire.ErrInvalidAnswer,
+		wire.CodeAlreadyAnswered: wire.ErrAlreadyAnswered, wire.CodeNoQuestion: wire.ErrNoQuestion,
+		wire.CodeWrongState: wire.ErrWrongState,
 	}
 	for _, c := range wire.Codes {
 		if got := c.Sentinel(); got != want[c] {
@@ -702,8 +701,8 @@ func TestCodes_Sentinels(t *testing.T) {
 		t.Errorf("unknown code's Sentinel() = %v, want nil", got)
 	}
 	// Every sentinel the orchestrator declares has its code.
-	for _, s := range []error{orchestrator.ErrNotFound, orchestrator.ErrConflict, orchestrator.ErrAlreadyAnswered,
-		orchestrator.ErrNoQuestion, orchestrator.ErrInvalidAnswer, orchestrator.ErrInvalidRequest, orchestrator.ErrWrongState} {
+	for _, s := range []error{wire.ErrNotFound, wire.ErrConflict, wire.ErrAlreadyAnswered,
+		wire.ErrNoQuestion, wire.ErrInvalidAnswer, wire.ErrInvalidRequest, wire.ErrWrongState} {
 		if !slices.ContainsFunc(wire.Codes, func(c wire.Code) bool { return c.Sentinel() == s }) {
 			t.Errorf("no code for %v", s)
 		}

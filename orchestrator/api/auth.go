@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,39 +16,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agoradev/agora/internal/apitoken"
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
-// token is one accepted bearer token: the secret's hash (so every compare
-// takes the same time whatever the lengths), the name it records and its
-// roles.
-type token struct {
-	name     string
-	sum      [sha256.Size]byte
-	admin    bool
-	answerer bool
-}
-
-// Roles a token may have (NAME:SECRET:ROLE[,ROLE]). Without one a named
-// token is a submitter: it sees and acts on its own tasks only.
-const (
-	// RoleAdmin sees and acts on every task, may use every local secret and
-	// may answer or continue on behalf of someone (recorded as Via).
-	RoleAdmin = "admin"
-	// RoleAnswerer sees every task and answers any, on behalf of the person
-	// it names in by (recorded as By, the token's name as Via): a Slack app
-	// or a web inbox.
-	RoleAnswerer = "answerer"
-	// RoleSubmitter is the default, named for clarity.
-	RoleSubmitter = "submitter"
-)
+// ParseTokensFile is apitoken.ParseFile, for the roles that read a
+// --tokens-file.
+func ParseTokensFile(r io.Reader) ([]string, error) { return apitoken.ParseFile(r) }
 
 // Auth is the API's one rule for who may call it, exported so every other
 // endpoint a process serves beside the API (/metrics) applies the very same
 // rule: with tokens, the header Authorization: Bearer SECRET of one of
 // them; without, a loopback peer that names a loopback host.
 type Auth struct {
-	tokens []token
+	tokens []apitoken.Token
 	// local are the local secrets each token name may use.
 	local map[string][]string
 	// open signs browser sessions' CSRF tokens when there are no tokens.
@@ -66,7 +46,7 @@ type Auth struct {
 // NAME:SECRET or NAME:SECRET:ROLE[,ROLE], each part non-empty, no secret
 // twice.
 func NewAuth(tokens []string) (*Auth, error) {
-	parsed, err := parseTokens(tokens)
+	parsed, err := apitoken.Parse(tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +70,14 @@ func NewAuthLocal(tokens, localSecrets []string) (*Auth, error) {
 
 // parseLocalSecrets reads NAME=SECRET[,SECRET] grants; NAME must be a
 // configured token's name.
-func parseLocalSecrets(raw []string, tokens []token) (map[string][]string, error) {
+func parseLocalSecrets(raw []string, tokens []apitoken.Token) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, g := range raw {
 		name, list, ok := strings.Cut(g, "=")
 		if !ok || name == "" || list == "" {
 			return nil, fmt.Errorf("api: local secrets %q: want NAME=SECRET[,SECRET] or NAME=*", g)
 		}
-		if !slices.ContainsFunc(tokens, func(t token) bool { return t.name == name }) {
+		if !slices.ContainsFunc(tokens, func(t apitoken.Token) bool { return t.Name == name }) {
 			return nil, fmt.Errorf("api: local secrets %q: no token is named %s", g, name)
 		}
 		for s := range strings.SplitSeq(list, ",") {
@@ -118,102 +98,18 @@ func (a *Auth) Wrap(h http.Handler, log *slog.Logger) http.Handler {
 			log.Warn("request refused", "method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "error", err)
 			if after, ok := RateLimited(err); ok {
 				w.Header().Set("Retry-After", after)
-				writeBody(w, http.StatusTooManyRequests, ErrorBody{Error: err.Error(), Code: CodeRateLimited})
+				writeBody(w, http.StatusTooManyRequests, wire.ErrorBody{Error: err.Error(), Code: wire.CodeRateLimited})
 				return
 			}
 			re, _ := errors.AsType[*requestError](err)
 			if re.status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agora"`)
 			}
-			writeBody(w, re.status, ErrorBody{Error: re.msg, Code: re.code})
+			writeBody(w, re.status, wire.ErrorBody{Error: re.msg, Code: re.code})
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-func parseTokens(raw []string) ([]token, error) {
-	out := make([]token, 0, len(raw))
-	seen := map[[sha256.Size]byte]bool{}
-	for i, s := range raw {
-		name, secret, named := strings.Cut(s, ":")
-		if !named {
-			name, secret = "", s
-		}
-		if secret == "" || named && name == "" {
-			return nil, fmt.Errorf("api: token %d: want SECRET or NAME:SECRET[:ROLE,…], each part non-empty", i+1)
-		}
-		t := token{name: name}
-		// A last part of role names is the roles; anything else stays part
-		// of the secret, as before roles existed.
-		if rest, roles, ok := cutLast(secret, ":"); ok && rest != "" && isRoles(roles) {
-			secret = rest
-			for r := range strings.SplitSeq(roles, ",") {
-				t.admin = t.admin || r == RoleAdmin
-				t.answerer = t.answerer || r == RoleAnswerer
-			}
-		}
-		if hexSum, ok := strings.CutPrefix(secret, hashedPrefix); ok {
-			// A secret kept as its hash (a tokens file made by 'agora token
-			// create'): the server never holds the secret itself.
-			b, err := hex.DecodeString(hexSum)
-			if err != nil || len(b) != sha256.Size {
-				return nil, fmt.Errorf("api: token %d: %s must be followed by the secret's sha256 in 64 hex digits", i+1, hashedPrefix)
-			}
-			copy(t.sum[:], b)
-		} else {
-			t.sum = sha256.Sum256([]byte(secret))
-		}
-		if seen[t.sum] {
-			return nil, fmt.Errorf("api: token %d: the same secret is given twice", i+1)
-		}
-		seen[t.sum] = true
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-// hashedPrefix marks a token's secret given as its sha256
-// (NAME:sha256=HEX[:ROLE]); a secret that itself starts so cannot be given.
-const hashedPrefix = "sha256="
-
-// ParseTokensFile reads a tokens file: one token a line as Config.Tokens
-// takes them (NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE]), blank lines
-// and lines starting with # ignored. It checks each line as NewAuth does.
-func ParseTokensFile(r io.Reader) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if _, err := parseTokens([]string{line}); err != nil {
-			return nil, fmt.Errorf("line %d: %s", n, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "api: "), "token 1: "))
-		}
-		out = append(out, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func cutLast(s, sep string) (before, after string, found bool) {
-	if i := strings.LastIndex(s, sep); i >= 0 {
-		return s[:i], s[i+len(sep):], true
-	}
-	return s, "", false
-}
-
-// isRoles reports whether s is a comma-separated list of known roles.
-func isRoles(s string) bool {
-	for r := range strings.SplitSeq(s, ",") {
-		if r != RoleAdmin && r != RoleAnswerer && r != RoleSubmitter {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // authenticate returns the identity of r's token. An unnamed token, and
@@ -236,11 +132,11 @@ func (a *Auth) authenticate(r *http.Request) (orchestrator.Identity, error) {
 func (a *Auth) match(r *http.Request) (int, error) {
 	if len(a.tokens) == 0 {
 		if !loopbackPeer(r.RemoteAddr) {
-			return -1, &requestError{http.StatusForbidden, CodeUnauthorized,
+			return -1, &requestError{http.StatusForbidden, wire.CodeUnauthorized,
 				"this API has no tokens and serves loopback clients only; start it with --token to serve the network"}
 		}
 		if !loopbackHost(r.Host) {
-			return -1, &requestError{http.StatusForbidden, CodeUnauthorized, fmt.Sprintf(
+			return -1, &requestError{http.StatusForbidden, wire.CodeUnauthorized, fmt.Sprintf(
 				"this API has no tokens and answers requests for localhost, 127.0.0.1 or [::1] only, not %q", r.Host)}
 		}
 		return -1, nil
@@ -248,7 +144,7 @@ func (a *Auth) match(r *http.Request) (int, error) {
 	scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	secret = strings.TrimSpace(secret)
 	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized,
+		return -1, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized,
 			"missing bearer token: send the header Authorization: Bearer <token>"}
 	}
 	client, now := ClientOf(r), time.Now()
@@ -258,13 +154,13 @@ func (a *Auth) match(r *http.Request) (int, error) {
 	sum := sha256.Sum256([]byte(secret))
 	match := -1
 	for i := range a.tokens { // every token, always: no early exit to time
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].Sum[:]) == 1 {
 			match = i
 		}
 	}
 	if match < 0 {
 		a.failures.failed(client, now)
-		return -1, &requestError{http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"}
+		return -1, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "invalid bearer token"}
 	}
 	return match, nil
 }

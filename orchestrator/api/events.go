@@ -29,7 +29,7 @@ const streamWriteTimeout = 30 * time.Second
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	taskID := r.URL.Query().Get("task")
 	if taskID != "" {
-		if err := orchestrator.CheckTaskID(taskID); err != nil {
+		if err := wire.CheckTaskID(taskID); err != nil {
 			h.fail(w, r, invalid("query: task: "+err.Error()))
 			return
 		}
@@ -67,13 +67,13 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
 		}
-		return stream.Send("event: %s\ndata: %s\n\n", EventTask, data)
+		return stream.Send("event: %s\ndata: %s\n\n", wire.EventTask, data)
 	}
 	sendError := func(werr error) {
 		if werr != nil && ctx.Err() == nil {
 			h.log.Error("watch task changes", "error", werr)
-			data, _ := json.Marshal(ErrorBody{Error: werr.Error(), Code: CodeInternal})
-			_ = stream.Send("event: %s\ndata: %s\n\n", EventError, data)
+			data, _ := json.Marshal(wire.ErrorBody{Error: werr.Error(), Code: wire.CodeInternal})
+			_ = stream.Send("event: %s\ndata: %s\n\n", wire.EventError, data)
 		}
 	}
 	if err := stream.Send(": stream open\n\n"); err != nil {

@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
+	"github.com/agoradev/agora/wire"
 )
 
 // watchFake is a service whose Watch sends changes and reports when its
 // context ends.
-func watchFake(changes []orchestrator.Change, ended chan<- struct{}) *apitest.Service {
-	return &apitest.Service{WatchFunc: func(ctx context.Context, fn func(orchestrator.Change)) error {
+func watchFake(changes []wire.Change, ended chan<- struct{}) *apitest.Service {
+	return &apitest.Service{WatchFunc: func(ctx context.Context, fn func(wire.Change)) error {
 		for _, c := range changes {
 			fn(c)
 		}
@@ -90,13 +90,13 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-func change(id string, state orchestrator.State) orchestrator.Change {
-	return orchestrator.Change{TaskID: id, Task: task(id, state)}
+func change(id string, state wire.State) wire.Change {
+	return wire.Change{TaskID: id, Task: task(id, state)}
 }
 
 func TestEvents_StreamsChanges(t *testing.T) {
 	t.Parallel()
-	sent := []orchestrator.Change{change("t-1", orchestrator.StateRunning), {TaskID: "t-2", Removed: true}}
+	sent := []wire.Change{change("t-1", wire.StateRunning), {TaskID: "t-2", Removed: true}}
 	ended := make(chan struct{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -113,15 +113,15 @@ func TestEvents_StreamsChanges(t *testing.T) {
 
 func TestEvents_FilterByTask(t *testing.T) {
 	t.Parallel()
-	sent := []orchestrator.Change{change("t-1", orchestrator.StateRunning), change("t-2", orchestrator.StateRunning),
-		change("t-1", orchestrator.StateFinished), change("t-2", orchestrator.StateNeedsInput)}
+	sent := []wire.Change{change("t-1", wire.StateRunning), change("t-2", wire.StateRunning),
+		change("t-1", wire.StateFinished), change("t-2", wire.StateNeedsInput)}
 	ended := make(chan struct{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	_, r := openStream(t, ctx, api.Config{Service: watchFake(sent, ended)}, "/v1/events?task=t-2")
-	for _, want := range []orchestrator.State{orchestrator.StateRunning, orchestrator.StateNeedsInput} {
+	for _, want := range []wire.State{wire.StateRunning, wire.StateNeedsInput} {
 		_, data := readEvent(t, r)
-		var got orchestrator.Change
+		var got wire.Change
 		if err := json.Unmarshal([]byte(data), &got); err != nil {
 			t.Fatalf("decode %s: %v", data, err)
 		}
@@ -154,7 +154,7 @@ func TestEvents_Heartbeat(t *testing.T) {
 
 func TestEvents_WatchFails(t *testing.T) {
 	t.Parallel()
-	svc := &apitest.Service{WatchFunc: func(context.Context, func(orchestrator.Change)) error {
+	svc := &apitest.Service{WatchFunc: func(context.Context, func(wire.Change)) error {
 		return errors.New("watch bucket agora_tasks: nats: connection closed")
 	}}
 	_, r := openStream(t, t.Context(), api.Config{Service: svc}, "/v1/events")
@@ -171,8 +171,8 @@ func TestEvents_WatchFails(t *testing.T) {
 // client.
 func TestEvents_WatchEndsAfterChanges(t *testing.T) {
 	t.Parallel()
-	svc := &apitest.Service{WatchFunc: func(_ context.Context, fn func(orchestrator.Change)) error {
-		fn(change("t-1", orchestrator.StateFinished))
+	svc := &apitest.Service{WatchFunc: func(_ context.Context, fn func(wire.Change)) error {
+		fn(change("t-1", wire.StateFinished))
 		return nil
 	}}
 	_, r := openStream(t, t.Context(), api.Config{Service: svc}, "/v1/events")

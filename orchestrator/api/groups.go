@@ -59,7 +59,7 @@ func (h *handler) answerGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	i := slices.IndexFunc(groups, func(g wire.QuestionGroup) bool { return g.ID == id })
 	if i < 0 {
-		h.fail(w, r, fmt.Errorf("question group %s has no open question (all answered, or never asked): %w", id, orchestrator.ErrNoQuestion))
+		h.fail(w, r, fmt.Errorf("question group %s has no open question (all answered, or never asked): %w", id, wire.ErrNoQuestion))
 		return
 	}
 	res, err := h.answerAll(r.Context(), groups[i], "", body, who, via)
@@ -82,7 +82,7 @@ func (h *handler) answerAllLike(w http.ResponseWriter, r *http.Request) {
 	}
 	cur := lastRound(t)
 	if t.State != wire.StateNeedsInput || cur == nil || cur.Question == nil || cur.Answer != nil {
-		h.fail(w, r, fmt.Errorf("task %s is %s: %w", taskID, stateText(t.State), orchestrator.ErrNoQuestion))
+		h.fail(w, r, fmt.Errorf("task %s is %s: %w", taskID, stateText(t.State), wire.ErrNoQuestion))
 		return
 	}
 	groups, err := h.svc.QuestionGroups(r.Context(), wire.GroupOptions{Batch: t.Request.Labels[wire.BatchLabel]})
@@ -92,7 +92,7 @@ func (h *handler) answerAllLike(w http.ResponseWriter, r *http.Request) {
 	}
 	i := slices.IndexFunc(groups, func(g wire.QuestionGroup) bool { return slices.Contains(g.TaskIDs, taskID) })
 	if i < 0 { // answered between the two reads
-		h.fail(w, r, fmt.Errorf("task %s: %w (answered meanwhile)", taskID, orchestrator.ErrNoQuestion))
+		h.fail(w, r, fmt.Errorf("task %s: %w (answered meanwhile)", taskID, wire.ErrNoQuestion))
 		return
 	}
 	// The answer reads against the task's own question: an option's number
@@ -125,7 +125,7 @@ func (h *handler) groupBody(w http.ResponseWriter, r *http.Request) (body wire.A
 	return body, who, via, true
 }
 
-func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like string, body AnswerBody, who, via string) (wire.GroupAnswerResult, error) {
+func (h *handler) answerAll(ctx context.Context, g wire.QuestionGroup, like string, body wire.AnswerBody, who, via string) (wire.GroupAnswerResult, error) {
 	return AnswerGroup(ctx, h.svc, g, like, wire.AnswerRequest{Answer: body.Answer, By: who, Via: via, Channel: body.Channel})
 }
 
@@ -139,9 +139,9 @@ func AnswerGroup(ctx context.Context, svc orchestrator.Service, g wire.QuestionG
 	value, err := answer.ValidateAnswer(answer.Question{Question: g.Question, Options: g.Options}, req.Answer)
 	if err != nil {
 		if like != "" {
-			return wire.GroupAnswerResult{}, fmt.Errorf("task %s round %d: %v: %w", like, roundOf(g, like), err, orchestrator.ErrInvalidAnswer)
+			return wire.GroupAnswerResult{}, fmt.Errorf("task %s round %d: %v: %w", like, roundOf(g, like), err, wire.ErrInvalidAnswer)
 		}
-		return wire.GroupAnswerResult{}, fmt.Errorf("question group %s: %v: %w", g.ID, err, orchestrator.ErrInvalidAnswer)
+		return wire.GroupAnswerResult{}, fmt.Errorf("question group %s: %v: %w", g.ID, err, wire.ErrInvalidAnswer)
 	}
 	members := slices.Clone(g.Questions)
 	if like != "" {
@@ -164,7 +164,7 @@ func AnswerGroup(ctx context.Context, svc orchestrator.Service, g wire.QuestionG
 		case err == nil:
 			item.Result, item.State = wire.GroupAnswered, t.State
 			res.Answered++
-		case errors.Is(err, orchestrator.ErrAlreadyAnswered):
+		case errors.Is(err, wire.ErrAlreadyAnswered):
 			item.Result, item.Error = wire.GroupAlreadyAnswered, err.Error()
 			res.AlreadyAnswered++
 		case ctx.Err() != nil:

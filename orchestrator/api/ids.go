@@ -8,6 +8,7 @@ import (
 
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/registry"
+	"github.com/agoradev/agora/wire"
 )
 
 // checkPathIDs wraps the handler of an endpoint whose path takes an id:
@@ -21,8 +22,11 @@ func (h *handler) checkPathIDs(pattern string, next http.HandlerFunc) http.Handl
 	var checks []func(*http.Request) error
 	if strings.Contains(pattern, "{id}") {
 		checks = append(checks, func(r *http.Request) error {
-			return orchestrator.CheckTaskID(r.PathValue("id"))
+			return wire.CheckTaskID(r.PathValue("id"))
 		})
+	}
+	if strings.Contains(pattern, "{rule}") {
+		checks = append(checks, func(r *http.Request) error { return orchestrator.CheckRuleID(r.PathValue("rule")) })
 	}
 	if strings.Contains(pattern, "{group}") {
 		checks = append(checks, func(r *http.Request) error { return checkGroupID(r.PathValue("group")) })
@@ -80,7 +84,7 @@ func checkDotSegments(path string) error {
 			continue
 		}
 		if i == 1 && segments[0] == "tasks" {
-			return orchestrator.CheckTaskID(seg)
+			return wire.CheckTaskID(seg)
 		}
 		return fmt.Errorf("path %q: a %q segment is never an id; ids are letters, digits, '-' and '_'", path, seg)
 	}

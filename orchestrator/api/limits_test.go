@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
@@ -21,7 +22,7 @@ import (
 func newRealHandler(t *testing.T) http.Handler {
 	t.Helper()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	reg, err := registry.Open(ctx, b, store)
 	if err != nil {
 		t.Fatal(err)
@@ -106,17 +107,17 @@ func TestInvalidIDs_RealOrchestrator(t *testing.T) {
 // it calls any service.
 func TestInvalidIDs_NeverReachTheService(t *testing.T) {
 	t.Parallel()
-	called := func(ctx context.Context, id string) (*orchestrator.Task, error) {
+	called := func(ctx context.Context, id string) (*wire.Task, error) {
 		t.Errorf("the service was called with %q", id)
-		return nil, orchestrator.ErrNotFound
+		return nil, wire.ErrNotFound
 	}
 	svc := &apitest.Service{GetFunc: called, CancelFunc: called, RespawnFunc: called,
 		RemoveFunc: func(ctx context.Context, id string) error { _, err := called(ctx, id); return err },
-		AnswerFunc: func(ctx context.Context, req orchestrator.AnswerRequest) (*orchestrator.Task, error) {
+		AnswerFunc: func(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {
 			return called(ctx, req.TaskID)
 		},
-		ContinueFunc: func(ctx context.Context, id, _, _ string) (*orchestrator.Task, error) { return called(ctx, id) },
-		WatchFunc: func(ctx context.Context, fn func(orchestrator.Change)) error {
+		ContinueFunc: func(ctx context.Context, id, _, _ string) (*wire.Task, error) { return called(ctx, id) },
+		WatchFunc: func(ctx context.Context, fn func(wire.Change)) error {
 			t.Error("the service's Watch was called")
 			return nil
 		},

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // logsCommitDelay is how long a followed round may stay silent before the
@@ -48,8 +50,8 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request) {
 		if status >= 500 {
 			h.log.Error("stream task output", "task_id", r.PathValue("id"), "error", err)
 		}
-		data, _ := json.Marshal(ErrorBody{Error: err.Error(), Code: code})
-		w.Header().Set(http.TrailerPrefix+TrailerError, string(data))
+		data, _ := json.Marshal(wire.ErrorBody{Error: err.Error(), Code: code})
+		w.Header().Set(http.TrailerPrefix+wire.TrailerError, string(data))
 	}
 }
 

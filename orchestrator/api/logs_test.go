@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/wire"
 )
@@ -41,11 +40,11 @@ func TestHandler_Logs(t *testing.T) {
 			logs:       func(io.Writer) error { return nil },
 			wantStatus: 200, wantBody: "", wantType: "text/plain; charset=utf-8"},
 		{name: "unknown task", target: "/v1/tasks/t-1/logs", want: &call{},
-			logs:       func(io.Writer) error { return fmt.Errorf("task t-1: %w", orchestrator.ErrNotFound) },
+			logs:       func(io.Writer) error { return fmt.Errorf("task t-1: %w", wire.ErrNotFound) },
 			wantStatus: 404, wantBody: `"code":"not_found"`, wantType: "application/json"},
 		{name: "running round without follow", target: "/v1/tasks/t-1/logs", want: &call{},
 			logs: func(io.Writer) error {
-				return fmt.Errorf("task t-1 round 1 is running: %w", orchestrator.ErrWrongState)
+				return fmt.Errorf("task t-1 round 1 is running: %w", wire.ErrWrongState)
 			},
 			wantStatus: 409, wantBody: `"code":"wrong_state"`, wantType: "application/json"},
 		{name: "round not a number", target: "/v1/tasks/t-1/logs?round=two", wantStatus: 400,

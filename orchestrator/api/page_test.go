@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
-	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -19,31 +17,31 @@ import (
 // that cannot be taken is a 400 naming the parameter (and the maximum).
 func TestHandler_PageQuery(t *testing.T) {
 	t.Parallel()
-	var gotList orchestrator.ListOptions
-	var gotQuestions orchestrator.PageOptions
+	var gotList wire.ListOptions
+	var gotQuestions wire.PageOptions
 	svc := &apitest.Service{
-		ListFunc: func(_ context.Context, opts orchestrator.ListOptions) (orchestrator.TaskPage, error) {
+		ListFunc: func(_ context.Context, opts wire.ListOptions) (wire.TaskPage, error) {
 			if opts.Cursor == "refused" {
-				return orchestrator.TaskPage{}, &orchestrator.PageError{Param: "cursor", Reason: `"refused" is not a cursor of this list`}
+				return wire.TaskPage{}, &wire.PageError{Param: "cursor", Reason: `"refused" is not a cursor of this list`}
 			}
 			gotList = opts
-			return orchestrator.TaskPage{Tasks: []*orchestrator.Task{task("t-9", orchestrator.StateQueued)}, NextCursor: "next-9"}, nil
+			return wire.TaskPage{Tasks: []*wire.Task{task("t-9", wire.StateQueued)}, NextCursor: "next-9"}, nil
 		},
-		QuestionsFunc: func(_ context.Context, opts orchestrator.PageOptions) (orchestrator.QuestionPage, error) {
+		QuestionsFunc: func(_ context.Context, opts wire.PageOptions) (wire.QuestionPage, error) {
 			gotQuestions = opts
-			return orchestrator.QuestionPage{}, nil
+			return wire.QuestionPage{}, nil
 		},
 	}
 	h := newHandler(t, svc)
 
 	rec := serve(h, "GET", "/v1/tasks?state=queued&limit=7&cursor=abc", "")
-	want := orchestrator.ListOptions{State: orchestrator.StateQueued, Limit: 7, Cursor: "abc"}
+	want := wire.ListOptions{State: wire.StateQueued, Limit: 7, Cursor: "abc"}
 	if rec.Code != http.StatusOK || gotList != want {
 		t.Errorf("GET /v1/tasks?state=queued&limit=7&cursor=abc = %d, List(%+v); want 200, List(%+v)", rec.Code, gotList, want)
 	}
 	checkBody(t, rec.Body.String(), []string{`"tasks":[{"id":"t-9"`, `"next_cursor":"next-9"`})
 	rec = serve(h, "GET", "/v1/questions?limit=1000", "")
-	if rec.Code != http.StatusOK || gotQuestions != (orchestrator.PageOptions{Limit: 1000}) {
+	if rec.Code != http.StatusOK || gotQuestions != (wire.PageOptions{Limit: 1000}) {
 		t.Errorf("GET /v1/questions?limit=1000 = %d, Questions(%+v)", rec.Code, gotQuestions)
 	}
 	checkBody(t, rec.Body.String(), []string{`"questions":[]`})
@@ -106,7 +104,7 @@ func TestRegistryPages(t *testing.T) {
 		register("b", n)
 	}
 
-	walk := func(path string, between func(page int), key func(*registry.Entry) string) []string {
+	walk := func(path string, between func(page int), key func(*wire.Entry) string) []string {
 		t.Helper()
 		var got []string
 		cursor := ""
@@ -135,7 +133,7 @@ func TestRegistryPages(t *testing.T) {
 			register("a", 1)
 			register("g", 1)
 		}
-	}, func(e *registry.Entry) string { return e.Name })
+	}, func(e *wire.Entry) string { return e.Name })
 	if strings.Join(names, ",") != "b,d,f,g,h,j" {
 		t.Errorf("walk of /v1/envs = %v, want b,d,f,g,h,j (a was registered behind the walk)", names)
 	}
@@ -143,7 +141,7 @@ func TestRegistryPages(t *testing.T) {
 		if page == 1 {
 			register("b", 6)
 		}
-	}, func(e *registry.Entry) string { return fmt.Sprint(e.Seq) })
+	}, func(e *wire.Entry) string { return fmt.Sprint(e.Seq) })
 	if strings.Join(versions, ",") != "1,2,3,4,5,6" {
 		t.Errorf("walk of /v1/envs/b/versions = %v, want 1,…,6", versions)
 	}

@@ -21,7 +21,7 @@ func (h *handler) parkedEvents(w http.ResponseWriter, r *http.Request) {
 	if parked == nil {
 		parked = []wire.ParkedEvent{}
 	}
-	h.write(w, r, http.StatusOK, ParkedEventList{ParkedEvents: parked, Stats: stats})
+	h.write(w, r, http.StatusOK, wire.ParkedEventList{ParkedEvents: parked, Stats: stats})
 }
 
 func (h *handler) retryParked(w http.ResponseWriter, r *http.Request) {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -16,14 +15,14 @@ import (
 func TestHandler_ParkedEvents(t *testing.T) {
 	var retried, discarded []uint64
 	svc := &apitest.Service{
-		ParkedEventsFunc: func(context.Context) ([]orchestrator.ParkedEvent, orchestrator.PipelineStats, error) {
-			return []orchestrator.ParkedEvent{{Sequence: 9, DispatchID: "t-1-r1", Kind: schemas.KindFinished, Error: "boom",
+		ParkedEventsFunc: func(context.Context) ([]wire.ParkedEvent, wire.PipelineStats, error) {
+			return []wire.ParkedEvent{{Sequence: 9, DispatchID: "t-1-r1", Kind: schemas.KindFinished, Error: "boom",
 					Event: schemas.Event{Kind: schemas.KindFinished, DispatchID: "t-1-r1", TaskID: "t-1", Round: 1}}},
-				orchestrator.PipelineStats{Applied: 3, Parked: 1, ParkedNow: 1, Dropped: map[string]uint64{"unknown_task": 2}}, nil
+				wire.PipelineStats{Applied: 3, Parked: 1, ParkedNow: 1, Dropped: map[string]uint64{"unknown_task": 2}}, nil
 		},
 		RetryParkedFunc: func(_ context.Context, seq uint64) error {
 			if seq != 9 {
-				return fmt.Errorf("parked event %d: %w", seq, orchestrator.ErrNotFound)
+				return fmt.Errorf("parked event %d: %w", seq, wire.ErrNotFound)
 			}
 			retried = append(retried, seq)
 			return nil

@@ -53,7 +53,7 @@ func (h *handler) registryRoutes() []endpoint {
 
 func (h *handler) registryOr(w http.ResponseWriter, r *http.Request) (Registry, bool) {
 	if h.reg == nil {
-		h.fail(w, r, &requestError{http.StatusNotFound, CodeNoRoute, "this server has no registry"})
+		h.fail(w, r, &requestError{http.StatusNotFound, wire.CodeNoRoute, "this server has no registry"})
 		return nil, false
 	}
 	return h.reg, true
@@ -116,11 +116,11 @@ func (h *handler) registerCapability(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, invalid("query: name is required (POST /v1/capabilities?name=NAME with the tar as the body)"))
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, registry.MaxCapabilityBytes+1<<20)
+	body := http.MaxBytesReader(w, r.Body, wire.MaxCapabilityBytes+1<<20)
 	archive, err := io.ReadAll(body)
 	if _, tooBig := errors.AsType[*http.MaxBytesError](err); tooBig {
-		h.fail(w, r, &requestError{http.StatusRequestEntityTooLarge, CodeInvalid,
-			fmt.Sprintf("capability archive is larger than %d bytes", registry.MaxCapabilityBytes)})
+		h.fail(w, r, &requestError{http.StatusRequestEntityTooLarge, wire.CodeInvalid,
+			fmt.Sprintf("capability archive is larger than %d bytes", wire.MaxCapabilityBytes)})
 		return
 	} else if err != nil {
 		h.fail(w, r, invalid("read capability archive: "+err.Error()))
@@ -206,21 +206,21 @@ const (
 // pageEntries is the page of list (sorted by key) that opts asks for. The
 // registry reads a kind whole (names, not tasks: few), so only the
 // response is paged.
-func pageEntries(list []*wire.Entry, opts wire.PageOptions, kind byte, key func(*wire.Entry) string) (EntryList, error) {
+func pageEntries(list []*wire.Entry, opts wire.PageOptions, kind byte, key func(*wire.Entry) string) (wire.EntryList, error) {
 	limit, err := wire.PageLimit(opts.Limit)
 	if err != nil {
-		return EntryList{}, pageError(err)
+		return wire.EntryList{}, pageError(err)
 	}
 	start := 0
 	if opts.Cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
 		if err != nil || len(b) < 2 || b[0] != kind {
-			return EntryList{}, invalid(fmt.Sprintf("query: cursor %q is not a cursor of this list; pass the next_cursor of its previous page", opts.Cursor))
+			return wire.EntryList{}, invalid(fmt.Sprintf("query: cursor %q is not a cursor of this list; pass the next_cursor of its previous page", opts.Cursor))
 		}
 		after := string(b[1:])
 		start = sort.Search(len(list), func(i int) bool { return key(list[i]) > after })
 	}
-	out := EntryList{Entries: list[start:]}
+	out := wire.EntryList{Entries: list[start:]}
 	if len(out.Entries) > limit {
 		out.Entries = out.Entries[:limit:limit]
 		out.NextCursor = base64.RawURLEncoding.EncodeToString(append([]byte{kind}, key(out.Entries[limit-1])...))
@@ -235,9 +235,9 @@ func pageEntries(list []*wire.Entry, opts wire.PageOptions, kind byte, key func(
 func registryError(err error) error {
 	switch {
 	case errors.Is(err, registry.ErrInvalid): // first: a registration naming a missing entry is invalid
-		return &requestError{http.StatusUnprocessableEntity, CodeInvalid, err.Error()}
+		return &requestError{http.StatusUnprocessableEntity, wire.CodeInvalid, err.Error()}
 	case errors.Is(err, registry.ErrNotFound):
-		return &requestError{http.StatusNotFound, CodeNotFound, err.Error()}
+		return &requestError{http.StatusNotFound, wire.CodeNotFound, err.Error()}
 	}
 	return err
 }

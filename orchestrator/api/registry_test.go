@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/registry"
@@ -21,8 +22,8 @@ import (
 // filesystem storage.
 func registryServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	store := testenv.FileStore(t)
-	reg, err := registry.Open(t.Context(), testenv.Bus(t), store)
+	store := storagetest.FileStore(t)
+	reg, err := registry.Open(t.Context(), bustest.Bus(t), store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -53,7 +54,7 @@ func (s *scopeServer) withConfig(t *testing.T, cfg api.Config) *scopeServer {
 func newScopeServer(t *testing.T, cfg api.Config) *scopeServer {
 	t.Helper()
 	ctx := t.Context()
-	b, store := testenv.Bus(t), testenv.FileStore(t)
+	b, store := bustest.Bus(t), storagetest.FileStore(t)
 	reg, err := registry.Open(ctx, b, store)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +156,19 @@ func (s *scopeServer) stream(t *testing.T, token string) <-chan [2]string {
 // ask plays round 1 of task id: started, then a question.
 func (s *scopeServer) ask(t *testing.T, token, id string) {
 	t.Helper()
+	if err := s.publishAsk(t, id); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "task "+id+" to ask its question", func() bool {
+		_, task := s.call(t, token, "GET", "/v1/tasks/"+id, "")
+		return task["state"] == "needs_input"
+	})
+}
+
+// publishAsk publishes round 1 of task id's events: started, then the
+// question "Rewrite A or B?".
+func (s *scopeServer) publishAsk(t *testing.T, id string) error {
+	t.Helper()
 	dispatch := id + "-r1"
 	zero, ms := 0, int64(10)
 	for _, ev := range []schemas.Event{
@@ -163,19 +177,10 @@ func (s *scopeServer) ask(t *testing.T, token, id string) {
 			NeedsInput: &schemas.NeedsInput{Question: "Rewrite A or B?", Options: []string{"A", "B"}}},
 	} {
 		if _, err := s.bus.PublishEvent(t.Context(), ev); err != nil {
-			t.Fatalf("publish %s of %s: %v", ev.Kind, dispatch, err)
+			return fmt.Errorf("publish %s of %s: %w", ev.Kind, dispatch, err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, task := s.call(t, token, "GET", "/v1/tasks/"+id, ""); task["state"] == "needs_input" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s never asked its question", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return nil
 }
 
 func submitOf(id string) string {
@@ -343,8 +348,8 @@ func TestLocalSecretsGranted(t *testing.T) {
 	if code, body := s.call(t, alice, "POST", "/v1/envs", env); code != 201 {
 		t.Fatalf("alice registers a bundle naming local:github = %d %v", code, body)
 	}
-	if _, err := s.reg.RegisterSubagent(t.Context(), registry.Subagent{Name: "printer", Runtime: "exec",
-		Command: registry.Command{"/bin/sh", "-c", "echo $GITHUB_TOKEN | base64"}, Env: []string{"gh"}}); err != nil {
+	if _, err := s.reg.RegisterSubagent(t.Context(), wire.Subagent{Name: "printer", Runtime: "exec",
+		Command: wire.Command{"/bin/sh", "-c", "echo $GITHUB_TOKEN | base64"}, Env: []string{"gh"}}); err != nil {
 		t.Fatal(err)
 	}
 	code, body = s.call(t, bob, "POST", "/v1/tasks", `{"task_id":"leak","subagent_ref":"printer"}`)
@@ -373,7 +378,7 @@ func TestLocalSecretsGranted(t *testing.T) {
 	}
 	testutil.Eventually(t, 30*time.Second, "task done finished", func() bool {
 		task, err := s.orch.Get(orchestrator.WithIdentity(t.Context(), orchestrator.Identity{Admin: true}), "done")
-		return err == nil && task.State == orchestrator.StateFinished
+		return err == nil && task.State == wire.StateFinished
 	})
 	revoked := s.withConfig(t, api.Config{Tokens: []string{"alice:al1ce", "bob:b0b", "root:r00t:admin"}})
 	code, body = revoked.call(t, alice, "POST", "/v1/tasks/mine/respawn", "")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // Browser sessions: the web inbox logs a person in with the same token the
@@ -124,7 +125,7 @@ func (a *Auth) Login(client, secret string, now time.Time, ttl time.Duration) (S
 	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 	match := -1
 	for i := range a.tokens { // every token, always: no early exit to time
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].Sum[:]) == 1 {
 			match = i
 		}
 	}
@@ -134,8 +135,8 @@ func (a *Auth) Login(client, secret string, now time.Time, ttl time.Duration) (S
 	}
 	issued, exp := now, now.Add(ttl).Truncate(time.Second)
 	stamp := strconv.FormatInt(issued.UnixNano(), 10) + "." + strconv.FormatInt(exp.Unix(), 10)
-	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].sum[:], stamp)
-	return Session{Identity: a.identity(match), Value: value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}, nil
+	value := sessionVersion + "." + stamp + "." + sessionMAC(a.tokens[match].Sum[:], stamp)
+	return Session{Identity: a.identity(match), Value: value, Issued: issued, Expires: exp, key: a.tokens[match].Sum[:]}, nil
 }
 
 // SessionOf authenticates a browser request: the session cookie (or, as
@@ -151,11 +152,11 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 		if i < 0 {
 			return Session{Identity: orchestrator.Identity{Admin: true}, Value: "loopback", key: a.openKey()}, nil
 		}
-		return Session{Identity: a.identity(i), Value: "bearer", key: a.tokens[i].sum[:]}, nil
+		return Session{Identity: a.identity(i), Value: "bearer", key: a.tokens[i].Sum[:]}, nil
 	}
 	c, err := r.Cookie(cookie)
 	if err != nil {
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "not signed in: sign in with your agora token"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "not signed in: sign in with your agora token"}
 	}
 	version, rest, _ := strings.Cut(c.Value, ".")
 	issuedText, rest, _ := strings.Cut(rest, ".")
@@ -163,30 +164,30 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 	issuedUnix, ierr := strconv.ParseInt(issuedText, 10, 64)
 	expUnix, eerr := strconv.ParseInt(expText, 10, 64)
 	if version != sessionVersion || ierr != nil || eerr != nil {
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session cookie is not one of agora's: sign in again"}
 	}
 	stamp := issuedText + "." + expText
 	issued, exp := time.Unix(0, issuedUnix), time.Unix(expUnix, 0)
 	match := -1
 	for i := range a.tokens {
-		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].sum[:], stamp))) == 1 {
+		if subtle.ConstantTimeCompare([]byte(mac), []byte(sessionMAC(a.tokens[i].Sum[:], stamp))) == 1 {
 			match = i
 		}
 	}
 	switch {
 	case match < 0:
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session is not valid (its token was removed?): sign in again"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session is not valid (its token was removed?): sign in again"}
 	case !now.Before(exp):
-		return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session has expired: sign in again"}
+		return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session has expired: sign in again"}
 	}
-	sess := Session{Identity: a.identity(match), Value: c.Value, Issued: issued, Expires: exp, key: a.tokens[match].sum[:]}
+	sess := Session{Identity: a.identity(match), Value: c.Value, Issued: issued, Expires: exp, key: a.tokens[match].Sum[:]}
 	if a.sessions != nil {
 		ended, err := a.sessions.SessionEnded(r.Context(), sess.id(), sess.holder(), issued)
 		if err != nil {
-			return Session{}, &requestError{http.StatusServiceUnavailable, CodeInternal, "the session cannot be checked right now: " + err.Error()}
+			return Session{}, &requestError{http.StatusServiceUnavailable, wire.CodeInternal, "the session cannot be checked right now: " + err.Error()}
 		}
 		if ended {
-			return Session{}, &requestError{http.StatusUnauthorized, CodeUnauthorized, "the session was signed out: sign in again"}
+			return Session{}, &requestError{http.StatusUnauthorized, wire.CodeUnauthorized, "the session was signed out: sign in again"}
 		}
 	}
 	return sess, nil
@@ -195,8 +196,8 @@ func (a *Auth) SessionOf(r *http.Request, cookie string, now time.Time) (Session
 // identity is the identity of token i, as authenticate gives it.
 func (a *Auth) identity(i int) orchestrator.Identity {
 	t := a.tokens[i]
-	return orchestrator.Identity{Name: t.name, Admin: t.admin || t.name == "", Answerer: t.answerer,
-		LocalSecrets: a.local[t.name]}
+	return orchestrator.Identity{Name: t.Name, Admin: t.Admin || t.Name == "", Answerer: t.Answerer,
+		LocalSecrets: a.local[t.Name]}
 }
 
 // openKey signs the CSRF tokens of an API without tokens: random per

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/wire"
 )
 
 // BenchmarkResolve is what naming a registered sub-agent adds to a submit:
 // the sub-agent, two capabilities and an env bundle looked up and pinned, on
 // an embedded NATS (numbers in docs/benchmarks.md).
 func BenchmarkResolve(b *testing.B) {
-	r, err := Open(b.Context(), testenv.Bus(b), testenv.FileStore(b))
+	r, err := Open(b.Context(), bustest.Bus(b), storagetest.FileStore(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -29,10 +31,10 @@ func BenchmarkResolve(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := r.RegisterEnv(ctx, Env{Name: "env", Values: map[string]string{"A": "1"}}); err != nil {
+	if _, err := r.RegisterEnv(ctx, wire.Env{Name: "env", Values: map[string]string{"A": "1"}}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := r.RegisterSubagent(ctx, Subagent{Name: "s", Runtime: "exec", Command: Command{"true"},
+	if _, err := r.RegisterSubagent(ctx, wire.Subagent{Name: "s", Runtime: "exec", Command: wire.Command{"true"},
 		Capabilities: []string{"cap-0", "cap-1"}, Env: []string{"env"}}); err != nil {
 		b.Fatal(err)
 	}

@@ -22,10 +22,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/schemas"
-	"github.com/cenkalti/backoff/v5"
+	"github.com/agoradev/agora/wire"
 )
 
 // Bucket is the KV bucket of the registry.
@@ -39,7 +41,6 @@ var (
 
 var (
 	namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	refPattern  = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:@([0-9a-f]{12}(?:[0-9a-f]{52})?))?$`)
 )
 
 // Registry is the registry on a KV bucket and object storage.
@@ -67,40 +68,40 @@ type head struct {
 	Seq    int    `json:"seq"`
 }
 
-func headKey(kind Kind, name string) string { return string(kind) + "." + name }
-func versionKey(kind Kind, name, version string) string {
+func headKey(kind wire.Kind, name string) string { return string(kind) + "." + name }
+func versionKey(kind wire.Kind, name, version string) string {
 	return string(kind) + "." + name + "." + version
 }
 
 // RegisterSubagent registers a sub-agent definition. The capabilities and
 // env bundles it names must be registered already (an unpinned name is
 // resolved when a task is submitted, so it follows their latest version).
-func (r *Registry) RegisterSubagent(ctx context.Context, s Subagent) (Registered, error) {
+func (r *Registry) RegisterSubagent(ctx context.Context, s wire.Subagent) (wire.Registered, error) {
 	if err := validateSubagent(s); err != nil {
-		return Registered{}, err
+		return wire.Registered{}, err
 	}
 	for _, ref := range s.Capabilities {
-		if _, err := r.Get(ctx, KindCapability, ref); err != nil {
-			return Registered{}, fmt.Errorf("%w: sub-agent %s: %w", ErrInvalid, s.Name, err)
+		if _, err := r.Get(ctx, wire.KindCapability, ref); err != nil {
+			return wire.Registered{}, fmt.Errorf("%w: sub-agent %s: %w", ErrInvalid, s.Name, err)
 		}
 	}
 	for _, ref := range s.Env {
-		if _, err := r.Get(ctx, KindEnv, ref); err != nil {
-			return Registered{}, fmt.Errorf("%w: sub-agent %s: %w", ErrInvalid, s.Name, err)
+		if _, err := r.Get(ctx, wire.KindEnv, ref); err != nil {
+			return wire.Registered{}, fmt.Errorf("%w: sub-agent %s: %w", ErrInvalid, s.Name, err)
 		}
 	}
 	canonical, err := json.Marshal(s)
 	if err != nil {
-		return Registered{}, fmt.Errorf("encode sub-agent %s: %w", s.Name, err)
+		return wire.Registered{}, fmt.Errorf("encode sub-agent %s: %w", s.Name, err)
 	}
 	def := s
-	e := &Entry{Kind: KindSubagent, Name: s.Name, Digest: digest(canonical), Description: s.Description, Subagent: &def}
+	e := &wire.Entry{Kind: wire.KindSubagent, Name: s.Name, Digest: digest(canonical), Description: s.Description, Subagent: &def}
 	return r.register(ctx, e)
 }
 
 // validateSubagent checks what the schema checks, for definitions that
 // come through the API rather than a file.
-func validateSubagent(s Subagent) error {
+func validateSubagent(s wire.Subagent) error {
 	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -114,32 +115,32 @@ func validateSubagent(s Subagent) error {
 	return nil
 }
 
-// RegisterCapability registers a capability from its tar (see PackDir).
-func (r *Registry) RegisterCapability(ctx context.Context, name, description string, archive []byte) (Registered, error) {
+// RegisterCapability registers a capability from its tar (registryfile.PackDir makes one; CheckTar checks it).
+func (r *Registry) RegisterCapability(ctx context.Context, name, description string, archive []byte) (wire.Registered, error) {
 	if !namePattern.MatchString(name) {
-		return Registered{}, fmt.Errorf("%w: capability name %q: letters, digits, '-' and '_', at most 64", ErrInvalid, name)
+		return wire.Registered{}, fmt.Errorf("%w: capability name %q: letters, digits, '-' and '_', at most 64", ErrInvalid, name)
 	}
-	files, err := CheckTar(archive, MaxCapabilityBytes)
+	files, err := CheckTar(archive, wire.MaxCapabilityBytes)
 	if err != nil {
-		return Registered{}, fmt.Errorf("%w: capability %s: %v", ErrInvalid, name, err)
+		return wire.Registered{}, fmt.Errorf("%w: capability %s: %v", ErrInvalid, name, err)
 	}
 	_, ref, err := storage.PutBlob(ctx, r.store, bytes.NewReader(archive))
 	if err != nil {
-		return Registered{}, fmt.Errorf("store capability %s: %w", name, err)
+		return wire.Registered{}, fmt.Errorf("store capability %s: %w", name, err)
 	}
-	e := &Entry{Kind: KindCapability, Name: name, Digest: "sha256:" + ref.SHA256, Description: description,
+	e := &wire.Entry{Kind: wire.KindCapability, Name: name, Digest: "sha256:" + ref.SHA256, Description: description,
 		Size: ref.Size, Files: files, Bundle: &schemas.BundleRef{Name: name, SHA256: ref.SHA256}}
 	return r.register(ctx, e)
 }
 
 // RegisterEnv registers an env bundle.
-func (r *Registry) RegisterEnv(ctx context.Context, env Env) (Registered, error) {
+func (r *Registry) RegisterEnv(ctx context.Context, env wire.Env) (wire.Registered, error) {
 	data, err := json.Marshal(env)
 	if err != nil {
-		return Registered{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return wire.Registered{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := schemas.Validate(schemas.SchemaEnv, data); err != nil {
-		return Registered{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return wire.Registered{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	// The stored bundle is what the worker reads; maps encode sorted, so the
 	// same values and refs give the same bytes.
@@ -148,14 +149,14 @@ func (r *Registry) RegisterEnv(ctx context.Context, env Env) (Registered, error)
 		Secrets map[string]string `json:"secrets"`
 	}{orEmpty(env.Values), orEmpty(env.Secrets)})
 	if err != nil {
-		return Registered{}, err
+		return wire.Registered{}, err
 	}
 	_, ref, err := storage.PutBlob(ctx, r.store, bytes.NewReader(bundle))
 	if err != nil {
-		return Registered{}, fmt.Errorf("store env %s: %w", env.Name, err)
+		return wire.Registered{}, fmt.Errorf("store env %s: %w", env.Name, err)
 	}
 	shown := env
-	e := &Entry{Kind: KindEnv, Name: env.Name, Digest: "sha256:" + ref.SHA256, Description: env.Description,
+	e := &wire.Entry{Kind: wire.KindEnv, Name: env.Name, Digest: "sha256:" + ref.SHA256, Description: env.Description,
 		Env: &shown, Size: ref.Size, Bundle: &schemas.BundleRef{Name: env.Name, SHA256: ref.SHA256}}
 	return r.register(ctx, e)
 }
@@ -175,7 +176,7 @@ func digest(data []byte) string {
 // register stores e as a new version unless the same content is there, and
 // moves the name's head to it. The head is compare-and-swapped, so two
 // registrations of one name at once get distinct sequence numbers.
-func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
+func (r *Registry) register(ctx context.Context, e *wire.Entry) (wire.Registered, error) {
 	e.Version = strings.TrimPrefix(e.Digest, "sha256:")[:12]
 	if e.Bundle != nil {
 		e.Bundle.Name = e.Ref()
@@ -183,11 +184,11 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 	vkey, hkey := versionKey(e.Kind, e.Name, e.Version), headKey(e.Kind, e.Name)
 	// A lost race on the head is retried at once (the next read sees the
 	// winner), up to 22 tries; every other error stands.
-	reg, err := backoff.Retry(ctx, func() (Registered, error) {
+	reg, err := backoff.Retry(ctx, func() (wire.Registered, error) {
 		if existing, err := r.entry(ctx, vkey); err == nil {
-			return Registered{Entry: existing}, nil
+			return wire.Registered{Entry: existing}, nil
 		} else if !errors.Is(err, ErrNotFound) {
-			return Registered{}, backoff.Permanent(err)
+			return wire.Registered{}, backoff.Permanent(err)
 		}
 		var h head
 		data, rev, err := r.kv.Get(ctx, hkey)
@@ -195,17 +196,17 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 		case errors.Is(err, bus.ErrKeyNotFound):
 			rev = 0
 		case err != nil:
-			return Registered{}, backoff.Permanent(err)
+			return wire.Registered{}, backoff.Permanent(err)
 		default:
 			if err := json.Unmarshal(data, &h); err != nil {
-				return Registered{}, backoff.Permanent(fmt.Errorf("decode %s: %w", hkey, err))
+				return wire.Registered{}, backoff.Permanent(fmt.Errorf("decode %s: %w", hkey, err))
 			}
 		}
 		if rev != 0 && h.Latest == e.Version {
 			// Another registration of this very content claimed the head;
 			// its version key follows at once, unless it died in between.
 			if existing, err := r.waitEntry(ctx, vkey); err == nil {
-				return Registered{Entry: existing}, nil
+				return wire.Registered{Entry: existing}, nil
 			}
 			e.Seq, e.CreatedAt = h.Seq, r.now().UTC()
 			return permanent(r.putVersion(ctx, vkey, e))
@@ -221,15 +222,15 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 			_, err = r.kv.Update(ctx, hkey, hdata, rev)
 		}
 		if errors.Is(err, bus.ErrKeyExists) || errors.Is(err, bus.ErrRevision) {
-			return Registered{}, errHeadMoved
+			return wire.Registered{}, errHeadMoved
 		}
 		if err != nil {
-			return Registered{}, backoff.Permanent(fmt.Errorf("register %s %s: %w", e.Kind, e.Name, err))
+			return wire.Registered{}, backoff.Permanent(fmt.Errorf("register %s %s: %w", e.Kind, e.Name, err))
 		}
 		return permanent(r.putVersion(ctx, vkey, e))
 	}, backoff.WithBackOff(&backoff.ZeroBackOff{}), backoff.WithMaxTries(22), backoff.WithMaxElapsedTime(0))
 	if errors.Is(err, errHeadMoved) {
-		return Registered{}, fmt.Errorf("register %s %s: the name keeps changing under us", e.Kind, e.Name)
+		return wire.Registered{}, fmt.Errorf("register %s %s: the name keeps changing under us", e.Kind, e.Name)
 	}
 	return reg, err
 }
@@ -238,25 +239,25 @@ func (r *Registry) register(ctx context.Context, e *Entry) (Registered, error) {
 var errHeadMoved = errors.New("head moved")
 
 // permanent marks err, if any, as not worth another try.
-func permanent(reg Registered, err error) (Registered, error) {
+func permanent(reg wire.Registered, err error) (wire.Registered, error) {
 	return reg, backoff.Permanent(err)
 }
 
 // putVersion writes a version whose seq the head holds.
-func (r *Registry) putVersion(ctx context.Context, vkey string, e *Entry) (Registered, error) {
+func (r *Registry) putVersion(ctx context.Context, vkey string, e *wire.Entry) (wire.Registered, error) {
 	data, err := json.Marshal(e)
 	if err != nil {
-		return Registered{}, err
+		return wire.Registered{}, err
 	}
 	if _, err := r.kv.Put(ctx, vkey, data); err != nil {
-		return Registered{}, fmt.Errorf("register %s %s: %w", e.Kind, e.Ref(), err)
+		return wire.Registered{}, fmt.Errorf("register %s %s: %w", e.Kind, e.Ref(), err)
 	}
-	return Registered{Entry: e, Created: true}, nil
+	return wire.Registered{Entry: e, Created: true}, nil
 }
 
 // waitEntry waits up to a second for a version key another registration is
 // about to write.
-func (r *Registry) waitEntry(ctx context.Context, key string) (*Entry, error) {
+func (r *Registry) waitEntry(ctx context.Context, key string) (*wire.Entry, error) {
 	deadline := time.Now().Add(time.Second)
 	for {
 		e, err := r.entry(ctx, key)
@@ -271,7 +272,7 @@ func (r *Registry) waitEntry(ctx context.Context, key string) (*Entry, error) {
 	}
 }
 
-func (r *Registry) entry(ctx context.Context, key string) (*Entry, error) {
+func (r *Registry) entry(ctx context.Context, key string) (*wire.Entry, error) {
 	data, _, err := r.kv.Get(ctx, key)
 	if errors.Is(err, bus.ErrKeyNotFound) {
 		return nil, ErrNotFound
@@ -279,24 +280,24 @@ func (r *Registry) entry(ctx context.Context, key string) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e Entry
+	var e wire.Entry
 	if err := json.Unmarshal(data, &e); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", key, err)
 	}
 	return &e, nil
 }
 
-// ParseRef splits NAME or NAME@VERSION.
+// ParseRef is wire.ParseRef, its error an ErrInvalid.
 func ParseRef(ref string) (name, version string, err error) {
-	m := refPattern.FindStringSubmatch(ref)
-	if m == nil {
-		return "", "", fmt.Errorf("%w: %q: want NAME or NAME@VERSION (12 hex digits)", ErrInvalid, ref)
+	name, version, err = wire.ParseRef(ref)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return m[1], m[2], nil
+	return name, version, nil
 }
 
 // Get returns the entry ref names: NAME is the latest version.
-func (r *Registry) Get(ctx context.Context, kind Kind, ref string) (*Entry, error) {
+func (r *Registry) Get(ctx context.Context, kind wire.Kind, ref string) (*wire.Entry, error) {
 	name, version, err := ParseRef(ref)
 	if err != nil {
 		return nil, err
@@ -337,17 +338,17 @@ func (r *Registry) Get(ctx context.Context, kind Kind, ref string) (*Entry, erro
 }
 
 // Versions returns every version of a name, oldest first.
-func (r *Registry) Versions(ctx context.Context, kind Kind, name string) ([]*Entry, error) {
+func (r *Registry) Versions(ctx context.Context, kind wire.Kind, name string) ([]*wire.Entry, error) {
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("%w: name %q", ErrInvalid, name)
 	}
 	prefix := string(kind) + "." + name + "."
-	var out []*Entry
+	var out []*wire.Entry
 	err := r.kv.Each(ctx, func(key string, value []byte, _ uint64) error {
 		if !strings.HasPrefix(key, prefix) {
 			return nil
 		}
-		var e Entry
+		var e wire.Entry
 		if err := json.Unmarshal(value, &e); err != nil {
 			return fmt.Errorf("decode %s: %w", key, err)
 		}
@@ -365,15 +366,15 @@ func (r *Registry) Versions(ctx context.Context, kind Kind, name string) ([]*Ent
 }
 
 // List returns the latest version of every name of kind, by name.
-func (r *Registry) List(ctx context.Context, kind Kind) ([]*Entry, error) {
-	latest := map[string]*Entry{}
+func (r *Registry) List(ctx context.Context, kind wire.Kind) ([]*wire.Entry, error) {
+	latest := map[string]*wire.Entry{}
 	prefix := string(kind) + "."
 	err := r.kv.Each(ctx, func(key string, value []byte, _ uint64) error {
 		rest, ok := strings.CutPrefix(key, prefix)
 		if !ok || !strings.Contains(rest, ".") {
 			return nil
 		}
-		var e Entry
+		var e wire.Entry
 		if err := json.Unmarshal(value, &e); err != nil {
 			return fmt.Errorf("decode %s: %w", key, err)
 		}
@@ -385,7 +386,7 @@ func (r *Registry) List(ctx context.Context, kind Kind) ([]*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Entry, 0, len(latest))
+	out := make([]*wire.Entry, 0, len(latest))
 	for _, e := range latest {
 		out = append(out, e)
 	}
@@ -395,7 +396,7 @@ func (r *Registry) List(ctx context.Context, kind Kind) ([]*Entry, error) {
 
 // Resolve pins a sub-agent ref and everything it names.
 func (r *Registry) Resolve(ctx context.Context, ref string) (*Resolved, error) {
-	e, err := r.Get(ctx, KindSubagent, ref)
+	e, err := r.Get(ctx, wire.KindSubagent, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -403,10 +404,10 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 	if s == nil {
 		return nil, fmt.Errorf("sub-agent %s has no definition", e.Ref())
 	}
-	res := &Resolved{Entry: e, Subagent: s.Spec(), Pins: Pins{Subagent: e.Ref()}}
+	res := &Resolved{Entry: e, Subagent: s.Spec(), Pins: wire.Pins{Subagent: e.Ref()}}
 	res.Subagent.Version = e.Digest
 	for _, c := range s.Capabilities {
-		ce, err := r.Get(ctx, KindCapability, c)
+		ce, err := r.Get(ctx, wire.KindCapability, c)
 		if err != nil {
 			return nil, fmt.Errorf("sub-agent %s: %w", e.Ref(), err)
 		}
@@ -414,7 +415,7 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 		res.Pins.Capabilities = append(res.Pins.Capabilities, ce.Ref())
 	}
 	for _, v := range s.Env {
-		ve, err := r.Get(ctx, KindEnv, v)
+		ve, err := r.Get(ctx, wire.KindEnv, v)
 		if err != nil {
 			return nil, fmt.Errorf("sub-agent %s: %w", e.Ref(), err)
 		}

@@ -8,19 +8,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/registryfile"
+	"github.com/agoradev/agora/wire"
 )
 
 func openRegistry(t *testing.T) (*Registry, storage.Store) {
 	t.Helper()
-	store := testenv.FileStore(t)
-	r, err := Open(t.Context(), testenv.Bus(t), store)
+	store := storagetest.FileStore(t)
+	r, err := Open(t.Context(), bustest.Bus(t), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func openRegistry(t *testing.T) (*Registry, storage.Store) {
 
 func mustPack(t *testing.T, dir string) []byte {
 	t.Helper()
-	data, _, err := PackDir(dir, MaxCapabilityBytes)
+	data, _, err := registryfile.PackDir(dir, wire.MaxCapabilityBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestRegisterIsContentAddressed(t *testing.T) {
 		t.Error("stored bundle differs from the packed tar")
 	}
 
-	env := Env{Name: "review-env", Values: map[string]string{"LOG_LEVEL": "debug"}, Secrets: map[string]string{"GITHUB_TOKEN": "local:github-token"}}
+	env := wire.Env{Name: "review-env", Values: map[string]string{"LOG_LEVEL": "debug"}, Secrets: map[string]string{"GITHUB_TOKEN": "local:github-token"}}
 	e1, err := r.RegisterEnv(ctx, env)
 	if err != nil || !e1.Created {
 		t.Fatalf("RegisterEnv = %+v, %v", e1, err)
@@ -81,8 +83,8 @@ func TestRegisterIsContentAddressed(t *testing.T) {
 	}
 	rc.Close()
 
-	data, _ := ReadFile(filepath.Join("testdata", "reviewer.yaml"))
-	def, err := ParseSubagent("reviewer.yaml", data)
+	data, _ := registryfile.ReadFile(filepath.Join("testdata", "reviewer.yaml"))
+	def, err := registryfile.ParseSubagent("reviewer.yaml", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestRegisterIsContentAddressed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Pins{Subagent: s1.Entry.Ref(), Capabilities: []string{c1.Entry.Ref()}, Env: []string{e2.Entry.Ref()}}
+	want := wire.Pins{Subagent: s1.Entry.Ref(), Capabilities: []string{c1.Entry.Ref()}, Env: []string{e2.Entry.Ref()}}
 	if fmt.Sprint(res.Pins) != fmt.Sprint(want) {
 		t.Errorf("pins = %+v, want %+v", res.Pins, want)
 	}
@@ -104,24 +106,24 @@ func TestRegisterIsContentAddressed(t *testing.T) {
 		t.Errorf("resolved = %+v", res)
 	}
 	// An older version stays reachable by its ref.
-	old, err := r.Get(ctx, KindEnv, e1.Entry.Ref())
+	old, err := r.Get(ctx, wire.KindEnv, e1.Entry.Ref())
 	if err != nil || old.Env.Values["LOG_LEVEL"] != "debug" {
 		t.Errorf("Get(%s) = %+v, %v", e1.Entry.Ref(), old, err)
 	}
-	full, err := r.Get(ctx, KindEnv, "review-env@"+e1.Entry.Digest[len("sha256:"):])
+	full, err := r.Get(ctx, wire.KindEnv, "review-env@"+e1.Entry.Digest[len("sha256:"):])
 	if err != nil || full.Version != e1.Entry.Version {
 		t.Errorf("Get by full digest = %+v, %v", full, err)
 	}
 
-	versions, err := r.Versions(ctx, KindEnv, "review-env")
+	versions, err := r.Versions(ctx, wire.KindEnv, "review-env")
 	if err != nil || len(versions) != 2 || versions[0].Seq != 1 || versions[1].Seq != 2 {
 		t.Errorf("Versions = %v, %v", versions, err)
 	}
-	list, err := r.List(ctx, KindEnv)
+	list, err := r.List(ctx, wire.KindEnv)
 	if err != nil || len(list) != 1 || list[0].Version != e2.Entry.Version {
 		t.Errorf("List(env) = %v, %v; want the latest only", list, err)
 	}
-	if list, err := r.List(ctx, KindSubagent); err != nil || len(list) != 1 || list[0].Name != "reviewer" {
+	if list, err := r.List(ctx, wire.KindSubagent); err != nil || len(list) != 1 || list[0].Name != "reviewer" {
 		t.Errorf("List(subagent) = %v, %v", list, err)
 	}
 }
@@ -135,11 +137,11 @@ func TestRegisterErrors(t *testing.T) {
 		want error
 	}{
 		{"sub-agent naming a capability that is not registered", func() error {
-			_, err := r.RegisterSubagent(ctx, Subagent{Name: "a", Runtime: "exec", Command: Command{"true"}, Capabilities: []string{"nope"}})
+			_, err := r.RegisterSubagent(ctx, wire.Subagent{Name: "a", Runtime: "exec", Command: wire.Command{"true"}, Capabilities: []string{"nope"}})
 			return err
 		}, ErrNotFound},
 		{"sub-agent breaking the schema", func() error {
-			_, err := r.RegisterSubagent(ctx, Subagent{Name: "a", Runtime: "exec"})
+			_, err := r.RegisterSubagent(ctx, wire.Subagent{Name: "a", Runtime: "exec"})
 			return err
 		}, ErrInvalid},
 		{"capability with a bad name", func() error {
@@ -155,13 +157,13 @@ func TestRegisterErrors(t *testing.T) {
 			return err
 		}, ErrInvalid},
 		{"env with a bad secret ref", func() error {
-			_, err := r.RegisterEnv(ctx, Env{Name: "e", Secrets: map[string]string{"T": "plain"}})
+			_, err := r.RegisterEnv(ctx, wire.Env{Name: "e", Secrets: map[string]string{"T": "plain"}})
 			return err
 		}, ErrInvalid},
-		{"unknown ref", func() error { _, err := r.Get(ctx, KindSubagent, "ghost"); return err }, ErrNotFound},
-		{"unknown version", func() error { _, err := r.Get(ctx, KindSubagent, "ghost@0123456789ab"); return err }, ErrNotFound},
-		{"malformed ref", func() error { _, err := r.Get(ctx, KindSubagent, "a@latest"); return err }, ErrInvalid},
-		{"versions of nothing", func() error { _, err := r.Versions(ctx, KindEnv, "ghost"); return err }, ErrNotFound},
+		{"unknown ref", func() error { _, err := r.Get(ctx, wire.KindSubagent, "ghost"); return err }, ErrNotFound},
+		{"unknown version", func() error { _, err := r.Get(ctx, wire.KindSubagent, "ghost@0123456789ab"); return err }, ErrNotFound},
+		{"malformed ref", func() error { _, err := r.Get(ctx, wire.KindSubagent, "a@latest"); return err }, ErrInvalid},
+		{"versions of nothing", func() error { _, err := r.Versions(ctx, wire.KindEnv, "ghost"); return err }, ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.do(); !errors.Is(err, tc.want) {
@@ -169,7 +171,7 @@ func TestRegisterErrors(t *testing.T) {
 			}
 		})
 	}
-	if list, err := r.List(ctx, KindCapability); err != nil || len(list) != 0 {
+	if list, err := r.List(ctx, wire.KindCapability); err != nil || len(list) != 0 {
 		t.Errorf("after only failed registrations List = %v, %v; want nothing", list, err)
 	}
 }
@@ -184,7 +186,7 @@ func TestRegisterConcurrently(t *testing.T) {
 	seqs := make(chan int, n)
 	for i := range n {
 		wg.Go(func() {
-			reg, err := r.RegisterEnv(ctx, Env{Name: "shared", Values: map[string]string{"I": fmt.Sprint(i)}})
+			reg, err := r.RegisterEnv(ctx, wire.Env{Name: "shared", Values: map[string]string{"I": fmt.Sprint(i)}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -201,60 +203,9 @@ func TestRegisterConcurrently(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	versions, err := r.Versions(ctx, KindEnv, "shared")
+	versions, err := r.Versions(ctx, wire.KindEnv, "shared")
 	if err != nil || len(versions) != n {
 		t.Errorf("Versions = %d, %v; want %d", len(versions), err, n)
-	}
-}
-
-func TestPackDir(t *testing.T) {
-	dir := t.TempDir()
-	write := func(rel, data string, mode os.FileMode) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("b.txt", "b", 0o600)
-	write("a/run.sh", "#!/bin/sh\n", 0o700)
-	one, files, err := PackDir(dir, 1<<20)
-	if err != nil || files != 2 {
-		t.Fatalf("PackDir = %d files, %v", files, err)
-	}
-	// Touching times and permissions beyond the executable bit changes nothing.
-	if err := os.Chmod(filepath.Join(dir, "b.txt"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	two, _, _ := PackDir(dir, 1<<20)
-	if !bytes.Equal(one, two) {
-		t.Error("the same tree packed twice gave different bytes")
-	}
-	tr := tar.NewReader(bytes.NewReader(one))
-	var got []string
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			break
-		}
-		got = append(got, fmt.Sprintf("%s %o %d", h.Name, h.Mode, h.Uid))
-	}
-	if want := "[a/ 755 0 a/run.sh 755 0 b.txt 644 0]"; fmt.Sprint(got) != want {
-		t.Errorf("entries = %v, want %s", got, want)
-	}
-	if _, _, err := PackDir(dir, 3); err == nil {
-		t.Error("PackDir over the cap succeeded")
-	}
-	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := PackDir(dir, 1<<20); err == nil || !bytes.Contains([]byte(err.Error()), []byte("link is a symlink")) {
-		t.Errorf("PackDir with a symlink = %v; want it named", err)
-	}
-	if _, _, err := PackDir(filepath.Join(dir, "b.txt"), 1<<20); err == nil {
-		t.Error("PackDir of a file succeeded")
 	}
 }
 
@@ -276,20 +227,20 @@ func tarOf(t *testing.T, name, data string) []byte {
 func TestRegisterAfterAHalfRegistration(t *testing.T) {
 	r, _ := openRegistry(t)
 	ctx := t.Context()
-	first, err := r.RegisterEnv(ctx, Env{Name: "e", Values: map[string]string{"V": "1"}})
+	first, err := r.RegisterEnv(ctx, wire.Env{Name: "e", Values: map[string]string{"V": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := Env{Name: "e", Values: map[string]string{"V": "2"}}
+	second := wire.Env{Name: "e", Values: map[string]string{"V": "2"}}
 	// What RegisterEnv would write for second, minus its version key.
 	probe, err := r.RegisterEnv(ctx, second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.kv.Delete(ctx, versionKey(KindEnv, "e", probe.Entry.Version)); err != nil {
+	if err := r.kv.Delete(ctx, versionKey(wire.KindEnv, "e", probe.Entry.Version)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.Get(ctx, KindEnv, "e")
+	got, err := r.Get(ctx, wire.KindEnv, "e")
 	if err != nil || got.Version != first.Entry.Version {
 		t.Fatalf("Get(e) with a dangling head = %+v, %v; want version 1", got, err)
 	}
@@ -297,7 +248,7 @@ func TestRegisterAfterAHalfRegistration(t *testing.T) {
 	if err != nil || !again.Created || again.Entry.Seq != 2 {
 		t.Fatalf("registering the dangling content again = %+v, %v; want it written as seq 2", again, err)
 	}
-	if got, err := r.Get(ctx, KindEnv, "e"); err != nil || got.Version != probe.Entry.Version {
+	if got, err := r.Get(ctx, wire.KindEnv, "e"); err != nil || got.Version != probe.Entry.Version {
 		t.Errorf("Get(e) after the repair = %+v, %v", got, err)
 	}
 }
@@ -307,10 +258,10 @@ func TestRegisterSameContentConcurrently(t *testing.T) {
 	r, _ := openRegistry(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	results := make(chan Registered, 6)
+	results := make(chan wire.Registered, 6)
 	for range 6 {
 		wg.Go(func() {
-			reg, err := r.RegisterEnv(ctx, Env{Name: "same", Values: map[string]string{"A": "1"}})
+			reg, err := r.RegisterEnv(ctx, wire.Env{Name: "same", Values: map[string]string{"A": "1"}})
 			if err != nil {
 				t.Error(err)
 				return

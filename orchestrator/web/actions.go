@@ -135,12 +135,18 @@ func (h *handler) answer(w http.ResponseWriter, r *http.Request, s api.Session) 
 		h.answerFailed(w, r, s, back, fmt.Errorf("the answer is empty: press an option or type one: %w", wire.ErrInvalidAnswer))
 		return
 	}
-	_, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: taskID, Round: round, Answer: value, By: who(s), Channel: Channel})
+	// The checkbox makes the answer a rule for the sub-agent's questions
+	// like it, for the default time (wire.DefaultRuleTTL).
+	var remember *wire.Remember
+	if r.PostFormValue("remember") != "" {
+		remember = &wire.Remember{Scope: wire.RuleScopeSubagent}
+	}
+	_, err := h.svc.Answer(r.Context(), wire.AnswerRequest{TaskID: taskID, Round: round, Answer: value, By: who(s), Channel: Channel, Remember: remember})
 	if err != nil {
 		h.answerFailed(w, r, s, back, h.explain(r, taskID, err))
 		return
 	}
-	h.log.Info("answered on the web", "task_id", taskID, "round", round, "by", who(s))
+	h.log.Info("answered on the web", "task_id", taskID, "round", round, "by", who(s), "remember", remember != nil)
 	http.Redirect(w, r, withQuery(back, "answered", taskID), http.StatusSeeOther)
 }
 

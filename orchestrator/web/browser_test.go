@@ -236,3 +236,35 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRememberCheckboxInBrowser: on a task page, ticking "Always answer
+// this" and pressing an option answers and makes a rule; the next task's
+// question like it is answered by the rule, and its page names the rule
+// and who made it. Against the real orchestrator (web_test.go's fixture).
+func TestRememberCheckboxInBrowser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.ask(nil, ab())
+	c := newChrome(t, 1000, 900)
+	c.do("load the task page", chromedp.Navigate(f.srv.URL+"/tasks/"+id), chromedp.WaitVisible(chromedp.CSS(`input[name="remember"]`)))
+	if label := eval[string](c, `document.querySelector("label.remember").textContent`); !strings.Contains(label, "Always answer this question this way for coder") {
+		t.Errorf("the checkbox's label = %q", label)
+	}
+	c.do("tick the checkbox and press B", chromedp.Click(chromedp.CSS(`input[name="remember"]`)),
+		chromedp.Click(chromedp.CSS(`button.option[value="B"]`)), chromedp.WaitVisible(chromedp.CSS(".answer-remembered")))
+	task := f.waitTask(id, "answered with a rule made", func(t *wire.Task) bool { return len(t.Rounds) == 2 })
+	rule := task.Rounds[0].Answer.Remembered
+	if a := task.Rounds[0].Answer; a.Value != "B" || rule == "" {
+		t.Fatalf("answer = %+v, want B remembered as a rule", a)
+	}
+
+	next := f.askQuietly(nil, ab())
+	task = f.waitTask(next, "answered by the rule", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
+	if a := task.Rounds[0].Answer; a.Value != "B" || a.Channel != "rule" || a.Rule == nil || a.Rule.ID != rule {
+		t.Fatalf("the next task's answer = %+v, want B by rule %s", a, rule)
+	}
+	c.do("load the next task's page", chromedp.Navigate(f.srv.URL+"/tasks/"+next), chromedp.WaitVisible(chromedp.CSS(".answer-rule")))
+	if got := eval[string](c, `document.querySelector(".answer-rule").textContent`); !strings.Contains(got, rule) || !strings.Contains(got, "made by operator") {
+		t.Errorf("the timeline says %q, want the rule %s and its maker", got, rule)
+	}
+}

@@ -33,7 +33,7 @@ type change struct {
 func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) {
 	taskID := r.URL.Query().Get("task")
 	if taskID != "" {
-		if err := orchestrator.CheckTaskID(taskID); err != nil {
+		if err := wire.CheckTaskID(taskID); err != nil {
 			http.Error(w, "task: "+err.Error(), http.StatusBadRequest)
 			return
 		}

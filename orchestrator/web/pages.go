@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/units"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -104,7 +103,7 @@ func (h *handler) basePage(r *http.Request, s api.Session, title, stream string)
 	if ref, ok := r.Context().Value(refusalKey{}).(refusal); ok {
 		p.Error = ref.msg
 	}
-	if id := r.URL.Query().Get("answered"); id != "" && orchestrator.CheckTaskID(id) == nil {
+	if id := r.URL.Query().Get("answered"); id != "" && wire.CheckTaskID(id) == nil {
 		p.Notice = "Answered: " + id + " resumes."
 	}
 	if n := r.URL.Query().Get("group"); n != "" {
@@ -132,6 +131,9 @@ type answerForm struct {
 	Default            *string
 	// Many counts the questions one answer answers, when more than one.
 	Many int
+	// Remember, for one question, names its sub-agent: the form offers to
+	// make the answer a rule for that sub-agent's questions like it.
+	Remember string
 }
 
 type inboxData struct {
@@ -163,6 +165,7 @@ func (h *handler) inbox(w http.ResponseWriter, r *http.Request, s api.Session) {
 			Default: g.Default, Many: g.Count}
 		if g.Count == 1 {
 			form.Action, form.Task, form.Round, form.Many = "/ui/answer", g.Questions[0].TaskID, g.Questions[0].Round, 0
+			form.Remember = g.Questions[0].Subagent
 		}
 		d.Groups = append(d.Groups, groupView{QuestionGroup: g, Form: form})
 		d.Waiting += g.Count
@@ -183,6 +186,9 @@ type roundView struct {
 	Live      bool
 	// Linked: the output is not shown, a link to it is.
 	Linked bool
+	// Fork, on a round whose question was answered, is the form that
+	// answers it differently in a new task (replay.go).
+	Fork *answerForm
 }
 
 // shownOutputs is how many of the latest rounds a task page shows the
@@ -207,7 +213,7 @@ type taskData struct {
 func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if err := orchestrator.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Task id: "+err.Error())
 		return
 	}
@@ -220,6 +226,10 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		Result: resultOf(t)}
 	for i := len(t.Rounds) - 1; i >= 0; i-- { // newest first
 		rv := roundView{Round: t.Rounds[i]}
+		if q := rv.Question; q != nil && rv.Answer != nil {
+			rv.Fork = &answerForm{Action: "/ui/tasks/" + t.ID + "/fork", CSRF: d.CSRF, Back: "/tasks/" + t.ID, Task: t.ID, Round: rv.N,
+				Options: q.Options}
+		}
 		switch {
 		case rv.State == wire.StateRunning:
 			rv.Live = true
@@ -237,7 +247,7 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request, s api.Session) {
 		if cur := &t.Rounds[n-1]; cur.Question != nil && cur.Answer == nil {
 			d.Open = cur
 			d.Form = answerForm{Action: "/ui/answer", CSRF: d.CSRF, Back: "/tasks/" + t.ID, Task: t.ID, Round: cur.N,
-				Options: cur.Question.Options, Default: cur.Question.Default}
+				Options: cur.Question.Options, Default: cur.Question.Default, Remember: t.Request.Subagent.Name}
 		}
 	}
 	h.render(w, r, http.StatusOK, "task", d)
@@ -310,7 +320,7 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, _ api.Session) {
 		http.Error(w, "round: want the round's number, e.g. ?round=1", http.StatusBadRequest)
 		return
 	}
-	if err := orchestrator.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		http.Error(w, "task id: "+err.Error(), http.StatusBadRequest)
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/wire"
 )
@@ -20,7 +19,7 @@ import (
 // result serves GET /ui/tasks/{id}/result: the task's result as JSON.
 func (h *handler) result(w http.ResponseWriter, r *http.Request, _ api.Session) {
 	id := r.PathValue("id")
-	if err := orchestrator.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Task id: "+err.Error())
 		return
 	}
@@ -43,7 +42,7 @@ func (h *handler) result(w http.ResponseWriter, r *http.Request, _ api.Session) 
 // as a download, checked against its sha256 as it is sent.
 func (h *handler) artifact(w http.ResponseWriter, r *http.Request, _ api.Session) {
 	id, name := r.PathValue("id"), r.PathValue("name")
-	if err := orchestrator.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Task id: "+err.Error())
 		return
 	}

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -20,7 +21,7 @@ import (
 // replica is one orchestrator's web inbox on a bus shared with others.
 func replica(t *testing.T, f *fixture, tokens ...string) *httptest.Server {
 	t.Helper()
-	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: &answer.Resolver{}, Logger: natstest.Logger(t)})
+	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: storagetest.FileStore(t), Answerers: &answer.Resolver{}, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func inbox(t *testing.T, srv *httptest.Server, c *http.Cookie) (int, string) {
 func TestSignOutEverywhere(t *testing.T) {
 	t.Parallel()
 	tokens := []string{"alice:wonderland:answerer", "bob:b0b"}
-	f := &fixture{t: t, bus: testenv.Bus(t)}
+	f := &fixture{t: t, bus: bustest.Bus(t)}
 	a, b := replica(t, f, tokens...), replica(t, f, tokens...)
 
 	first := signIn(t, a, "wonderland")

@@ -13,8 +13,8 @@
 // Forms carry a CSRF token tied to the session, and cross-origin
 // requests are refused besides.
 //
-// docs/web.md describes the pages; it imports orchestrator, its api (for
-// the tokens and group answers) and wire.
+// docs/web.md describes the pages; what the package may import,
+// docs/architecture.md.
 package web
 
 import (
@@ -123,6 +123,8 @@ func (h *handler) routes() {
 	h.mux.HandleFunc("GET /ui/tasks/{id}/artifacts/{name...}", h.signedIn(h.artifact))
 	h.mux.HandleFunc("GET /ui/events", h.signedIn(h.events))
 	h.mux.HandleFunc("POST /ui/answer", h.signedIn(h.answer))
+	h.mux.HandleFunc("POST /ui/tasks/{id}/replay", h.signedIn(h.replay))
+	h.mux.HandleFunc("POST /ui/tasks/{id}/fork", h.signedIn(h.fork))
 	h.mux.HandleFunc("POST /ui/groups/{group}/answer", h.signedIn(h.answerGroup))
 	h.mux.HandleFunc("GET /ui/login", h.loginPage)
 	h.mux.HandleFunc("POST /ui/login", h.login)

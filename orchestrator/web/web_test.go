@@ -25,9 +25,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
@@ -55,8 +56,8 @@ var seq atomic.Int64
 // orchestrator with tokens; none means the loopback-only open mode.
 func newFixture(t *testing.T, tokens ...string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, bus: testenv.Bus(t)}
-	f.store = testenv.FileStore(t)
+	f := &fixture{t: t, bus: bustest.Bus(t)}
+	f.store = storagetest.FileStore(t)
 	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: f.store, Answerers: refusing(t), Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +94,14 @@ func newFixture(t *testing.T, tokens ...string) *fixture {
 // id once the question is open.
 func (f *fixture) ask(labels map[string]string, q schemas.NeedsInput) string {
 	f.t.Helper()
+	id := f.submitAsking(labels, q)
+	f.waitTask(id, "question open", func(t *wire.Task) bool { return t.State == wire.StateNeedsInput })
+	return id
+}
+
+// submitAsking submits a task and publishes its round 1 asking q.
+func (f *fixture) submitAsking(labels map[string]string, q schemas.NeedsInput) string {
+	f.t.Helper()
 	id := fmt.Sprintf("w%d", seq.Add(1))
 	_, err := f.orch.Submit(f.t.Context(), wire.SubmitRequest{TaskID: id, Route: "human", Labels: labels,
 		Subagent: schemas.Subagent{Name: "coder", Runtime: schemas.RuntimeExec, Command: []string{"true"}}})
@@ -110,8 +119,14 @@ func (f *fixture) ask(labels map[string]string, q schemas.NeedsInput) string {
 			f.t.Fatal(err)
 		}
 	}
-	f.waitTask(id, "question open", func(t *wire.Task) bool { return t.State == wire.StateNeedsInput })
 	return id
+}
+
+// askQuietly is ask without waiting for the question to stay open (a
+// rule may answer it at once).
+func (f *fixture) askQuietly(labels map[string]string, q schemas.NeedsInput) string {
+	f.t.Helper()
+	return f.submitAsking(labels, q)
 }
 
 func (f *fixture) waitTask(id, what string, cond func(*wire.Task) bool) *wire.Task {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestMeasuringEngine runs two-round tasks end to end on the measuring
@@ -23,7 +23,7 @@ func TestMeasuringEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.State != orchestrator.StateFinished || len(task.Rounds) != 2 {
+		if task.State != wire.StateFinished || len(task.Rounds) != 2 {
 			data, _ := json.MarshalIndent(task, "", "  ")
 			t.Fatalf("task %s ended %s with %d rounds, want finished in 2:\n%s", id, task.State, len(task.Rounds), data)
 		}
@@ -66,7 +66,7 @@ func TestClusterQuestionsRouted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.State != orchestrator.StateFinished {
+		if task.State != wire.StateFinished {
 			t.Errorf("task %s is %s; want finished", id, task.State)
 		}
 	}

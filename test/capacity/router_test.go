@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestSlowAnswererHoldsOnlyItsTask: while a webhook answerer takes its
@@ -41,7 +41,7 @@ func TestSlowAnswererHoldsOnlyItsTask(t *testing.T) {
 	s := newStack(t, shape{orchestrators: 1, runners: 1, slots: 2, natsNodes: 1})
 	ctx := context.Background()
 	slow := fmt.Sprintf("cap-%d-slow", os.Getpid())
-	if _, err := s.orchs[0].Submit(ctx, orchestrator.SubmitRequest{TaskID: slow, Subagent: twoRounds(), Route: "webhook:" + hook.URL + "/slow=5m,lookup"}); err != nil {
+	if _, err := s.orchs[0].Submit(ctx, wire.SubmitRequest{TaskID: slow, Subagent: twoRounds(), Route: "webhook:" + hook.URL + "/slow=5m,lookup"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -51,13 +51,13 @@ func TestSlowAnswererHoldsOnlyItsTask(t *testing.T) {
 	}
 	ids, _ := s.submit(t, "beside", 2)
 	s.wait(t, ids, time.Minute) // fails while the slow webhook holds the router
-	if task, err := s.orchs[0].Get(ctx, slow); err != nil || task.State != orchestrator.StateNeedsInput {
+	if task, err := s.orchs[0].Get(ctx, slow); err != nil || task.State != wire.StateNeedsInput {
 		t.Fatalf("the slow task is %v (%v) while its webhook thinks; want needs_input", task.State, err)
 	}
 	free()
 	s.wait(t, []string{slow}, time.Minute)
 	task, err := s.orchs[0].Get(ctx, slow)
-	if err != nil || task.State != orchestrator.StateFinished || task.Rounds[0].Answer.Channel != "lookup" {
+	if err != nil || task.State != wire.StateFinished || task.Rounds[0].Answer.Channel != "lookup" {
 		t.Fatalf("slow task = %+v, %v; want finished, answered by lookup after the webhook declined", task, err)
 	}
 }

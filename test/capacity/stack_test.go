@@ -35,6 +35,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -272,7 +273,7 @@ func (s *stack) submit(tb testing.TB, name string, n int) ([]string, []time.Dura
 			for i := c; i < n; i += clients {
 				o := s.orchs[i%len(s.orchs)]
 				at := time.Now()
-				if _, err := o.Submit(context.Background(), orchestrator.SubmitRequest{TaskID: ids[i], Subagent: twoRounds(), Route: "lookup"}); err != nil {
+				if _, err := o.Submit(context.Background(), wire.SubmitRequest{TaskID: ids[i], Subagent: twoRounds(), Route: "lookup"}); err != nil {
 					errs <- fmt.Errorf("submit %s: %w", ids[i], err)
 				}
 				took[i] = time.Since(at)

@@ -29,9 +29,9 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // The cluster workload: sized so the batch spans the faults and the whole
@@ -78,14 +78,14 @@ func TestClusterFaults(t *testing.T) {
 	clients := []*client.Client{client.New("http://"+c.apiAddrs[0], ""), client.New("http://"+c.apiAddrs[1], "")}
 	for i, cl := range clients {
 		testutil.Eventually(t, 2*time.Minute, "the API of orchestrator "+strconv.Itoa(i), func() bool {
-			_, err := cl.List(context.Background(), orchestrator.ListOptions{})
+			_, err := cl.List(context.Background(), wire.ListOptions{})
 			return err == nil
 		})
 	}
 
 	started := time.Now()
 	w := &clusterWorkload{t: t, clients: clients, tokens: map[string]string{}}
-	run := fmt.Sprintf("c%d", os.Getpid())
+	run := fmt.Sprintf("c%d", testutil.RunNumber())
 	for i := range clusterTasks {
 		id := fmt.Sprintf("%s-%02d", run, i)
 		w.ids = append(w.ids, id)
@@ -163,7 +163,7 @@ func newCluster(t *testing.T) *cluster {
 	for range 3 {
 		c.natsPorts = append(c.natsPorts, freePort(t))
 		c.cluPorts = append(c.cluPorts, freePort(t))
-		c.runnerIDs = append(c.runnerIDs, fmt.Sprintf("cluster-r%d-%d", len(c.runnerIDs), os.Getpid()))
+		c.runnerIDs = append(c.runnerIDs, fmt.Sprintf("cluster-r%d-%d", len(c.runnerIDs), testutil.RunNumber()))
 	}
 	c.s3Port = freePort(t)
 	c.apiAddrs = []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
@@ -191,7 +191,7 @@ func (c *cluster) configure() {
 		c.procs[p.name] = p
 		c.order = append(c.order, p.name)
 	}
-	clusterName := fmt.Sprintf("agora-faults-%d", os.Getpid())
+	clusterName := fmt.Sprintf("agora-faults-%d", testutil.RunNumber())
 	for i := range 3 {
 		var routes []string
 		for j, p := range c.cluPorts {
@@ -473,7 +473,7 @@ func (w *clusterWorkload) submit(rng *rand.Rand) {
 	w.t.Helper()
 	for i, id := range w.ids {
 		sleep := time.Duration(200+rng.IntN(1300)) * time.Millisecond
-		req := orchestrator.SubmitRequest{TaskID: id, Route: "human",
+		req := wire.SubmitRequest{TaskID: id, Route: "human",
 			Subagent: schemas.Subagent{Name: "clustered", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", clusterScript(w.tokens[id], sleep)}}}
 		err := retry(time.Minute, func() error {
 			return w.any(i, func(c *client.Client) error { _, err := c.Submit(context.Background(), req); return err })
@@ -493,7 +493,7 @@ func (w *clusterWorkload) answer(stop <-chan struct{}) {
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		var qs []orchestrator.QuestionView
+		var qs []wire.QuestionView
 		if w.any(i, func(c *client.Client) error {
 			var err error
 			qs, err = c.QuestionsAll(context.Background())
@@ -506,14 +506,14 @@ func (w *clusterWorkload) answer(stop <-chan struct{}) {
 			if !ok {
 				continue
 			}
-			req := orchestrator.AnswerRequest{TaskID: q.TaskID, Round: q.Round, Answer: fmt.Sprintf("ans-%s-%d", tok, q.Round), By: "cluster-faults"}
+			req := wire.AnswerRequest{TaskID: q.TaskID, Round: q.Round, Answer: fmt.Sprintf("ans-%s-%d", tok, q.Round), By: "cluster-faults"}
 			_ = w.any(i+j, func(c *client.Client) error { _, err := c.Answer(context.Background(), req); return err })
 		}
 	}
 }
 
-func (w *clusterWorkload) get(id string) (*orchestrator.Task, error) {
-	var t *orchestrator.Task
+func (w *clusterWorkload) get(id string) (*wire.Task, error) {
+	var t *wire.Task
 	err := w.any(0, func(c *client.Client) error { var err error; t, err = c.Get(context.Background(), id); return err })
 	return t, err
 }
@@ -558,7 +558,7 @@ func (w *clusterWorkload) check(natsURLs string) []string {
 			w.t.Errorf("%s: %v", id, err)
 			continue
 		}
-		if t.State != orchestrator.StateFinished {
+		if t.State != wire.StateFinished {
 			w.t.Errorf("%s is %s (%s), want finished", id, t.State, outcome(t))
 		}
 		if len(t.Rounds) != clusterRounds {
@@ -571,7 +571,7 @@ func (w *clusterWorkload) check(natsURLs string) []string {
 			}
 		}
 		for i, r := range t.Rounds {
-			if r.State == orchestrator.StateFinished || r.State == orchestrator.StateNeedsInput {
+			if r.State == wire.StateFinished || r.State == wire.StateNeedsInput {
 				ran = append(ran, r.DispatchID)
 			}
 			if i < clusterRounds-1 {
@@ -599,7 +599,7 @@ func (w *clusterWorkload) check(natsURLs string) []string {
 }
 
 func (w *clusterWorkload) outcomes() string {
-	counts := map[orchestrator.State]int{}
+	counts := map[wire.State]int{}
 	rounds := 0
 	for _, id := range w.ids {
 		t, err := w.get(id)
@@ -611,7 +611,7 @@ func (w *clusterWorkload) outcomes() string {
 		rounds += len(t.Rounds)
 	}
 	var parts []string
-	for _, k := range []orchestrator.State{orchestrator.StateFinished, orchestrator.StateFailed, orchestrator.StateExpired, orchestrator.StateCancelled, "unknown"} {
+	for _, k := range []wire.State{wire.StateFinished, wire.StateFailed, wire.StateExpired, wire.StateCancelled, "unknown"} {
 		if counts[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 		}
@@ -625,12 +625,11 @@ func (w *clusterWorkload) outcomes() string {
 // seconds), so a failed read is tried again for up to bus.EnsureWindow,
 // as agora's own writes are.
 func storedEvents(b *bus.Bus, dispatchID string) ([]bus.StoredEvent, error) {
-	deadline := time.Now().Add(bus.EnsureWindow)
-	for {
-		stored, err := b.StoredEvents(context.Background(), dispatchID)
-		if err == nil || time.Now().After(deadline) {
-			return stored, err
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	var stored []bus.StoredEvent
+	err := testutil.Poll(context.Background(), bus.EnsureWindow, 500*time.Millisecond, func() error {
+		var err error
+		stored, err = b.StoredEvents(context.Background(), dispatchID)
+		return err
+	})
+	return stored, err
 }

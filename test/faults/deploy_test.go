@@ -18,9 +18,9 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // examples is where the scale-out example lives, from this package.
@@ -47,7 +47,7 @@ func TestDeployFromExamples(t *testing.T) {
 	computetest.Busybox(t)
 	c := newCluster(t)
 	c.agora, c.natsBin, c.image = buildAll(t, eng, "deploy")
-	runnerID := fmt.Sprintf("deploy-%d.example.internal", os.Getpid())
+	runnerID := fmt.Sprintf("deploy-%d.example.internal", testutil.RunNumber())
 	t.Cleanup(func() {
 		left, _ := eng.List(context.Background(), map[string]string{runner.LabelRunner: runnerID})
 		for _, ctr := range left {
@@ -179,12 +179,12 @@ func TestDeployFromExamples(t *testing.T) {
 	secret := strings.SplitN(env["AGORA_TOKEN_CI"], ":", 3)[1]
 	cl := client.New("http://"+apiAddr, secret)
 	testutil.Eventually(t, 2*time.Minute, "the orchestrator's API", func() bool {
-		_, err := cl.List(context.Background(), orchestrator.ListOptions{})
+		_, err := cl.List(context.Background(), wire.ListOptions{})
 		return err == nil
 	})
 	ctx, cancel = context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	task, err := cl.Submit(ctx, orchestrator.SubmitRequest{TaskID: fmt.Sprintf("deploy-%d", os.Getpid()),
+	task, err := cl.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("deploy-%d", testutil.RunNumber()),
 		Subagent: schemas.Subagent{Name: "hello", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", "echo hello from the cluster"}}})
 	if err != nil {
 		c.dumpLogs()
@@ -196,7 +196,7 @@ func TestDeployFromExamples(t *testing.T) {
 			t.Fatalf("Wait: %v", err)
 		}
 	}
-	if task.State != orchestrator.StateFinished {
+	if task.State != wire.StateFinished {
 		c.dumpLogs()
 		t.Fatalf("task ended %s (%+v); want finished", task.State, task.Attention)
 	}

@@ -42,9 +42,10 @@ import (
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestMain removes the binaries the harness built.
@@ -64,15 +65,15 @@ const (
 // op is an operation the suite performs on one task once it is in a state.
 type op struct {
 	verb  string // "cancel" or "rm"
-	state orchestrator.State
+	state wire.State
 }
 
 // ops cover cancel and rm in every state a task can be observed in.
 var ops = []op{
-	{"cancel", orchestrator.StateQueued}, {"rm", orchestrator.StateQueued},
-	{"cancel", orchestrator.StateRunning}, {"rm", orchestrator.StateRunning},
-	{"cancel", orchestrator.StateNeedsInput}, {"rm", orchestrator.StateNeedsInput},
-	{"cancel", orchestrator.StateFinished}, {"rm", orchestrator.StateFinished},
+	{"cancel", wire.StateQueued}, {"rm", wire.StateQueued},
+	{"cancel", wire.StateRunning}, {"rm", wire.StateRunning},
+	{"cancel", wire.StateNeedsInput}, {"rm", wire.StateNeedsInput},
+	{"cancel", wire.StateFinished}, {"rm", wire.StateFinished},
 }
 
 func TestFaults(t *testing.T) {
@@ -145,7 +146,7 @@ func newHarness(t *testing.T, eng *docker.Engine) *harness {
 	h.agora, h.natsBin, h.image = buildAll(t, eng, "faults")
 	h.natsPort = freePort(t)
 	h.apiAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", os.Getpid()), fmt.Sprintf("faults-runner-%d", os.Getpid())}
+	h.runnerIDs = []string{fmt.Sprintf("faults-serve-%d", testutil.RunNumber()), fmt.Sprintf("faults-runner-%d", testutil.RunNumber())}
 	// Registered before any process starts, so it runs after they stop:
 	// whatever a failed run left is removed.
 	t.Cleanup(func() {
@@ -194,7 +195,7 @@ func (p *proc) start(t *testing.T) {
 	fmt.Fprintf(f, "==== start %s %s\n", p.name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(append(os.Environ(), "CI=true"), p.env...)
+	cmd.Env = append(append(os.Environ(), "CI=true", openapitest.Env(t)), p.env...)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", p.name, err)
@@ -262,7 +263,7 @@ func (h *harness) waitPort(port int) {
 func (h *harness) waitAPI(c *client.Client) {
 	h.t.Helper()
 	testutil.Eventually(h.t, 2*time.Minute, "the API of agora serve", func() bool {
-		_, err := c.List(context.Background(), orchestrator.ListOptions{})
+		_, err := c.List(context.Background(), wire.ListOptions{})
 		return err == nil
 	})
 }
@@ -463,7 +464,7 @@ type workload struct {
 
 func newWorkload(t *testing.T, c *client.Client, rng *rand.Rand) *workload {
 	w := &workload{t: t, c: c, rng: rng}
-	run := fmt.Sprintf("f%d", os.Getpid())
+	run := fmt.Sprintf("f%d", testutil.RunNumber())
 	for i := range plainTasks + len(ops) {
 		p := &taskPlan{id: fmt.Sprintf("%s-%02d", run, i), token: fmt.Sprintf("tok%d%d", i, rng.IntN(1e6))}
 		if j := i - plainTasks; j >= 0 {
@@ -498,17 +499,17 @@ func (w *workload) submit() {
 	// Operations on queued tasks go in last, behind the others.
 	order := append([]*taskPlan(nil), w.tasks...)
 	for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-		if order[i].op != nil && order[i].op.state == orchestrator.StateQueued {
+		if order[i].op != nil && order[i].op.state == wire.StateQueued {
 			order[i], order[j] = order[j], order[i]
 		}
 	}
 	for _, p := range order {
 		sleep1 := time.Duration(300+w.rng.IntN(2500)) * time.Millisecond
 		sleep2 := time.Duration(200+w.rng.IntN(1500)) * time.Millisecond
-		if p.op != nil && p.op.state == orchestrator.StateRunning {
+		if p.op != nil && p.op.state == wire.StateRunning {
 			sleep1 = 30 * time.Second // long enough to be found running
 		}
-		req := orchestrator.SubmitRequest{TaskID: p.id, Route: "human",
+		req := wire.SubmitRequest{TaskID: p.id, Route: "human",
 			Subagent: schemas.Subagent{Name: "faulty", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", script(p.token, sleep1, sleep2)}}}
 		if err := retry(time.Minute, func() error { _, err := w.c.Submit(context.Background(), req); return err }); err != nil {
 			w.t.Fatalf("submit %s: %v", p.id, err)
@@ -535,10 +536,10 @@ func (w *workload) answer(stop <-chan struct{}) {
 		}
 		for _, q := range qs {
 			p := w.plan(q.TaskID)
-			if p == nil || (p.op != nil && p.op.state == orchestrator.StateNeedsInput && !p.isDone()) {
+			if p == nil || (p.op != nil && p.op.state == wire.StateNeedsInput && !p.isDone()) {
 				continue // left waiting for its operation
 			}
-			_, _ = w.c.Answer(context.Background(), orchestrator.AnswerRequest{TaskID: q.TaskID, Round: q.Round, Answer: "ans-" + tokens[q.TaskID], By: "faults"})
+			_, _ = w.c.Answer(context.Background(), wire.AnswerRequest{TaskID: q.TaskID, Round: q.Round, Answer: "ans-" + tokens[q.TaskID], By: "faults"})
 		}
 	}
 }
@@ -585,7 +586,7 @@ func (w *workload) operate(stop <-chan struct{}) {
 	}
 }
 
-func (w *workload) perform(p *taskPlan, t *orchestrator.Task) {
+func (w *workload) perform(p *taskPlan, t *wire.Task) {
 	var dispatches []string
 	for _, r := range t.Rounds {
 		dispatches = append(dispatches, r.DispatchID)
@@ -597,7 +598,7 @@ func (w *workload) perform(p *taskPlan, t *orchestrator.Task) {
 		switch {
 		case err == nil:
 			result = "cancelled"
-		case errors.Is(err, orchestrator.ErrWrongState):
+		case errors.Is(err, wire.ErrWrongState):
 			result = "wrong_state"
 		default:
 			return // the API is down or NATS is: try again
@@ -629,7 +630,7 @@ func (w *workload) waitEnded(d time.Duration, faultsDone <-chan struct{}) bool {
 			}
 			t, err := w.c.Get(context.Background(), p.id)
 			switch {
-			case errors.Is(err, orchestrator.ErrNotFound) && p.opResult == "removed":
+			case errors.Is(err, wire.ErrNotFound) && p.opResult == "removed":
 			case err != nil:
 				return false
 			case !t.State.Terminal():
@@ -683,7 +684,7 @@ func (w *workload) check(h *harness) {
 	}
 	for _, p := range w.tasks {
 		if p.opResult == "removed" {
-			if _, err := w.c.Get(context.Background(), p.id); !errors.Is(err, orchestrator.ErrNotFound) {
+			if _, err := w.c.Get(context.Background(), p.id); !errors.Is(err, wire.ErrNotFound) {
 				w.t.Errorf("%s was removed but Get says %v", p.id, err)
 			}
 			for _, d := range p.dispatches {
@@ -700,13 +701,13 @@ func (w *workload) check(h *harness) {
 			oneTerminal(r.DispatchID)
 		}
 		if p.opResult == "cancelled" {
-			if t.State != orchestrator.StateCancelled {
+			if t.State != wire.StateCancelled {
 				w.t.Errorf("%s was cancelled but is %s", p.id, t.State)
 			}
 			continue
 		}
 		// Plain tasks, and cancels that came after the task finished.
-		if t.State != orchestrator.StateFinished {
+		if t.State != wire.StateFinished {
 			w.t.Errorf("%s is %s (%s), want finished", p.id, t.State, outcome(t))
 			continue
 		}
@@ -730,7 +731,7 @@ func (w *workload) finishedDispatches() []string {
 			continue
 		}
 		for _, r := range t.Rounds {
-			if r.State == orchestrator.StateFinished || r.State == orchestrator.StateNeedsInput {
+			if r.State == wire.StateFinished || r.State == wire.StateNeedsInput {
 				out = append(out, r.DispatchID)
 			}
 		}
@@ -761,14 +762,14 @@ func (w *workload) outcomes() string {
 	return strings.Join(parts, ", ")
 }
 
-func outcome(t *orchestrator.Task) string {
+func outcome(t *wire.Task) string {
 	if t.Outcome != nil {
 		return t.Outcome.Reason + ": " + t.Outcome.Detail
 	}
 	return "no outcome"
 }
 
-func roundsText(t *orchestrator.Task) string {
+func roundsText(t *wire.Task) string {
 	var parts []string
 	for _, r := range t.Rounds {
 		parts = append(parts, fmt.Sprintf("r%d.%d %s", r.N, r.Attempt, r.State))
@@ -778,21 +779,18 @@ func roundsText(t *orchestrator.Task) string {
 
 func freePort(t *testing.T) int { return testutil.FreePort(t) }
 
+// faultPoll is how often the fault suite asks: its checks are whole API
+// calls and container listings, not worth doing every 20 ms.
+const faultPoll = 100 * time.Millisecond
+
+// waitUntil reports whether ok held within d (testutil.Poll).
 func waitUntil(d time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
+	return testutil.Poll(context.Background(), d, faultPoll, testutil.Cond(ok)) == nil
 }
 
+// retry calls fn until it succeeds or d passes, and returns its last error.
 func retry(d time.Duration, fn func() error) error {
-	var err error
-	waitUntil(d, func() bool { err = fn(); return err == nil })
-	return err
+	return testutil.Poll(context.Background(), d, faultPoll, fn)
 }
 
 // buildAll gives the built agora and nats-server (testenv.Binary: built
@@ -803,7 +801,7 @@ func buildAll(t *testing.T, eng *docker.Engine, name string) (agora, natsBin, im
 	worker := testenv.Binary(t, "github.com/agoradev/agora/cmd/agora-worker", false)
 	agora = testenv.Binary(t, "github.com/agoradev/agora/cmd/agora", true)
 	natsBin = testenv.Binary(t, "github.com/nats-io/nats-server/v2", true)
-	image = fmt.Sprintf("agora-worker:%s-%d", name, os.Getpid())
+	image = fmt.Sprintf("agora-worker:%s-%d", name, testutil.RunNumber())
 	if _, err := images.Build(context.Background(), eng, images.Options{WorkerBinary: worker, Tag: image}); err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestServeImage(t *testing.T) {
 	sockGID := info.Sys().(*syscall.Stat_t).Gid
 
 	base := warmGoImage(t, goImage(t))
-	run := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	run := fmt.Sprintf("%d-%d", testutil.RunNumber(), time.Now().UnixNano()%1e6)
 	tag := "agora-serve-test:" + run
 	version := "serveimage-" + run
 	workersBefore := workerImages(t)

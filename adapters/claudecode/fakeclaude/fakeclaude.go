@@ -607,9 +607,9 @@ func writeRecord(rec Record) error {
 // writeSentinel writes AskSentinel where $AGORA_NEEDS_INPUT_FILE says, as the
 // agora-needs-input skill teaches: to a temporary file, then renamed.
 func writeSentinel() error {
-	path := os.Getenv("AGORA_NEEDS_INPUT_FILE")
+	path := os.Getenv(schemas.EnvNeedsInputFile)
 	if path == "" {
-		return errors.New("write sentinel: AGORA_NEEDS_INPUT_FILE is not set")
+		return errors.New("write sentinel: " + schemas.EnvNeedsInputFile + " is not set")
 	}
 	data, err := json.Marshal(AskSentinel())
 	if err != nil {

@@ -5,8 +5,7 @@
 // host's static busybox, polling with a deadline, and the conformance suite
 // every compute.Engine passes (RunConformance).
 //
-// It is imported only by tests. It imports internal/compute and
-// internal/compute/docker from the module.
+// It is imported only by tests; what it may import, docs/architecture.md.
 package computetest
 
 import (

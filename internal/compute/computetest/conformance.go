@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/internal/testutil"
 )
 
@@ -39,7 +40,7 @@ type Limits struct {
 	// (ECS's StopTask), whatever grace it is given.
 	StopGraceAtCreate bool
 	// ImageCheckedAtRun: a missing image is found when the container runs
-	// (ECS pulls at RunTask): Create succeeds and Wait's ExitResult.Err
+	// (ECS pulls at RunTask): Create succeeds and Wait's exit.Result.Err
 	// wraps ErrImageNotFound.
 	ImageCheckedAtRun bool
 }
@@ -102,7 +103,7 @@ func (c conformance) start(t *testing.T, ctx context.Context, spec compute.Conta
 }
 
 // run creates, starts and waits for spec, then reads its logs.
-func (c conformance) run(t *testing.T, ctx context.Context, spec compute.ContainerSpec) (res compute.ExitResult, stdout, stderr string) {
+func (c conformance) run(t *testing.T, ctx context.Context, spec compute.ContainerSpec) (res exit.Result, stdout, stderr string) {
 	t.Helper()
 	id := c.start(t, ctx, spec)
 	res, err := c.e.Wait(ctx, id)
@@ -134,12 +135,12 @@ func (c conformance) exitCodes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		script  string
-		want    compute.ExitResult
+		want    exit.Result
 		success bool
 	}{
-		{"zero", "exit 0", compute.ExitResult{}, true},
-		{"three", "exit 3", compute.ExitResult{ExitCode: 3}, false},
-		{"killed", "kill -KILL $$", compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}, false},
+		{"zero", "exit 0", exit.Result{}, true},
+		{"three", "exit 3", exit.Result{ExitCode: 3}, false},
+		{"killed", "kill -KILL $$", exit.Result{ExitCode: 137, Signal: "SIGKILL"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -344,7 +345,7 @@ func (c conformance) stopKillsAfterGrace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Wait after Stop: %v", err)
 	}
-	if want := (compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}); res != want {
+	if want := (exit.Result{ExitCode: 137, Signal: "SIGKILL"}); res != want {
 		t.Errorf("Wait after Stop = %+v, want %+v", res, want)
 	}
 }
@@ -393,7 +394,7 @@ func (c conformance) stopWithoutGraceKills(t *testing.T) {
 		}
 		return
 	}
-	if want := (compute.ExitResult{ExitCode: 137, Signal: "SIGKILL"}); res != want {
+	if want := (exit.Result{ExitCode: 137, Signal: "SIGKILL"}); res != want {
 		t.Errorf("Wait after Stop(0) = %+v, want %+v", res, want)
 	}
 	var out bytes.Buffer
@@ -438,7 +439,7 @@ func (c conformance) oomKilled(t *testing.T) {
 	// host (containerd/containerd#8893): the container is SIGKILLed, exit
 	// 137, without OOMKilled. What the engine must do is report it when
 	// the daemon knows it, so a lost event is tried again, three times.
-	var res compute.ExitResult
+	var res exit.Result
 	var stdout string
 	for try := 1; try <= 3; try++ {
 		res, stdout, _ = c.run(t, ctx, spec)

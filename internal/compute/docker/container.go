@@ -20,6 +20,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // Create implements compute.Engine.
@@ -151,9 +152,9 @@ func (e *Engine) Start(ctx context.Context, id string) error {
 
 // Wait implements compute.Engine. It has no timeout of its own; once the
 // container has stopped it inspects it (bounded) for OOMKilled.
-func (e *Engine) Wait(ctx context.Context, id string) (compute.ExitResult, error) {
+func (e *Engine) Wait(ctx context.Context, id string) (exit.Result, error) {
 	resC, errC := e.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
-	var res compute.ExitResult
+	var res exit.Result
 	select {
 	case err := <-errC:
 		return res, fmt.Errorf("wait for container %s: %w", id, notFound(err))

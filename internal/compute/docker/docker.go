@@ -3,8 +3,8 @@
 // github.com/docker/docker/client, the API version negotiated with the
 // daemon (Docker 20.10 speaks 1.41; nothing newer is used).
 //
-// It is the only package of this module that imports the Docker SDK, and it
-// imports only internal/compute from the module.
+// It is the only package of this module that imports the Docker SDK
+// (docs/architecture.md).
 //
 // Every container it creates is hardened whatever the spec says:
 // no-new-privileges, all capabilities dropped, a non-root user, a read-only

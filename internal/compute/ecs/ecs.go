@@ -32,7 +32,7 @@
 // stdout and stderr (awslogs keeps one stream: Logs writes both to stdout,
 // in order). See docs/ecs.md.
 //
-// It imports only internal/compute from the module.
+// What it may import: docs/architecture.md.
 package ecs
 
 import (

@@ -23,6 +23,7 @@ import (
 	"github.com/agoradev/agora/internal/compute/ecs"
 	"github.com/agoradev/agora/internal/compute/ecs/ecsfake"
 	"github.com/agoradev/agora/internal/compute/ecs/ecstest"
+	"github.com/agoradev/agora/internal/exit"
 	"github.com/agoradev/agora/internal/secrets/awssm/awssmtest"
 )
 
@@ -255,7 +256,7 @@ func TestIsolatedTaskNoNetwork(t *testing.T) {
 }
 
 // runECS runs spec to its end and returns how it ended and its output.
-func runECS(t *testing.T, ctx context.Context, e *ecs.Engine, spec compute.ContainerSpec) (compute.ExitResult, string) {
+func runECS(t *testing.T, ctx context.Context, e *ecs.Engine, spec compute.ContainerSpec) (exit.Result, string) {
 	t.Helper()
 	id, err := e.Create(ctx, spec)
 	if err != nil {

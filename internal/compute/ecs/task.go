@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // pending is a created container: its launch, not run yet.
@@ -278,18 +279,18 @@ func tag(t *types.Task, key string) string {
 }
 
 // Wait implements compute.Engine through the shared poller.
-func (e *Engine) Wait(ctx context.Context, id string) (compute.ExitResult, error) {
+func (e *Engine) Wait(ctx context.Context, id string) (exit.Result, error) {
 	if e.isCreated(id) {
-		return compute.ExitResult{}, fmt.Errorf("wait for task %s: created, not started", id)
+		return exit.Result{}, fmt.Errorf("wait for task %s: created, not started", id)
 	}
 	t, err := e.find(ctx, id)
 	if err != nil {
-		return compute.ExitResult{}, fmt.Errorf("wait for task %s: %w", id, err)
+		return exit.Result{}, fmt.Errorf("wait for task %s: %w", id, err)
 	}
 	if aws.ToString(t.LastStatus) != "STOPPED" {
 		t, err = e.poller.wait(ctx, aws.ToString(t.TaskArn))
 		if err != nil {
-			return compute.ExitResult{}, fmt.Errorf("wait for task %s: %w", id, err)
+			return exit.Result{}, fmt.Errorf("wait for task %s: %w", id, err)
 		}
 	}
 	return exitResult(t), nil
@@ -299,7 +300,7 @@ func (e *Engine) Wait(ctx context.Context, id string) (compute.ExitResult, error
 // code, a signal above 128, OOM from the container's reason; the task's
 // stoppedReason becomes Err only when the container has no exit code (it
 // never ran) or the platform took it away (Spot interruption).
-func exitResult(t *types.Task) compute.ExitResult {
+func exitResult(t *types.Task) exit.Result {
 	var c *types.Container
 	for i := range t.Containers {
 		if aws.ToString(t.Containers[i].Name) == ContainerName {
@@ -316,9 +317,9 @@ func exitResult(t *types.Task) compute.ExitResult {
 		if strings.Contains(msg, "CannotPullContainerError") {
 			err = fmt.Errorf("%w: %w", compute.ErrImageNotFound, err)
 		}
-		return compute.ExitResult{ExitCode: -1, Err: err}
+		return exit.Result{ExitCode: -1, Err: err}
 	}
-	res := compute.ExitResult{ExitCode: int(*c.ExitCode)}
+	res := exit.Result{ExitCode: int(*c.ExitCode)}
 	res.Signal = signalName(res.ExitCode)
 	res.OOMKilled = strings.HasPrefix(aws.ToString(c.Reason), "OutOfMemoryError")
 	switch t.StopCode {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/fargate"
 )
 
 // launch is what Start needs besides the task definition: a pure function
@@ -37,21 +38,21 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	fargate := cfg.Fargate()
+	onFargate := cfg.Fargate()
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", compute.ErrInvalidSpec, fmt.Sprintf(format, args...))
 	}
 	if spec.StopSignal != "" && spec.StopSignal != "SIGTERM" {
 		return nil, invalid("ECS always stops with SIGTERM, not %s", spec.StopSignal)
 	}
-	if fargate && len(spec.Mounts) > 0 {
+	if onFargate && len(spec.Mounts) > 0 {
 		return nil, invalid("Fargate has no host bind mounts (%d given): pass files through storage", len(spec.Mounts))
 	}
 	stop := cfg.StopTimeout
 	if spec.StopTimeout > 0 {
 		stop = spec.StopTimeout
 	}
-	if fargate && stop > MaxFargateStopTimeout {
+	if onFargate && stop > MaxFargateStopTimeout {
 		stop = MaxFargateStopTimeout
 	}
 	network := spec.NetworkMode
@@ -109,7 +110,7 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 		}
 	}
 	td := &awsecs.RegisterTaskDefinitionInput{}
-	if fargate {
+	if onFargate {
 		// Fargate has neither tmpfs nor docker security options: /tmp is a
 		// volume of the task's ephemeral storage; no-new-privileges is
 		// Fargate's own (no setuid binaries in the image do the rest).
@@ -129,7 +130,7 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 		td.NetworkMode = types.NetworkMode(network)
 		cd.DockerSecurityOptions = []string{"no-new-privileges"}
 		cd.MemoryReservation = aws.Int32(ec2MemoryReservationMiB)
-		cd.LinuxParameters.Tmpfs = []types.Tmpfs{{ContainerPath: aws.String("/tmp"), Size: int32(mib(tmpfs)), MountOptions: []string{"rw", "nosuid", "nodev", "mode=1777"}}}
+		cd.LinuxParameters.Tmpfs = []types.Tmpfs{{ContainerPath: aws.String("/tmp"), Size: int32(fargate.MiB(tmpfs)), MountOptions: []string{"rw", "nosuid", "nodev", "mode=1777"}}}
 		for _, h := range spec.ExtraHosts {
 			name, ip, ok := strings.Cut(h, ":")
 			if _, err := netip.ParseAddr(ip); !ok || err != nil {
@@ -177,12 +178,12 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 		co.Environment = append(co.Environment, types.KeyValuePair{Name: aws.String(k), Value: aws.String(v)})
 	}
 	ov := &types.TaskOverride{}
-	cpuUnits := (spec.Resources.NanoCPUs*1024 + 1e9 - 1) / 1e9
-	memMiB := mib(spec.Resources.MemoryBytes)
+	cpuUnits := fargate.CPUUnits(spec.Resources.NanoCPUs)
+	memMiB := fargate.MiB(spec.Resources.MemoryBytes)
 	if memMiB > 0 {
 		// At least 6 MiB, as ECS wants: spec.Validate refuses less.
 		co.Memory = aws.Int32(int32(memMiB))
-		if !fargate && memMiB <= ec2MemoryReservationMiB {
+		if !onFargate && memMiB <= ec2MemoryReservationMiB {
 			// ECS wants the hard limit above the definition's reservation:
 			// a small request reserves half of itself instead.
 			co.MemoryReservation = aws.Int32(int32(memMiB / 2))
@@ -191,12 +192,12 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	if cpuUnits > 0 {
 		co.Cpu = aws.Int32(int32(cpuUnits))
 	}
-	if fargate {
-		c, m, err := FargateSize(cpuUnits, memMiB)
+	if onFargate {
+		size, err := fargate.Fit(cpuUnits, memMiB)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
-		ov.Cpu, ov.Memory = aws.String(strconv.FormatInt(c, 10)), aws.String(strconv.FormatInt(m, 10))
+		ov.Cpu, ov.Memory = aws.String(strconv.FormatInt(size.CPU, 10)), aws.String(strconv.FormatInt(size.MemoryMiB, 10))
 	}
 	ov.ContainerOverrides = []types.ContainerOverride{co}
 	if b, err := json.Marshal(overridesWire(ov)); err != nil {
@@ -223,7 +224,7 @@ func compile(cfg Config, spec compute.ContainerSpec) (*launch, error) {
 	}
 
 	var nc *types.NetworkConfiguration
-	if fargate {
+	if onFargate {
 		groups := cfg.SecurityGroups
 		if network == compute.NetworkNone {
 			groups = cfg.IsolatedSecurityGroups
@@ -275,69 +276,6 @@ func overridesWire(ov *types.TaskOverride) any {
 // itself in the overrides, since ECS wants memory above memoryReservation.
 const ec2MemoryReservationMiB = 64
 
-// mib rounds bytes up to MiB.
-func mib(b int64) int64 { return (b + 1<<20 - 1) >> 20 }
-
-// fargateSizes are Fargate's task sizes: CPU units and the memory (MiB)
-// each allows, from, to, step.
-var fargateSizes = []struct{ cpu, from, to, step int64 }{
-	{256, 512, 2048, 512},
-	{512, 1024, 4096, 1024},
-	{1024, 2048, 8192, 1024},
-	{2048, 4096, 16384, 1024},
-	{4096, 8192, 30720, 1024},
-	{8192, 16384, 61440, 4096},
-	{16384, 32768, 122880, 8192},
-}
-
-// FargateSize is the smallest Fargate task size with at least cpu units
-// and memMiB of memory (zero: no minimum).
-func FargateSize(cpu, memMiB int64) (taskCPU, taskMemMiB int64, err error) {
-	for _, s := range fargateSizes {
-		if s.cpu < cpu || s.to < memMiB {
-			continue
-		}
-		m := s.from
-		for m < memMiB {
-			m += s.step
-		}
-		if s.cpu == 256 && m == 1536 {
-			m = 2048 // 0.25 vCPU: 512, 1024 or 2048
-		}
-		return s.cpu, m, nil
-	}
-	nc, nm := nearestFargateSize(cpu, memMiB)
-	asked := vcpus(cpu) + " and " + gib(memMiB)
-	if memMiB == 0 {
-		asked = vcpus(cpu)
-	}
-	return 0, 0, fmt.Errorf("no Fargate task size has %s; the nearest is %s with %s (cpu %d, memory %d): ask for at most that (resources.cpus %s, resources.memory_mb %d)",
-		asked, vcpus(nc), gib(nm), nc, nm, strconv.FormatFloat(float64(nc)/1024, 'f', -1, 64), nm)
-}
-
-// nearestFargateSize is the Fargate task size nearest to cpu units and
-// memMiB that no Fargate size holds: the smallest that holds the request
-// cut down to Fargate's largest CPU and memory.
-func nearestFargateSize(cpu, memMiB int64) (int64, int64) {
-	top := fargateSizes[len(fargateSizes)-1]
-	c, m, err := FargateSize(min(cpu, top.cpu), min(memMiB, top.to))
-	if err != nil {
-		return top.cpu, top.to
-	}
-	return c, m
-}
-
-func vcpus(units int64) string {
-	return strconv.FormatFloat(float64(units)/1024, 'f', -1, 64) + " vCPU"
-}
-
-func gib(mib int64) string {
-	if mib%1024 == 0 {
-		return strconv.FormatInt(mib/1024, 10) + " GiB"
-	}
-	return strconv.FormatInt(mib, 10) + " MiB"
-}
-
 // CheckResources refuses, on Fargate, resources no Fargate task size
 // holds, naming the nearest size; on the EC2 launch type every request
 // passes (the instance's capacity decides). The runner calls it when it
@@ -346,6 +284,6 @@ func (e *Engine) CheckResources(r compute.Resources) error {
 	if !e.cfg.Fargate() {
 		return nil
 	}
-	_, _, err := FargateSize((r.NanoCPUs*1024+1e9-1)/1e9, mib(r.MemoryBytes))
+	_, err := fargate.FitResources(r.NanoCPUs, r.MemoryBytes)
 	return err
 }

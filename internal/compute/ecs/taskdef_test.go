@@ -195,42 +195,6 @@ func TestCompileMemoryReservation(t *testing.T) {
 	}
 }
 
-func TestFargateSize(t *testing.T) {
-	for _, tc := range []struct{ cpu, mem, wantCPU, wantMem int64 }{
-		{0, 0, 256, 512},
-		{0, 32, 256, 512},
-		{256, 600, 256, 1024},
-		{256, 1100, 256, 2048},
-		{300, 0, 512, 1024},
-		{1024, 0, 1024, 2048},
-		{1024, 9000, 2048, 9216},
-		{1536, 3000, 2048, 4096},
-		{4096, 30720, 4096, 30720},
-		{16384, 122880, 16384, 122880},
-	} {
-		c, m, err := FargateSize(tc.cpu, tc.mem)
-		if err != nil || c != tc.wantCPU || m != tc.wantMem {
-			t.Errorf("FargateSize(%d, %d) = %d, %d, %v; want %d, %d", tc.cpu, tc.mem, c, m, err, tc.wantCPU, tc.wantMem)
-		}
-	}
-	for _, tc := range []struct {
-		cpu, mem int64
-		want     string
-	}{
-		{32768, 0, "no Fargate task size has 32 vCPU; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768): ask for at most that (resources.cpus 16, resources.memory_mb 32768)"},
-		{16384, 200 << 10, "the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880)"},
-		{4096, 130 << 10, "no Fargate task size has 4 vCPU and 130 GiB; the nearest is 16 vCPU with 120 GiB (cpu 16384, memory 122880)"},
-		{20480, 8 << 10, "no Fargate task size has 20 vCPU and 8 GiB; the nearest is 16 vCPU with 32 GiB (cpu 16384, memory 32768)"},
-	} {
-		if _, _, err := FargateSize(tc.cpu, tc.mem); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("FargateSize(%d, %d) = %v, want an error saying %q", tc.cpu, tc.mem, err, tc.want)
-		}
-	}
-	if _, _, err := FargateSize(32768, 0); err == nil {
-		t.Error("FargateSize(32768 units) succeeded")
-	}
-}
-
 func TestConfigValidate(t *testing.T) {
 	if err := testConfig(true).Validate(); err != nil {
 		t.Errorf("valid Fargate config: %v", err)

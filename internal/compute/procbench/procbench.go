@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // Name is how the CLI's --compute flag names this engine.
@@ -104,7 +105,7 @@ type proc struct {
 	// done is closed once the process has exited and its output is
 	// drained; res is then how it ended.
 	done    chan struct{}
-	res     compute.ExitResult
+	res     exit.Result
 	started bool
 	stop    string
 }
@@ -245,14 +246,14 @@ func (e *Engine) Start(_ context.Context, id string) error {
 
 // exitResult is how the process ended, by the shell's convention for a
 // signal (128 + its number), as a container's exit code reads.
-func exitResult(st *os.ProcessState, err error) compute.ExitResult {
+func exitResult(st *os.ProcessState, err error) exit.Result {
 	if st == nil {
-		return compute.ExitResult{ExitCode: -1, Err: err}
+		return exit.Result{ExitCode: -1, Err: err}
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return compute.ExitResult{ExitCode: 128 + int(ws.Signal()), Signal: signalName(ws.Signal())}
+		return exit.Result{ExitCode: 128 + int(ws.Signal()), Signal: signalName(ws.Signal())}
 	}
-	return compute.ExitResult{ExitCode: st.ExitCode()}
+	return exit.Result{ExitCode: st.ExitCode()}
 }
 
 func signalName(s syscall.Signal) string {
@@ -268,22 +269,22 @@ func signalName(s syscall.Signal) string {
 }
 
 // Wait implements compute.Engine.
-func (e *Engine) Wait(ctx context.Context, id string) (compute.ExitResult, error) {
+func (e *Engine) Wait(ctx context.Context, id string) (exit.Result, error) {
 	p, err := e.get(id)
 	if err != nil {
-		return compute.ExitResult{}, err
+		return exit.Result{}, err
 	}
 	e.mu.Lock()
 	started := p.started
 	e.mu.Unlock()
 	if !started {
-		return compute.ExitResult{}, fmt.Errorf("wait for process %s: not started", p.name)
+		return exit.Result{}, fmt.Errorf("wait for process %s: not started", p.name)
 	}
 	select {
 	case <-p.done:
 		return p.res, nil
 	case <-ctx.Done():
-		return compute.ExitResult{}, fmt.Errorf("wait for process %s: %w", p.name, context.Cause(ctx))
+		return exit.Result{}, fmt.Errorf("wait for process %s: %w", p.name, context.Cause(ctx))
 	}
 }
 

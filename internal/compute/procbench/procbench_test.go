@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // newEngine is an engine whose "worker" is the host's /bin/sh, so a test
@@ -30,7 +31,7 @@ func shSpec(name, script string, mounts ...compute.Mount) compute.ContainerSpec 
 		Mounts: mounts, Labels: map[string]string{compute.LabelDispatchID: name}}
 }
 
-func run(t *testing.T, e *Engine, spec compute.ContainerSpec) (compute.ExitResult, string, string) {
+func run(t *testing.T, e *Engine, spec compute.ContainerSpec) (exit.Result, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	id, err := e.Create(ctx, spec)

@@ -1,7 +1,6 @@
 // Package natstest starts real in-process NATS servers for tests: a random
 // port, a t.TempDir() store, logs to t.Log and shutdown in t.Cleanup. It
-// imports only internal/natsserver, internal/natsauth and internal/testlog
-// from the module and is imported only by tests.
+// is imported only by tests (docs/architecture.md).
 package natstest
 
 import (

@@ -591,3 +591,13 @@ func testCancelMidPut(t *testing.T, s storage.Store) {
 		t.Errorf("List after cancelled Put = %q, want none (no partial or temp object)", keys)
 	}
 }
+
+// FileStore opens file:// storage in a t.TempDir().
+func FileStore(t testing.TB) storage.Store {
+	t.Helper()
+	store, err := storage.Open(t.Context(), "file://"+t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatalf("open file storage: %v", err)
+	}
+	return store
+}

@@ -1,8 +1,7 @@
 // Package answertest holds the conformance suites of the answer seam: every
 // MemoryStore (MapMemory, the orchestrator's JetStream KV store) and every
 // Answerer (the built-in ones, plugged-in ones such as Slack) runs them in
-// its own tests. It imports the standard library's testing and
-// orchestrator/answer only.
+// its own tests. A test helper: what it may import, docs/architecture.md.
 package answertest
 
 import (

@@ -235,7 +235,7 @@ func nextStep(t *wire.Task, step string) string {
 	if route == "" {
 		route = "human"
 	}
-	steps, err := answer.ParseRoute(route)
+	steps, err := wire.ParseRoute(route)
 	if err != nil || len(t.Rounds) == 0 {
 		return ""
 	}

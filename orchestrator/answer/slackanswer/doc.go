@@ -21,8 +21,7 @@
 // thread, one per click or reply received (written before it is acted
 // on, so it is never lost and never applied twice).
 //
-// It imports orchestrator (QuestionGroupKey), answer, wire and
-// internal/bus from this module, and slack-go;
-// slackfake is the Slack Web API fake its tests run against.
+// It is the one importer of slack-go (docs/architecture.md says what it
+// may import); slackfake is the Slack Web API fake its tests run against.
 // docs/slack.md is the setup guide.
 package slackanswer

@@ -188,12 +188,17 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 				return m.Options[i], true
 			}})
 		case a.ActionID == actionOther:
-			return b.openForm(ctx, a.Value, cb, at)
+			return b.openForm(ctx, a.Value, cb, at, form)
+		case a.ActionID == actionAlways:
+			return b.openForm(ctx, a.Value, cb, at, alwaysForm)
 		case a.ActionID == actionAck:
 			return b.acknowledge(ctx, a.Value, cb.User)
 		}
 		return "ignored action " + a.ActionID, nil
 	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID == callbackAlways {
+			return b.answerAlways(ctx, cb)
+		}
 		if cb.View.CallbackID != callbackForm {
 			return "ignored view " + cb.View.CallbackID, nil
 		}
@@ -202,6 +207,31 @@ func (b *Bot) interaction(ctx context.Context, cb *slack.InteractionCallback, at
 			value: func(*message) (string, bool) { return text, text != "" }})
 	}
 	return "ignored " + string(cb.Type), nil
+}
+
+// answerAlways answers from the "Always answer this…" modal and makes
+// the answer a rule (wire.Remember) of the scope and expiry chosen.
+func (b *Bot) answerAlways(ctx context.Context, cb *slack.InteractionCallback) (string, error) {
+	v := cb.View.State.Values
+	rem := &wire.Remember{Scope: v["scope"]["scope"].SelectedOption.Value}
+	if rem.Scope != wire.RuleScopeOwner {
+		rem.Scope = wire.RuleScopeSubagent
+	}
+	if d, err := strconv.Atoi(v["expires"]["days"].SelectedOption.Value); err == nil && d > 0 {
+		rem.ExpiresInSeconds = int64(d) * 24 * 3600
+	}
+	choice, text := v["answer"]["choice"].SelectedOption.Value, strings.TrimSpace(v["answer"]["text"].Value)
+	return b.answer(ctx, cb.View.PrivateMetadata, attempt{user: cb.User, what: "answer", remember: rem,
+		value: func(m *message) (string, bool) {
+			if len(m.Options) == 0 {
+				return text, text != ""
+			}
+			i, err := strconv.Atoi(choice)
+			if err != nil || i < 0 || i >= len(m.Options) {
+				return "", false
+			}
+			return m.Options[i], true
+		}})
 }
 
 // Via is recorded on answers given in Slack: the app vouches for the
@@ -231,6 +261,8 @@ type attempt struct {
 	// default); what names the attempt in replies ("click" by default);
 	// thread is where ephemeral replies go ("" for the message's thread).
 	notAnswer, what, thread string
+	// remember makes the first answer this attempt gives a rule.
+	remember *wire.Remember
 }
 
 // sameUser reports whether by (as recorded) is the Slack user id,
@@ -288,11 +320,23 @@ func (b *Bot) answer(ctx context.Context, id string, a attempt) (string, error) 
 		}
 		// In process, not through the API: the Slack app, whose signature
 		// was checked, vouches for the user (Via).
-		t, err := b.cfg.Service.Answer(ctx, wire.AnswerRequest{TaskID: mb.TaskID, Round: mb.Round, Answer: v, By: me, Via: Via, Channel: "slack"})
+		t, err := b.cfg.Service.Answer(ctx, wire.AnswerRequest{TaskID: mb.TaskID, Round: mb.Round, Answer: v, By: me, Via: Via, Channel: "slack", Remember: a.remember})
 		switch {
 		case err == nil:
 			mb.Answer = answerOf(t, mb.Round)
 			mine = mb.Answer
+			if a.remember != nil {
+				// One rule: it answers the other members' next questions.
+				if r := roundOf(t, mb.Round); r != nil && r.Answer.Remembered != "" {
+					ttl := wire.DefaultRuleTTL
+					if s := a.remember.ExpiresInSeconds; s > 0 {
+						ttl = time.Duration(s) * time.Second
+					}
+					tell(fmt.Sprintf(":pushpin: Remembered as rule `%s`: questions like this are answered *%s* at once until %s. `agora rules rm %s` removes it.",
+						r.Answer.Remembered, escape(v), stamp(b.now().Add(ttl)), r.Answer.Remembered))
+				}
+				a.remember = nil
+			}
 		case errors.Is(err, wire.ErrAlreadyAnswered), errors.Is(err, wire.ErrNoQuestion):
 			b.settle(ctx, mb)
 			if mb.Answer != nil && sameUser(mb.Answer.By, u.ID) && mb.Answer.Channel == "slack" && mb.Answer.Value == v {
@@ -413,6 +457,19 @@ func settleFrom(mb *member, t *wire.Task) {
 	}
 }
 
+// roundOf is round n of t, if it has one.
+func roundOf(t *wire.Task, n int) *wire.Round {
+	if t == nil {
+		return nil
+	}
+	for i := range t.Rounds {
+		if t.Rounds[i].N == n && t.Rounds[i].Answer != nil {
+			return &t.Rounds[i]
+		}
+	}
+	return nil
+}
+
 func answerOf(t *wire.Task, round int) *answered {
 	if t == nil {
 		return nil
@@ -482,7 +539,7 @@ func (b *Bot) members(ctx context.Context) func(string) ([]string, error) {
 // openForm opens the "Other…" modal. Slack's trigger expires 3 seconds
 // after the click, so a click re-driven after a restart is told to click
 // again.
-func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCallback, at time.Time) (string, error) {
+func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCallback, at time.Time, view func(*message) slack.ModalViewRequest) (string, error) {
 	b.mu.Lock()
 	var m message
 	ok, err := b.load(ctx, msgKey(id), &m)
@@ -502,11 +559,11 @@ func (b *Bot) openForm(ctx context.Context, id string, cb *slack.InteractionCall
 		return b.answer(ctx, id, attempt{user: cb.User, value: func(*message) (string, bool) { return "", false }})
 	}
 	if b.now().Sub(at) > 3*time.Second {
-		b.ephemeral(ctx, &m, cb.User.ID, ":warning: The form could not be opened in time; click *Other…* again.")
+		b.ephemeral(ctx, &m, cb.User.ID, ":warning: The form could not be opened in time; click the button again.")
 		return "form expired", nil
 	}
 	err = b.call(ctx, "views.open", func() error {
-		_, err := b.api.OpenViewContext(ctx, cb.TriggerID, form(&m))
+		_, err := b.api.OpenViewContext(ctx, cb.TriggerID, view(&m))
 		return err
 	})
 	if err != nil {

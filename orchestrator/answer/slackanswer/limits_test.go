@@ -108,8 +108,8 @@ func TestManyOptionsMenu(t *testing.T) {
 	if len(sels) != 1 || len(sels[0].Options) != 30 {
 		t.Fatalf("menus = %+v, want one of 30 options", sels)
 	}
-	if len(q.Buttons()) != 1 || q.Buttons()[0].Text != "On it" {
-		t.Errorf("buttons = %+v, want only On it beside the menu", q.Buttons())
+	if b := q.Buttons(); len(b) != 2 || b[0].Text != "Always answer this…" || b[1].Text != "On it" {
+		t.Errorf("buttons = %+v, want only Always answer this… and On it beside the menu", b)
 	}
 	body := strings.Join(q.Texts(), "\n")
 	for i, o := range opts {

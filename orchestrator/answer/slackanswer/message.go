@@ -18,7 +18,12 @@ const (
 	actionOther  = "agora_other"   // value: message id
 	actionAck    = "agora_ack"     // "On it": value: message id
 	callbackForm = "agora_other"   // the modal's callback id; private_metadata: message id
-	blockAnswers = "answers"
+	// actionAlways is "Always answer this…": value message id; it opens
+	// the modal of callbackAlways (private_metadata: message id), whose
+	// submission answers and makes the answer a rule.
+	actionAlways   = "agora_always"
+	callbackAlways = "agora_always"
+	blockAnswers   = "answers"
 )
 
 // fallback is the message's plain text (notifications, screen readers).
@@ -393,6 +398,11 @@ func (b *Bot) buttons(m *message, l layout) []slack.BlockElement {
 	if len(m.Options) == 0 {
 		els = append(els, slack.NewButtonBlockElement(actionOther, m.ID, plain("Other…", limitButtonText)))
 	}
+	// "Always answer this…" answers and remembers the answer as a rule;
+	// its modal chooses the answer from a menu, which holds 100 options.
+	if !l.typed {
+		els = append(els, slack.NewButtonBlockElement(actionAlways, m.ID, plain("Always answer this…", limitButtonText)))
+	}
 	// Acknowledging stops the reminders; once someone has, the button
 	// goes.
 	if m.Acked == nil {
@@ -416,6 +426,59 @@ func form(m *message) slack.ModalViewRequest {
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
 			section("*" + q + "*"),
 			slack.NewInputBlock("answer", plain("Answer", 2000), nil, input),
+		}},
+	}
+}
+
+// Rule expiries the "Always answer this…" modal offers, in days; the
+// first is the default (wire.DefaultRuleTTL).
+var alwaysDays = []int{30, 1, 7, 90, 180}
+
+// alwaysForm is the "Always answer this…" modal: the answer (a menu of
+// the options, or a text field), which questions the rule answers, and
+// for how long. Its submission answers the question and makes the rule.
+func alwaysForm(m *message) slack.ModalViewRequest {
+	q, _ := clipMrkdwn(escape(m.Question), textBudget-2)
+	var answerEl slack.BlockElement
+	if len(m.Options) > 0 {
+		var opts []*slack.OptionBlockObject
+		for i, o := range m.Options {
+			opts = append(opts, slack.NewOptionBlockObject(strconv.Itoa(i), plain(fmt.Sprintf("%d. %s", i+1, o), limitOptionText), nil))
+		}
+		answerEl = slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Choose the answer", limitPlaceholder), "choice", opts...)
+	} else {
+		answerEl = slack.NewPlainTextInputBlockElement(plain("Your answer", limitPlaceholder), "text")
+	}
+	subagent := m.Members[0].Subagent
+	scopes := []*slack.OptionBlockObject{
+		slack.NewOptionBlockObject(wire.RuleScopeSubagent, plain("Questions like this from "+subagent, limitOptionText), nil),
+		slack.NewOptionBlockObject(wire.RuleScopeOwner, plain("Questions like this from any sub-agent of the same owner", limitOptionText), nil),
+	}
+	scope := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Which questions", limitPlaceholder), "scope", scopes...)
+	scope.InitialOption = scopes[0]
+	var days []*slack.OptionBlockObject
+	for _, d := range alwaysDays {
+		label := fmt.Sprintf("%d days", d)
+		if d == 1 {
+			label = "1 day"
+		}
+		days = append(days, slack.NewOptionBlockObject(strconv.Itoa(d), plain(label, limitOptionText), nil))
+	}
+	expires := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("For how long", limitPlaceholder), "days", days...)
+	expires.InitialOption = days[0]
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		Title:           plain("Always answer this", 24),
+		Submit:          plain("Answer always", 24),
+		Close:           plain("Cancel", 24),
+		CallbackID:      callbackAlways,
+		PrivateMetadata: m.ID,
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			section("*" + q + "*"),
+			slack.NewContextBlock("", mrkdwn("Answers this question now, and the same question (same text and options) on later tasks at once, as a rule named in their timelines. `agora rules` lists and removes rules.")),
+			slack.NewInputBlock("answer", plain("Answer", 2000), nil, answerEl),
+			slack.NewInputBlock("scope", plain("Answer it for", 2000), nil, scope),
+			slack.NewInputBlock("expires", plain("Until", 2000), nil, expires),
 		}},
 	}
 }

@@ -277,8 +277,8 @@ func TestAcknowledgeStopsReminders(t *testing.T) {
 			t.Errorf("the acknowledged message still offers %q", b.Text)
 		}
 	}
-	if len(up.Buttons()) != 2 {
-		t.Errorf("the acknowledged message has buttons %+v, want A and B", up.Buttons())
+	if len(up.Buttons()) != 3 {
+		t.Errorf("the acknowledged message has buttons %+v, want A, B and Always answer this…", up.Buttons())
 	}
 	offset.Store(int64(25 * time.Minute))
 	f.bot.remindDue(t.Context())

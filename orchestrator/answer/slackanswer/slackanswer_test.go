@@ -18,8 +18,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer/slackfake"
@@ -53,12 +55,12 @@ var seq atomic.Int64
 func newFixture(t *testing.T, tweak ...func(*Config)) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	f := &fixture{t: t, bus: testenv.Bus(t), fake: slackfake.New(t)}
+	f := &fixture{t: t, bus: bustest.Bus(t), fake: slackfake.New(t)}
 	if len(tweak) > 0 {
 		f.tweak = tweak[0]
 	}
 	r := &answer.Resolver{}
-	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: testenv.FileStore(t), Answerers: r, Logger: natstest.Logger(t)})
+	o, err := orchestrator.New(orchestrator.Config{Bus: f.bus, Store: storagetest.FileStore(t), Answerers: r, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,16 +162,10 @@ func (f *fixture) waitTask(id, what string, cond func(*wire.Task) bool) *wire.Ta
 	return t
 }
 
-// waitFor polls cond every 10ms for up to 20s.
+// waitFor is testutil.Eventually with this package's 20 s bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, what, cond)
 }
 
 // post sends an interaction payload, signed at ts with key, to the
@@ -756,4 +752,65 @@ func TestClosedElsewhere(t *testing.T) {
 	defaulted := f.ask("slack:#ops=1s", nil, ab())
 	q2 := f.question(defaulted)
 	f.updated(q2.TS, "*A* — answered by nobody (the route ended) from default")
+}
+
+// TestAlwaysAnswerThis: "Always answer this…" opens a modal (which the
+// strict fake accepts as Slack would: select menus in input blocks, each
+// initial option one of its options); its submission answers with the
+// option chosen and makes a rule of the scope and expiry chosen, the user
+// is told its id, and the next task's question like it is answered by
+// the rule, named in its timeline, without a Slack message.
+func TestAlwaysAnswerThis(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.ask("slack:#ops", nil, ab())
+	q := f.question(id)
+	always := button(t, q, "Always answer this…")
+	f.post(slackfake.Click("U1", "alice", channel, q.TS, always), secret, time.Now())
+	views := f.fake.WaitCalls(t, "views.open", 1)
+	if !views[0].OK() || !strings.Contains(views[0].Params.Get("view"), `"callback_id":"agora_always"`) {
+		t.Fatalf("views.open = %+v, want the always modal accepted", views[0])
+	}
+	f.post(slackfake.ViewSubmission("U1", "alice", "agora_always", always.Value, map[string]map[string]any{
+		"answer":  {"choice": slackfake.Selected("1", "2. B")},
+		"scope":   {"scope": slackfake.Selected("subagent", "Questions like this from coder")},
+		"expires": {"days": slackfake.Selected("7", "7 days")},
+	}), secret, time.Now())
+	task := f.waitTask(id, "answered", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
+	a := task.Rounds[0].Answer
+	if a.Value != "B" || a.By != "slack:U1 (alice)" || a.Via != Via || a.Remembered == "" {
+		t.Fatalf("answer = %+v, want B by alice via the Slack app, remembered", a)
+	}
+	// The rule is stored just after the answer is accepted: a watcher of
+	// the task may see the answer first.
+	var rule *wire.Rule
+	waitFor(t, "the rule stored", func() bool {
+		var err error
+		rule, err = f.orch.Rule(t.Context(), a.Remembered)
+		return err == nil
+	})
+	if rule.By != "slack:U1 (alice)" || rule.Scope.Kind != wire.RuleScopeSubagent || rule.Scope.Subagent != "coder" ||
+		rule.ExpiresAt.Sub(rule.CreatedAt) != 7*24*time.Hour {
+		t.Errorf("rule = %+v, want alice's for coder, 7 days", rule)
+	}
+	f.ephemeral("U1", "Remembered as rule `"+a.Remembered+"`")
+
+	posted := len(f.fake.Calls("chat.postMessage"))
+	next := fmt.Sprintf("s%d", seq.Add(1))
+	if _, err := f.orch.Submit(t.Context(), wire.SubmitRequest{TaskID: next, Route: "slack:#ops",
+		Subagent: schemas.Subagent{Name: "coder", Runtime: schemas.RuntimeExec, Command: []string{"true"}}}); err != nil {
+		t.Fatal(err)
+	}
+	qq := ab()
+	f.publish(schemas.Event{Kind: schemas.KindStarted, DispatchID: next + "-r1"})
+	f.publish(schemas.Event{Kind: schemas.KindNeedsInput, DispatchID: next + "-r1", NeedsInput: &qq})
+	task = f.waitTask(next, "answered by the rule", func(t *wire.Task) bool { return t.Rounds[0].Answer != nil })
+	if a := task.Rounds[0].Answer; a.Value != "B" || a.Channel != orchestrator.RuleChannel || a.Rule == nil || a.Rule.ID != rule.ID || a.Rule.By != "slack:U1 (alice)" {
+		t.Errorf("the next task's answer = %+v, want B by rule %s made by alice", a, rule.ID)
+	}
+	for _, c := range f.fake.Calls("chat.postMessage")[posted:] {
+		if strings.Contains(c.Params.Get("blocks"), "Rewrite A or B?") {
+			t.Errorf("the question the rule answered was posted to Slack: %s", c.Params.Get("blocks"))
+		}
+	}
 }

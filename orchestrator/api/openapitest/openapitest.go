@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -130,10 +132,22 @@ const (
 // 405 is checked like any error body only when the path is documented).
 func Handler(t testing.TB, h http.Handler, mode Mode) http.Handler {
 	t.Helper()
-	c, err := load()
+	w, err := Wrap(h, mode, func(msg string) { t.Errorf("%s", msg) })
 	if err != nil {
 		t.Fatalf("openapitest: %v", err)
 	}
+	return w
+}
+
+// Wrap is Handler for a server that is not in a test's process (an agora
+// binary the test started, built with the openapicheck tag): report gets
+// each mismatch, one message each.
+func Wrap(h http.Handler, mode Mode, report func(msg string)) (http.Handler, error) {
+	c, err := load()
+	if err != nil {
+		return nil, err
+	}
+	t := reporter(report)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route, params, ok := findRoute(c.router, r)
 		if !ok {
@@ -193,8 +207,13 @@ func Handler(t testing.TB, h http.Handler, mode Mode) http.Handler {
 		}()
 		h.ServeHTTP(rec, r)
 		panicked = false
-	})
+	}), nil
 }
+
+// reporter turns report into the one method Wrap's checks call.
+type reporter func(msg string)
+
+func (r reporter) Errorf(format string, args ...any) { r(fmt.Sprintf(format, args...)) }
 
 // findRoute finds r's operation. An artifact's name may hold '/', which a
 // path template cannot match: it is escaped for the lookup. HEAD is
@@ -313,4 +332,60 @@ func covered(operationID, method string) {
 	}
 	defer f.Close()
 	_, _ = fmt.Fprintf(f, "%s %s\n", operationID, method)
+}
+
+// ReportEnv names the file an agora binary built with the openapicheck
+// tag (testenv.Binary builds cmd/agora so) appends each mismatch of its
+// HTTP API to, one JSON string a line; without it the binary writes them
+// to its stderr.
+const ReportEnv = "AGORA_OPENAPI_REPORT"
+
+// Env is ReportEnv=FILE for an agora process the test starts: when the
+// test ends (after the process is stopped: call Env before starting it),
+// every mismatch the process reported fails the test.
+func Env(t testing.TB) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "openapi-report")
+	t.Cleanup(func() {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			t.Errorf("openapitest: read the agora process's report: %v", err)
+			return
+		}
+		for line := range strings.Lines(string(data)) {
+			var msg string
+			if err := json.Unmarshal([]byte(line), &msg); err != nil {
+				msg = line
+			}
+			t.Errorf("agora process: %s", msg)
+		}
+	})
+	return ReportEnv + "=" + file
+}
+
+// ReportTo is a report for Wrap that appends each message to file (as
+// Env reads it), or writes it to stderr when file is "".
+func ReportTo(file string, stderr io.Writer) func(msg string) {
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if file == "" {
+			fmt.Fprintln(stderr, msg)
+			return
+		}
+		line, _ := json.Marshal(msg)
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s (and %s: %v)\n", msg, file, err)
+			return
+		}
+		defer f.Close()
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			fmt.Fprintf(stderr, "%s (and %s: %v)\n", msg, file, err)
+		}
+	}
 }

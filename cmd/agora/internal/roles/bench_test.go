@@ -24,6 +24,7 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // BenchmarkScrapeTasks measures one scrape of the task metrics with 1,000
@@ -109,37 +110,37 @@ func waitStats(tb testing.TB, o *orchestrator.Orchestrator, n int) {
 	}
 }
 
-func benchTask(i int) *orchestrator.Task {
+func benchTask(i int) *wire.Task {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute)
 	def := "B"
-	rnd := func(n int, state orchestrator.State) orchestrator.Round {
-		return orchestrator.Round{N: n, DispatchID: fmt.Sprintf("bench-%05d-r%d", i, n), State: state, QueuedAt: at,
+	rnd := func(n int, state wire.State) wire.Round {
+		return wire.Round{N: n, DispatchID: fmt.Sprintf("bench-%05d-r%d", i, n), State: state, QueuedAt: at,
 			StartedAt: at.Add(time.Second), EndedAt: at.Add(time.Duration(30+i%600) * time.Second), ExitCode: new(int), Attempt: 1, Enqueued: true,
 			Usage: &schemas.Usage{InputTokens: 1200, OutputTokens: 300}}
 	}
-	r1, r2, r3 := rnd(1, orchestrator.StateNeedsInput), rnd(2, orchestrator.StateNeedsInput), rnd(3, orchestrator.StateFinished)
-	for _, r := range []*orchestrator.Round{&r1, &r2} {
+	r1, r2, r3 := rnd(1, wire.StateNeedsInput), rnd(2, wire.StateNeedsInput), rnd(3, wire.StateFinished)
+	for _, r := range []*wire.Round{&r1, &r2} {
 		r.Question = &schemas.NeedsInput{Question: "Should I rewrite function A or function B?", Options: []string{"A", "B"},
 			Context: strings.Repeat("Both have the same signature. ", 5), Default: &def,
 			PartialState: json.RawMessage(`{"files_read":["a.go","b.go"],"plan":"compare, then rewrite one"}`)}
 		r.AskedAt = r.EndedAt
-		r.Answer = &orchestrator.Answer{Value: "A", By: "alice", Channel: "api", At: r.EndedAt.Add(time.Duration(i%3600) * time.Second), WaitMS: int64(i%3600) * 1000}
-		r.Decisions = []orchestrator.Decision{{StepIndex: 0, Step: "human=24h", Result: "answered", At: r.Answer.At}}
+		r.Answer = &wire.Answer{Value: "A", By: "alice", Channel: "api", At: r.EndedAt.Add(time.Duration(i%3600) * time.Second), WaitMS: int64(i%3600) * 1000}
+		r.Decisions = []wire.Decision{{StepIndex: 0, Step: "human=24h", Result: "answered", At: r.Answer.At}}
 	}
-	return &orchestrator.Task{
+	return &wire.Task{
 		ID: fmt.Sprintf("bench-%05d", i),
-		Request: orchestrator.SubmitRequest{TaskID: fmt.Sprintf("bench-%05d", i),
+		Request: wire.SubmitRequest{TaskID: fmt.Sprintf("bench-%05d", i),
 			Subagent: schemas.Subagent{Name: "refactor", Runtime: schemas.RuntimeExec,
 				Command: []string{"/bin/sh", "-c", strings.Repeat("echo step; ", 20)}},
 			Input: json.RawMessage(`{"repo":"example/app","goal":"remove the duplicate of function A"}`), Route: "memory,human=24h",
 			Labels: map[string]string{"batch": "b-1"}},
 		SubagentHash: strings.Repeat("ab", 32),
-		State:        orchestrator.StateFinished,
-		Rounds:       []orchestrator.Round{r1, r2, r3},
+		State:        wire.StateFinished,
+		Rounds:       []wire.Round{r1, r2, r3},
 		CreatedAt:    at, UpdatedAt: r3.EndedAt,
-		Outcome:   &orchestrator.Outcome{Reason: "finished", Detail: "round 3 finished"},
+		Outcome:   &wire.Outcome{Reason: "finished", Detail: "round 3 finished"},
 		WaitedMS:  r1.Answer.WaitMS + r2.Answer.WaitMS,
-		Attention: orchestrator.Attention{Kind: "terminal", Summary: "finished after 3 rounds"},
+		Attention: wire.Attention{Kind: "terminal", Summary: "finished after 3 rounds"},
 	}
 }
 
@@ -201,7 +202,7 @@ func BenchmarkServeAt100k(b *testing.B) {
 
 // taskMix is what fillTasks stored.
 type taskMix struct {
-	counts map[orchestrator.State]int
+	counts map[wire.State]int
 	bytes  int
 }
 
@@ -228,7 +229,7 @@ func fillTasks(b *testing.B, dir string, total int) taskMix {
 		b.Fatal(err)
 	}
 	now := time.Now().UTC()
-	mix := taskMix{counts: map[orchestrator.State]int{}}
+	mix := taskMix{counts: map[wire.State]int{}}
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -268,7 +269,7 @@ func fillTasks(b *testing.B, dir string, total int) taskMix {
 
 // scaleTask is task i of total: created 5 s after task i-1, the last one
 // now, labelled with a batch of 1,000.
-func scaleTask(i, total int, now time.Time) *orchestrator.Task {
+func scaleTask(i, total int, now time.Time) *wire.Task {
 	t := benchTask(i)
 	id := fmt.Sprintf("scale-%06d", i)
 	created := now.Add(-time.Duration(total-i) * 5 * time.Second)
@@ -281,34 +282,34 @@ func scaleTask(i, total int, now time.Time) *orchestrator.Task {
 	}
 	// open makes the task one round in state, its question (if any)
 	// asked an hour ago, so no limit or route step ends it.
-	open := func(state orchestrator.State) {
+	open := func(state wire.State) {
 		r := t.Rounds[0]
 		r.State, r.Answer, r.Decisions, r.Usage, r.Question = state, nil, nil, nil, nil
 		r.QueuedAt, r.StartedAt, r.EndedAt, r.ExitCode = created, time.Time{}, time.Time{}, nil
 		switch state {
-		case orchestrator.StateRunning:
+		case wire.StateRunning:
 			r.StartedAt = now.Add(-time.Minute)
-		case orchestrator.StateNeedsInput:
+		case wire.StateNeedsInput:
 			asked := now.Add(-time.Hour)
 			r.StartedAt, r.EndedAt, r.AskedAt, r.StepDeadline = asked.Add(-time.Minute), asked, asked, asked.Add(24*time.Hour)
 			r.Question = t.Rounds[0].Question
-			r.Decisions = []orchestrator.Decision{{StepIndex: 0, Step: "human=24h", Result: "pending", At: asked}}
+			r.Decisions = []wire.Decision{{StepIndex: 0, Step: "human=24h", Result: "pending", At: asked}}
 		}
-		t.State, t.Rounds, t.Outcome, t.WaitedMS, t.Attention = state, []orchestrator.Round{r}, nil, 0, orchestrator.Attention{}
+		t.State, t.Rounds, t.Outcome, t.WaitedMS, t.Attention = state, []wire.Round{r}, nil, 0, wire.Attention{}
 	}
 	switch p := i % 1000; {
 	case p < 20:
-		open(orchestrator.StateQueued)
+		open(wire.StateQueued)
 	case p < 35:
-		open(orchestrator.StateRunning)
+		open(wire.StateRunning)
 	case p < 50:
-		open(orchestrator.StateNeedsInput)
+		open(wire.StateNeedsInput)
 	case p < 80:
-		t.State, t.Outcome = orchestrator.StateFailed, &orchestrator.Outcome{Reason: "provider-failed", Detail: "round 3 exited 1"}
-		t.Rounds[2].State = orchestrator.StateFailed
+		t.State, t.Outcome = wire.StateFailed, &wire.Outcome{Reason: "provider-failed", Detail: "round 3 exited 1"}
+		t.Rounds[2].State = wire.StateFailed
 	case p < 100:
-		t.State, t.Outcome = orchestrator.StateCancelled, &orchestrator.Outcome{Reason: "cancelled", Detail: "cancelled while running"}
-		t.Rounds[2].State = orchestrator.StateCancelled
+		t.State, t.Outcome = wire.StateCancelled, &wire.Outcome{Reason: "cancelled", Detail: "cancelled while running"}
+		t.Rounds[2].State = wire.StateCancelled
 	}
 	return t
 }
@@ -372,13 +373,13 @@ func measureServe(b *testing.B, dir string) serveResult {
 	res.Started = memory()
 
 	c := client.New(ready.URL, "")
-	first, err := c.List(ctx, orchestrator.ListOptions{})
+	first, err := c.List(ctx, wire.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	deep := first
 	for range 21 { // 100 + 21 × 1,000 tasks in: all of them ended
-		if deep, err = c.List(ctx, orchestrator.ListOptions{Limit: 1000, Cursor: deep.NextCursor}); err != nil {
+		if deep, err = c.List(ctx, wire.ListOptions{Limit: 1000, Cursor: deep.NextCursor}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -387,19 +388,19 @@ func measureServe(b *testing.B, dir string) serveResult {
 		fn           func() (int, error)
 	}{
 		{"GET /v1/tasks (first page, 100 newest)", "list", func() (int, error) {
-			p, err := c.List(ctx, orchestrator.ListOptions{})
+			p, err := c.List(ctx, wire.ListOptions{})
 			return len(p.Tasks), err
 		}},
 		{"GET /v1/questions (first page, 100 oldest)", "questions", func() (int, error) {
-			p, err := c.Questions(ctx, orchestrator.PageOptions{})
+			p, err := c.Questions(ctx, wire.PageOptions{})
 			return len(p.Questions), err
 		}},
 		{"GET /v1/tasks?state=needs_input (first page)", "list-needs-input", func() (int, error) {
-			p, err := c.List(ctx, orchestrator.ListOptions{State: orchestrator.StateNeedsInput})
+			p, err := c.List(ctx, wire.ListOptions{State: wire.StateNeedsInput})
 			return len(p.Tasks), err
 		}},
 		{"GET /v1/tasks?cursor=… (100 ended tasks, 21,100 in)", "list-deep", func() (int, error) {
-			p, err := c.List(ctx, orchestrator.ListOptions{Cursor: deep.NextCursor})
+			p, err := c.List(ctx, wire.ListOptions{Cursor: deep.NextCursor})
 			return len(p.Tasks), err
 		}},
 		{"GET /metrics (bytes; stats of every task)", "metrics", func() (int, error) {

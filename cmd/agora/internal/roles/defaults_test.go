@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agoradev/agora/internal/compute/ecs"
 )
 
 // TestDefaultDataDir: every role's data dir is $AGORA_DATA_DIR, else
@@ -70,5 +72,27 @@ func TestRoleConfigs(t *testing.T) {
 	}
 	if err := (Config{DataDir: dir, Runner: true, NoStorage: true}).WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "needs object storage") {
 		t.Errorf("runner without storage: Validate = %v", err)
+	}
+}
+
+// TestFargateRunnerChecksSizesAtSubmit: a stack whose runner is on ECS
+// Fargate has its orchestrator refuse, at submit, what no Fargate task size
+// holds (orchestrator.Maximums.FargateTaskSizes); one on the EC2 launch
+// type or Docker does not.
+func TestFargateRunnerChecksSizesAtSubmit(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		ecs  *ECSConfig
+		want bool
+	}{
+		{"docker", nil, false},
+		{"ecs on ec2", &ECSConfig{Engine: ecs.Config{LaunchType: ecs.LaunchEC2}}, false},
+		{"ecs on fargate", &ECSConfig{Engine: ecs.Config{LaunchType: ecs.LaunchFargate}}, true},
+	} {
+		c := Config{DataDir: t.TempDir(), Orchestrator: true, Runner: true, ECS: tt.ecs}.WithDefaults()
+		if c.Max.FargateTaskSizes != tt.want {
+			t.Errorf("%s: Max.FargateTaskSizes = %v, want %v", tt.name, c.Max.FargateTaskSizes, tt.want)
+		}
 	}
 }

@@ -66,3 +66,20 @@ func WorkerImage(ctx context.Context, b compute.ImageBuilder, image, workerBinar
 	}
 	return res.Image, nil
 }
+
+// BuildImage builds the worker image on the Docker engine the Docker
+// environment variables name (dockerHost, $DOCKER_HOST, words the error
+// when it does not answer), as `agora image build` does: or finds it
+// built from the same inputs.
+func BuildImage(ctx context.Context, dockerHost string, opts images.Options) (res images.Result, err error) {
+	eng, err := ConnectDocker(ctx, dockerHost, opts.Logger)
+	if err != nil {
+		return images.Result{}, err
+	}
+	defer func() {
+		if cerr := eng.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close the docker client: %w", cerr))
+		}
+	}()
+	return images.Build(ctx, eng, opts)
+}

@@ -23,7 +23,6 @@ import (
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer/slackfake"
 	"github.com/agoradev/agora/wire"
@@ -65,7 +64,7 @@ func (ss *slackStack) submit(id, route string) {
 	if _, err := ss.c.Submit(ss.t.Context(), wire.SubmitRequest{TaskID: id, Subagent: subagent("painter", asker), Route: route}); err != nil {
 		ss.t.Fatalf("submit %s: %v", id, err)
 	}
-	wait(ss.t, ss.c, id, orchestrator.StateNeedsInput)
+	wait(ss.t, ss.c, id, wire.StateNeedsInput)
 }
 
 // message is the Slack message that asked task id's question.

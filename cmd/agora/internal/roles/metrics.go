@@ -14,6 +14,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // scrapeTimeout bounds the read of the tasks behind one scrape
@@ -30,8 +31,8 @@ var (
 
 // dispatchOutcomes are the states a round ends its dispatch in: the values
 // of agora_dispatch_duration_seconds's outcome label.
-var dispatchOutcomes = []orchestrator.State{orchestrator.StateFinished, orchestrator.StateNeedsInput,
-	orchestrator.StateFailed, orchestrator.StateCancelled}
+var dispatchOutcomes = []wire.State{wire.StateFinished, wire.StateNeedsInput,
+	wire.StateFailed, wire.StateCancelled}
 
 // metricsHandler serves the stack's metrics in the Prometheus exposition
 // format, behind the API's own token rule (api.Auth).
@@ -128,7 +129,7 @@ func (c *taskCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.tasks, fmt.Errorf("list tasks: %w", err))
 		return
 	}
-	for _, st := range orchestrator.States {
+	for _, st := range wire.States {
 		ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(m.byState[st]), string(st))
 	}
 	ch <- prometheus.MustNewConstMetric(c.questions, prometheus.GaugeValue, float64(m.openQuestions))
@@ -141,19 +142,19 @@ func (c *taskCollector) Collect(ch chan<- prometheus.Metric) {
 
 // taskMetrics is what one scrape reports about the tasks.
 type taskMetrics struct {
-	byState       map[orchestrator.State]int
+	byState       map[wire.State]int
 	openQuestions int
 	answerWait    *histogram
 	rounds        *histogram
-	dispatch      map[orchestrator.State]*histogram
+	dispatch      map[wire.State]*histogram
 }
 
 func newTaskMetrics() *taskMetrics {
 	m := &taskMetrics{
-		byState:    map[orchestrator.State]int{},
+		byState:    map[wire.State]int{},
 		answerWait: newHistogram(answerWaitBuckets),
 		rounds:     newHistogram(roundBuckets),
-		dispatch:   map[orchestrator.State]*histogram{},
+		dispatch:   map[wire.State]*histogram{},
 	}
 	for _, out := range dispatchOutcomes {
 		m.dispatch[out] = newHistogram(dispatchBuckets)
@@ -181,7 +182,7 @@ func (m *taskMetrics) add(t *orchestrator.TaskStats) {
 }
 
 // taskMetricsOf computes the task metrics of tasks.
-func taskMetricsOf(tasks []*orchestrator.Task) *taskMetrics {
+func taskMetricsOf(tasks []*wire.Task) *taskMetrics {
 	m := newTaskMetrics()
 	for _, t := range tasks {
 		s := orchestrator.StatsOf(t)

@@ -14,51 +14,52 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
-	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // round is a round that ran for d and ended in state.
-func round(n int, state orchestrator.State, d time.Duration) orchestrator.Round {
-	return orchestrator.Round{N: n, State: state, StartedAt: t0, EndedAt: t0.Add(d)}
+func round(n int, state wire.State, d time.Duration) wire.Round {
+	return wire.Round{N: n, State: state, StartedAt: t0, EndedAt: t0.Add(d)}
 }
 
 // asked is a round that asked a question, answered after wait (or open).
-func asked(n int, wait time.Duration, answered bool) orchestrator.Round {
-	r := round(n, orchestrator.StateNeedsInput, 2*time.Second)
+func asked(n int, wait time.Duration, answered bool) wire.Round {
+	r := round(n, wire.StateNeedsInput, 2*time.Second)
 	r.Question = &schemas.NeedsInput{Question: "A or B?"}
 	if answered {
-		r.Answer = &orchestrator.Answer{Value: "A", WaitMS: wait.Milliseconds()}
+		r.Answer = &wire.Answer{Value: "A", WaitMS: wait.Milliseconds()}
 	}
 	return r
 }
 
-func tasksForMetrics() []*orchestrator.Task {
-	return []*orchestrator.Task{
-		{ID: "done-after-answer", State: orchestrator.StateFinished, Rounds: []orchestrator.Round{
-			asked(1, 90*time.Second, true), round(2, orchestrator.StateFinished, 20*time.Second)}},
-		{ID: "done-at-once", State: orchestrator.StateFinished, Rounds: []orchestrator.Round{
-			round(1, orchestrator.StateFinished, 500*time.Millisecond)}},
-		{ID: "waiting", State: orchestrator.StateNeedsInput, Rounds: []orchestrator.Round{asked(1, 0, false)}},
-		{ID: "failed", State: orchestrator.StateFailed, Rounds: []orchestrator.Round{
-			asked(1, 3*time.Hour, true), asked(2, 2*time.Second, true), round(3, orchestrator.StateFailed, 4000*time.Second)}},
-		{ID: "queued", State: orchestrator.StateQueued, Rounds: []orchestrator.Round{{N: 1, State: orchestrator.StateQueued}}},
-		{ID: "running", State: orchestrator.StateRunning, Rounds: []orchestrator.Round{{N: 1, State: orchestrator.StateRunning, StartedAt: t0}}},
+func tasksForMetrics() []*wire.Task {
+	return []*wire.Task{
+		{ID: "done-after-answer", State: wire.StateFinished, Rounds: []wire.Round{
+			asked(1, 90*time.Second, true), round(2, wire.StateFinished, 20*time.Second)}},
+		{ID: "done-at-once", State: wire.StateFinished, Rounds: []wire.Round{
+			round(1, wire.StateFinished, 500*time.Millisecond)}},
+		{ID: "waiting", State: wire.StateNeedsInput, Rounds: []wire.Round{asked(1, 0, false)}},
+		{ID: "failed", State: wire.StateFailed, Rounds: []wire.Round{
+			asked(1, 3*time.Hour, true), asked(2, 2*time.Second, true), round(3, wire.StateFailed, 4000*time.Second)}},
+		{ID: "queued", State: wire.StateQueued, Rounds: []wire.Round{{N: 1, State: wire.StateQueued}}},
+		{ID: "running", State: wire.StateRunning, Rounds: []wire.Round{{N: 1, State: wire.StateRunning, StartedAt: t0}}},
 		// Clocks of two hosts: an end before the start counts as 0s.
-		{ID: "skewed", State: orchestrator.StateCancelled, Rounds: []orchestrator.Round{round(1, orchestrator.StateCancelled, -time.Second)}},
+		{ID: "skewed", State: wire.StateCancelled, Rounds: []wire.Round{round(1, wire.StateCancelled, -time.Second)}},
 	}
 }
 
 func TestTaskMetricsOf(t *testing.T) {
 	t.Parallel()
 	m := taskMetricsOf(tasksForMetrics())
-	wantStates := map[orchestrator.State]int{orchestrator.StateFinished: 2, orchestrator.StateNeedsInput: 1,
-		orchestrator.StateFailed: 1, orchestrator.StateQueued: 1, orchestrator.StateRunning: 1, orchestrator.StateCancelled: 1}
-	for _, st := range orchestrator.States {
+	wantStates := map[wire.State]int{wire.StateFinished: 2, wire.StateNeedsInput: 1,
+		wire.StateFailed: 1, wire.StateQueued: 1, wire.StateRunning: 1, wire.StateCancelled: 1}
+	for _, st := range wire.States {
 		if m.byState[st] != wantStates[st] {
 			t.Errorf("tasks %s = %d, want %d", st, m.byState[st], wantStates[st])
 		}
@@ -74,10 +75,10 @@ func TestTaskMetricsOf(t *testing.T) {
 	}
 	checkHist("answer wait", m.answerWait, 3, 90+3*3600+2)
 	checkHist("rounds per ended task", m.rounds, 4, 2+1+3+1) // finished ×2, failed, cancelled
-	checkHist("finished dispatches", m.dispatch[orchestrator.StateFinished], 2, 20.5)
-	checkHist("needs_input dispatches", m.dispatch[orchestrator.StateNeedsInput], 4, 8)
-	checkHist("failed dispatches", m.dispatch[orchestrator.StateFailed], 1, 4000)
-	checkHist("cancelled dispatches", m.dispatch[orchestrator.StateCancelled], 1, 0)
+	checkHist("finished dispatches", m.dispatch[wire.StateFinished], 2, 20.5)
+	checkHist("needs_input dispatches", m.dispatch[wire.StateNeedsInput], 4, 8)
+	checkHist("failed dispatches", m.dispatch[wire.StateFailed], 1, 4000)
+	checkHist("cancelled dispatches", m.dispatch[wire.StateCancelled], 1, 0)
 }
 
 func TestTaskCollectorExposition(t *testing.T) {
@@ -125,7 +126,7 @@ func TestTaskCollectorExposition(t *testing.T) {
 func TestTaskCollectorFromCache(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b := testenv.Bus(t)
+	b := bustest.Bus(t)
 	o, err := orchestrator.New(orchestrator.Config{Bus: b, Logger: natstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -245,12 +246,12 @@ func TestLockDataDir(t *testing.T) {
 func TestPipelineCollectorExposition(t *testing.T) {
 	t.Parallel()
 	c := newPipelineCollectorDescs()
-	c.stats = func() orchestrator.PipelineStats {
-		return orchestrator.PipelineStats{Applied: 40, Retried: 3, Parked: 1, ParkedNow: 1,
+	c.stats = func() wire.PipelineStats {
+		return wire.PipelineStats{Applied: 40, Retried: 3, Parked: 1, ParkedNow: 1,
 			Dropped: map[string]uint64{"unknown_task": 2, "invalid": 1}}
 	}
-	c.parkedEvents = func() []orchestrator.ParkedEvent {
-		return []orchestrator.ParkedEvent{{Sequence: 12, Kind: "dispatch.finished", DispatchID: "t-1-r1", Error: "decode task t-1: bad"}}
+	c.parkedEvents = func() []wire.ParkedEvent {
+		return []wire.ParkedEvent{{Sequence: 12, Kind: "dispatch.finished", DispatchID: "t-1-r1", Error: "decode task t-1: bad"}}
 	}
 	got := expose(t, c, http.StatusOK)
 	for _, want := range []string{

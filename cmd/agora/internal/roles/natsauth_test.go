@@ -26,6 +26,7 @@ import (
 	"github.com/agoradev/agora/orchestrator/answer/slackanswer"
 	"github.com/agoradev/agora/orchestrator/registry"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 // TestEmbeddedNATSRequiresCredentials: serve's embedded NATS refuses a
@@ -38,7 +39,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Logger: natstest.Logger(t)})
+	s, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", Orchestrator: true, Logger: natstest.Logger(t), WrapHTTP: checkAPI(t)})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -81,7 +82,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 
 	// The runner may not write the orchestrator's buckets.
-	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket}
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket, orchestrator.RulesBucket}
 	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
 		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
 	}
@@ -126,7 +127,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	if err := put(orchJS); err != nil {
 		t.Errorf("the orchestrator's credentials: write agora_tasks: %v", err)
 	}
-	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket} {
+	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket, orchestrator.RulesBucket} {
 		if err := read(runnerJS, bucket); err == nil {
 			t.Errorf("the runner's credentials read %s, want refused", bucket)
 		}
@@ -149,13 +150,13 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 		Slots: 1, Image: workerImage, Logger: natstest.Logger(t)})
 	c := client.New(s.URL(), "")
 	// Runs long enough for the forged event to land mid-run.
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: "long", Subagent: subagent("long", "sleep 6; echo done-by-its-runner")})
+	task, err := c.Submit(ctx, wire.SubmitRequest{TaskID: "long", Subagent: subagent("long", "sleep 6; echo done-by-its-runner")})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	testutil.Eventually(t, 2*time.Minute, "the task to run", func() bool {
 		got, err := c.Get(ctx, task.ID)
-		return err == nil && got.State == orchestrator.StateRunning
+		return err == nil && got.State == wire.StateRunning
 	})
 	got, err := c.Get(ctx, task.ID)
 	if err != nil || len(got.Rounds) != 1 {
@@ -190,10 +191,10 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 	if p := parked[0]; p.DispatchID != dispatchID || p.Kind != schemas.KindFinished || !strings.Contains(p.Error, "does not hold the dispatch's claim") {
 		t.Errorf("parked = %+v; want the intruder's finished, refused for the claim", p)
 	}
-	if got, err := c.Get(ctx, task.ID); err != nil || got.State != orchestrator.StateRunning {
+	if got, err := c.Get(ctx, task.ID); err != nil || got.State != wire.StateRunning {
 		t.Fatalf("task after the forged finished: %s, %v; want still running", got.State, err)
 	}
-	done := wait(t, c, task.ID, orchestrator.StateFinished)
+	done := wait(t, c, task.ID, wire.StateFinished)
 	var out strings.Builder
 	if err := c.Logs(ctx, done.ID, 1, false, &out); err != nil || !strings.Contains(out.String(), "done-by-its-runner") {
 		t.Errorf("output = %q, %v; want its own runner's run", out.String(), err)
@@ -204,7 +205,9 @@ func TestForgedRunnerEventRefused(t *testing.T) {
 // anonymous clients in, a role given credentials refuses to start unless
 // allowed, and one without credentials starts with a loud warning; a
 // runner refuses another runner's credentials; S3 storage whose bucket does
-// not exist fails the start, naming it.
+// not exist fails the start, naming it; a runner's worker signing key that
+// is not there fails it too, and workers sent to NATS on loopback are
+// warned about.
 func TestAnonymousBus(t *testing.T) {
 	t.Parallel()
 	open := natstest.Start(t).ClientURL()
@@ -237,6 +240,12 @@ func TestAnonymousBus(t *testing.T) {
 		{name: "no credentials on an open bus", cfg: Config{Orchestrator: true}, wantLog: "NATS LETS ANYONE IN"},
 		{name: "another runner's credentials", cfg: Config{NATSAuth: bus.Auth{CredsFile: otherRunner}, Runner: true, RunnerID: "me", Image: "unused"},
 			wantErr: `runner "someone-else"'s, not this runner's (--id me)`},
+		{name: "workers told to reach NATS on loopback", cfg: Config{NATSAuth: bus.Auth{CredsFile: otherRunner}, Runner: true, RunnerID: "me", Image: "unused",
+			WorkerNATSURL: "nats://127.0.0.1:4222"},
+			wantErr: "not this runner's", wantLog: "--worker-nats names a loopback address, which containers cannot reach"},
+		{name: "a worker signing key that is not there", cfg: Config{Runner: true, RunnerID: "me", Image: "unused",
+			WorkerNATSSignerFile: "/nonexistent/worker-signer.nk"},
+			wantErr: "worker signing key: open /nonexistent/worker-signer.nk"},
 		{name: "a runner id that cannot end a subject", cfg: Config{Runner: true, RunnerID: "a b", Image: "unused"},
 			wantErr: "must not contain '*', '>' or white space: it ends the runner's NATS subjects (--id)"},
 		{name: "a bucket that does not exist", cfg: Config{Orchestrator: true, NoStorage: false, AWSEnv: awsEnv,
@@ -254,6 +263,7 @@ func TestAnonymousBus(t *testing.T) {
 				cfg.StorageURI = "file://" + t.TempDir()
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			cfg.WrapHTTP = checkAPI(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			s, err := Start(ctx, cfg)

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/wire"
 )
 
 // maxParkedSeries bounds the per-event info series: the newest parked
@@ -18,8 +19,8 @@ const maxParkedSeries = 20
 // events parked now with their errors (docs/orchestrator.md, "The event
 // pipeline").
 type pipelineCollector struct {
-	stats                                        func() orchestrator.PipelineStats
-	parkedEvents                                 func() []orchestrator.ParkedEvent
+	stats                                        func() wire.PipelineStats
+	parkedEvents                                 func() []wire.ParkedEvent
 	applied, retried, parked, dropped, parkedNow *prometheus.Desc
 	parkedInfo                                   *prometheus.Desc
 }
@@ -27,7 +28,7 @@ type pipelineCollector struct {
 func newPipelineCollector(o *orchestrator.Orchestrator) *pipelineCollector {
 	c := newPipelineCollectorDescs()
 	c.stats = o.PipelineStats
-	c.parkedEvents = func() []orchestrator.ParkedEvent {
+	c.parkedEvents = func() []wire.ParkedEvent {
 		p, _, _ := o.ParkedEvents(context.Background()) // from memory: cannot fail
 		return p
 	}

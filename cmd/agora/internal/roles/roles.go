@@ -1,5 +1,6 @@
 // Package roles is agora's composition root: the top of the import graph,
-// imported by cmd/agora only (Go's internal rule enforces it). It wires
+// imported by cmd/agora only (Go's internal rule enforces it), whose role
+// verbs fill its Config from the flags roleflags declares. It wires
 // every role a process can run — the orchestrator with its HTTP API, a
 // runner on the local Docker engine, an embedded NATS server with
 // JetStream on disk (or a remote NATS), object storage and Prometheus
@@ -30,6 +31,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,6 +137,11 @@ type Config struct {
 	// (runner.Config.WorkerNATSSigner); the embedded server's own signer
 	// when nil.
 	WorkerNATSSigner *natsauth.Signer
+	// WorkerNATSSignerFile, when WorkerNATSSigner is nil, is the seed file
+	// of the account's scoped signing key that signer is loaded from at
+	// start (natsauth.LoadSigner, with NATSAuth.CredsFile naming the
+	// account): `agora runner --worker-nats-signer`.
+	WorkerNATSSignerFile string
 	// NATSPort is the embedded server's client port; 0 picks a free one
 	// each start. Unused with NATSURL.
 	NATSPort int
@@ -212,7 +219,7 @@ type Config struct {
 	// runs here.
 	Max orchestrator.Maximums
 	// CIRoute is the route of a task submitted from CI without one
-	// (SubmitRequest.FromCI); empty means orchestrator.DefaultCIRoute.
+	// (SubmitRequest.FromCI); empty means wire.DefaultCIRoute.
 	CIRoute string
 	// MaxWorkspaceBytes bounds a dispatch's workspace on the runner; zero
 	// means runner.DefaultMaxWorkspaceMB.
@@ -258,6 +265,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics serves Prometheus metrics at /metrics on Listen.
 	Metrics bool
+	// WrapHTTP, when set, wraps everything Listen serves: tests check
+	// every request and response of the API against openapi.json with it
+	// (openapitest), in this process or in an agora binary built with the
+	// openapicheck tag.
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // DefaultDataDir is every role's data directory when none is given:
@@ -311,6 +323,11 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Runner && c.Max.CPUs <= 0 {
 		c.Max.CPUs = runner.DefaultMaxCPUs()
+	}
+	if c.Runner && c.ECS != nil && c.ECS.Engine.WithDefaults().Fargate() {
+		// The orchestrator here knows its runner: a task no Fargate task
+		// size holds is refused at submit (docs/ecs.md).
+		c.Max.FargateTaskSizes = true
 	}
 	c.Max = c.Max.WithDefaults()
 	if c.MaxWorkspaceBytes <= 0 {
@@ -374,7 +391,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.CIRoute != "" {
-		if _, err := answer.ParseRoute(c.CIRoute); err != nil {
+		if _, err := wire.ParseRoute(c.CIRoute); err != nil {
 			errs = append(errs, fmt.Errorf("CI route %q: %w", c.CIRoute, err))
 		}
 	}
@@ -500,6 +517,15 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		if err := bus.ValidateRunnerID(s.cfg.RunnerID); err != nil {
 			return s, fmt.Errorf("%w: it ends the runner's NATS subjects (--id)", err)
 		}
+	}
+	if cfg.Runner && cfg.WorkerNATSSigner == nil && cfg.WorkerNATSSignerFile != "" {
+		// Before the bus: a wrong key file is the operator's to fix.
+		if s.cfg.WorkerNATSSigner, err = natsauth.LoadSigner(cfg.WorkerNATSSignerFile, cfg.NATSAuth.CredsFile); err != nil {
+			return s, err
+		}
+	}
+	if u, err := url.Parse(cfg.WorkerNATSURL); cfg.Runner && err == nil && isLoopback(u.Hostname()) {
+		s.log.Warn("--worker-nats names a loopback address, which containers cannot reach: events then reach NATS only when the runner recovers them from stdout after each container ends", "worker_nats", cfg.WorkerNATSURL)
 	}
 	if err := s.startBus(ctx); err != nil {
 		return s, err
@@ -822,7 +848,11 @@ func (s *Stack) serve(ctx context.Context) error {
 	s.endStreams = end
 	// Every body is capped (the largest route's cap: a capability upload;
 	// each route caps its own lower) and must arrive within its deadline.
-	handler := httplimit.Bodies(mux, registry.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
+	var inner http.Handler = mux
+	if s.cfg.WrapHTTP != nil {
+		inner = s.cfg.WrapHTTP(inner)
+	}
+	handler := httplimit.Bodies(inner, wire.MaxCapabilityBytes+1<<20, httplimit.DefaultBodyTimeout)
 	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	srv, ln := s.srv, s.ln
@@ -969,6 +999,19 @@ func (s *Stack) stop(ctx context.Context) error {
 	}
 	return err
 }
+
+// isLoopback reports whether host names this machine's loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ValidateRunnerID reports a runner id that cannot be one: it ends the
+// runner's NATS subjects (no '*', '>', white space or empty '.'-parts).
+func ValidateRunnerID(id string) error { return bus.ValidateRunnerID(id) }
 
 // minLevel drops the records of h below min.
 type minLevel struct {

@@ -14,13 +14,15 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/images/imagestest"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
-	"github.com/agoradev/agora/orchestrator"
+	"github.com/agoradev/agora/orchestrator/api/openapitest"
 	"github.com/agoradev/agora/runner"
 	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
 )
 
 var (
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveChild(dir)) // the serve process of BenchmarkServeAt100k
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	image, cleanup, err := testenv.WorkerImage(ctx, "../../../..")
+	image, cleanup, err := imagestest.WorkerImage(ctx, "../../../..")
 	cancel()
 	workerImage, dockerErr = image, err
 	code := m.Run()
@@ -97,24 +99,24 @@ func TestServeStopRestart(t *testing.T) {
 	}
 
 	c := client.New(s.URL(), "s3cret")
-	if _, err := client.New(s.URL(), "").List(ctx, orchestrator.ListOptions{}); !isStatus(err, http.StatusUnauthorized) {
+	if _, err := client.New(s.URL(), "").List(ctx, wire.ListOptions{}); !isStatus(err, http.StatusUnauthorized) {
 		t.Errorf("List without a token = %v; want 401", err)
 	}
-	task, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: "paint", Subagent: subagent("painter", asker)})
+	task, err := c.Submit(ctx, wire.SubmitRequest{TaskID: "paint", Subagent: subagent("painter", asker)})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	task = wait(t, c, task.ID, orchestrator.StateNeedsInput)
+	task = wait(t, c, task.ID, wire.StateNeedsInput)
 	if q := task.Rounds[0].Question; q == nil || q.Question != "Pick a colour" {
 		t.Fatalf("round 1 question = %+v", q)
 	}
 	metrics := scrape(t, s.URL(), "s3cret", http.StatusOK)
 	expectSeries(t, metrics, `agora_open_questions 1`, `agora_tasks{state="needs_input"} 1`,
 		`agora_dispatch_duration_seconds_count{outcome="needs_input"} 1`)
-	if _, err := c.Answer(ctx, orchestrator.AnswerRequest{TaskID: task.ID, Answer: "2"}); err != nil {
+	if _, err := c.Answer(ctx, wire.AnswerRequest{TaskID: task.ID, Answer: "2"}); err != nil {
 		t.Fatalf("Answer: %v", err)
 	}
-	task = wait(t, c, task.ID, orchestrator.StateFinished)
+	task = wait(t, c, task.ID, wire.StateFinished)
 	if a := task.Rounds[0].Answer; len(task.Rounds) != 2 || a == nil || a.Value != "green" || a.By != "alice" {
 		t.Fatalf("task after the answer: %d rounds, answer %+v; want 2 rounds, green by alice", len(task.Rounds), a)
 	}
@@ -143,13 +145,13 @@ func TestServeStopRestart(t *testing.T) {
 	scrape(t, s.URL(), "wrong", http.StatusUnauthorized)
 
 	// A dispatch that runs through the restart.
-	sleeper, err := c.Submit(ctx, orchestrator.SubmitRequest{TaskID: "sleep", Subagent: subagent("sleeper", "sleep 8; echo slept")})
+	sleeper, err := c.Submit(ctx, wire.SubmitRequest{TaskID: "sleep", Subagent: subagent("sleeper", "sleep 8; echo slept")})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	testutil.Eventually(t, 2*time.Minute, "the sleeper to run", func() bool {
 		got, err := c.Get(ctx, sleeper.ID)
-		return err == nil && got.State == orchestrator.StateRunning
+		return err == nil && got.State == wire.StateRunning
 	})
 	expectSeries(t, scrape(t, s.URL(), "s3cret", http.StatusOK), `agora_tasks{state="running"} 1`,
 		fmt.Sprintf(`agora_runner_slots_in_use{runner=%q} 1`, id))
@@ -183,10 +185,10 @@ func TestServeStopRestart(t *testing.T) {
 	}
 	c = client.New(s.URL(), "s3cret")
 	got, err := c.Get(ctx, "paint")
-	if err != nil || got.State != orchestrator.StateFinished || len(got.Rounds) != 2 {
+	if err != nil || got.State != wire.StateFinished || len(got.Rounds) != 2 {
 		t.Fatalf("Get(paint) after a restart = %+v, %v; want it finished after 2 rounds", got, err)
 	}
-	got = wait(t, c, sleeper.ID, orchestrator.StateFinished)
+	got = wait(t, c, sleeper.ID, wire.StateFinished)
 	if got.Rounds[0].Attempt > 1 {
 		t.Errorf("the sleeper ran %d times; want the adopted dispatch only", got.Rounds[0].Attempt)
 	}
@@ -196,9 +198,11 @@ func TestServeStopRestart(t *testing.T) {
 	})
 }
 
-// start starts a stack and stops it in t.Cleanup.
+// start starts a stack and stops it in t.Cleanup. What it serves is
+// checked against openapi.json (checkAPI).
 func start(t *testing.T, cfg Config) *Stack {
 	t.Helper()
+	cfg.WrapHTTP = checkAPI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Start(ctx, cfg)
@@ -216,7 +220,7 @@ func start(t *testing.T, cfg Config) *Stack {
 }
 
 // wait follows the task through the API until it is in state (or ended).
-func wait(t *testing.T, c *client.Client, id string, state orchestrator.State) *orchestrator.Task {
+func wait(t *testing.T, c *client.Client, id string, state wire.State) *wire.Task {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -228,7 +232,7 @@ func wait(t *testing.T, c *client.Client, id string, state orchestrator.State) *
 		if task.State == state {
 			return task
 		}
-		if task.State.Terminal() || task.State == orchestrator.StateNeedsInput {
+		if task.State.Terminal() || task.State == wire.StateNeedsInput {
 			t.Fatalf("task %s is %s (%+v), want %s", id, task.State, task.Outcome, state)
 		}
 	}
@@ -284,4 +288,10 @@ func expectSeries(t *testing.T, exposition string, want ...string) {
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", exposition)
 	}
+}
+
+// checkAPI is a Config.WrapHTTP that checks every request and response of
+// the API against openapi.json, failing t on a mismatch.
+func checkAPI(t testing.TB) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler { return openapitest.Handler(t, h, openapitest.Lenient) }
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agoradev/agora/internal/fargate"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
@@ -24,29 +25,13 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 // containers" (Docker 20.10's minimum).
 const minContainerMiB = 6
 
-// FargateSizeValid reports whether cpu units and memory MiB are a task size
-// Fargate offers: "256 (.25 vCPU) - 512, 1024, 2048; 512 - 1024 to 4096 in
-// 1024 steps; 1024 - 2048 to 8192; 2048 - 4096 to 16384; 4096 - 8192 to
-// 30720, all in 1024 steps; 8192 - 16384 to 61440 in 4096 steps; 16384 -
-// 32768 to 122880 in 8192 steps" (RegisterTaskDefinitionRequest.cpu).
-func FargateSizeValid(cpu, memMiB int64) bool {
-	type size struct{ from, to, step int64 }
-	sizes := map[int64]size{
-		256: {512, 2048, 512}, 512: {1024, 4096, 1024}, 1024: {2048, 8192, 1024},
-		2048: {4096, 16384, 1024}, 4096: {8192, 30720, 1024},
-		8192: {16384, 61440, 4096}, 16384: {32768, 122880, 8192},
-	}
-	s, ok := sizes[cpu]
-	if !ok || memMiB < s.from || memMiB > s.to || (memMiB-s.from)%s.step != 0 {
-		return false
-	}
-	return cpu != 256 || memMiB != 1536
-}
-
+// checkFargateSize: "If you're using the Fargate launch type, ... you must
+// use one of the following values" (RegisterTaskDefinitionRequest.cpu):
+// the table of internal/fargate, which quotes the rest.
 func checkFargateSize(cpu, mem *string) *apiError {
 	c, err1 := strconv.ParseInt(aws.ToString(cpu), 10, 64)
 	m, err2 := strconv.ParseInt(aws.ToString(mem), 10, 64)
-	if err1 != nil || err2 != nil || !FargateSizeValid(c, m) {
+	if err1 != nil || err2 != nil || !fargate.Valid(c, m) {
 		return clientErr("No Fargate configuration exists for given values: %s CPU, %s memory. See the Amazon ECS documentation for the valid values.", aws.ToString(cpu), aws.ToString(mem))
 	}
 	return nil

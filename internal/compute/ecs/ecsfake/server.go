@@ -20,7 +20,7 @@
 // models (model/*.json, trimmed from botocore; model.go) and the rules ECS's
 // documentation states (rules.go), and refused as ECS refuses it.
 //
-// It imports internal/compute from the module.
+// A test helper: what it may import, docs/architecture.md.
 package ecsfake
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/agoradev/agora/internal/compute"
+	"github.com/agoradev/agora/internal/exit"
 )
 
 // task is one ECS task of one container.
@@ -179,11 +180,11 @@ func (s *Server) run(t *task) {
 		}
 		w.flush()
 	}()
-	waited := make(chan compute.ExitResult, 1)
+	waited := make(chan exit.Result, 1)
 	go func() {
 		res, err := s.cfg.Engine.Wait(ctx, cid)
 		if err != nil {
-			res = compute.ExitResult{ExitCode: 137, Err: err}
+			res = exit.Result{ExitCode: 137, Err: err}
 		}
 		waited <- res
 	}()
@@ -192,7 +193,7 @@ func (s *Server) run(t *task) {
 		grace = 30 * time.Second
 	}
 	stopReq, killReq := t.stopReq, t.killReq
-	var res compute.ExitResult
+	var res exit.Result
 	for done := false; !done; {
 		select {
 		case <-stopReq:

@@ -36,7 +36,8 @@ import (
 //     at most 2000; url at most 3000; action_id at most 255, unique
 //     https://docs.slack.dev/reference/block-kit/block-elements/button-element
 //   - Static select: at most 100 options; placeholder plain_text, at most
-//     150 characters; action_id at most 255
+//     150 characters; action_id at most 255; initial_option "a single
+//     option that exactly matches one of the options"
 //     https://docs.slack.dev/reference/block-kit/block-elements/select-menu-element
 //   - Option object: text at most 75 characters (plain_text in a select),
 //     value at most 150
@@ -44,6 +45,9 @@ import (
 //   - Text object: type plain_text or mrkdwn; text "minimum length is 1
 //     and maximum length is 3000 characters"
 //     https://docs.slack.dev/reference/block-kit/composition-objects/text-object
+//   - Input block: label plain_text at most 2000; element one of the
+//     input elements (the fake knows plain_text_input and static_select)
+//     https://docs.slack.dev/reference/block-kit/blocks/input-block
 //   - Modal view: title, submit and close plain_text of at most 24
 //     characters; at most 100 blocks; private_metadata at most 3000;
 //     callback_id at most 255
@@ -248,9 +252,16 @@ func (c *checker) block(v any, ptr string) {
 			c.fail(ptr+"/element", "must provide an object")
 			return
 		}
-		c.id(e, "action_id", ptr+"/element", MaxActionID, c.actionIDs)
-		if p, ok := e["placeholder"]; ok {
-			c.text(p, ptr+"/element/placeholder", true, MaxPlaceholder)
+		switch e["type"] {
+		case "static_select":
+			c.element(e, ptr+"/element")
+		case "plain_text_input":
+			c.id(e, "action_id", ptr+"/element", MaxActionID, c.actionIDs)
+			if p, ok := e["placeholder"]; ok {
+				c.text(p, ptr+"/element/placeholder", true, MaxPlaceholder)
+			}
+		default:
+			c.fail(ptr+"/element/type", "unsupported element type %v (the fake knows plain_text_input, static_select in an input block)", e["type"])
 		}
 	default:
 		c.fail(ptr+"/type", "unsupported type %v (the fake knows section, header, context, actions, divider, input)", b["type"])
@@ -299,6 +310,18 @@ func (c *checker) element(v any, ptr string) {
 					c.fail(p+"/value", "value %q is used twice in the menu; it must be unique", v)
 				}
 				seen[v] = true
+			}
+		}
+		// "A single option that exactly matches one of the options".
+		if init, ok := e["initial_option"]; ok {
+			matched := false
+			for _, o := range opts {
+				a, _ := json.Marshal(o)
+				b, _ := json.Marshal(init)
+				matched = matched || string(a) == string(b)
+			}
+			if !matched {
+				c.fail(ptr+"/initial_option", "must exactly match one of the provided options")
 			}
 		}
 	default:

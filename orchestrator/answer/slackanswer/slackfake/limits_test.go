@@ -215,3 +215,54 @@ func TestRefusalThroughSlackGo(t *testing.T) {
 		t.Errorf("Refused() lists %d calls, want 5", got)
 	}
 }
+
+// TestModalInputElements: views.open takes select menus and text inputs
+// in input blocks, as Slack does, holding a menu there to its limits and
+// its initial_option to one of its options; other element types are
+// refused, since the fake cannot vouch for them.
+func TestModalInputElements(t *testing.T) {
+	t.Parallel()
+	s := New(t)
+	opt := `{"text":{"type":"plain_text","text":"30 days"},"value":"30"}`
+	menu := func(initial string) string {
+		return `{"type":"static_select","action_id":"days","options":[` + opt + `,{"text":{"type":"plain_text","text":"1 day"},"value":"1"}]` + initial + `}`
+	}
+	view := func(el string) string {
+		return `{"type":"modal","title":{"type":"plain_text","text":"t"},"callback_id":"c","blocks":[{"type":"input","block_id":"b","label":{"type":"plain_text","text":"Until"},"element":` + el + `}]}`
+	}
+	tests := []struct {
+		name, view, wantMessage string
+	}{
+		{"a menu with its first option initial", view(menu(`,"initial_option":` + opt)), ""},
+		{"a text input", view(`{"type":"plain_text_input","action_id":"text"}`), ""},
+		{"an initial option that is none of the options", view(menu(`,"initial_option":{"text":{"type":"plain_text","text":"7 days"},"value":"7"}`)),
+			"[ERROR] must exactly match one of the provided options [json-pointer:/view/blocks/0/element/initial_option]"},
+		{"a menu over the limit", view(strings.Replace(selectMenu(101, 1, 1), `"pick"`, `"days"`, 1)),
+			"[ERROR] must be less than 101 items [json-pointer:/view/blocks/0/element/options]"},
+		{"an element the fake does not know", view(`{"type":"radio_buttons","action_id":"r","options":[` + opt + `]}`),
+			"[ERROR] unsupported element type radio_buttons (the fake knows plain_text_input, static_select in an input block) [json-pointer:/view/blocks/0/element/type]"},
+	}
+	for _, tt := range tests {
+		resp, err := http.PostForm(s.URL()+"views.open", url.Values{"trigger_id": {"t1"}, "view": {tt.view}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.wantMessage == "" {
+			if out["ok"] != true {
+				t.Errorf("%s: views.open = %v, want ok", tt.name, out)
+			}
+			continue
+		}
+		meta, _ := out["response_metadata"].(map[string]any)
+		msgs, _ := meta["messages"].([]any)
+		if out["ok"] != false || out["error"] != "invalid_arguments" || len(msgs) == 0 || msgs[0] != tt.wantMessage {
+			t.Errorf("%s: views.open = %v, want invalid_arguments with %q", tt.name, out, tt.wantMessage)
+		}
+	}
+}

@@ -615,6 +615,27 @@ func Submission(userID, userName, meta, text string) map[string]any {
 	}
 }
 
+// Selected is the state of a static_select in a submitted view, as
+// Slack sends it in view.state.values: the option chosen (its value and
+// text).
+func Selected(value, text string) map[string]any {
+	return map[string]any{"type": "static_select",
+		"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": text}, "value": value}}
+}
+
+// ViewSubmission is the view_submission payload of user submitting the
+// modal callbackID (private_metadata meta) with values as Slack sends
+// view.state.values: block_id → action_id → the element's state (a
+// plain_text_input's {"type":"plain_text_input","value":…}, Selected).
+func ViewSubmission(userID, userName, callbackID, meta string, values map[string]map[string]any) map[string]any {
+	return map[string]any{
+		"type": "view_submission", "trigger_id": "trig-submit-" + userID,
+		"user": map[string]any{"id": userID, "username": userName, "name": userName},
+		"view": map[string]any{"id": "V1", "callback_id": callbackID, "private_metadata": meta,
+			"state": map[string]any{"values": values}},
+	}
+}
+
 // Event is a request as Slack POSTs an Events API payload to the events
 // endpoint: the JSON body signed with secret at ts.
 func Event(target, secret string, ts time.Time, payload any) *http.Request {

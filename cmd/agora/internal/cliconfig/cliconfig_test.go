@@ -1,0 +1,81 @@
+package cliconfig
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		flag string
+		env  map[string]string
+		want string
+	}{
+		{flag: "/f.yaml", env: map[string]string{"AGORA_CONFIG": "/e.yaml"}, want: "/f.yaml"},
+		{env: map[string]string{"AGORA_CONFIG": "/e.yaml", "HOME": "/h"}, want: "/e.yaml"},
+		{env: map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}, want: "/x/agora/config.yaml"},
+		{env: map[string]string{"HOME": "/h"}, want: "/h/.config/agora/config.yaml"},
+	}
+	for _, tt := range tests {
+		got, err := Path(tt.flag, func(k string) string { return tt.env[k] })
+		if err != nil || got != tt.want {
+			t.Errorf("Path(%q, %v) = %q, %v; want %q", tt.flag, tt.env, got, err, tt.want)
+		}
+	}
+	if _, err := Path("", func(string) string { return "" }); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "HOME is not set") {
+		t.Errorf("Path without HOME = %v; want a usage error naming HOME", err)
+	}
+}
+
+func TestFileRoundTrip(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sub", "config.yaml")
+	c, err := Load(path)
+	if err != nil || c.CurrentContext != "" || len(c.Contexts) != 0 {
+		t.Fatalf("Load(missing) = %+v, %v; want an empty file", c, err)
+	}
+	server, token := "https://a.example", "s3cret"
+	c.Set("prod", &server, &token)
+	c.Set("local", &server, nil)
+	if c.CurrentContext != "prod" {
+		t.Errorf("CurrentContext = %q; want the first context set, prod", c.CurrentContext)
+	}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("saved mode = %v, %v; want 0600", info.Mode().Perm(), err)
+	}
+	ctx, ok, err := Pick(path, "")
+	if err != nil || !ok || ctx != (Context{Server: server, Token: token}) {
+		t.Errorf("Pick(current) = %+v, %v, %v", ctx, ok, err)
+	}
+	if _, _, err := Pick(path, "nope"); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `no context "nope"`) {
+		t.Errorf("Pick(nope) = %v; want a usage error naming it", err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Pick(path, "prod"); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("Pick(a token in a file others may read) = %v; want the chmod advice", err)
+	}
+	if ctx, ok, err := Pick(path, "local"); err != nil || !ok || ctx.Token != "" {
+		t.Errorf("Pick(local, no token) = %+v, %v, %v; the mode only matters for a token", ctx, ok, err)
+	}
+	if err := c.Use(path, "nope"); !errors.Is(err, ErrUsage) {
+		t.Errorf("Use(nope) = %v; want a usage error", err)
+	}
+	if err := c.Delete(path, "prod"); err != nil || c.CurrentContext != "" {
+		t.Errorf("Delete(current) = %v, current %q; want none current", err, c.CurrentContext)
+	}
+	if err := os.WriteFile(path, []byte("contexts: [1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Load(bad YAML) = %v; want a usage error naming the file", err)
+	}
+}
