@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/wire"
 )
 
 // Flags of BenchmarkCapacity (go test … -args -capacity-tasks=300).
@@ -176,8 +178,15 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	}
 	row := capRow{shape: sh, tasks: tasks, wall: wall, events: streamMsgs(b, js, bus.EventStream) - eventsBefore}
 	for _, id := range ids {
-		if t, err := s.orchs[0].Get(context.Background(), id); err != nil || t.State != "finished" {
+		t, err := s.orchs[0].Get(context.Background(), id)
+		switch {
+		case err != nil:
 			row.failed++
+			b.Logf("task %s: %v", id, err)
+		case t.State != wire.StateFinished:
+			row.failed++
+			data, _ := json.Marshal(t)
+			b.Logf("task %s ended %s: %s", id, t.State, data)
 		}
 	}
 	if row.failed > 0 {
