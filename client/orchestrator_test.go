@@ -65,6 +65,16 @@ func TestClient_RealOrchestrator(t *testing.T) {
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != task.ID || page.Summary.Counts[wire.StateQueued] != 1 {
 		t.Errorf("List(batch=7) = %d tasks, %+v, %v; want t-api-1 and 1 queued", len(page.Tasks), page.Summary, err)
 	}
+	st, err := c.Stats(ctx, wire.StatsOptions{Label: "batch=7", Since: task.CreatedAt})
+	if err != nil || st.Total.Tasks != 1 || st.Total.Dispatches != 1 || st.Total.Questions != 0 || len(st.Subagents) != 1 || st.Subagents[0].Subagent != "noop" {
+		t.Errorf("Stats(batch=7) = %+v, %v; want one task of noop, one dispatch, no question", st, err)
+	}
+	if st, err := c.Stats(ctx, wire.StatsOptions{Subagent: "other"}); err != nil || st.Total.Tasks != 0 || len(st.Subagents) != 0 {
+		t.Errorf("Stats(subagent other) = %+v, %v; want nothing", st, err)
+	}
+	if _, err := c.Stats(ctx, wire.StatsOptions{Label: "batch"}); !errors.Is(err, wire.ErrInvalidRequest) {
+		t.Errorf("Stats with a label without = : %v, want ErrInvalidRequest", err)
+	}
 	if qs, err := c.Questions(ctx, wire.PageOptions{}); err != nil || len(qs.Questions) != 0 || qs.NextCursor != "" {
 		t.Errorf("Questions = %+v, %v; want none", qs, err)
 	}

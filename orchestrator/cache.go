@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -49,6 +50,15 @@ type taskCache struct {
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back.
 	gone map[string]uint64
+	// names holds one copy of each sub-agent name and how many entries
+	// use it, so a hundred thousand tasks of one sub-agent hold one string.
+	names map[string]*interned
+}
+
+// interned is one shared sub-agent name.
+type interned struct {
+	name string
+	refs int
 }
 
 // cacheEntry is one task in the cache.
@@ -58,42 +68,76 @@ type cacheEntry struct {
 	state  wire.State
 	labels string // encodeLabels: one string costs a tenth of a map
 	owner  string
+	// subagent is the sub-agent's name, one string per distinct name
+	// (taskCache.names).
+	subagent string
+	// round is the highest round number (retries and respawns of a round
+	// share its number).
+	round  int32
 	rounds []roundStat
+	// usage sums what the runtime reported; nil when it reported nothing.
+	usage *UsageSum
 	// task is the list view of an open task; nil for a terminal one.
 	task *wire.Task
 }
 
-// roundStat is what the metrics need of one round (RoundStats), in 16
-// bytes: a hundred thousand tasks of three rounds each hold 5 MB.
+// roundStat is what the metrics and stats need of one round
+// (RoundStats), in 24 bytes: a hundred thousand tasks of three rounds each
+// hold 7 MB.
 type roundStat struct {
-	ranNS int64 // EndedAt − StartedAt, when ended
+	ranNS   int64 // EndedAt − StartedAt, when ended
+	startNS int64 // StartedAt − queued (ColdStart), when started
 	// bits 0-47: the answer's wait in ms (below 0 counts as 0); 48-55: 1 +
 	// the state's index in States (0: a state this version does not
-	// know); bit 56: ended; bit 57: answered.
+	// know); bits 56-63: the stat flags below.
 	packed uint64
 }
 
 const (
-	waitBits     = 48
-	statEnded    = 1 << 56
-	statAnswered = 1 << 57
+	waitBits        = 48
+	statEnded       = 1 << 56
+	statAnswered    = 1 << 57
+	statAsked       = 1 << 58
+	statOptions     = 1 << 59
+	statDefault     = 1 << 60
+	statTookDefault = 1 << 61
+	statAssumed     = 1 << 62
+	statStarted     = 1 << 63
 )
 
-func newRoundStat(state wire.State, started, ended time.Time, answered bool, waitMS int64) roundStat {
-	s := roundStat{packed: uint64(stateIndex(state)) << waitBits}
-	if !started.IsZero() && !ended.IsZero() {
-		s.ranNS, s.packed = int64(ended.Sub(started)), s.packed|statEnded
+// roundStatOf packs rs (its State and AnswerWaitMS as RoundStats has them).
+func roundStatOf(rs RoundStats) roundStat {
+	s := roundStat{packed: uint64(stateIndex(rs.State)) << waitBits}
+	for _, f := range []struct {
+		on  bool
+		bit uint64
+	}{{rs.Asked, statAsked}, {rs.WithOptions, statOptions}, {rs.WithDefault, statDefault},
+		{rs.DefaultTaken, statTookDefault}, {rs.Assumed, statAssumed}} {
+		if f.on {
+			s.packed |= f.bit
+		}
 	}
-	if answered {
-		s.packed |= statAnswered | uint64(min(max(waitMS, 0), 1<<waitBits-1))
+	if rs.Ended {
+		s.ranNS, s.packed = int64(rs.Ran), s.packed|statEnded
+	}
+	if rs.Started {
+		s.startNS, s.packed = int64(rs.ColdStart), s.packed|statStarted
+	}
+	if rs.Answered {
+		s.packed |= statAnswered | uint64(min(max(rs.AnswerWaitMS, 0), 1<<waitBits-1))
 	}
 	return s
 }
 
 func (s roundStat) stats() RoundStats {
-	rs := RoundStats{Ended: s.packed&statEnded != 0, Answered: s.packed&statAnswered != 0}
+	rs := RoundStats{Ended: s.packed&statEnded != 0, Answered: s.packed&statAnswered != 0,
+		Started: s.packed&statStarted != 0, Asked: s.packed&statAsked != 0, WithOptions: s.packed&statOptions != 0,
+		WithDefault: s.packed&statDefault != 0, DefaultTaken: s.packed&statTookDefault != 0, Assumed: s.packed&statAssumed != 0}
 	if rs.Ended {
 		rs.Ran = time.Duration(s.ranNS)
+	}
+	if rs.Started {
+		rs.ColdStart = time.Duration(s.startNS)
 	}
 	if rs.Answered {
 		rs.AnswerWaitMS = int64(s.packed & (1<<waitBits - 1))
@@ -164,7 +208,7 @@ func labelIs(enc, key, value string) bool {
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, gone: map[string]uint64{}}
+		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, gone: map[string]uint64{}, names: map[string]*interned{}}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
@@ -175,16 +219,40 @@ type taskHead struct {
 	CreatedAt time.Time  `json:"created_at"`
 	Owner     string     `json:"owner"`
 	Request   struct {
-		Labels map[string]string `json:"labels"`
+		Labels   map[string]string `json:"labels"`
+		Subagent struct {
+			Name string `json:"name"`
+		} `json:"subagent"`
 	} `json:"request"`
 	Rounds []struct {
+		N         int        `json:"n"`
 		State     wire.State `json:"state"`
+		QueuedAt  time.Time  `json:"queued_at"`
+		RetryAt   time.Time  `json:"retry_at"`
 		StartedAt time.Time  `json:"started_at"`
 		EndedAt   time.Time  `json:"ended_at"`
-		Answer    *struct {
-			WaitMS int64 `json:"wait_ms"`
+		Usage     *usageHead `json:"usage"`
+		Question  *struct {
+			// Options is left undecoded: only whether there are any counts.
+			Options json.RawMessage `json:"options"`
+			Default *string         `json:"default"`
+		} `json:"question"`
+		Answer *struct {
+			Value   string `json:"value"`
+			WaitMS  int64  `json:"wait_ms"`
+			Assumed bool   `json:"assumed"`
 		} `json:"answer"`
 	} `json:"rounds"`
+}
+
+// usageHead is the part of a round's usage the index sums.
+type usageHead struct {
+	Turns                    int     `json:"turns"`
+	CostUSD                  float64 `json:"cost_usd"`
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
 }
 
 // newEntry decodes the stored value of task id at revision rev.
@@ -196,13 +264,24 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
 	e.labels = encodeLabels(h.Request.Labels)
 	e.owner = h.Owner
+	e.subagent = h.Request.Subagent.Name
 	e.rounds = make([]roundStat, len(h.Rounds))
 	for i, r := range h.Rounds {
-		var wait int64
-		if r.Answer != nil {
-			wait = r.Answer.WaitMS
+		rs := roundStatsOf(r.State, r.QueuedAt, r.RetryAt, r.StartedAt, r.EndedAt)
+		if q := r.Question; q != nil {
+			rs.Asked = true
+			rs.WithOptions = hasItems(q.Options)
+			rs.WithDefault = q.Default != nil
 		}
-		e.rounds[i] = newRoundStat(r.State, r.StartedAt, r.EndedAt, r.Answer != nil, wait)
+		if a := r.Answer; a != nil {
+			rs.Answered, rs.AnswerWaitMS, rs.Assumed = true, a.WaitMS, a.Assumed
+			rs.DefaultTaken = r.Question != nil && r.Question.Default != nil && a.Value == *r.Question.Default
+		}
+		e.rounds[i] = roundStatOf(rs)
+		e.round = max(e.round, int32(min(r.N, 1<<31-1)))
+		if u := r.Usage; u != nil {
+			e.usage = e.usage.add(u.Turns, u.CostUSD, u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)
+		}
 	}
 	if !e.state.Terminal() {
 		var t wire.Task
@@ -213,6 +292,15 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 		e.task = ListView(&t)
 	}
 	return e, nil
+}
+
+// hasItems reports whether raw is a JSON array with an element.
+func hasItems(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) < 2 || t[0] != '[' {
+		return false
+	}
+	return len(bytes.TrimSpace(t[1:len(t)-1])) > 0
 }
 
 // canonicalState returns the State constant equal to s, so a hundred
@@ -351,6 +439,7 @@ func (c *taskCache) remove(id string, rev uint64) {
 // and goes at the end.
 func (c *taskCache) add(e *cacheEntry) {
 	id := e.key.id
+	e.subagent = c.intern(e.subagent)
 	c.byID[id] = e
 	if c.unsorted || len(c.order) == 0 || c.order[len(c.order)-1].key.compare(e.key) < 0 {
 		c.order = append(c.order, e)
@@ -368,6 +457,8 @@ func (c *taskCache) add(e *cacheEntry) {
 // replace puts e where old is: the same task, created at the same time.
 func (c *taskCache) replace(old, e *cacheEntry) {
 	id := e.key.id
+	e.subagent = c.intern(e.subagent)
+	c.release(old.subagent)
 	c.byID[id] = e
 	c.order[c.index(old)] = e
 	delete(c.open, id)
@@ -381,11 +472,32 @@ func (c *taskCache) replace(old, e *cacheEntry) {
 // drop unindexes e; the caller holds the lock.
 func (c *taskCache) drop(e *cacheEntry) {
 	id := e.key.id
+	c.release(e.subagent)
 	delete(c.byID, id)
 	delete(c.open, id)
 	i := c.index(e)
 	c.order = slices.Delete(c.order, i, i+1)
 	c.uncount(e.state)
+}
+
+// intern returns the shared copy of name; the caller holds the lock.
+func (c *taskCache) intern(name string) string {
+	in := c.names[name]
+	if in == nil {
+		in = &interned{name: name}
+		c.names[name] = in
+	}
+	in.refs++
+	return in.name
+}
+
+// release forgets one use of name; the caller holds the lock.
+func (c *taskCache) release(name string) {
+	if in := c.names[name]; in != nil {
+		if in.refs--; in.refs <= 0 {
+			delete(c.names, name)
+		}
+	}
 }
 
 func (c *taskCache) uncount(s wire.State) {
@@ -542,13 +654,22 @@ func (c *taskCache) eachOpen(fn func(*wire.Task)) {
 	}
 }
 
-// eachStats calls fn with the stats of every task; fn must not keep s.
-func (c *taskCache) eachStats(fn func(s *TaskStats)) {
+// eachStats calls fn with the stats of every task f matches that was
+// created at or after since (zero: every one), oldest first; fn must not
+// keep s.
+func (c *taskCache) eachStats(f taskFilter, since time.Time, fn func(s *TaskStats)) {
 	var s TaskStats
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, e := range c.order {
-		s.State = e.state
+	i := 0
+	if !since.IsZero() && !c.unsorted {
+		i = c.position(keyOf(since, ""))
+	}
+	for _, e := range c.order[i:] {
+		if !f.matchEntry(e) || !since.IsZero() && e.key.at < since.UnixNano() {
+			continue
+		}
+		s.State, s.Subagent, s.MaxRound, s.Usage = e.state, e.subagent, int(e.round), e.usage
 		s.OpenQuestion = false
 		if t := e.task; t != nil && t.State == wire.StateNeedsInput {
 			if r := currentRound(t); r != nil && r.Question != nil && r.Answer == nil {

@@ -491,14 +491,30 @@ func TestCacheEntryPacking(t *testing.T) {
 		wait           int64
 		want           RoundStats
 	}{
-		{wire.StateFinished, t0, t0.Add(1500 * time.Millisecond), false, 0, RoundStats{State: wire.StateFinished, Ended: true, Ran: 1500 * time.Millisecond}},
-		{wire.StateNeedsInput, t0, t0.Add(time.Second), true, 90_000, RoundStats{State: wire.StateNeedsInput, Ended: true, Ran: time.Second, Answered: true, AnswerWaitMS: 90_000}},
-		{wire.StateCancelled, t0, t0.Add(-time.Second), true, -5, RoundStats{State: wire.StateCancelled, Ended: true, Ran: -time.Second, Answered: true}},
-		{wire.StateRunning, t0, time.Time{}, false, 0, RoundStats{State: wire.StateRunning}},
+		{wire.StateFinished, t0, t0.Add(1500 * time.Millisecond), false, 0, RoundStats{State: wire.StateFinished, Ended: true, Ran: 1500 * time.Millisecond, Started: true, ColdStart: 2 * time.Second}},
+		{wire.StateNeedsInput, t0, t0.Add(time.Second), true, 90_000, RoundStats{State: wire.StateNeedsInput, Ended: true, Ran: time.Second, Answered: true, AnswerWaitMS: 90_000, Started: true, ColdStart: 2 * time.Second}},
+		{wire.StateCancelled, t0, t0.Add(-time.Second), true, -5, RoundStats{State: wire.StateCancelled, Ended: true, Ran: -time.Second, Answered: true, Started: true, ColdStart: 2 * time.Second}},
+		{wire.StateRunning, t0, time.Time{}, false, 0, RoundStats{State: wire.StateRunning, Started: true, ColdStart: 2 * time.Second}},
 		{wire.State("paused"), time.Time{}, time.Time{}, true, 30 * 24 * 3600 * 1000, RoundStats{Answered: true, AnswerWaitMS: 30 * 24 * 3600 * 1000}},
 	} {
-		if got := newRoundStat(tt.state, tt.started, tt.ended, tt.answered, tt.wait).stats(); got != tt.want {
+		rs := roundStatsOf(tt.state, t0.Add(-2*time.Second), time.Time{}, tt.started, tt.ended)
+		rs.Answered, rs.AnswerWaitMS = tt.answered, tt.wait
+		if got := roundStatOf(rs).stats(); got != tt.want {
 			t.Errorf("round %s: stats = %+v, want %+v", tt.state, got, tt.want)
 		}
+	}
+	// Every question flag survives the packing on its own.
+	for _, want := range []RoundStats{
+		{Asked: true}, {Asked: true, WithOptions: true}, {Asked: true, WithDefault: true},
+		{Asked: true, WithDefault: true, Answered: true, DefaultTaken: true, AnswerWaitMS: 7},
+		{Asked: true, WithDefault: true, Answered: true, DefaultTaken: true, Assumed: true, AnswerWaitMS: 1<<48 - 1},
+	} {
+		if got := roundStatOf(want).stats(); got != want {
+			t.Errorf("stats of %+v = %+v", want, got)
+		}
+	}
+	// A retry's backoff is not cold start: it counts from RetryAt.
+	if got := roundStatsOf(wire.StateRunning, t0, t0.Add(time.Minute), t0.Add(time.Minute+3*time.Second), time.Time{}); got.ColdStart != 3*time.Second {
+		t.Errorf("cold start after a retry backoff = %s, want 3s", got.ColdStart)
 	}
 }

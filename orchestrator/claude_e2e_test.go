@@ -90,6 +90,19 @@ func TestClaudeCodeResumesItsSession(t *testing.T) {
 	if want, _ := json.Marshal(fakeclaude.ResultText); string(task.Result) != string(want) {
 		t.Errorf("task result = %s, want the stream's result text %s", task.Result, want)
 	}
+	// agora stats sums the two rounds' usage for the task.
+	st, err := s.orch.Stats(ctx, wire.StatsOptions{Subagent: "painter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUsage := wire.UsageStats{Tasks: 1, InputTokens: want1.InputTokens + want2.InputTokens, OutputTokens: want1.OutputTokens + want2.OutputTokens,
+		CacheCreationInputTokens: want1.CacheCreationInputTokens + want2.CacheCreationInputTokens,
+		CacheReadInputTokens:     want1.CacheReadInputTokens + want2.CacheReadInputTokens, CostUSD: want1.CostUSD + want2.CostUSD}
+	wantUsage.TokensPerTask = float64(wantUsage.InputTokens + wantUsage.OutputTokens + wantUsage.CacheCreationInputTokens + wantUsage.CacheReadInputTokens)
+	wantUsage.CostPerTaskUSD = wantUsage.CostUSD
+	if u := st.Total.Usage; u == nil || *u != wantUsage || st.Total.Questions != 1 || st.Total.Rounds != 2 {
+		t.Errorf("stats of painter = %+v, usage %+v; want one question, 2 rounds, usage %+v", st.Total, u, wantUsage)
+	}
 }
 
 // claudeImage is the worker image with the stand-in claude at

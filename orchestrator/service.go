@@ -21,6 +21,9 @@ type Service interface {
 	// QuestionGroups returns the open questions grouped: identical ones
 	// of one batch are one group (see wire.QuestionGroup).
 	QuestionGroups(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error)
+	// Stats is question quality and round economics per sub-agent over
+	// the tasks the caller may see that opts chooses.
+	Stats(ctx context.Context, opts wire.StatsOptions) (wire.Stats, error)
 	Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error)
 	Cancel(ctx context.Context, taskID string) (*wire.Task, error)
 	Respawn(ctx context.Context, taskID string) (*wire.Task, error)

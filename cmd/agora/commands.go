@@ -58,6 +58,7 @@ func verbs() []verb {
 		{name: "fork", short: "a new task from round N of a task, answered differently (--round N --answer X)", run: runFork},
 		{name: "rm", short: "remove a task and its stored output (one, or by selector)", run: runRemove},
 		{name: "batch", short: "submit a task per JSONL line; a batch's status and results; cancel or retry a batch", subs: []string{"submit", "status", "results", "cancel", "retry"}, run: runBatch},
+		{name: "stats", short: "questions, defaults, answer waits, rounds, cold starts, tokens and cost per sub-agent (--subagent, --batch, --since)", run: runStats},
 		{name: "events", short: "lifecycle events the orchestrator parked: parked, retry SEQ, discard SEQ", run: runEvents},
 		registryVerb("subagent", "sub-agent"),
 		registryVerb("capability", "capability"),

@@ -335,7 +335,7 @@ func TestServerNotRunning(t *testing.T) {
 	for _, args := range [][]string{
 		{"dispatch", "--command", "true"}, {"dispatch", "--command", "true", "--wait"}, {"status"}, {"status", "t-1"},
 		{"questions"}, {"answer", "t-1", "A"}, {"watch"}, {"logs", "t-1"}, {"logs", "t-1", "-f"},
-		{"cancel", "t-1"}, {"respawn", "t-1"}, {"continue", "t-1", "more"}, {"rm", "t-1"},
+		{"cancel", "t-1"}, {"respawn", "t-1"}, {"continue", "t-1", "more"}, {"rm", "t-1"}, {"stats"},
 	} {
 		agora(t, []string{"AGORA_SERVER=" + addr}, args...).want(t, strings.Join(args, " "), 1, nil,
 			[]string{"agora " + args[0] + ": cannot reach the agora server at " + addr + " (is `agora serve` running?)\n"})

@@ -141,6 +141,7 @@ func (h *handler) endpoints() []endpoint {
 		{http.MethodPost, "/v1/tasks/{id}/answer-all-like", h.answerAllLike},
 		{http.MethodGet, "/v1/questions", h.questions},
 		{http.MethodGet, "/v1/question-groups", h.questionGroups},
+		{http.MethodGet, "/v1/stats", h.stats},
 		{http.MethodPost, "/v1/question-groups/{group}/answer", h.answerGroup},
 		{http.MethodGet, "/v1/events", h.events},
 		{http.MethodGet, "/v1/parked-events", h.parkedEvents},

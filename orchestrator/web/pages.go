@@ -41,21 +41,27 @@ type page struct {
 
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
-		"since":        since,
-		"between":      between,
-		"ms":           func(ms int64) string { return human(time.Duration(ms) * time.Millisecond) },
-		"clock":        clock,
-		"isDefault":    isDefault,
-		"bytes":        units.Bytes,
-		"short":        func(s string) string { return s[:min(len(s), 12)] },
-		"artifactPath": artifactPath,
-		"consequence":  consequence,
-		"stateText":    func(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") },
-		"countOf":      func(s *wire.Summary, st string) int { return s.Counts[wire.State(st)] },
-		"batchOf":      func(t *wire.Task) string { return t.Request.Labels[wire.BatchLabel] },
+		"since":         since,
+		"between":       between,
+		"ms":            func(ms int64) string { return human(time.Duration(ms) * time.Millisecond) },
+		"clock":         clock,
+		"isDefault":     isDefault,
+		"bytes":         units.Bytes,
+		"short":         func(s string) string { return s[:min(len(s), 12)] },
+		"artifactPath":  artifactPath,
+		"consequence":   consequence,
+		"stateText":     func(s wire.State) string { return strings.ReplaceAll(string(s), "_", " ") },
+		"countOf":       func(s *wire.Summary, st string) int { return s.Counts[wire.State(st)] },
+		"batchOf":       func(t *wire.Task) string { return t.Request.Labels[wire.BatchLabel] },
+		"statsLink":     statsLink,
+		"percent":       percent,
+		"durationsText": durationsText,
+		"subagentRows": func(st wire.Stats) []wire.SubagentStats {
+			return append([]wire.SubagentStats{st.Total}, st.Subagents...)
+		},
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"inbox", "task", "login", "error"} {
+	for _, name := range []string{"inbox", "task", "login", "error", "stats"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parse the %s page: %w", name, err)

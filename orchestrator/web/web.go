@@ -118,6 +118,7 @@ func New(cfg Config) (http.Handler, error) {
 func (h *handler) routes() {
 	h.mux.HandleFunc("GET /{$}", h.signedIn(h.inbox))
 	h.mux.HandleFunc("GET /tasks/{id}", h.signedIn(h.task))
+	h.mux.HandleFunc("GET /stats", h.signedIn(h.stats))
 	h.mux.HandleFunc("GET /ui/tasks/{id}/logs", h.signedIn(h.logs))
 	h.mux.HandleFunc("GET /ui/tasks/{id}/result", h.signedIn(h.result))
 	h.mux.HandleFunc("GET /ui/tasks/{id}/artifacts/{name...}", h.signedIn(h.artifact))

@@ -24,6 +24,7 @@ type Service struct {
 	QuestionsFunc func(ctx context.Context, opts wire.PageOptions) (wire.QuestionPage, error)
 	AnswerFunc    func(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error)
 	GroupsFunc    func(ctx context.Context, opts wire.GroupOptions) ([]wire.QuestionGroup, error)
+	StatsFunc     func(ctx context.Context, opts wire.StatsOptions) (wire.Stats, error)
 	CancelFunc    func(ctx context.Context, taskID string) (*wire.Task, error)
 	RespawnFunc   func(ctx context.Context, taskID string) (*wire.Task, error)
 	ContinueFunc  func(ctx context.Context, taskID, message, by string) (*wire.Task, error)
@@ -80,6 +81,13 @@ func (s *Service) QuestionGroups(ctx context.Context, opts wire.GroupOptions) ([
 		return nil, unset("QuestionGroups")
 	}
 	return s.GroupsFunc(ctx, opts)
+}
+
+func (s *Service) Stats(ctx context.Context, opts wire.StatsOptions) (wire.Stats, error) {
+	if s.StatsFunc == nil {
+		return wire.Stats{}, unset("Stats")
+	}
+	return s.StatsFunc(ctx, opts)
 }
 
 func (s *Service) Answer(ctx context.Context, req wire.AnswerRequest) (*wire.Task, error) {

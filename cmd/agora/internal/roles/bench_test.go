@@ -44,8 +44,27 @@ func BenchmarkScrapeTasks(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				mfs, err := reg.Gather()
-				if err != nil || len(mfs) != 5 {
+				if err != nil || len(mfs) != 16 { // 5 task families, 11 per sub-agent
 					b.Fatalf("Gather = %d families, %v", len(mfs), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStatsTasks measures one Orchestrator.Stats (GET /v1/stats,
+// agora stats) over every task, from the same task cache index as a scrape.
+//
+//	go test -run '^$' -bench 'ScrapeTasks|StatsTasks' -benchtime 10x ./cmd/agora/internal/roles
+func BenchmarkStatsTasks(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			o := orchestratorWithTasks(b, n)
+			b.ResetTimer()
+			for b.Loop() {
+				st, err := o.Stats(context.Background(), wire.StatsOptions{})
+				if err != nil || st.Total.Tasks != n || st.Total.Questions != 2*n {
+					b.Fatalf("Stats = %d tasks, %d questions, %v; want %d and %d", st.Total.Tasks, st.Total.Questions, err, n, 2*n)
 				}
 			}
 		})

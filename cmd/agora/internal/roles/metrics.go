@@ -92,6 +92,7 @@ type taskCollector struct {
 	stats                                        func(context.Context, func(*orchestrator.TaskStats)) error
 	log                                          *slog.Logger
 	tasks, questions, answerWait, rounds, dispat *prometheus.Desc
+	sub                                          subagentDescs
 }
 
 func newTaskCollector(o *orchestrator.Orchestrator, log *slog.Logger) *taskCollector {
@@ -107,6 +108,7 @@ func newTaskCollector(o *orchestrator.Orchestrator, log *slog.Logger) *taskColle
 			nil, nil),
 		dispat: prometheus.NewDesc("agora_dispatch_duration_seconds", "Run time of dispatches, from dispatch.started to their terminal event, by how they ended.",
 			[]string{"outcome"}, nil),
+		sub: newSubagentDescs(),
 	}
 	if o != nil {
 		c.stats = o.EachTaskStats
@@ -115,7 +117,7 @@ func newTaskCollector(o *orchestrator.Orchestrator, log *slog.Logger) *taskColle
 }
 
 func (c *taskCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tasks, c.questions, c.answerWait, c.rounds, c.dispat} {
+	for _, d := range append([]*prometheus.Desc{c.tasks, c.questions, c.answerWait, c.rounds, c.dispat}, c.sub.all()...) {
 		ch <- d
 	}
 }
@@ -138,6 +140,10 @@ func (c *taskCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, out := range dispatchOutcomes {
 		ch <- m.dispatch[out].metric(c.dispat, string(out))
 	}
+	names, per := bySubagent(m.subagents)
+	for _, name := range names {
+		per[name].collect(ch, c.sub, name)
+	}
 }
 
 // taskMetrics is what one scrape reports about the tasks.
@@ -147,6 +153,10 @@ type taskMetrics struct {
 	answerWait    *histogram
 	rounds        *histogram
 	dispatch      map[wire.State]*histogram
+	// subagents are the per-sub-agent numbers, by name (subagent_metrics.go).
+	subagents map[string]*subagentMetrics
+	last      *subagentMetrics
+	lastName  string
 }
 
 func newTaskMetrics() *taskMetrics {
@@ -155,6 +165,7 @@ func newTaskMetrics() *taskMetrics {
 		answerWait: newHistogram(answerWaitBuckets),
 		rounds:     newHistogram(roundBuckets),
 		dispatch:   map[wire.State]*histogram{},
+		subagents:  map[string]*subagentMetrics{},
 	}
 	for _, out := range dispatchOutcomes {
 		m.dispatch[out] = newHistogram(dispatchBuckets)
@@ -179,6 +190,17 @@ func (m *taskMetrics) add(t *orchestrator.TaskStats) {
 	if t.OpenQuestion {
 		m.openQuestions++
 	}
+	// Tasks of one sub-agent tend to come together: the last one's
+	// numbers are at hand without a map lookup.
+	sm := m.last
+	if sm == nil || m.lastName != t.Subagent {
+		if sm = m.subagents[t.Subagent]; sm == nil {
+			sm = newSubagentMetrics()
+			m.subagents[t.Subagent] = sm
+		}
+		m.last, m.lastName = sm, t.Subagent
+	}
+	sm.add(t)
 }
 
 // taskMetricsOf computes the task metrics of tasks.
@@ -228,3 +250,12 @@ func (h *histogram) metric(d *prometheus.Desc, labels ...string) prometheus.Metr
 type promLogger struct{ log *slog.Logger }
 
 func (l promLogger) Println(v ...any) { l.log.Error("metrics: " + fmt.Sprint(v...)) }
+
+// merge adds o's observations to h (the same bounds).
+func (h *histogram) merge(o *histogram) {
+	h.count += o.count
+	h.sum += o.sum
+	for i := range h.counts {
+		h.counts[i] += o.counts[i]
+	}
+}

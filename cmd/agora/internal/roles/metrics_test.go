@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,7 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // round is a round that ran for d and ended in state.
 func round(n int, state wire.State, d time.Duration) wire.Round {
-	return wire.Round{N: n, State: state, StartedAt: t0, EndedAt: t0.Add(d)}
+	return wire.Round{N: n, State: state, QueuedAt: t0.Add(-1500 * time.Millisecond), StartedAt: t0, EndedAt: t0.Add(d)}
 }
 
 // asked is a round that asked a question, answered after wait (or open).
@@ -39,7 +41,8 @@ func asked(n int, wait time.Duration, answered bool) wire.Round {
 }
 
 func tasksForMetrics() []*wire.Task {
-	return []*wire.Task{
+	def := "A"
+	tasks := []*wire.Task{
 		{ID: "done-after-answer", State: wire.StateFinished, Rounds: []wire.Round{
 			asked(1, 90*time.Second, true), round(2, wire.StateFinished, 20*time.Second)}},
 		{ID: "done-at-once", State: wire.StateFinished, Rounds: []wire.Round{
@@ -52,6 +55,17 @@ func tasksForMetrics() []*wire.Task {
 		// Clocks of two hosts: an end before the start counts as 0s.
 		{ID: "skewed", State: wire.StateCancelled, Rounds: []wire.Round{round(1, wire.StateCancelled, -time.Second)}},
 	}
+	// Two sub-agents: "painter" asks, with a default the first answer
+	// takes, and reports usage; "linter" is the rest.
+	for _, t := range tasks {
+		t.Request.Subagent = schemas.Subagent{Name: "linter", Runtime: schemas.RuntimeExec}
+	}
+	painter := tasks[0]
+	painter.Request.Subagent.Name = "painter"
+	painter.Rounds[0].Question.Default = &def
+	painter.Rounds[0].Question.Options = []string{"A", "B"}
+	painter.Rounds[1].Usage = &schemas.Usage{InputTokens: 10, OutputTokens: 20, CacheReadInputTokens: 300, CostUSD: 0.125}
+	return tasks
 }
 
 func TestTaskMetricsOf(t *testing.T) {
@@ -104,6 +118,22 @@ func TestTaskCollectorExposition(t *testing.T) {
 		`agora_dispatch_duration_seconds_bucket{outcome="failed",le="3600"} 0`,
 		`agora_dispatch_duration_seconds_bucket{outcome="failed",le="7200"} 1`,
 		`agora_dispatch_duration_seconds_count{outcome="finished"} 2`,
+		`agora_subagent_tasks{subagent="linter"} 6`,
+		`agora_subagent_tasks{subagent="painter"} 1`,
+		`agora_subagent_questions_total{subagent="linter"} 3`,
+		`agora_subagent_questions_total{subagent="painter"} 1`,
+		`agora_subagent_questions_with_options_total{subagent="painter"} 1`,
+		`agora_subagent_questions_with_default_total{subagent="linter"} 0`,
+		`agora_subagent_defaults_taken_total{subagent="painter"} 1`,
+		`agora_subagent_defaults_assumed_total{subagent="painter"} 0`,
+		`agora_subagent_answer_wait_seconds_bucket{subagent="painter",le="300"} 1`,
+		`agora_subagent_task_rounds_bucket{subagent="linter",le="1"} 2`,
+		`agora_subagent_task_rounds_count{subagent="linter"} 3`,
+		`agora_subagent_cold_start_seconds_bucket{subagent="painter",le="1"} 0`,
+		`agora_subagent_cold_start_seconds_bucket{subagent="painter",le="2"} 2`,
+		`agora_subagent_tokens_total{kind="cache_read",subagent="painter"} 300`,
+		`agora_subagent_tokens_total{kind="output",subagent="linter"} 0`,
+		`agora_subagent_cost_usd_total{subagent="painter"} 0.125`,
 	} {
 		if !strings.Contains(got, "\n"+want+"\n") {
 			t.Errorf("exposition lacks %q", want)
@@ -269,5 +299,34 @@ func TestPipelineCollectorExposition(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(got)
+	}
+}
+
+// TestSubagentSeriesBounded: past maxSubagentSeries sub-agents, the ones
+// with the fewest tasks are counted together under _other, so a client
+// naming a new sub-agent per task cannot grow the scrape without bound.
+func TestSubagentSeriesBounded(t *testing.T) {
+	t.Parallel()
+	m := newTaskMetrics()
+	for i := range maxSubagentSeries + 20 {
+		for range 1 + min(i, 1) { // sub-agent 0 has one task, the others two
+			m.add(&orchestrator.TaskStats{State: wire.StateFinished, Subagent: fmt.Sprintf("s-%03d", i), MaxRound: 1,
+				Rounds: []orchestrator.RoundStats{{Asked: true}}})
+		}
+	}
+	names, per := bySubagent(m.subagents)
+	if len(names) != maxSubagentSeries+1 || names[len(names)-1] != otherSubagents || len(per) != len(names) {
+		t.Fatalf("bySubagent gave %d names (last %q), %d series; want %d, the last %s", len(names), names[len(names)-1], len(per), maxSubagentSeries+1, otherSubagents)
+	}
+	if names[0] != "s-001" || slices.Contains(names, "s-000") {
+		t.Errorf("names = %v; want the most tasks first, then by name, and s-000 (one task) folded into %s", names, otherSubagents)
+	}
+	tasks, questions := 0, 0
+	for _, s := range per {
+		tasks += s.tasks
+		questions += s.questions
+	}
+	if want := 2*(maxSubagentSeries+20) - 1; tasks != want || questions != want || per[otherSubagents].tasks != 2*20-1 {
+		t.Errorf("series hold %d tasks, %d questions, %s %d; want %d of each, %d in %s", tasks, questions, otherSubagents, per[otherSubagents].tasks, want, 2*20-1, otherSubagents)
 	}
 }
