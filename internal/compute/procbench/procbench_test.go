@@ -79,7 +79,7 @@ func TestMountsEnvAndOutput(t *testing.T) {
 func TestStopAndList(t *testing.T) {
 	e := newEngine(t)
 	ctx := context.Background()
-	spec := shSpec("sleeper", `trap 'echo bye; exit 0' TERM; while :; do sleep 0.05; done`, compute.Mount{Source: t.TempDir(), Target: "/workspace"})
+	spec := shSpec("sleeper", `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`, compute.Mount{Source: t.TempDir(), Target: "/workspace"})
 	id, err := e.Create(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +94,16 @@ func TestStopAndList(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].State != "running" || list[0].Labels[compute.LabelManaged] != "true" {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
+	// SIGTERM only once the trap is set.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var out bytes.Buffer
+		if err := e.Logs(ctx, id, false, &out, nil); err == nil && strings.Contains(out.String(), "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script never said ready")
+		}
+	}
 	if err := e.Stop(ctx, id, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +112,7 @@ func TestStopAndList(t *testing.T) {
 		t.Errorf("after SIGTERM: %+v, %v; want exit 0 from the trap", res, err)
 	}
 	var out bytes.Buffer
-	if err := e.Logs(ctx, id, false, &out, nil); err != nil || out.String() != "bye\n" {
+	if err := e.Logs(ctx, id, false, &out, nil); err != nil || out.String() != "ready\nbye\n" {
 		t.Errorf("Logs = %q, %v", out.String(), err)
 	}
 	if err := e.Remove(ctx, id); err != nil {
