@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 # tool only, so not in go.mod.
 ACT_VERSION         := v0.2.89
 
-.PHONY: build tools check test bench bench-throughput bench-cli fuzz faults busybox demo image clean
+.PHONY: build tools check test bench bench-throughput bench-cli bench-capacity fuzz faults busybox demo image clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
@@ -63,3 +63,9 @@ bench-throughput: ## agora vs the same containers straight on the engine: TASKS 
 
 bench-cli: ## the CLI end to end: agora dispatch --wait against agora serve vs docker run --rm of the same image, 1 at a time and 8 on 4 slots (docs/benchmarks.md)
 	sh test/benchcli/run.sh $(ROUNDS)
+
+CAPACITY_TASKS  ?= 150
+CAPACITY_SLOTS  ?= 4
+CAPACITY_SHAPES ?= 1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1
+bench-capacity: ## agora's own ceiling without containers (the measuring engine): dispatches/s by 1 orchestrator with 1, 4, 16 runners, a 3-node NATS cluster, 2 orchestrators; 1 router worker (before) beside 8; CPU and time per part (minutes; docs/capacity.md)
+	$(GO) test -run '^$$' -bench Capacity -benchtime 1x -timeout 30m ./test/capacity -args -capacity-tasks=$(CAPACITY_TASKS) -capacity-slots=$(CAPACITY_SLOTS) -capacity-shapes=$(CAPACITY_SHAPES)

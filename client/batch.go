@@ -2,9 +2,11 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -210,4 +212,44 @@ func (c *Client) SubmitBatch(ctx context.Context, batch string, lines []BatchLin
 	close(work)
 	wg.Wait()
 	return nil
+}
+
+// SortBatchTasks orders the tasks of a batch as the lines of its file:
+// their ids (BATCH-N) with runs of digits compared as numbers, so that
+// b-2 comes before b-10.
+func SortBatchTasks(tasks []*wire.Task) {
+	slices.SortFunc(tasks, func(x, y *wire.Task) int { return CompareNatural(x.ID, y.ID) })
+}
+
+// CompareNatural orders strings with their runs of digits compared as
+// numbers (leading zeros ignored): b-2 before b-10.
+func CompareNatural(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digitRun is the length of s's leading run of ASCII digits.
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agoradev/agora/wire"
@@ -133,4 +134,29 @@ func (c *Client) Follow(ctx context.Context, t *wire.Task, opts FollowOptions) (
 		update(latest)
 	}
 	return latest, nil
+}
+
+// FollowAll reads and follows each task of ids at once until each ends,
+// as Follow does, and returns them in the order of ids with the error of
+// each (a task not found, ErrRemoved, ctx's end). An empty id is skipped:
+// its task and error are nil. Each task holds one change stream open while
+// it runs.
+func (c *Client) FollowAll(ctx context.Context, ids []string, opts FollowOptions) ([]*wire.Task, []error) {
+	tasks := make([]*wire.Task, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		wg.Go(func() {
+			t, err := c.Get(ctx, id)
+			if err == nil {
+				t, err = c.Follow(ctx, t, opts)
+			}
+			tasks[i], errs[i] = t, err
+		})
+	}
+	wg.Wait()
+	return tasks, errs
 }

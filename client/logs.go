@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
+	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -65,4 +67,44 @@ func (c *Client) Logs(ctx context.Context, taskID string, round int, follow bool
 		return &Error{Code: string(body.Code), Message: body.Error}
 	}
 	return nil
+}
+
+// outputTailBytes is about how much of a round's output OutputTail keeps
+// while it reads: the last lines are in it.
+const outputTailBytes = 64 << 10
+
+// OutputTail returns the last n lines the sub-agent printed in round
+// (0: the current one) of task taskID — agora's own marked lines left out
+// (schemas.OutputFilter) — and whether there were more. A round that
+// printed nothing is no lines. Of a very long last line only its end is
+// kept.
+func (c *Client) OutputTail(ctx context.Context, taskID string, round, n int) (lines []string, cut bool, err error) {
+	tail := &tailBuffer{max: outputTailBytes}
+	if err := c.Logs(ctx, taskID, round, false, &schemas.OutputFilter{W: tail}); err != nil {
+		return nil, false, err
+	}
+	text := strings.TrimRight(string(tail.data), "\n")
+	if text == "" {
+		return nil, false, nil
+	}
+	lines = strings.Split(text, "\n")
+	if len(lines) > n {
+		return lines[len(lines)-n:], true, nil
+	}
+	return lines, false, nil
+}
+
+// tailBuffer keeps about the last max bytes written to it (between max
+// and twice that).
+type tailBuffer struct {
+	data []byte
+	max  int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.data = append(b.data, p...)
+	if len(b.data) > 2*b.max {
+		b.data = append(b.data[:0:0], b.data[len(b.data)-b.max:]...)
+	}
+	return len(p), nil
 }

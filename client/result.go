@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agoradev/agora/wire"
@@ -36,6 +38,40 @@ func (c *Client) Result(ctx context.Context, taskID string) (json.RawMessage, er
 		return nil, err
 	}
 	return raw, nil
+}
+
+// TaskResult is what t hands back: its result inline, or read with Result
+// when the server stored it by ref; nil when t has none (yet).
+func (c *Client) TaskResult(ctx context.Context, t *wire.Task) (json.RawMessage, error) {
+	if len(t.Result) > 0 {
+		return t.Result, nil
+	}
+	if t.ResultRef == nil {
+		return nil, nil
+	}
+	return c.Result(ctx, t.ID)
+}
+
+// SelectArtifacts is the artifacts of list named by names, in the order of
+// names; all of list when names is empty. A name list lacks is an error
+// that names what list has.
+func SelectArtifacts(list []wire.Artifact, names []string) ([]wire.Artifact, error) {
+	if len(names) == 0 {
+		return list, nil
+	}
+	var out []wire.Artifact
+	for _, n := range names {
+		i := slices.IndexFunc(list, func(f wire.Artifact) bool { return f.Name == n })
+		if i < 0 {
+			have := make([]string, len(list))
+			for j, f := range list {
+				have[j] = f.Name
+			}
+			return nil, fmt.Errorf("no artifact %q (it has: %s)", n, cmp.Or(strings.Join(have, ", "), "none"))
+		}
+		out = append(out, list[i])
+	}
+	return out, nil
 }
 
 // Artifacts lists the files task taskID's last round left when it finished.

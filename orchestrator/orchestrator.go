@@ -24,10 +24,16 @@ import (
 
 // Defaults for a task's limits and route.
 const (
-	DefaultMaxRounds   = 10
-	DefaultMaxWait     = 7 * 24 * time.Hour
-	consumerName       = "orchestrator"
-	routerTick         = 250 * time.Millisecond
+	DefaultMaxRounds = 10
+	DefaultMaxWait   = 7 * 24 * time.Hour
+	consumerName     = "orchestrator"
+	routerTick       = 250 * time.Millisecond
+	// routerWorkers route this many tasks' questions at once. One was
+	// agora's own ceiling: each answer is a read, a compare-and-swap and
+	// an enqueue, and on a 3-node NATS cluster a burst of questions queued
+	// behind one another for seconds (docs/capacity.md); an answerer that
+	// takes its time (a webhook, an agent) held every other task's too.
+	routerWorkers      = 8
 	lastOutputMaxBytes = 200
 )
 
@@ -69,7 +75,14 @@ type Config struct {
 	// RetentionSweep is how often a running orchestrator expires tasks;
 	// 0 means DefaultRetentionSweep.
 	RetentionSweep time.Duration
+	// RouterWorkers is how many tasks' questions are routed at once; 0
+	// means DefaultRouterWorkers. 1 is the single router agora had before
+	// (docs/capacity.md measures both).
+	RouterWorkers int
 }
+
+// DefaultRouterWorkers is Config.RouterWorkers' default.
+const DefaultRouterWorkers = routerWorkers
 
 // DefaultOutboxSweep is Config.OutboxSweep's default.
 const DefaultOutboxSweep = 10 * time.Second
@@ -94,7 +107,12 @@ type Orchestrator struct {
 	deadlines  map[string]time.Time // task id → when its open question's step times out
 	retries    map[string]time.Time // task id → when its queued retry is due
 	lastOutput map[string]string    // dispatch id → last output line
-	kick       chan string
+	kick       chan kick
+	// routing holds the tasks a router worker is advancing; rerun those
+	// poked meanwhile, advanced again by the same worker, so one task is
+	// never routed by two at once.
+	routing map[string]bool
+	rerun   map[string]uint64
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -127,7 +145,8 @@ func New(cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("orchestrator config: CI route %q: %w", cfg.CIRoute, err)
 	}
 	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
-		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
+		routing: map[string]bool{}, rerun: map[string]uint64{},
+		kick: make(chan kick, 1024), stopped: make(chan struct{})}, nil
 }
 
 func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }
@@ -202,7 +221,14 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
-	o.wg.Add(3)
+	workers := o.cfg.RouterWorkers
+	if workers <= 0 {
+		workers = DefaultRouterWorkers
+	}
+	o.wg.Add(3 + workers)
+	for range workers {
+		go o.routeKicks(runCtx)
+	}
 	go o.route(runCtx)
 	go o.sweepLoop(runCtx)
 	go o.retentionLoop(runCtx)

@@ -24,17 +24,69 @@ func (o *Orchestrator) schedule(taskID string, at time.Time) {
 	o.deadlines[taskID] = at
 }
 
-// poke asks the router to look at a task now.
-func (o *Orchestrator) poke(taskID string) {
+// kick is a task to route now, written at revision rev.
+type kick struct {
+	id  string
+	rev uint64
+}
+
+// poke asks the router to look at a task now; rev is the revision that
+// asked, which the router waits to read (see step).
+func (o *Orchestrator) poke(taskID string, rev uint64) {
 	select {
-	case o.kick <- taskID:
+	case o.kick <- kick{id: taskID, rev: rev}:
 	default: // the ticker finds it
 	}
 }
 
-// route advances questions: when one is asked (poked) and when a step's
-// deadline passes. Deadlines live in the task records, so a restarted
-// orchestrator resumes them (recover).
+// routeKicks is one of the router workers: it advances the questions
+// poked (just asked, or answered elsewhere).
+func (o *Orchestrator) routeKicks(ctx context.Context) {
+	defer o.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case k := <-o.kick:
+			o.advanceAlone(ctx, k.id, k.rev)
+		}
+	}
+}
+
+// advanceAlone advances a task unless another router worker is at it;
+// then that worker advances it once more when done, so a poke is never
+// lost and a task is never routed twice at once (an answerer asked twice).
+func (o *Orchestrator) advanceAlone(ctx context.Context, taskID string, rev uint64) {
+	o.mu.Lock()
+	if o.routing[taskID] {
+		again, ok := o.rerun[taskID]
+		if !ok || rev > again {
+			o.rerun[taskID] = rev
+		}
+		o.mu.Unlock()
+		return
+	}
+	o.routing[taskID] = true
+	o.mu.Unlock()
+	for {
+		o.advance(ctx, taskID, rev)
+		o.mu.Lock()
+		again, ok := o.rerun[taskID]
+		if !ok {
+			delete(o.routing, taskID)
+			o.mu.Unlock()
+			return
+		}
+		delete(o.rerun, taskID)
+		o.mu.Unlock()
+		rev = again
+	}
+}
+
+// route advances questions whose step's deadline passed, and queues due
+// retries; the router workers (routeKicks) take the questions poked.
+// Deadlines live in the task records, so a restarted orchestrator resumes
+// them (recover).
 func (o *Orchestrator) route(ctx context.Context) {
 	defer o.wg.Done()
 	tick := time.NewTicker(routerTick)
@@ -43,8 +95,6 @@ func (o *Orchestrator) route(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-o.kick:
-			o.advance(ctx, id)
 		case <-tick.C:
 			now := o.now()
 			var due []string
@@ -56,7 +106,7 @@ func (o *Orchestrator) route(ctx context.Context) {
 			}
 			o.mu.Unlock()
 			for _, id := range due {
-				o.advance(ctx, id)
+				o.advanceAlone(ctx, id, 0)
 			}
 			for _, id := range o.dueRetries(now) {
 				o.dispatchRetry(ctx, id)
@@ -66,10 +116,11 @@ func (o *Orchestrator) route(ctx context.Context) {
 }
 
 // advance moves a task's open question along its route until an answer is
-// accepted, a step waits (pending), or the route ends.
-func (o *Orchestrator) advance(ctx context.Context, taskID string) {
+// accepted, a step waits (pending), or the route ends. minRev is the
+// revision that poked it (0 for none): the first step reads no older one.
+func (o *Orchestrator) advance(ctx context.Context, taskID string, minRev uint64) {
 	for i := 0; i < 32; i++ { // each pass settles one step
-		again, err := o.step(ctx, taskID)
+		again, err := o.step(ctx, taskID, minRev)
 		if err != nil {
 			o.log.Warn("route question", "task_id", taskID, "error", err)
 			return
@@ -82,8 +133,8 @@ func (o *Orchestrator) advance(ctx context.Context, taskID string) {
 
 // step does one thing for the current route step and reports whether the
 // next step should be looked at at once.
-func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
-	t, err := o.store.get(ctx, taskID)
+func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (bool, error) {
+	t, err := o.store.getAtLeast(ctx, taskID, minRev)
 	if errors.Is(err, wire.ErrNotFound) {
 		o.schedule(taskID, time.Time{})
 		return false, nil

@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -398,4 +399,42 @@ func knownFields(schema string, tokens []string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// File is a registry file read and checked as register sends it: one of
+// Subagent, Capability (with Archive, its directory packed) and Env.
+type File struct {
+	Subagent   *wire.Subagent
+	Capability *CapabilityFile
+	Archive    []byte
+	Env        *wire.Env
+}
+
+// Parse checks a registry file of kind the one way register and validate
+// both do: YAML or JSON against the kind's schema, and for a capability
+// its directory packed. file names it in errors and is where a
+// capability's relative path starts.
+func Parse(kind wire.Kind, file string, data []byte) (File, error) {
+	var f File
+	var err error
+	switch kind {
+	case wire.KindSubagent:
+		f.Subagent, err = ParseSubagent(file, data)
+	case wire.KindCapability:
+		if f.Capability, err = ParseCapability(file, data); err != nil {
+			break
+		}
+		dir := f.Capability.Path
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(file), dir)
+		}
+		if f.Archive, _, err = PackDir(dir, wire.MaxCapabilityBytes); err != nil {
+			err = fmt.Errorf("%s: field path: %w", file, err)
+		}
+	case wire.KindEnv:
+		f.Env, err = ParseEnv(file, data)
+	default:
+		err = fmt.Errorf("%s: no registry kind %q", file, kind)
+	}
+	return f, err
 }

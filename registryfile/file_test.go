@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agoradev/agora/wire"
 )
 
 func TestParseSubagentFile(t *testing.T) {
@@ -126,5 +128,37 @@ func TestReadFileTooLarge(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("ReadFile(missing) = %v", err)
+	}
+}
+
+// TestParse: each kind fills its one field; a capability's path is read
+// from the file's directory and packed; an unknown kind and a missing
+// directory are errors naming the file.
+func TestParse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "skill"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skill", "SKILL.md"), []byte("# review\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	capFile := filepath.Join(dir, "cap.yaml")
+	f, err := Parse(wire.KindCapability, capFile, []byte("name: review-skill\ndescription: d\npath: skill\n"))
+	if err != nil || f.Capability == nil || f.Capability.Name != "review-skill" || len(f.Archive) == 0 || f.Subagent != nil || f.Env != nil {
+		t.Errorf("Parse(capability) = %+v, %v; want the capability and its packed directory", f, err)
+	}
+	if _, err := Parse(wire.KindCapability, capFile, []byte("name: c\ndescription: d\npath: nope\n")); err == nil ||
+		!strings.HasPrefix(err.Error(), capFile+": field path: ") {
+		t.Errorf("Parse(capability, missing dir) = %v; want an error naming the file and field path", err)
+	}
+	if f, err := Parse(wire.KindEnv, "e.yaml", []byte("name: e\nvalues: {A: b}\n")); err != nil || f.Env == nil || f.Env.Values["A"] != "b" {
+		t.Errorf("Parse(env) = %+v, %v", f, err)
+	}
+	if f, err := Parse(wire.KindSubagent, "s.yaml", []byte("name: s\nruntime: exec\ncommand: x\n")); err != nil || f.Subagent == nil || f.Subagent.Name != "s" {
+		t.Errorf("Parse(subagent) = %+v, %v", f, err)
+	}
+	if _, err := Parse("widget", "w.yaml", nil); err == nil || err.Error() != `w.yaml: no registry kind "widget"` {
+		t.Errorf("Parse(widget) = %v", err)
 	}
 }

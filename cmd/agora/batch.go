@@ -12,15 +12,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -29,9 +27,6 @@ const batchLabel = wire.BatchLabel
 
 // batchWorkers is how many lines batch submit sends at once.
 const batchWorkers = 4
-
-// batchIDPattern is a batch id: a task id with room for "-<line>".
-var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$`)
 
 const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R] [--json]
        agora batch status ID [--json]
@@ -82,41 +77,6 @@ func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 
 const batchSubmitSynopsis = "FILE.jsonl [--batch ID] [--route R] [--json] [--server URL] [--token TOKEN]"
 
-// batchLine is what became of one line of a batch file.
-type batchLine = client.BatchLine
-
-// Results of a batch line.
-const (
-	lineSubmitted = client.BatchSubmitted
-	lineExisting  = client.BatchExisting
-	lineFailed    = client.BatchFailed
-)
-
-// batchSubmitReport is batch submit's --json output.
-type batchSubmitReport struct {
-	Batch     string      `json:"batch"`
-	File      string      `json:"file"`
-	Lines     int         `json:"lines"`
-	Submitted int         `json:"submitted"`
-	Existing  int         `json:"existing"`
-	Failed    int         `json:"failed"`
-	Results   []batchLine `json:"results"`
-}
-
-func (r *batchSubmitReport) count() {
-	r.Submitted, r.Existing, r.Failed = 0, 0, 0
-	for _, l := range r.Results {
-		switch l.Result {
-		case lineSubmitted:
-			r.Submitted++
-		case lineExisting:
-			r.Existing++
-		case lineFailed:
-			r.Failed++
-		}
-	}
-}
-
 // batchSubmitMain submits every line of the file. A bad line is reported
 // with its number and does not stop the others; nothing accepted is
 // undone. Exit 1 when any line failed.
@@ -138,9 +98,9 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 		if file == "-" {
 			return usagef("reading stdin, give the batch id with --batch ID")
 		}
-		id = batchIDFromFile(file)
+		id = batchreport.IDFromFile(file)
 	}
-	if !batchIDPattern.MatchString(id) {
+	if !batchreport.ValidID(id) {
 		return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
 	}
 	if *route != "" {
@@ -157,7 +117,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if err != nil {
 		return usagef("%s: %v", file, unwrapPath(err))
 	}
-	report := &batchSubmitReport{Batch: id, File: file, Results: client.ParseBatch(data, id, *route)}
+	report := &batchreport.Report{Batch: id, File: file, Results: client.ParseBatch(data, id, *route)}
 	report.Lines = len(report.Results)
 	if report.Lines == 0 {
 		return usagef("%s has no lines; want one submit request (JSON) per line", file)
@@ -173,7 +133,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if err != nil {
 		return a.explain(err, "")
 	}
-	report.count()
+	report.Count()
 	bar.done(report)
 
 	if a.json {
@@ -185,25 +145,9 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	}
 	if report.Failed > 0 {
 		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
-			report.Failed, report.Lines, pluralS(report.Lines), failedLineNumbers(report))}
+			report.Failed, report.Lines, pluralS(report.Lines), report.FailedLines())}
 	}
 	return nil
-}
-
-// batchIDFromFile is the default batch id: the file's base name without
-// its extension, other characters than letters, digits, - and _ as -.
-func batchIDFromFile(file string) string {
-	base := filepath.Base(file)
-	if ext := filepath.Ext(base); ext != "" && ext != base {
-		base = strings.TrimSuffix(base, ext)
-	}
-	id := strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '-'
-	}, base)
-	return strings.TrimLeft(id, "-_")
 }
 
 func unwrapPath(err error) error {
@@ -214,131 +158,18 @@ func unwrapPath(err error) error {
 }
 
 // writeBatchSummary writes what became of the lines.
-func writeBatchSummary(w io.Writer, r *batchSubmitReport) {
+func writeBatchSummary(w io.Writer, r *batchreport.Report) {
 	fmt.Fprintf(w, "batch %s from %s: %d line%s · %d submitted · %d already there · %d failed\n",
 		r.Batch, r.File, r.Lines, pluralS(r.Lines), r.Submitted, r.Existing, r.Failed)
 	if r.Failed > 0 {
 		fmt.Fprintln(w, "failed:")
-		for _, g := range groupFailures(r.Results, r.Batch) {
-			fmt.Fprintf(w, "  %s: %s\n", lineList(g.lines), g.err)
+		for _, g := range r.GroupFailures() {
+			fmt.Fprintf(w, "  %s: %s\n", batchreport.LineList(g.Lines), g.Err)
 		}
 	}
 	if r.Submitted+r.Existing > 0 {
 		fmt.Fprintf(w, "next: agora batch status %s\n", r.Batch)
 	}
-}
-
-// failureGroup is the lines that failed with one same error.
-type failureGroup struct {
-	err   string
-	lines []int
-}
-
-// groupFailures groups the failed lines by their error, in the order of
-// each error's first line: 400 lines with the same typo are one group, and
-// so are 40 lines whose task ids are taken by requests that differ in the
-// same fields (conflictText words them).
-func groupFailures(results []batchLine, batch string) []failureGroup {
-	var groups []failureGroup
-	index := map[string]int{}
-	members := map[int][]batchLine{}
-	for _, l := range results {
-		if l.Result != lineFailed {
-			continue
-		}
-		key := "error:" + l.Error
-		if l.Conflict != nil {
-			key = "conflict:" + conflictFields(l.Conflict)
-		}
-		i, ok := index[key]
-		if !ok {
-			i = len(groups)
-			index[key] = i
-			groups = append(groups, failureGroup{err: l.Error})
-		}
-		groups[i].lines = append(groups[i].lines, l.Line)
-		members[i] = append(members[i], l)
-	}
-	for i := range groups {
-		if first := members[i][0]; first.Conflict != nil {
-			groups[i].err = conflictText(members[i], batch)
-		}
-	}
-	return groups
-}
-
-// conflictFields names the fields a conflict is about, in its order.
-func conflictFields(c *client.Conflict) string {
-	names := make([]string, 0, len(c.Differences))
-	for _, d := range c.Differences {
-		names = append(names, d.Field)
-	}
-	return strings.Join(names, ",") + fmt.Sprintf("+%d", c.More)
-}
-
-// conflictText words the conflict of lines whose requests differ from
-// the stored ones in the same fields: a field whose two values are the
-// same on every line is shown with them (route differs: stored "human",
-// now "memory,human"), one that varies from line to line by its name, and
-// what to do.
-func conflictText(lines []batchLine, batch string) string {
-	first := lines[0].Conflict
-	var parts []string
-	for i, d := range first.Differences {
-		same := true
-		for _, l := range lines[1:] {
-			if o := l.Conflict.Differences[i]; o.Stored != d.Stored || o.Now != d.Now {
-				same = false
-				break
-			}
-		}
-		if same {
-			parts = append(parts, wire.DescribeDifference(d))
-		} else {
-			parts = append(parts, d.Field+" differs (line by line)")
-		}
-	}
-	if first.More > 0 {
-		parts = append(parts, fmt.Sprintf("and %d more field%s", first.More, pluralS(first.More)))
-	}
-	what := "task id already used for a different request"
-	if len(parts) > 0 {
-		what += " (" + strings.Join(parts, "; ") + ")"
-	}
-	n := len(lines)
-	if n == 1 {
-		id := lines[0].TaskID
-		return fmt.Sprintf("task %s: %s; give the line another task_id, or remove the task first (agora rm %s)", id, what, id)
-	}
-	return fmt.Sprintf("%d task%s: %s; submit them under a new batch id (--batch %s-2), or remove the batch's tasks first (agora rm --batch %s --yes)",
-		n, pluralS(n), what, batch, batch)
-}
-
-// maxListedLines is how many line numbers a list shows before "…".
-const maxListedLines = 8
-
-// lineList is "line 3", "lines 3, 5, 9" or, past maxListedLines,
-// "lines 3, 5, 9, … (400 lines)".
-func lineList(lines []int) string {
-	nums := make([]string, 0, min(len(lines), maxListedLines))
-	for _, n := range lines[:min(len(lines), maxListedLines)] {
-		nums = append(nums, strconv.Itoa(n))
-	}
-	text := "line" + pluralS(len(lines)) + " " + strings.Join(nums, ", ")
-	if len(lines) > maxListedLines {
-		text += fmt.Sprintf(" … (%d lines)", len(lines))
-	}
-	return text
-}
-
-func failedLineNumbers(r *batchSubmitReport) string {
-	var lines []int
-	for _, l := range r.Results {
-		if l.Result == lineFailed {
-			lines = append(lines, l.Line)
-		}
-	}
-	return lineList(lines)
 }
 
 // batchBar shows batch submit's progress on stderr: a bar redrawn in place
@@ -357,18 +188,8 @@ func newBatchBar(w io.Writer, environ []string, batch string, total int) *batchB
 	return &batchBar{w: w, ui: newUI(w, environ), batch: batch, total: total, last: time.Now()}
 }
 
-func (b *batchBar) counts(r *batchSubmitReport) (done int, text string) {
-	sub, ex, failed := 0, 0, 0
-	for _, l := range r.Results {
-		switch l.Result {
-		case lineSubmitted:
-			sub++
-		case lineExisting:
-			ex++
-		case lineFailed:
-			failed++
-		}
-	}
+func (b *batchBar) counts(r *batchreport.Report) (done int, text string) {
+	sub, ex, failed := batchreport.Counts(r.Results)
 	parts := []string{fmt.Sprintf("%d submitted", sub)}
 	if ex > 0 {
 		parts = append(parts, fmt.Sprintf("%d already there", ex))
@@ -379,7 +200,7 @@ func (b *batchBar) counts(r *batchSubmitReport) (done int, text string) {
 	return sub + ex + failed, strings.Join(parts, " · ")
 }
 
-func (b *batchBar) draw(r *batchSubmitReport) {
+func (b *batchBar) draw(r *batchreport.Report) {
 	done, text := b.counts(r)
 	now := time.Now()
 	if !b.ui.tty {
@@ -401,7 +222,7 @@ func (b *batchBar) draw(r *batchSubmitReport) {
 	b.drawn = true
 }
 
-func (b *batchBar) done(r *batchSubmitReport) {
+func (b *batchBar) done(r *batchreport.Report) {
 	if b.ui.tty {
 		if b.drawn {
 			fmt.Fprint(b.w, "\r\x1b[K")
@@ -553,11 +374,7 @@ func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch b
 	for _, g := range groups {
 		row := []cell{{fmt.Sprint(g.Count), sgrBold}}
 		if withBatch {
-			batch := g.Batch
-			if batch == "" {
-				batch = "-"
-			}
-			row = append(row, cell{batch, ""})
+			row = append(row, cell{orDash(g.Batch), ""})
 		}
 		row = append(row, cell{clipText(g.Question, 60), sgrYellow}, cell{strings.Join(g.Options, " / "), ""},
 			cell{taskList(g.TaskIDs, 50), ""}, cell{ifUnansweredText(g.IfUnanswered, time.Now()), ""}, cell{g.Action, sgrBold})

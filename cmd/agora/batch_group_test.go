@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/orchestrator/api"
 	"github.com/agoradev/agora/orchestrator/api/apitest"
 	"github.com/agoradev/agora/orchestrator/api/openapitest"
@@ -53,23 +54,6 @@ func TestBatchSubmitGroupsErrors(t *testing.T) {
 	}
 }
 
-func TestLineList(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		lines []int
-		want  string
-	}{
-		{[]int{3}, "line 3"},
-		{[]int{3, 5, 9}, "lines 3, 5, 9"},
-		{[]int{1, 2, 3, 4, 5, 6, 7, 8}, "lines 1, 2, 3, 4, 5, 6, 7, 8"},
-		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9}, "lines 1, 2, 3, 4, 5, 6, 7, 8 … (9 lines)"},
-	} {
-		if got := lineList(tt.lines); got != tt.want {
-			t.Errorf("lineList(%v) = %q, want %q", tt.lines, got, tt.want)
-		}
-	}
-}
-
 // TestBatchResubmitNamesWhatDiffers: running a batch file again with
 // another --route fails every line as a conflict, and the summary says so
 // once, naming the field with both values and what to do; a field whose
@@ -102,7 +86,7 @@ func TestBatchResubmitNamesWhatDiffers(t *testing.T) {
 	}
 	batchFile(t, dir, "forty.jsonl", lines...)
 	r = agora(t, s.env, "batch", "submit", file, "--route", "memory,human", "--json")
-	var rep batchSubmitReport
+	var rep batchreport.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("batch submit --json: %v: %v", r, err)
 	}

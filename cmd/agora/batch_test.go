@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
@@ -93,13 +94,13 @@ func TestBatchSubmit(t *testing.T) {
 		t.Errorf("batch submit again: %v; want 4 already there", r)
 	}
 	r = agora(t, s.env, "batch", "submit", file, "--batch", "b1", "--route", "human=24h", "--json")
-	var rep batchSubmitReport
+	var rep batchreport.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 1 {
 		t.Fatalf("batch submit --json: %v, %v", r, err)
 	}
 	if rep.Batch != "b1" || rep.Lines != 5 || rep.Submitted != 0 || rep.Existing != 4 || rep.Failed != 1 || len(rep.Results) != 5 ||
-		rep.Results[2].Line != 3 || rep.Results[2].Result != lineFailed || !strings.Contains(rep.Results[2].Error, "unknown field") ||
-		rep.Results[3].TaskID != "b1-4" || rep.Results[3].Result != lineExisting || rep.Results[3].State != wire.StateQueued {
+		rep.Results[2].Line != 3 || rep.Results[2].Result != client.BatchFailed || !strings.Contains(rep.Results[2].Error, "unknown field") ||
+		rep.Results[3].TaskID != "b1-4" || rep.Results[3].Result != client.BatchExisting || rep.Results[3].State != wire.StateQueued {
 		t.Errorf("batch submit --json = %+v", rep)
 	}
 	if n := len(s.batchTasks(t, "b1")); n != 4 {
@@ -138,9 +139,6 @@ func TestBatchSubmit(t *testing.T) {
 	}
 
 	// The default batch id is the file's name.
-	if got := batchIDFromFile("/x/nightly run.v2.jsonl"); got != "nightly-run-v2" {
-		t.Errorf("batchIDFromFile = %q", got)
-	}
 	agora(t, s.env, "batch", "submit", batchFile(t, dir, "nightly.jsonl", echo("1"))).want(t, "the file's name as the batch", 0,
 		[]string{"batch nightly from", "1 submitted"}, nil)
 	if got := taskIDs(s.batchTasks(t, "nightly")); !slices.Equal(got, []string{"nightly-1"}) {
@@ -297,7 +295,7 @@ func TestAllLikeFailed(t *testing.T) {
 // colored only when color is on, and cleared at the end.
 func TestBatchBar(t *testing.T) {
 	t.Parallel()
-	rep := &batchSubmitReport{Results: []batchLine{{Result: lineSubmitted}, {Result: lineFailed}, {}, {}}}
+	rep := &batchreport.Report{Results: []client.BatchLine{{Result: client.BatchSubmitted}, {Result: client.BatchFailed}, {}, {}}}
 	for _, color := range []bool{false, true} {
 		var buf strings.Builder
 		b := &batchBar{w: &buf, ui: ui{tty: true, color: color}, batch: "b", total: 4}

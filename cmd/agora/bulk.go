@@ -20,6 +20,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -45,7 +46,7 @@ func (s *selectorFlags) selector() (client.Selector, error) {
 	for _, st := range s.states {
 		sel.States = append(sel.States, wire.State(st))
 	}
-	if s.batch != "" && !batchIDPattern.MatchString(s.batch) {
+	if s.batch != "" && !batchreport.ValidID(s.batch) {
 		return sel, usagef("--batch %q: want a batch id (letters, digits, '-' and '_')", s.batch)
 	}
 	if err := sel.Check(); err != nil {

@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -15,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
+
+	"github.com/agoradev/agora/cmd/agora/internal/idnames"
 )
 
 // verb is one command of the CLI as the command tree registers it. Each
@@ -390,7 +389,7 @@ func (g globalFlags) run(ctx context.Context, v verb, args, environ []string, st
 	}
 	var out bytes.Buffer
 	code := v.run(ctx, args, environ, &out, stderr)
-	if err := writeNames(stdout, &out); err != nil {
+	if err := idnames.Write(stdout, &out); err != nil {
 		return exitCode(stderr, label, err)
 	}
 	return code
@@ -414,70 +413,4 @@ func insertBeforeDash(args []string, flags ...string) []string {
 		return append(slices.Clone(args), flags...)
 	}
 	return slices.Concat(args[:i], flags, args[i:])
-}
-
-// writeNames prints the ids in the JSON values of r one per line (-o name):
-// a task's id, a question's task_id, a registry entry's NAME@VERSION, a
-// parked event's seq; a list is the ids of its items.
-func writeNames(w io.Writer, r io.Reader) error {
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	for {
-		var v any
-		err := dec.Decode(&v)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("-o name: read the JSON: %w", err)
-		}
-		for _, n := range names(v) {
-			fmt.Fprintln(w, n)
-		}
-	}
-}
-
-func names(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{v}
-	case json.Number:
-		return []string{v.String()}
-	case []any:
-		var out []string
-		for _, e := range v {
-			out = append(out, names(e)...)
-		}
-		return out
-	case map[string]any:
-		if l, ok := v["artifacts"].([]any); ok && v["id"] == nil { // agora artifacts: their names
-			return names(l)
-		}
-		for _, k := range []string{"id", "task_id"} {
-			if s, ok := v[k].(string); ok && s != "" {
-				return []string{s}
-			}
-		}
-		if s, ok := v["name"].(string); ok && s != "" {
-			if ver, ok := v["version"].(string); ok && ver != "" {
-				return []string{s + "@" + ver}
-			}
-			return []string{s}
-		}
-		if n, ok := v["seq"].(json.Number); ok {
-			return []string{n.String()}
-		}
-		if s, ok := v["version"].(string); ok && s != "" { // agora version
-			return []string{s}
-		}
-		if m, ok := v["contexts"].(map[string]any); ok { // agora config get-contexts
-			return slices.Sorted(maps.Keys(m))
-		}
-		for _, k := range []string{"tasks", "questions", "groups", "entries", "results", "task_ids", "items"} {
-			if l, ok := v[k].([]any); ok {
-				return names(l)
-			}
-		}
-	}
-	return nil
 }

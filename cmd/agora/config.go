@@ -39,35 +39,14 @@ func (g globalFlags) configPath(environ []string) (string, error) {
 }
 
 // applyConfig puts the context's server and token into environ behind
-// what the environment already says (a --context given on the command line
-// wins over the environment), so the verbs read them as AGORA_SERVER and
-// AGORA_TOKEN and their own flags still win.
+// what the environment already says (cliconfig.Overrides), so the verbs
+// read them as AGORA_SERVER and AGORA_TOKEN and their own flags still win.
 func (g globalFlags) applyConfig(environ []string) ([]string, error) {
-	name := g.context
-	if name == "" {
-		name = getenv(environ, "AGORA_CONTEXT")
-	}
-	path, err := g.configPath(environ)
-	if err != nil {
-		if name == "" && g.config == "" {
-			return environ, nil // no file to read and none asked for
-		}
-		return nil, err
-	}
-	ctx, ok, err := cliconfig.Pick(path, name)
+	extra, err := cliconfig.Overrides(g.config, g.context, g.contextSet, func(k string) string { return getenv(environ, k) })
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return environ, nil
-	}
-	out := slices.Clone(environ)
-	for k, v := range map[string]string{"AGORA_SERVER": ctx.Server, "AGORA_TOKEN": ctx.Token} {
-		if v != "" && (g.contextSet || getenv(environ, k) == "") {
-			out = append(out, k+"="+v) // getenv takes the last one
-		}
-	}
-	return out, nil
+	return append(slices.Clone(environ), extra...), nil
 }
 
 // runConfig is agora config: the contexts in the config file.

@@ -19,7 +19,6 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/roleflags"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -135,14 +134,14 @@ func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdo
 }
 
 // checkDemoBusybox fails at once, naming the command that fixes it, unless
-// path (default images.DefaultBusybox) is a static busybox. A --busybox
+// path (default roles.DefaultBusybox) is a static busybox. A --busybox
 // that is not one is a usage error.
 func checkDemoBusybox(path string) error {
 	explicit := path != ""
 	if !explicit {
-		path = images.DefaultBusybox
+		path = roles.DefaultBusybox
 	}
-	err := images.CheckBusybox(path)
+	err := roles.CheckBusybox(path)
 	if err == nil {
 		return nil
 	}

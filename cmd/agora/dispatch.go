@@ -306,7 +306,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	}
 	// stdout carries the result alone (docs/ci.md): out=$(agora dispatch
 	// … --wait). With --json, the final task, its result read in.
-	result, rerr := taskResult(ctx, c, final)
+	result, rerr := c.TaskResult(ctx, final)
 	if a.json {
 		if rerr == nil && len(result) > 0 {
 			final.Result = result
@@ -668,44 +668,23 @@ func writeOutputTail(ctx context.Context, c *client.Client, t *wire.Task, w io.W
 	if r == nil {
 		return
 	}
-	tail := &tailBuffer{max: 64 << 10}
-	filter := &subagentLines{w: tail}
-	err := c.Logs(ctx, t.ID, r.N, false, filter)
-	if err == nil {
-		err = filter.Flush()
-	}
+	lines, cut, err := c.OutputTail(ctx, t.ID, r.N, tailLines)
 	if err != nil {
 		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", r.N, clipText(err.Error(), 120), t.ID)
 		return
 	}
-	lines := strings.Split(strings.TrimRight(string(tail.data), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
+	if len(lines) == 0 {
 		fmt.Fprintf(w, "round %d printed nothing\n", r.N)
 		return
 	}
 	from := ""
-	if len(lines) > tailLines {
-		lines = lines[len(lines)-tailLines:]
+	if cut {
 		from = fmt.Sprintf("its last %d lines; ", tailLines)
 	}
 	fmt.Fprintf(w, "round %d's output (%s'agora logs %s --round %d' shows it all):\n", r.N, from, t.ID, r.N)
 	for _, l := range lines {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-}
-
-// tailBuffer keeps about the last max bytes written to it.
-type tailBuffer struct {
-	data []byte
-	max  int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.data = append(b.data, p...)
-	if len(b.data) > 2*b.max {
-		b.data = append(b.data[:0:0], b.data[len(b.data)-b.max:]...)
-	}
-	return len(p), nil
 }
 
 // multiFlag collects a repeatable string flag.

@@ -9,7 +9,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/images"
 )
 
 const imageBuildSynopsis = "[--worker PATH] [--base IMAGE] [--tag TAG] [--no-busybox] [--json]"
@@ -56,13 +55,8 @@ func imageBuild(ctx context.Context, args, environ []string, stdout, stderr io.W
 	if err := parseFlags(fs, imageBuildSynopsis, args, stdout); err != nil {
 		return err
 	}
-	opts := images.Options{Base: *base, Tag: *tag, NoBusybox: *noBusybox}
-	var err error
-	if opts.WorkerBinary, err = roles.WorkerBinary(*worker, "--worker PATH"); err != nil {
-		return err
-	}
-	opts.Logger = newLogger(stderr)
-	res, err := roles.BuildImage(ctx, getenv(environ, "DOCKER_HOST"), opts)
+	res, err := roles.BuildImage(ctx, getenv(environ, "DOCKER_HOST"), roles.ImageBuild{
+		Worker: *worker, Base: *base, Tag: *tag, NoBusybox: *noBusybox, Logger: newLogger(stderr)})
 	if err != nil {
 		return err
 	}

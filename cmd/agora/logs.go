@@ -71,7 +71,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 			out = whole
 		}
 	}
-	err = c.Logs(ctx, id, r.N, follow, &subagentLines{w: out, all: *worker})
+	err = c.Logs(ctx, id, r.N, follow, &schemas.OutputFilter{W: out, All: *worker})
 	switch {
 	case errors.Is(err, context.Canceled):
 		return nil // interrupted while following: that is how it ends
@@ -113,24 +113,3 @@ func (j jsonChunks) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// subagentLines passes on what a sub-agent printed and drops agora's own
-// lines (its event lines, the worker's log lines: those the runner marked
-// with schemas.OutputMark, having verified their MAC); with all it passes
-// every line, agora's without the mark.
-type subagentLines struct {
-	w   io.Writer
-	all bool
-	f   *schemas.OutputFilter
-}
-
-func (s *subagentLines) Write(p []byte) (int, error) {
-	if s.f == nil {
-		s.f = &schemas.OutputFilter{W: s.w, All: s.all}
-	}
-	return s.f.Write(p)
-}
-
-// Flush is a no-op: lines are judged by their first byte, and passed on
-// as they come.
-func (s *subagentLines) Flush() error { return nil }

@@ -42,21 +42,3 @@ func TestLogsHidesWorkerLines(t *testing.T) {
 		t.Errorf("logs w --worker = %v; want the whole output", r)
 	}
 }
-
-// TestSubagentLinesChunks: lines split across writes are judged whole.
-func TestSubagentLinesChunks(t *testing.T) {
-	t.Parallel()
-	var b strings.Builder
-	f := &subagentLines{w: &b}
-	for i := 0; i < len(workerOutput); i += 7 {
-		if _, err := f.Write([]byte(workerOutput[i:min(i+7, len(workerOutput))])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if want := subagentOutput; b.String() != want {
-		t.Errorf("filtered in 7-byte chunks = %q; want %q", b.String(), want)
-	}
-}

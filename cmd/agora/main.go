@@ -168,7 +168,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if file == "-" {
 			label = "stdin"
 		}
-		if _, err := parseRegistryFile(kind, label, data); err != nil {
+		if _, err := registryfile.Parse(kind, label, data); err != nil {
 			fmt.Fprintf(stderr, "agora validate: %v\n", err)
 			return 1
 		}

@@ -1,7 +1,7 @@
 package main
 
 // agora nats-auth init DIR: the NATS identities an external NATS server or
-// cluster needs for agora (internal/natsauth), as `agora serve` makes them
+// cluster needs for agora (roles.InitNATSAuth), as `agora serve` makes them
 // for its embedded server: an operator, the AGORA account with its
 // JetStream limits, a user per role, the workers' scoped signing key, and
 // the nats-server configuration include that trusts them.
@@ -17,7 +17,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/internal/natsauth"
 )
 
 const natsAuthInitSynopsis = "DIR [--runner ID]... [--max-disk SIZE] [--max-memory SIZE]"
@@ -49,11 +48,12 @@ func natsAuthInit(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("want one DIR, where the keys and credentials go (e.g. /etc/agora/nats-auth); got %d arguments", len(pos))
 	}
-	var limits natsauth.Limits
-	if limits.DiskStorage, err = parseSize("--max-disk", *maxDisk); err != nil {
+	disk, err := parseSize("--max-disk", *maxDisk)
+	if err != nil {
 		return err
 	}
-	if limits.MemoryStorage, err = parseSize("--max-memory", *maxMem); err != nil {
+	mem, err := parseSize("--max-memory", *maxMem)
+	if err != nil {
 		return err
 	}
 	for _, r := range runners {
@@ -65,16 +65,16 @@ func natsAuthInit(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ids, files, err := natsauth.Init(dir, runners, limits)
+	made, err := roles.InitNATSAuth(dir, runners, disk, mem)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "agora nats-auth: identities in %s (0700; every file 0600), account AGORA %s\n", dir, ids.Account)
-	for _, f := range files {
+	fmt.Fprintf(stdout, "agora nats-auth: identities in %s (0700; every file 0600), account AGORA %s\n", dir, made.Account)
+	for _, f := range made.Files {
 		fmt.Fprintf(stdout, "  %s\n", filepath.Join(dir, f))
 	}
 	fmt.Fprintf(stdout, "next: copy %s to every NATS node and include it (docs/scaling.md); give the orchestrators %s and each runner its runner-ID.creds (--nats-creds)\n",
-		natsauth.ServerConfigFile, natsauth.OrchestratorCredFile)
+		made.ServerConfig, made.OrchestratorCreds)
 	return nil
 }
 

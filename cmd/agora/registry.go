@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -51,44 +51,6 @@ func runRegistry(ctx context.Context, verb string, args, environ []string, stdou
 	return exitCode(stderr, "agora "+verb, usagef("unknown subcommand %q; want register, list or show", args[0]))
 }
 
-// registryFile is a registry file read and checked as register sends it:
-// one of subagent, capability (with archive, its packed directory) and env.
-type registryFile struct {
-	subagent   *wire.Subagent
-	capability *registryfile.CapabilityFile
-	archive    []byte
-	env        *wire.Env
-}
-
-// parseRegistryFile checks a registry file of kind the one way both
-// register and validate do: YAML or JSON against the kind's schema, and for
-// a capability its directory packed. file names it in errors (and is where
-// a capability's relative path starts).
-func parseRegistryFile(kind wire.Kind, file string, data []byte) (registryFile, error) {
-	var f registryFile
-	var err error
-	switch kind {
-	case wire.KindSubagent:
-		f.subagent, err = registryfile.ParseSubagent(file, data)
-	case wire.KindCapability:
-		if f.capability, err = registryfile.ParseCapability(file, data); err != nil {
-			break
-		}
-		dir := f.capability.Path
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(filepath.Dir(file), dir)
-		}
-		if f.archive, _, err = registryfile.PackDir(dir, wire.MaxCapabilityBytes); err != nil {
-			err = fmt.Errorf("%s: field path: %w", file, err)
-		}
-	case wire.KindEnv:
-		f.env, err = registryfile.ParseEnv(file, data)
-	default:
-		err = fmt.Errorf("%s: no registry kind %q", file, kind)
-	}
-	return f, err
-}
-
 // register reads and checks the file here, so a mistake is found before
 // anything reaches the server, then registers its content.
 func (v registryVerb) register(ctx context.Context, name string, args, environ []string, stdout io.Writer) error {
@@ -106,20 +68,20 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	if err != nil {
 		return usagef("%v", err)
 	}
-	f, err := parseRegistryFile(v.kind, file, data)
+	f, err := registryfile.Parse(v.kind, file, data)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	var call func(*client.Client) (wire.Registered, error)
 	switch {
-	case f.subagent != nil:
-		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterSubagent(ctx, *f.subagent) }
-	case f.capability != nil:
+	case f.Subagent != nil:
+		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterSubagent(ctx, *f.Subagent) }
+	case f.Capability != nil:
 		call = func(c *client.Client) (wire.Registered, error) {
-			return c.RegisterCapability(ctx, f.capability.Name, f.capability.Description, f.archive)
+			return c.RegisterCapability(ctx, f.Capability.Name, f.Capability.Description, f.Archive)
 		}
-	case f.env != nil:
-		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterEnv(ctx, *f.env) }
+	case f.Env != nil:
+		call = func(c *client.Client) (wire.Registered, error) { return c.RegisterEnv(ctx, *f.Env) }
 	}
 	c, err := a.connect(environ)
 	if err != nil {
@@ -335,10 +297,10 @@ func (v registryVerb) detail(w io.Writer, environ []string, e *wire.Entry) {
 		}
 		fmt.Fprintf(w, "dispatch: %s\n", u.paint(sgrBold, "agora dispatch --subagent "+e.Ref()))
 	case e.Env != nil:
-		for _, k := range sortedKeys(e.Env.Values) {
+		for _, k := range slices.Sorted(maps.Keys(e.Env.Values)) {
 			fmt.Fprintf(w, "value  %s=%s\n", k, e.Env.Values[k])
 		}
-		for _, k := range sortedKeys(e.Env.Secrets) {
+		for _, k := range slices.Sorted(maps.Keys(e.Env.Secrets)) {
 			fmt.Fprintf(w, "secret %s from %s\n", k, e.Env.Secrets[k])
 		}
 	default:
@@ -362,15 +324,6 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // retryText is a retry policy in a line: "3 attempts on worker-lost,

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	flag "github.com/spf13/pflag"
 
@@ -169,24 +168,11 @@ func replayBatchMain(ctx context.Context, c *client.Client, f replayFlags, stdou
 		}
 		return nil
 	}
-	finals := make([]*wire.Task, len(out.Replays))
-	errs := make([]error, len(out.Replays))
-	var wg sync.WaitGroup
+	ids := make([]string, len(out.Replays))
 	for i, r := range out.Replays {
-		if r.Replay == "" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t, err := c.Get(ctx, r.Replay)
-			if err == nil {
-				t, err = followReplay(ctx, c, t)
-			}
-			finals[i], errs[i] = t, err
-		}()
+		ids[i] = r.Replay
 	}
-	wg.Wait()
+	finals, errs := c.FollowAll(ctx, ids, client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp})
 	if f.api.json {
 		if err := writeJSON(stdout, struct {
 			wire.BatchReplay
@@ -201,6 +187,8 @@ func replayBatchMain(ctx context.Context, c *client.Client, f replayFlags, stdou
 		switch {
 		case r.Error != "":
 			line = "not started: " + r.Error
+		case errors.Is(errs[i], client.ErrRemoved):
+			line = fmt.Sprintf("not followed: replay %s was removed while waiting for it", r.Replay)
 		case errs[i] != nil:
 			line = "not followed: " + errs[i].Error()
 		case finals[i].Replay != nil && finals[i].Replay.Verdict == wire.ReplayMatched:

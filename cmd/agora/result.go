@@ -5,12 +5,10 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -45,18 +43,6 @@ func writeResult(w io.Writer, raw json.RawMessage) error {
 	return err
 }
 
-// taskResult is t's result: inline, or read through the API when t has it
-// by ref; nil for none.
-func taskResult(ctx context.Context, c *client.Client, t *wire.Task) (json.RawMessage, error) {
-	if len(t.Result) > 0 {
-		return t.Result, nil
-	}
-	if t.ResultRef == nil {
-		return nil, nil
-	}
-	return c.Result(ctx, t.ID)
-}
-
 // ---- agora result
 
 const resultSynopsis = "TASK [--json] [--server URL] [--token TOKEN]"
@@ -88,7 +74,7 @@ func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	default:
 		return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, stateLabel(t.State), t.ID)
 	}
-	raw, err := taskResult(ctx, c, t)
+	raw, err := c.TaskResult(ctx, t)
 	if err != nil {
 		return a.explain(err, id)
 	}
@@ -163,20 +149,9 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 		}
 		return nil
 	}
-	want := list
-	if len(names) > 0 {
-		want = nil
-		for _, n := range names {
-			i := slices.IndexFunc(list, func(f wire.Artifact) bool { return f.Name == n })
-			if i < 0 {
-				have := make([]string, len(list))
-				for j, f := range list {
-					have[j] = f.Name
-				}
-				return fmt.Errorf("task %s has no artifact %q (it has: %s)", id, n, cmp.Or(strings.Join(have, ", "), "none"))
-			}
-			want = append(want, list[i])
-		}
+	want, err := client.SelectArtifacts(list, names)
+	if err != nil {
+		return fmt.Errorf("task %s has %w", id, err)
 	}
 	if len(want) == 0 {
 		fmt.Fprintf(stderr, "agora artifacts: task %s has no artifacts; nothing downloaded\n", id)
@@ -223,11 +198,11 @@ func batchResultsMain(ctx context.Context, args, environ []string, stdout io.Wri
 		return err
 	}
 	c, tasks := b.client, b.tasks
-	slices.SortFunc(tasks, func(x, y *wire.Task) int { return naturalCompare(x.ID, y.ID) })
+	client.SortBatchTasks(tasks)
 	enc := json.NewEncoder(stdout)
 	for _, t := range tasks {
 		line := batchResult{ID: t.ID, State: t.State, Outcome: t.Outcome, Artifacts: t.Artifacts}
-		if line.Result, err = taskResult(ctx, c, t); err != nil {
+		if line.Result, err = c.TaskResult(ctx, t); err != nil {
 			line.Error = "read the result: " + err.Error()
 		}
 		if err := enc.Encode(line); err != nil {
@@ -235,36 +210,4 @@ func batchResultsMain(ctx context.Context, args, environ []string, stdout io.Wri
 		}
 	}
 	return nil
-}
-
-// naturalCompare orders strings with their runs of digits compared as
-// numbers: b-2 before b-10.
-func naturalCompare(a, b string) int {
-	for a != "" && b != "" {
-		da, db := digitRun(a), digitRun(b)
-		if da > 0 && db > 0 {
-			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
-			if c := cmp.Compare(len(na), len(nb)); c != 0 {
-				return c
-			}
-			if c := strings.Compare(na, nb); c != 0 {
-				return c
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			return cmp.Compare(a[0], b[0])
-		}
-		a, b = a[1:], b[1:]
-	}
-	return cmp.Compare(len(a), len(b))
-}
-
-func digitRun(s string) int {
-	n := 0
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	return n
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,15 +159,6 @@ func TestWriteResult(t *testing.T) {
 		if err := writeResult(&b, json.RawMessage(in)); err != nil || b.String() != want {
 			t.Errorf("writeResult(%s) = %q, %v; want %q", in, b.String(), err, want)
 		}
-	}
-}
-
-func TestNaturalCompare(t *testing.T) {
-	t.Parallel()
-	ids := []string{"b-10", "b-2", "b-1", "a-3", "b-02x", "b-20"}
-	slices.SortFunc(ids, naturalCompare)
-	if want := []string{"a-3", "b-1", "b-2", "b-02x", "b-10", "b-20"}; !slices.Equal(ids, want) {
-		t.Errorf("sorted = %v, want %v", ids, want)
 	}
 }
 

@@ -1,7 +1,7 @@
 package main
 
 // agora secret set|list|rm: this machine's local secret store
-// (internal/secrets), where the local:NAME refs of env bundles find their
+// (roles.SecretStore), where the local:NAME refs of env bundles find their
 // values when dispatches run on `agora serve` (or `agora runner
 // --secrets-dir`). Values are read from stdin or a file, never from an
 // argument, and never printed.
@@ -17,7 +17,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/internal/secrets"
+	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
 const secretUsage = `usage: agora secret set NAME [--from-file FILE]   the value from stdin, or FILE
@@ -49,32 +49,32 @@ func runSecret(args, environ []string, stdin io.Reader, stdout, stderr io.Writer
 // secretStoreFlag adds --data-dir and --secrets-dir and returns a func
 // that opens the store: --secrets-dir, else <data-dir>/secrets with the
 // data dir serve uses by default ($AGORA_DATA_DIR, else ~/.agora).
-func secretStoreFlag(fs *flag.FlagSet, environ []string) func() (*secrets.Store, error) {
+func secretStoreFlag(fs *flag.FlagSet, environ []string) func() (roles.SecretStore, error) {
 	dataDir := fs.String("data-dir", "", "the agora data `DIR` whose secrets/ holds the store, as agora serve --data-dir (default $AGORA_DATA_DIR, else ~/.agora)")
 	secretsDir := fs.String("secrets-dir", "", "the store in `DIR` itself, as agora serve --secrets-dir (default <data-dir>/secrets)")
-	return func() (*secrets.Store, error) {
+	return func() (roles.SecretStore, error) {
 		if *secretsDir != "" {
 			if *dataDir != "" {
-				return nil, usagef("--secrets-dir names the store itself and --data-dir the directory above it: give one")
+				return roles.SecretStore{}, usagef("--secrets-dir names the store itself and --data-dir the directory above it: give one")
 			}
 			abs, err := filepath.Abs(*secretsDir)
 			if err != nil {
-				return nil, usagef("--secrets-dir %s: %v", *secretsDir, err)
+				return roles.SecretStore{}, usagef("--secrets-dir %s: %v", *secretsDir, err)
 			}
-			return secrets.Open(abs), nil
+			return roles.OpenSecretStore(abs), nil
 		}
 		dir := *dataDir
 		if dir == "" {
 			var err error
 			if dir, err = defaultDataDir(environ); err != nil {
-				return nil, err
+				return roles.SecretStore{}, err
 			}
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, usagef("--data-dir %s: %v", dir, err)
+			return roles.SecretStore{}, usagef("--data-dir %s: %v", dir, err)
 		}
-		return secrets.Open(filepath.Join(abs, "secrets")), nil
+		return roles.OpenSecretStore(filepath.Join(abs, "secrets")), nil
 	}
 }
 
@@ -93,7 +93,7 @@ func secretSet(name string, args, environ []string, stdin io.Reader, stdout, std
 		return usagef("the value is read from stdin or --from-file, never from an argument, so it stays out of your shell history: printf '%%s' VALUE | agora secret set %s", pos[0])
 	}
 	key := pos[0]
-	if err := secrets.ValidName(key); err != nil {
+	if err := roles.ValidSecretName(key); err != nil {
 		return usagef("%v", err)
 	}
 	store, err := open()
@@ -112,22 +112,22 @@ func secretSet(name string, args, environ []string, stdin io.Reader, stdout, std
 	} else if f, ok := stdin.(*os.File); ok && isTTY(f) {
 		fmt.Fprintf(stderr, "%s: type the value of %s, then Ctrl-D (it shows on the screen; pipe it in or use --from-file to keep it off)\n", name, key)
 	}
-	value, err := io.ReadAll(io.LimitReader(src, secrets.MaxValueBytes+1))
+	value, err := io.ReadAll(io.LimitReader(src, roles.MaxSecretBytes+1))
 	if err != nil {
 		return fmt.Errorf("read the value of %s from %s: %w", key, from, err)
 	}
 	switch {
 	case len(value) == 0:
 		return fmt.Errorf("refusing an empty value for %s (%s was empty): pipe the value in, e.g. printf '%%s' \"$VALUE\" | agora secret set %s, or pass --from-file FILE", key, from, key)
-	case len(value) > secrets.MaxValueBytes:
-		return fmt.Errorf("the value of %s from %s is larger than %d bytes, the most a secret may hold", key, from, secrets.MaxValueBytes)
+	case len(value) > roles.MaxSecretBytes:
+		return fmt.Errorf("the value of %s from %s is larger than %d bytes, the most a secret may hold", key, from, roles.MaxSecretBytes)
 	}
-	_, existed := store.Get(key)
-	if err := store.Set(key, value); err != nil {
+	replaced, err := store.Set(key, value)
+	if err != nil {
 		return err
 	}
 	verb := "set"
-	if existed == nil {
+	if replaced {
 		verb = "replaced"
 	}
 	fmt.Fprintf(stdout, "secret %s %s (%d bytes) in %s; env bundles refer to it as local:%s\n", key, verb, len(value), store.Dir(), key)
@@ -157,9 +157,6 @@ func secretList(name string, args, environ []string, stdout io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		if infos == nil {
-			infos = []secrets.Info{}
-		}
 		return writeJSON(stdout, infos)
 	}
 	if len(infos) == 0 {
@@ -185,7 +182,7 @@ func secretRemove(name string, args, environ []string, stdout io.Writer) error {
 		return usagef("want the NAME of a secret to remove ('agora secret list' lists them)")
 	}
 	for _, key := range pos {
-		if err := secrets.ValidName(key); err != nil {
+		if err := roles.ValidSecretName(key); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -197,7 +194,7 @@ func secretRemove(name string, args, environ []string, stdout io.Writer) error {
 	for _, key := range pos {
 		err := store.Delete(key)
 		switch {
-		case errors.Is(err, secrets.ErrNotFound):
+		case errors.Is(err, roles.ErrNoSecret):
 			errs = append(errs, fmt.Errorf("no secret %s in %s; 'agora secret list' lists them", key, store.Dir()))
 		case err != nil:
 			errs = append(errs, err)

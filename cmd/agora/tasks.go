@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +17,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/notapi"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -157,63 +156,13 @@ func (a *apiFlags) explain(err error, taskID string) error {
 	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
 		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
 	}
-	if msg, ok := a.otherProtocol(err); ok {
+	if msg, ok := notapi.Explain(a.server, strings.TrimPrefix(defaultServer, "http://"), err); ok {
 		return errors.New(msg)
 	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
 	}
 	return err
-}
-
-// otherProtocol recognises a server that answered in another protocol than
-// the one the URL asked for — the NATS port, whose first words are
-// "INFO {"server_id": …}", is the usual one — and says so in one line
-// instead of echoing the bytes it sent.
-func (a *apiFlags) otherProtocol(err error) (string, bool) {
-	notAPI := func(what string) (string, bool) {
-		return fmt.Sprintf("%s answered, but not as an agora API: %s; the API is where 'agora serve --listen' says (default %s): check --server or AGORA_SERVER",
-			a.server, what, strings.TrimPrefix(defaultServer, "http://")), true
-	}
-	plainURL := "http://" + strings.TrimPrefix(a.server, "https://")
-	msg := err.Error()
-	if rh, ok := errors.AsType[tls.RecordHeaderError](err); ok {
-		if string(rh.RecordHeader[:]) == "INFO " {
-			return notAPI("it speaks NATS, not HTTPS (is this the NATS port?)")
-		}
-		return fmt.Sprintf("%s answered, but not over TLS; if it is agora without TLS in front, use %s", a.server, plainURL), true
-	}
-	switch {
-	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
-		return fmt.Sprintf("%s answered in plain HTTP, not HTTPS; use %s", a.server, plainURL), true
-	case strings.Contains(msg, "malformed HTTP") && strings.Contains(msg, "server_id"):
-		return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
-	case strings.Contains(msg, "malformed HTTP"):
-		return notAPI("it does not speak HTTP")
-	case strings.Contains(msg, "readLoopPeekFailLocked") || strings.Contains(msg, "server closed idle connection") ||
-		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-		// A server that speaks first (NATS greets every client with INFO)
-		// can win the race with the request: Go's transport then reports
-		// the connection, not the bytes. Ask the server what it says.
-		if u, perr := url.Parse(a.server); perr == nil && greetsWithINFO(u.Host) {
-			return notAPI("it speaks NATS, not HTTP (is this the NATS port?)")
-		}
-	}
-	return "", false
-}
-
-// greetsWithINFO reports whether the server at hostport speaks first with
-// NATS's "INFO " greeting, within a second and without being sent anything.
-func greetsWithINFO(hostport string) bool {
-	conn, err := net.DialTimeout("tcp", hostport, time.Second)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
-	buf := make([]byte, 5)
-	_, err = io.ReadFull(conn, buf)
-	return err == nil && string(buf) == "INFO "
 }
 
 // plainMessage is the API's message without the sentinel's own words,

@@ -40,114 +40,29 @@ func watchMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 	if len(pos) == 1 {
 		taskID = pos[0]
 	}
-	w := &watcher{out: stdout, ui: newUI(stdout, environ), json: a.json, server: a.server, taskID: taskID,
-		tasks: map[string]*wire.Task{}, shown: map[string]string{}}
-
-	changes := make(chan wire.Change, 256)
-	streamCtx, stopStream := context.WithCancel(ctx)
-	streamed := make(chan struct{})
-	go func() {
-		defer close(streamed)
-		c.KeepWatching(streamCtx, taskID, func(ch wire.Change) {
-			select {
-			case changes <- ch:
-			case <-streamCtx.Done():
-			}
-		})
-	}()
-	defer func() { stopStream(); <-streamed }()
-
-	if err := w.resync(ctx, c); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
+	w := &watcher{out: stdout, ui: newUI(stdout, environ), json: a.json, server: a.server,
+		set: client.NewTaskSet(taskID), shown: map[string]string{}}
+	if err := c.Mirror(ctx, w.set, watchResync, w.show, w.draw); err != nil {
 		return a.explain(err, taskID)
 	}
-	w.draw()
-	resync := time.NewTicker(watchResync)
-	defer resync.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ch := <-changes:
-			w.apply(ch)
-			// Take what else has come before drawing once.
-			for more := true; more; {
-				select {
-				case ch := <-changes:
-					w.apply(ch)
-				default:
-					more = false
-				}
-			}
-		case <-resync.C:
-			// A server that is away for a while is not an error: the
-			// table stays as it was until it answers again.
-			if err := w.resync(ctx, c); err != nil {
-				continue
-			}
-		}
-		w.draw()
-	}
+	return nil
 }
 
-// watcher keeps the tasks it has seen and shows their changes.
+// watcher shows the changes of the tasks client.Mirror keeps in set.
 type watcher struct {
-	out            io.Writer
-	ui             ui
-	json           bool
-	server, taskID string
-	tasks          map[string]*wire.Task
+	out    io.Writer
+	ui     ui
+	json   bool
+	server string
+	set    *client.TaskSet
 	// shown is what the plain output last said of each task.
 	shown map[string]string
 	dirty bool
 }
 
-// resync lists the tasks and applies what differs from what it knows.
-func (w *watcher) resync(ctx context.Context, c *client.Client) error {
-	var list []*wire.Task
-	if w.taskID != "" {
-		t, err := c.Get(ctx, w.taskID)
-		if err != nil {
-			return err
-		}
-		list = []*wire.Task{t}
-	} else {
-		var err error
-		if list, _, err = c.ListAll(ctx, wire.ListOptions{}); err != nil {
-			return err
-		}
-	}
-	seen := map[string]bool{}
-	for i := len(list) - 1; i >= 0; i-- { // oldest first
-		seen[list[i].ID] = true
-		w.apply(wire.Change{TaskID: list[i].ID, Task: list[i]})
-	}
-	for id := range w.tasks {
-		if !seen[id] {
-			w.apply(wire.Change{TaskID: id, Removed: true})
-		}
-	}
-	return nil
-}
-
-// apply takes one change unless it is older than what is known.
-func (w *watcher) apply(ch wire.Change) {
-	if w.taskID != "" && ch.TaskID != w.taskID {
-		return
-	}
-	old, known := w.tasks[ch.TaskID]
-	switch {
-	case ch.Removed && !known:
-		return
-	case ch.Removed:
-		delete(w.tasks, ch.TaskID)
-	case ch.Task == nil || known && ch.Task.Revision <= old.Revision:
-		return
-	default:
-		w.tasks[ch.TaskID] = ch.Task
-	}
+// show writes a change the set took: as JSON, or a plain line when not
+// on a terminal (where draw redraws the table instead).
+func (w *watcher) show(ch wire.Change) {
 	w.dirty = true
 	switch {
 	case w.json:
@@ -185,31 +100,8 @@ func (w *watcher) draw() {
 		return
 	}
 	w.dirty = false
-	tasks := make([]*wire.Task, 0, len(w.tasks))
-	counts := map[wire.State]int{}
-	for _, t := range w.tasks {
-		tasks = append(tasks, t)
-		counts[t.State]++
-	}
 	fmt.Fprint(w.out, "\x1b[H\x1b[2J")
 	fmt.Fprintf(w.out, "%s  %s  %s\n\n", w.ui.paint(sgrBold, "agora watch"), w.server,
 		w.ui.paint(sgrDim, time.Now().Format("15:04:05")+" · Ctrl-C to stop"))
-	w.ui.writeAttention(w.out, tasks, summaryOf(counts), "")
-}
-
-// summaryOf counts as the orchestrator does: "2 running · 1 needs input".
-func summaryOf(counts map[wire.State]int) wire.Summary {
-	text := ""
-	for _, s := range wire.States {
-		if n := counts[s]; n > 0 {
-			if text != "" {
-				text += " · "
-			}
-			text += fmt.Sprintf("%d %s", n, stateLabel(s))
-		}
-	}
-	if text == "" {
-		text = "no tasks"
-	}
-	return wire.Summary{Counts: counts, Text: text}
+	w.ui.writeAttention(w.out, w.set.Tasks(), w.set.Summary(), "")
 }

@@ -159,3 +159,35 @@ func (c *File) Delete(path, name string) error {
 	}
 	return nil
 }
+
+// Overrides is what the config file's context adds to the environment, as
+// KEY=VALUE to append (the last one wins): its server and token as
+// AGORA_SERVER and AGORA_TOKEN, each only where the environment says none,
+// unless the context was named on the command line (contextSet), which
+// wins over the environment. The context is contextFlag, else
+// $AGORA_CONTEXT, else the file's current-context; the file is Path's.
+// Without a file to read and none asked for, it is nothing.
+func Overrides(configFlag, contextFlag string, contextSet bool, getenv func(string) string) ([]string, error) {
+	name := contextFlag
+	if name == "" {
+		name = getenv("AGORA_CONTEXT")
+	}
+	path, err := Path(configFlag, getenv)
+	if err != nil {
+		if name == "" && configFlag == "" {
+			return nil, nil
+		}
+		return nil, err
+	}
+	ctx, ok, err := Pick(path, name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out []string
+	for _, kv := range [][2]string{{"AGORA_SERVER", ctx.Server}, {"AGORA_TOKEN", ctx.Token}} {
+		if kv[1] != "" && (contextSet || getenv(kv[0]) == "") {
+			out = append(out, kv[0]+"="+kv[1])
+		}
+	}
+	return out, nil
+}

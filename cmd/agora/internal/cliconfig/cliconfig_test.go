@@ -79,3 +79,43 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Errorf("Load(bad YAML) = %v; want a usage error naming the file", err)
 	}
 }
+
+// TestOverrides: the context's server and token fill what the environment
+// leaves empty; a context named on the command line wins over it; no file
+// and none asked for is nothing; a context named but missing is a usage
+// error.
+func TestOverrides(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	c := File{CurrentContext: "dev", Contexts: map[string]Context{
+		"dev":  {Server: "http://dev:7070", Token: "devtok"},
+		"prod": {Server: "https://prod"},
+	}}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tt := range []struct {
+		name       string
+		flag       string
+		contextSet bool
+		env        map[string]string
+		want       []string
+	}{
+		{"the current context", "", false, map[string]string{}, []string{"AGORA_SERVER=http://dev:7070", "AGORA_TOKEN=devtok"}},
+		{"the environment wins", "", false, map[string]string{"AGORA_SERVER": "http://env"}, []string{"AGORA_TOKEN=devtok"}},
+		{"AGORA_CONTEXT picks", "", false, map[string]string{"AGORA_CONTEXT": "prod"}, []string{"AGORA_SERVER=https://prod"}},
+		{"--context wins over the environment", "prod", true, map[string]string{"AGORA_SERVER": "http://env"}, []string{"AGORA_SERVER=https://prod"}},
+	} {
+		got, err := Overrides(path, tt.flag, tt.contextSet, env(tt.env))
+		if err != nil || strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("%s: Overrides = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+	if got, err := Overrides("", "", false, env(map[string]string{})); err != nil || got != nil {
+		t.Errorf("Overrides without HOME or --config = %q, %v; want nothing", got, err)
+	}
+	if _, err := Overrides(path, "staging", true, env(map[string]string{})); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `no context "staging"`) {
+		t.Errorf("Overrides of a missing context = %v; want a usage error naming it", err)
+	}
+}

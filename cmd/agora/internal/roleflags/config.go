@@ -85,6 +85,9 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 	case f.natsPort < 0 || f.natsPort > 65535:
 		return roles.Config{}, fmt.Errorf("--nats-port %d: want a port, 1-65535 (0: a free one)", f.natsPort)
 	}
+	if f.compute != computeDocker && f.compute != computeProcess {
+		return roles.Config{}, fmt.Errorf("--compute %q: want docker (agora runner --compute ecs runs on ECS)", f.compute)
+	}
 	if err := f.checkRunner(); err != nil {
 		return roles.Config{}, err
 	}
@@ -148,6 +151,8 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 		Retention:    f.retention,
 		Slack:        slack,
 		DockerHost:   getenv(environ, "DOCKER_HOST"),
+		// The measuring engine (docs/capacity.md), checked above.
+		MeasuringEngine: f.compute == computeProcess,
 	}
 	f.max.runnerConfig(&cfg)
 	if cfg.Orchestrator {
@@ -160,6 +165,16 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 func (f *Flags) checkRunner() error {
 	if f.slots < 1 {
 		return errors.New("--slots must be at least 1")
+	}
+	// The measuring engine runs sub-agents with the operator's own
+	// rights: asked for twice, or refused.
+	switch {
+	case f.compute == computeProcess && !f.benchmark:
+		return errors.New("--compute process runs every dispatch as a plain, unisolated process of this host, for measuring agora only (docs/capacity.md): add --benchmark-engine to ask for it")
+	case f.benchmark && f.compute != computeProcess:
+		return errors.New("--benchmark-engine goes with --compute process only")
+	case f.compute == computeProcess && f.image != "":
+		return errors.New("--compute process runs the agora-worker binary, not an image: drop --image")
 	}
 	for _, kv := range f.workerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
@@ -184,7 +199,7 @@ func (f *Flags) runner(environ []string) (roles.Config, error) {
 		return roles.Config{}, errors.New("--worker-nats-signer mints credentials for --worker-nats: give both")
 	case f.signerFile != "" && f.nats.creds == "":
 		return roles.Config{}, errors.New("--worker-nats-signer needs --nats-creds: the workers' users belong to the runner's account")
-	case f.compute != computeDocker && f.compute != computeECS:
+	case f.compute != computeDocker && f.compute != computeECS && f.compute != computeProcess:
 		return roles.Config{}, fmt.Errorf("--compute %q: want docker or ecs", f.compute)
 	case f.compute == computeECS && f.image == "":
 		return roles.Config{}, errors.New("--compute ecs needs --image: an image ECS pulls (e.g. from ECR); nothing is built for ECS")
@@ -282,6 +297,7 @@ func (f *Flags) runner(environ []string) (roles.Config, error) {
 		Metrics:              f.listen != "",
 		DockerHost:           getenv(environ, "DOCKER_HOST"),
 		ECS:                  ecsCfg,
+		MeasuringEngine:      f.compute == computeProcess,
 	}
 	f.max.runnerConfig(&cfg)
 	return cfg, nil

@@ -80,10 +80,12 @@ type Flags struct {
 	retention                     time.Duration
 
 	workerNATS, signerFile, compute string
-	grace                           time.Duration
-	logCap                          int64
-	cpus                            float64
-	memoryMB, pids                  int64
+	// benchmark allows --compute process, the measuring engine.
+	benchmark      bool
+	grace          time.Duration
+	logCap         int64
+	cpus           float64
+	memoryMB, pids int64
 
 	nats  natsAuthFlags
 	max   maxFlags
@@ -95,6 +97,9 @@ type Flags struct {
 const (
 	computeDocker = "docker"
 	computeECS    = "ecs"
+	// computeProcess is the measuring engine (internal/compute/procbench):
+	// the worker binary as a plain process, no container. Never a default.
+	computeProcess = "process" // procbench.Name
 )
 
 // Register declares on fs the flags of the verb v, each with its help as
@@ -172,13 +177,22 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		fs.StringVar(&f.worker, "worker", "", "build the worker image from the agora-worker at `PATH` (default: next to agora)")
 		f.role(roleRunner, "worker")
 	}
+	if takes(Serve) {
+		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine); process, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
+	}
+	if takes(Serve, Runner) {
+		fs.BoolVar(&f.benchmark, "benchmark-engine", false, "allow --compute process: every dispatch runs as a plain, unisolated process of this host, for measuring agora only (docs/capacity.md)")
+	}
+	if takes(Serve) {
+		f.role(roleRunner, "compute", "benchmark-engine")
+	}
 	if takes(Demo) {
 		fs.StringVar(&f.busybox, "busybox", "", "the static busybox at `PATH` becomes /bin/sh in the worker image (default "+images.DefaultBusybox+")")
 	}
 	if takes(Runner) {
 		fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 		fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
-		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md)")
+		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md); process, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
 		f.ecs.register(f)
 		fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
 		fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")

@@ -67,19 +67,56 @@ func WorkerImage(ctx context.Context, b compute.ImageBuilder, image, workerBinar
 	return res.Image, nil
 }
 
+// ImageBuild is what `agora image build` asks for.
+type ImageBuild struct {
+	// Worker is the static agora-worker to build from ("": the one next
+	// to the agora executable, WorkerBinary).
+	Worker string
+	// Base, Tag and NoBusybox are images.Options' fields of the same names.
+	Base, Tag string
+	NoBusybox bool
+	Logger    *slog.Logger
+}
+
+// BuiltImage is the worker image BuildImage built or found.
+type BuiltImage struct {
+	Image, ID, InputsHash string
+	// Busybox reports that the image has the host's busybox as /bin/sh.
+	Busybox bool
+	// Skipped reports that an image built from the same inputs existed,
+	// so nothing was built.
+	Skipped bool
+}
+
+// DefaultBusybox is where the worker image's /bin/sh comes from unless
+// --busybox names another static busybox.
+const DefaultBusybox = images.DefaultBusybox
+
+// CheckBusybox reports why the file at path cannot be the worker image's
+// /bin/sh (it is missing, or no static executable); nil when it can.
+func CheckBusybox(path string) error { return images.CheckBusybox(path) }
+
 // BuildImage builds the worker image on the Docker engine the Docker
 // environment variables name (dockerHost, $DOCKER_HOST, words the error
 // when it does not answer), as `agora image build` does: or finds it
 // built from the same inputs.
-func BuildImage(ctx context.Context, dockerHost string, opts images.Options) (res images.Result, err error) {
+func BuildImage(ctx context.Context, dockerHost string, b ImageBuild) (res BuiltImage, err error) {
+	opts := images.Options{Base: b.Base, Tag: b.Tag, NoBusybox: b.NoBusybox, Logger: b.Logger}
+	if opts.WorkerBinary, err = WorkerBinary(b.Worker, "--worker PATH"); err != nil {
+		return BuiltImage{}, err
+	}
 	eng, err := ConnectDocker(ctx, dockerHost, opts.Logger)
 	if err != nil {
-		return images.Result{}, err
+		return BuiltImage{}, err
 	}
 	defer func() {
 		if cerr := eng.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close the docker client: %w", cerr))
 		}
 	}()
-	return images.Build(ctx, eng, opts)
+	r, err := images.Build(ctx, eng, opts)
+	if err != nil {
+		return BuiltImage{}, err
+	}
+	return BuiltImage{Image: r.Image, ID: r.ID, InputsHash: r.InputsHash, Busybox: r.Busybox, Skipped: r.Skipped}, nil
 }

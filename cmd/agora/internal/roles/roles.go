@@ -42,6 +42,7 @@ import (
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/compute/ecs"
+	"github.com/agoradev/agora/internal/compute/procbench"
 	"github.com/agoradev/agora/internal/httplimit"
 	"github.com/agoradev/agora/internal/natsauth"
 	"github.com/agoradev/agora/internal/natsserver"
@@ -253,6 +254,12 @@ type Config struct {
 	// ECS can pull. Its AWS configuration is AWSEnv's on top of the SDK's
 	// default chain.
 	ECS *ECSConfig
+	// MeasuringEngine runs the runner's dispatches as plain processes of
+	// the worker binary (internal/compute/procbench) instead of
+	// containers: for measuring agora's own ceiling only
+	// (docs/capacity.md). It isolates nothing; the CLI asks for it only
+	// with --benchmark-engine. Image must be empty.
+	MeasuringEngine bool
 	// DockerHost is $DOCKER_HOST as the caller's environment has it, for
 	// the error when the engine does not answer (the Docker client reads
 	// the variable from the process environment itself).
@@ -396,6 +403,16 @@ func (c Config) Validate() error {
 	}
 	if c.ECS != nil {
 		errs = append(errs, c.ECS.validate(c)...)
+	}
+	if c.MeasuringEngine {
+		switch {
+		case !c.Runner:
+			errs = append(errs, errors.New("the measuring engine is for the runner"))
+		case c.ECS != nil || c.Engine != nil:
+			errs = append(errs, errors.New("the measuring engine replaces the container engine: not with another"))
+		case c.Image != "":
+			errs = append(errs, errors.New("the measuring engine runs the agora-worker binary (--worker), not an image: drop --image"))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -690,7 +707,17 @@ func (s *Stack) startOrchestrator(ctx context.Context) error {
 func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 	image := s.cfg.Image
 	var dockerEngine bool
-	if e := s.cfg.ECS; e != nil {
+	if s.cfg.MeasuringEngine {
+		eng, err := procbench.New(procbench.Config{Worker: workerBin, Image: procbench.Image, Dir: filepath.Join(s.cfg.RunnerDataDir, "proc")})
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(s.cfg.RunnerDataDir, "proc"), 0o700); err != nil {
+			return err
+		}
+		s.log.Warn("the measuring engine runs every dispatch as a plain process of this host, unisolated: for benchmarks only (docs/capacity.md)")
+		s.engine, image = eng, procbench.Image
+	} else if e := s.cfg.ECS; e != nil {
 		cfg := e.Engine
 		cfg.Logger = s.log
 		eng, err := ecs.Open(ctx, cfg, s.cfg.AWSEnv, e.Endpoints)
