@@ -268,3 +268,29 @@ func TestRememberCheckboxInBrowser(t *testing.T) {
 		t.Errorf("the timeline says %q, want the rule %s and its maker", got, rule)
 	}
 }
+
+// TestRefreshKeepsWhatIsNotSent: a refresh (another task asks, the inbox
+// is read again) replaces the page's forms; what the person has set and
+// not sent — a ticked "Always answer this" — must survive it, on the form
+// of the task it was ticked for only, or their next press answers without
+// the rule they asked for.
+func TestRefreshKeepsWhatIsNotSent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first := f.ask(nil, ab())
+	c := newChrome(t, 1000, 900)
+	box := func(id string) string {
+		return `document.querySelector('form input[name="task"][value="` + id + `"]').form.querySelector('input[name="remember"]')`
+	}
+	c.do("load the inbox", chromedp.Navigate(f.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#live:not([hidden])`)),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="remember"]`)))
+	eval[bool](c, `(window.refreshes = 0, document.addEventListener("agora:refreshed", () => window.refreshes++), `+box(first)+`.click(), true)`)
+	second := f.ask(nil, schemas.NeedsInput{Question: "Deploy to staging?", Options: []string{"yes", "no"}})
+	c.poll("the inbox refreshed with the second question", `window.refreshes > 0 && !!document.querySelector('form input[name="task"][value="`+second+`"]')`)
+	if !eval[bool](c, box(first)+`.checked`) {
+		t.Error("the refresh lost the ticked checkbox of the first question")
+	}
+	if eval[bool](c, box(second)+`.checked`) {
+		t.Error("the second question's checkbox is ticked: the state went to another form")
+	}
+}

@@ -14,6 +14,35 @@
     return a && a.tagName === "INPUT" && a.type === "text" && a.value !== "";
   }
 
+  // unsent is what the person has set in the page's forms and not sent
+  // yet (a ticked "Always answer this", a chosen option, text in a field
+  // not focused), by form (its action, task and round) and control, so that a refresh, which
+  // replaces the forms, gives it back instead of losing it.
+  function controls(root, fn) {
+    root.querySelectorAll("form").forEach(f => {
+      const task = f.elements.namedItem("task"), round = f.elements.namedItem("round");
+      const form = f.getAttribute("action") + (task ? " " + task.value : "") + (round ? "/" + round.value : "");
+      for (const el of f.elements) {
+        if (!el.name || el.type === "hidden" || el.type === "submit" || el.tagName === "BUTTON") continue;
+        const box = el.type === "checkbox" || el.type === "radio";
+        fn(el, box, form + " " + el.name + (box ? "=" + el.value : ""));
+      }
+    });
+  }
+  function unsent(root) {
+    const state = new Map();
+    controls(root, (el, box, key) => {
+      if (box ? el.checked !== el.defaultChecked : el.value !== el.defaultValue) state.set(key, box ? el.checked : el.value);
+    });
+    return state;
+  }
+  function restore(root, state) {
+    controls(root, (el, box, key) => {
+      if (!state.has(key)) return;
+      if (box) el.checked = state.get(key); else el.value = state.get(key);
+    });
+  }
+
   // refresh reads the page again at most once a second, however many
   // tasks change: a batch of a thousand must not flood the server.
   function refresh() {
@@ -31,7 +60,9 @@
     const html = await res.text();
     const content = document.getElementById("content");
     const open = new Set([...content.querySelectorAll("details[open] pre")].map(p => p.id));
+    const state = unsent(content);
     content.innerHTML = html;
+    restore(content, state);
     content.querySelectorAll("details pre").forEach(p => { if (open.has(p.id)) p.parentElement.open = true; });
     follow();
     document.dispatchEvent(new CustomEvent("agora:refreshed"));
