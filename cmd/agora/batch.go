@@ -19,6 +19,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -144,7 +145,7 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 		writeBatchSummary(stdout, report)
 	}
 	if report.Failed > 0 {
-		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
+		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
 			report.Failed, report.Lines, pluralS(report.Lines), report.FailedLines())}
 	}
 	return nil
@@ -451,7 +452,7 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 		fmt.Fprintf(stdout, "%d answered · %d already answered · %d failed\n", rep.Answered, rep.AlreadyAnswered, rep.Failed)
 	}
 	if rep.Failed > 0 {
-		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d questions like %s's were not answered; 'agora questions --group' shows what is still open",
+		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d questions like %s's were not answered; 'agora questions --group' shows what is still open",
 			rep.Failed, len(rep.Results), taskID)}
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -142,7 +143,7 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 		writeBulkSummary(stdout, op, rep)
 	}
 	if rep.Failed > 0 {
-		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), pluralS(len(ids)), op.done)}
+		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), pluralS(len(ids)), op.done)}
 	}
 	return nil
 }
@@ -178,7 +179,7 @@ func confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) e
 	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
 		return nil
 	}
-	return exitOutcome{code: 1, msg: "not confirmed; nothing changed"}
+	return exitcode.Outcome{Code: 1, Msg: "not confirmed; nothing changed"}
 }
 
 // writeBulkSummary writes the counts, then the tasks that were not

@@ -16,6 +16,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -333,10 +334,10 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return nil
 	case wire.StateFailed:
 		writeOutputTail(ctx, c, final, stderr)
-		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
+		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
 			final.ID, outcomeDetail(final), final.ID, final.ID)}
 	}
-	return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
+	return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
 }
 
 // unknownField says whether err is the server refusing a request body for
@@ -363,7 +364,7 @@ func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, 
 	sig, bySignal := signalOf(ctx)
 	code, why := exitFailed, "interrupted"
 	if bySignal {
-		code, why = signalExitCode(sig), signalName(sig)
+		code, why = exitcode.Signal(sig), exitcode.SignalName(sig)
 	}
 	if detach {
 		return fmt.Errorf("%s: stopped waiting; task %s goes on ('agora status %s' shows it, 'agora cancel %s' stops it)", why, id, id, id)
@@ -373,19 +374,19 @@ func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, 
 	defer cancel()
 	t, err := c.Cancel(cctx, id)
 	if errors.Is(err, wire.ErrNotFound) {
-		return exitOutcome{code: code, msg: fmt.Sprintf("interrupted before task %s was submitted; nothing runs", id)}
+		return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("interrupted before task %s was submitted; nothing runs", id)}
 	}
 	if errors.Is(err, wire.ErrWrongState) {
 		// It ended between the last update and the cancel.
 		if got, gerr := c.Get(cctx, id); gerr == nil && got.State.Terminal() {
-			return exitOutcome{code: code, msg: fmt.Sprintf("task %s had already ended: %s (%s)", id, stateLabel(got.State), outcomeDetail(got))}
+			return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s had already ended: %s (%s)", id, stateLabel(got.State), outcomeDetail(got))}
 		}
 	}
 	if err != nil {
-		return exitOutcome{code: code, msg: fmt.Sprintf("could not cancel task %s (%v); it may still run: 'agora cancel %s' stops it",
+		return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("could not cancel task %s (%v); it may still run: 'agora cancel %s' stops it",
 			id, clipText(a.explainCancel(err, id).Error(), 200), id)}
 	}
-	return exitOutcome{code: code, msg: fmt.Sprintf("task %s cancelled (%s); 'agora respawn %s' runs it again", id, outcomeDetail(t), id)}
+	return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s cancelled (%s); 'agora respawn %s' runs it again", id, outcomeDetail(t), id)}
 }
 
 // explainCancel is explain for the cancel stopWaiting sends, whose

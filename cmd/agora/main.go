@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -62,28 +63,7 @@ const sameSignalWindow = 500 * time.Millisecond
 // read it with signalOf, and exit with its code.
 type interrupted struct{ sig os.Signal }
 
-func (e interrupted) Error() string { return "interrupted by " + signalName(e.sig) }
-
-// signalName is SIGINT or SIGTERM, as CI logs and kill(1) name them.
-func signalName(sig os.Signal) string {
-	switch sig {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return sig.String()
-}
-
-// signalExitCode is 128 + the signal's number, as a shell reports a process
-// that a signal ended (130 for SIGINT, 143 for SIGTERM), which CI systems
-// read as "cancelled"; 1 for a signal without a number.
-func signalExitCode(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return exitFailed
-}
+func (e interrupted) Error() string { return "interrupted by " + exitcode.SignalName(e.sig) }
 
 // signalOf is the signal that cancelled ctx, if one did.
 func signalOf(ctx context.Context) (os.Signal, bool) {
@@ -110,7 +90,7 @@ func handleSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr
 			continue
 		}
 		fmt.Fprintf(stderr, "agora: second signal (%v): exiting now without waiting\n", sig)
-		exit(signalExitCode(sig))
+		exit(exitcode.Signal(sig))
 		return
 	}
 }

@@ -14,6 +14,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -140,7 +141,7 @@ func replayExit(t *wire.Task) error {
 			what = d.Kind + ": " + d.Detail
 		}
 	}
-	return exitOutcome{code: exitFailed, msg: fmt.Sprintf("replay %s diverged: %s; 'agora status %s' shows its timeline", t.ID, what, t.ID)}
+	return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("replay %s diverged: %s; 'agora status %s' shows its timeline", t.ID, what, t.ID)}
 }
 
 // replayBatchMain replays a batch and, with --wait, summarises the replays.
@@ -209,7 +210,7 @@ func replayBatchMain(ctx context.Context, c *client.Client, f replayFlags, stdou
 			out.Batch, matched, len(out.Replays), pluralS(len(out.Replays)), len(out.Replays)-matched, out.Skipped, pluralS(out.Skipped), out.Of)
 	}
 	if len(failed) > 0 {
-		return exitOutcome{code: exitFailed, msg: fmt.Sprintf("batch %s: %d replay%s did not match (of %s); 'agora status --batch %s' lists them",
+		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("batch %s: %d replay%s did not match (of %s); 'agora status --batch %s' lists them",
 			out.Batch, len(failed), pluralS(len(failed)), strings.Join(clipList(failed, 5), ", "), out.Batch)}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/notapi"
 	"github.com/agoradev/agora/wire"
 )
@@ -109,7 +110,7 @@ func (a *apiFlags) connect(environ []string) (*client.Client, error) {
 func wantOne(usage string) func([]string) error {
 	return func(pos []string) error {
 		if len(pos) != 1 {
-			return usageError{msg: usage}
+			return exitcode.UsageError{Msg: usage}
 		}
 		return nil
 	}
@@ -149,7 +150,7 @@ func (a *apiFlags) explain(err error, taskID string) error {
 		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
 			// The server refused the input and changed nothing: the same
 			// exit code as a mistake the CLI finds itself.
-			return usageError{msg: plainMessage(e)}
+			return exitcode.UsageError{Msg: plainMessage(e)}
 		}
 		return errors.New(plainMessage(e))
 	}
@@ -192,25 +193,9 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// verbExit runs main and turns its error into the exit code: 0, 1 for a
-// failure, 2 for a usage error, or the code of an exitOutcome.
-func verbExit(stderr io.Writer, name string, err error) int {
-	if o, ok := errors.AsType[exitOutcome](err); ok {
-		if o.msg != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", name, o.msg)
-		}
-		return o.code
-	}
-	return exitCode(stderr, name, err)
-}
-
-// exitOutcome is an exit code a verb chose, with an optional one-line message.
-type exitOutcome struct {
-	code int
-	msg  string
-}
-
-func (o exitOutcome) Error() string { return o.msg }
+// verbExit turns main's error into the exit code: 0, 1 for a failure, 2
+// for a usage error, or the code of an exitcode.Outcome.
+func verbExit(stderr io.Writer, name string, err error) int { return exitcode.Verb(stderr, name, err) }
 
 // ---- paging
 

@@ -78,6 +78,8 @@ var may = map[string][]string{
 	"cmd/agora/internal/cliconfig": nil,
 	// batchreport is batch submit's bookkeeping over the client's lines.
 	"cmd/agora/internal/batchreport": {"client", "wire"},
+	// exitcode is the CLI's exit codes and the errors that choose them.
+	"cmd/agora/internal/exitcode": {"cmd/agora/internal/cliconfig"},
 	// notapi names what answered instead of the API (the NATS port, plain
 	// HTTP) from a request's error.
 	"cmd/agora/internal/notapi": nil,

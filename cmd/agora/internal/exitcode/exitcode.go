@@ -1,0 +1,93 @@
+// Package exitcode is the CLI's exit codes and the errors that choose them:
+// a usage error (2), an outcome a verb chose with its own line, the help
+// printed on request (0), and how a signal ends the process (128 + its
+// number). It also writes the one line of stderr that goes with a code.
+package exitcode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
+)
+
+// The exit codes of every verb (the table is in the README and agora help).
+const (
+	OK     = 0 // done
+	Failed = 1 // the work failed, or the server refused or could not be reached
+	Usage  = 2 // a usage error or bad input: nothing was changed
+	Ended  = 3 // the task expired or was cancelled
+)
+
+// UsageError is a mistake in the command line or bad input: exit code 2.
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+// Usagef is a UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrHelp: the usage was printed on request; exit 0.
+var ErrHelp = errors.New("help printed")
+
+// Outcome is an exit code a verb chose, with an optional one-line message.
+type Outcome struct {
+	Code int
+	Msg  string
+}
+
+func (o Outcome) Error() string { return o.Msg }
+
+// Print writes err as one line prefixed with the command and returns 2 for
+// a usage error, 1 for anything else (0 for nil or ErrHelp).
+func Print(stderr io.Writer, cmd string, err error) int {
+	if err == nil || errors.Is(err, ErrHelp) {
+		return OK
+	}
+	// errors.Join and friends use newlines; one line is easier to grep.
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
+	if errors.As(err, new(UsageError)) || errors.Is(err, cliconfig.ErrUsage) {
+		return Usage
+	}
+	return Failed
+}
+
+// Verb is Print that also honours an Outcome: its message, if any, and its
+// code.
+func Verb(stderr io.Writer, name string, err error) int {
+	if o, ok := errors.AsType[Outcome](err); ok {
+		if o.Msg != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", name, o.Msg)
+		}
+		return o.Code
+	}
+	return Print(stderr, name, err)
+}
+
+// Signal is 128 + the signal's number, as a shell reports a process that a
+// signal ended (130 for SIGINT, 143 for SIGTERM), which CI systems read as
+// "cancelled"; 1 for a signal without a number.
+func Signal(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return Failed
+}
+
+// SignalName is SIGINT or SIGTERM, as CI logs and kill(1) name them.
+func SignalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
