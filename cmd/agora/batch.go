@@ -20,6 +20,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -142,11 +143,11 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 			return err
 		}
 	} else {
-		writeBatchSummary(stdout, report)
+		view.BatchSummary(stdout, report)
 	}
 	if report.Failed > 0 {
 		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
-			report.Failed, report.Lines, pluralS(report.Lines), report.FailedLines())}
+			report.Failed, report.Lines, view.PluralS(report.Lines), report.FailedLines())}
 	}
 	return nil
 }
@@ -158,27 +159,12 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// writeBatchSummary writes what became of the lines.
-func writeBatchSummary(w io.Writer, r *batchreport.Report) {
-	fmt.Fprintf(w, "batch %s from %s: %d line%s · %d submitted · %d already there · %d failed\n",
-		r.Batch, r.File, r.Lines, pluralS(r.Lines), r.Submitted, r.Existing, r.Failed)
-	if r.Failed > 0 {
-		fmt.Fprintln(w, "failed:")
-		for _, g := range r.GroupFailures() {
-			fmt.Fprintf(w, "  %s: %s\n", batchreport.LineList(g.Lines), g.Err)
-		}
-	}
-	if r.Submitted+r.Existing > 0 {
-		fmt.Fprintf(w, "next: agora batch status %s\n", r.Batch)
-	}
-}
-
 // batchBar shows batch submit's progress on stderr: a bar redrawn in place
 // on a terminal (colored unless NO_COLOR or TERM=dumb), otherwise a line
 // of counts at most every two seconds and at the end.
 type batchBar struct {
 	w     io.Writer
-	ui    ui
+	ui    view.UI
 	batch string
 	total int
 	last  time.Time
@@ -186,7 +172,7 @@ type batchBar struct {
 }
 
 func newBatchBar(w io.Writer, environ []string, batch string, total int) *batchBar {
-	return &batchBar{w: w, ui: newUI(w, environ), batch: batch, total: total, last: time.Now()}
+	return &batchBar{w: w, ui: view.New(w, environ), batch: batch, total: total, last: time.Now()}
 }
 
 func (b *batchBar) counts(r *batchreport.Report) (done int, text string) {
@@ -196,7 +182,7 @@ func (b *batchBar) counts(r *batchreport.Report) (done int, text string) {
 		parts = append(parts, fmt.Sprintf("%d already there", ex))
 	}
 	if failed > 0 {
-		parts = append(parts, b.ui.paint(sgrRed, fmt.Sprintf("%d failed", failed)))
+		parts = append(parts, b.ui.Paint(view.Red, fmt.Sprintf("%d failed", failed)))
 	}
 	return sub + ex + failed, strings.Join(parts, " · ")
 }
@@ -204,7 +190,7 @@ func (b *batchBar) counts(r *batchreport.Report) (done int, text string) {
 func (b *batchBar) draw(r *batchreport.Report) {
 	done, text := b.counts(r)
 	now := time.Now()
-	if !b.ui.tty {
+	if !b.ui.TTY {
 		if now.Sub(b.last) < 2*time.Second || done == 0 {
 			return
 		}
@@ -218,13 +204,13 @@ func (b *batchBar) draw(r *batchreport.Report) {
 	b.last = now
 	const width = 30
 	fill := done * width / max(b.total, 1)
-	bar := b.ui.paint(sgrGreen, strings.Repeat("█", fill)) + b.ui.paint(sgrDim, strings.Repeat("░", width-fill))
+	bar := b.ui.Paint(view.Green, strings.Repeat("█", fill)) + b.ui.Paint(view.Dim, strings.Repeat("░", width-fill))
 	fmt.Fprintf(b.w, "\r\x1b[K%s %d/%d %s", bar, done, b.total, text)
 	b.drawn = true
 }
 
 func (b *batchBar) done(r *batchreport.Report) {
-	if b.ui.tty {
+	if b.ui.TTY {
 		if b.drawn {
 			fmt.Fprint(b.w, "\r\x1b[K")
 		}
@@ -337,20 +323,20 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 	if a.json {
 		return writeJSON(stdout, st)
 	}
-	u := newUI(stdout, environ)
+	u := view.New(stdout, environ)
 	var parts []string
 	for _, s := range []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput,
 		wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired} {
 		if n := st.Counts[s]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, u.state(s)))
+			parts = append(parts, fmt.Sprintf("%d %s", n, u.State(s)))
 		}
 	}
-	fmt.Fprintf(stdout, "batch %s: %d task%s · %s\n", u.paint(sgrBold, id), st.Tasks, pluralS(st.Tasks), strings.Join(parts, " · "))
+	fmt.Fprintf(stdout, "batch %s: %d task%s · %s\n", u.Paint(view.Bold, id), st.Tasks, view.PluralS(st.Tasks), strings.Join(parts, " · "))
 	if n := st.Counts[wire.StateFailed]; n > 0 {
 		fmt.Fprintf(stdout, "failed: agora status --label %s=%s --state failed\n", batchLabel, id)
 	}
 	fmt.Fprintln(stdout)
-	u.writeQuestionGroups(stdout, st.Questions, false)
+	u.QuestionGroups(stdout, st.Questions, false)
 	return nil
 }
 
@@ -359,47 +345,6 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 // questionGroup is one question asked identically by one or more tasks of
 // one batch; the API groups them (GET /v1/question-groups).
 type questionGroup = wire.QuestionGroup
-
-// writeQuestionGroups writes one row per group; withBatch adds the batch
-// column.
-func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch bool) {
-	if len(groups) == 0 {
-		fmt.Fprintln(w, "no open questions")
-		return
-	}
-	header := []string{"COUNT", "QUESTION", "OPTIONS", "TASKS", "IF UNANSWERED", "ANSWER ALL WITH"}
-	if withBatch {
-		header = append([]string{"COUNT", "BATCH"}, header[1:]...)
-	}
-	rows := make([][]cell, 0, len(groups))
-	for _, g := range groups {
-		row := []cell{{fmt.Sprint(g.Count), sgrBold}}
-		if withBatch {
-			row = append(row, cell{orDash(g.Batch), ""})
-		}
-		row = append(row, cell{clipText(g.Question, 60), sgrYellow}, cell{strings.Join(g.Options, " / "), ""},
-			cell{taskList(g.TaskIDs, 50), ""}, cell{ifUnansweredText(g.IfUnanswered, time.Now()), ""}, cell{g.Action, sgrBold})
-		rows = append(rows, row)
-	}
-	u.writeTable(w, header, rows)
-}
-
-// taskList joins ids up to about n characters, then says how many more.
-func taskList(ids []string, n int) string {
-	s := ""
-	for i, id := range ids {
-		next := s
-		if i > 0 {
-			next += ","
-		}
-		next += id
-		if len(next) > n && i > 0 {
-			return fmt.Sprintf("%s,… (+%d)", s, len(ids)-i)
-		}
-		s = next
-	}
-	return s
-}
 
 // questionsGroupedMain is questions --group.
 func questionsGroupedMain(ctx context.Context, c *client.Client, a *apiFlags, environ []string, stdout io.Writer) error {
@@ -412,7 +357,7 @@ func questionsGroupedMain(ctx context.Context, c *client.Client, a *apiFlags, en
 			Groups []questionGroup `json:"groups"`
 		}{groups})
 	}
-	newUI(stdout, environ).writeQuestionGroups(stdout, groups, true)
+	view.New(stdout, environ).QuestionGroups(stdout, groups, true)
 	return nil
 }
 
@@ -442,7 +387,7 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 		for _, res := range rep.Results {
 			switch res.Result {
 			case wire.GroupAnswered:
-				fmt.Fprintf(stdout, "%s round %d: answered %s; now %s\n", res.TaskID, res.Round, value, stateLabel(res.State))
+				fmt.Fprintf(stdout, "%s round %d: answered %s; now %s\n", res.TaskID, res.Round, value, view.StateLabel(res.State))
 			case wire.GroupAlreadyAnswered:
 				fmt.Fprintf(stdout, "%s round %d: already answered (%s)\n", res.TaskID, res.Round, res.Error)
 			default:

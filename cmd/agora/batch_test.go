@@ -17,6 +17,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
@@ -298,7 +299,7 @@ func TestBatchBar(t *testing.T) {
 	rep := &batchreport.Report{Results: []client.BatchLine{{Result: client.BatchSubmitted}, {Result: client.BatchFailed}, {}, {}}}
 	for _, color := range []bool{false, true} {
 		var buf strings.Builder
-		b := &batchBar{w: &buf, ui: ui{tty: true, color: color}, batch: "b", total: 4}
+		b := &batchBar{w: &buf, ui: view.UI{TTY: true, Color: color}, batch: "b", total: 4}
 		b.draw(rep)
 		out := buf.String()
 		if !strings.HasPrefix(out, "\r\x1b[K") || !strings.Contains(out, strings.Repeat("█", 15)+"") || !strings.Contains(out, "2/4 1 submitted · ") ||
@@ -310,7 +311,7 @@ func TestBatchBar(t *testing.T) {
 			t.Errorf("bar not cleared at the end: %q", buf.String())
 		}
 	}
-	// NO_COLOR: newUI on a non-terminal never colors; on a terminal NO_COLOR
+	// NO_COLOR: view.New on a non-terminal never colors; on a terminal NO_COLOR
 	// turns color off (render.go), which the bar follows through ui.
 }
 

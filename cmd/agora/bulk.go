@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -78,20 +78,6 @@ var (
 		}}
 )
 
-// bulkReport is a bulk verb's --json output.
-type bulkReport struct {
-	Operation string `json:"operation"`
-	Selector  string `json:"selector"`
-	// Matched counts the tasks the selector picked; LeftAlone those the
-	// operation does not apply to (not sent).
-	Matched   int               `json:"matched"`
-	LeftAlone int               `json:"left_alone"`
-	Done      int               `json:"done"`
-	Skipped   int               `json:"skipped"`
-	Failed    int               `json:"failed"`
-	Results   []client.BulkItem `json:"results"`
-}
-
 // bulkMain selects, counts, confirms and acts.
 func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel client.Selector, yes bool, stdout, stderr io.Writer) error {
 	picked, err := c.Select(ctx, sel)
@@ -104,8 +90,8 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 			ids = append(ids, p.TaskID)
 		}
 	}
-	rep := bulkReport{Operation: op.verb, Selector: sel.String(), Matched: len(picked), LeftAlone: len(picked) - len(ids), Results: []client.BulkItem{}}
-	count := fmt.Sprintf("%d task%s match %s", len(picked), pluralS(len(picked)), sel)
+	rep := view.BulkReport{Operation: op.verb, Selector: sel.String(), Matched: len(picked), LeftAlone: len(picked) - len(ids), Results: []client.BulkItem{}}
+	count := fmt.Sprintf("%d task%s match %s", len(picked), view.PluralS(len(picked)), sel)
 	if rep.LeftAlone > 0 {
 		count += fmt.Sprintf("; %d %s, left alone", rep.LeftAlone, op.other)
 	}
@@ -117,7 +103,7 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 		return nil
 	}
 	if !yes {
-		if err := confirm(os.Stdin, isTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
+		if err := confirm(os.Stdin, view.IsTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
 			return err
 		}
 	} else {
@@ -140,10 +126,10 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 			return err
 		}
 	} else {
-		writeBulkSummary(stdout, op, rep)
+		view.BulkSummary(stdout, op.done, op.other, rep)
 	}
 	if rep.Failed > 0 {
-		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), pluralS(len(ids)), op.done)}
+		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), view.PluralS(len(ids)), op.done)}
 	}
 	return nil
 }
@@ -152,7 +138,7 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 // most every 100 ms, and clears it at the end; nil elsewhere (the summary
 // follows).
 func bulkProgress(w io.Writer, op bulkOp, total int) func(client.BulkItem) {
-	if !isTTY(w) {
+	if !view.IsTTY(w) {
 		return nil
 	}
 	done, last := 0, time.Time{}
@@ -174,50 +160,10 @@ func confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) e
 	if !tty {
 		return usagef("%s; nothing changed: no terminal on stdin to confirm on, so add --yes to %s them", count, verb)
 	}
-	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, pluralS(n))
+	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, view.PluralS(n))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
 		return nil
 	}
 	return exitcode.Outcome{Code: 1, Msg: "not confirmed; nothing changed"}
-}
-
-// writeBulkSummary writes the counts, then the tasks that were not
-// changed, grouped by why.
-func writeBulkSummary(w io.Writer, op bulkOp, r bulkReport) {
-	fmt.Fprintf(w, "%s %d of %d task%s (%s)", op.done, r.Done, r.Matched, pluralS(r.Matched), r.Selector)
-	if r.LeftAlone > 0 {
-		fmt.Fprintf(w, " · %d %s, left alone", r.LeftAlone, op.other)
-	}
-	if r.Skipped > 0 {
-		fmt.Fprintf(w, " · %d skipped", r.Skipped)
-	}
-	if r.Failed > 0 {
-		fmt.Fprintf(w, " · %d failed", r.Failed)
-	}
-	fmt.Fprintln(w)
-	type group struct {
-		result, err string
-		ids         []string
-	}
-	var groups []*group
-	for _, it := range r.Results {
-		if it.Result == client.BulkDone {
-			continue
-		}
-		// One line per cause, not per task: the task's id is left out.
-		why := strings.ReplaceAll(it.Error, it.TaskID, "…")
-		if it.Result == client.BulkSkipped {
-			why = "its state changed meanwhile"
-		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.result == it.Result && g.err == why })
-		if i < 0 {
-			groups = append(groups, &group{result: it.Result, err: why})
-			i = len(groups) - 1
-		}
-		groups[i].ids = append(groups[i].ids, it.TaskID)
-	}
-	for _, g := range groups {
-		fmt.Fprintf(w, "  %s, %d task%s (%s): %s\n", g.result, len(g.ids), pluralS(len(g.ids)), taskList(g.ids, 60), g.err)
-	}
 }

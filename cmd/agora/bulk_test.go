@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -61,7 +62,7 @@ func TestBulkSelectors(t *testing.T) {
 
 	// Respawn by state, JSON for scripts.
 	r = agora(t, s.env, "respawn", "--batch", "b1", "--state", "cancelled", "--state", "failed", "--yes", "--json")
-	var rep bulkReport
+	var rep view.BulkReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
 		t.Fatalf("respawn --json: %v, %v", r, err)
 	}

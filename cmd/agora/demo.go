@@ -19,6 +19,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/roleflags"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -264,7 +265,7 @@ func demoAnswer(q *schemas.NeedsInput, flagAnswer string, environ []string, stdi
 // enough: /dev/null is one too.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	return ok && isTTY(f)
+	return ok && view.IsTTY(f)
 }
 
 func outcomeText(t *wire.Task) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -275,23 +276,23 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return a.explain(err, "")
 	}
 	if t.Pins != nil && !a.json {
-		fmt.Fprintf(stderr, "%s pins %s\n", t.ID, pinsText(t.Pins))
+		fmt.Fprintf(stderr, "%s pins %s\n", t.ID, view.PinsText(t.Pins))
 	}
 	if !f.wait {
 		if a.json {
 			return writeJSON(stdout, t)
 		}
-		fmt.Fprintf(stdout, "%s %s: %s\n", t.ID, stateLabel(t.State), needsText(t))
-		if next := nextAction(t); next != "" {
+		fmt.Fprintf(stdout, "%s %s: %s\n", t.ID, view.StateLabel(t.State), view.NeedsText(t))
+		if next := view.NextAction(t); next != "" {
 			fmt.Fprintf(stdout, "next: %s (or agora status %s)\n", next, t.ID)
 		}
 		return nil
 	}
-	p := newProgress(stderr, newUI(stderr, environ), start, time.Now)
+	p := newProgress(stderr, view.New(stderr, environ), start, time.Now)
 	p.heartbeat = f.heartbeat
 	opts := client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp, OnUpdate: p.update, Tick: min(heartbeatCheck, f.heartbeat),
 		OnTrouble: func(error) { p.note("the agora server does not answer; still trying") }}
-	if p.ui.tty {
+	if p.ui.TTY {
 		opts.Tick = time.Second
 	}
 	final, err := c.Follow(ctx, t, opts)
@@ -320,14 +321,14 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		for _, r := range final.Rounds {
 			rounds = max(rounds, r.N)
 		}
-		fmt.Fprintf(stderr, "%s %s after %d round%s in %s: %s\n", final.ID, stateLabel(final.State), rounds, pluralS(rounds),
-			humanDuration(time.Since(start)), outcomeDetail(final))
-		if err := writeResult(stdout, result); err != nil {
+		fmt.Fprintf(stderr, "%s %s after %d round%s in %s: %s\n", final.ID, view.StateLabel(final.State), rounds, view.PluralS(rounds),
+			view.HumanDuration(time.Since(start)), view.OutcomeDetail(final))
+		if err := view.Result(stdout, result); err != nil {
 			return err
 		}
 	}
 	if rerr != nil {
-		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, stateLabel(final.State), rerr)
+		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, view.StateLabel(final.State), rerr)
 	}
 	switch final.State {
 	case wire.StateFinished:
@@ -335,9 +336,9 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	case wire.StateFailed:
 		writeOutputTail(ctx, c, final, stderr)
 		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
-			final.ID, outcomeDetail(final), final.ID, final.ID)}
+			final.ID, view.OutcomeDetail(final), final.ID, final.ID)}
 	}
-	return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, stateLabel(final.State), outcomeDetail(final), final.ID)}
+	return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, view.StateLabel(final.State), view.OutcomeDetail(final), final.ID)}
 }
 
 // unknownField says whether err is the server refusing a request body for
@@ -379,14 +380,14 @@ func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, 
 	if errors.Is(err, wire.ErrWrongState) {
 		// It ended between the last update and the cancel.
 		if got, gerr := c.Get(cctx, id); gerr == nil && got.State.Terminal() {
-			return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s had already ended: %s (%s)", id, stateLabel(got.State), outcomeDetail(got))}
+			return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s had already ended: %s (%s)", id, view.StateLabel(got.State), view.OutcomeDetail(got))}
 		}
 	}
 	if err != nil {
 		return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("could not cancel task %s (%v); it may still run: 'agora cancel %s' stops it",
-			id, clipText(a.explainCancel(err, id).Error(), 200), id)}
+			id, view.Clip(a.explainCancel(err, id).Error(), 200), id)}
 	}
-	return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s cancelled (%s); 'agora respawn %s' runs it again", id, outcomeDetail(t), id)}
+	return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s cancelled (%s); 'agora respawn %s' runs it again", id, view.OutcomeDetail(t), id)}
 }
 
 // explainCancel is explain for the cancel stopWaiting sends, whose
@@ -407,7 +408,7 @@ func (a *apiFlags) explainCancel(err error, id string) error {
 // place.
 type progress struct {
 	w     io.Writer
-	ui    ui
+	ui    view.UI
 	start time.Time
 	now   func() time.Time
 	// heartbeat is how often a waiting question is told again.
@@ -426,7 +427,7 @@ type progress struct {
 	task   *wire.Task
 }
 
-func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *progress {
+func newProgress(w io.Writer, u view.UI, start time.Time, now func() time.Time) *progress {
 	return &progress{w: w, ui: u, start: start, now: now, heartbeat: defaultHeartbeat,
 		asked: map[string]bool{}, told: map[string]bool{}, then: map[string]string{}}
 }
@@ -434,10 +435,10 @@ func newProgress(w io.Writer, u ui, start time.Time, now func() time.Time) *prog
 func (p *progress) update(t *wire.Task) {
 	p.task = t
 	now := p.now()
-	r := lastRound(t)
+	r := view.LastRound(t)
 	elapsed := "0s"
 	if e := now.Sub(p.start).Truncate(time.Second); e > 0 {
-		elapsed = humanDuration(e)
+		elapsed = view.HumanDuration(e)
 	}
 	p.tellAnswers(t)
 	waiting := t.State == wire.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
@@ -445,10 +446,10 @@ func (p *progress) update(t *wire.Task) {
 	if waiting {
 		then = roundConsequence(t, r)
 	}
-	key := string(t.State) + "/" + roundText(r)
+	key := string(t.State) + "/" + view.RoundText(r)
 	if key != p.last {
 		p.last = key
-		line := fmt.Sprintf("%s %s · round %s · %s", p.ui.paint(sgrBold, t.ID), p.ui.state(t.State), roundText(r), elapsed)
+		line := fmt.Sprintf("%s %s · round %s · %s", p.ui.Paint(view.Bold, t.ID), p.ui.State(t.State), view.RoundText(r), elapsed)
 		if then != "" {
 			line += " · " + then
 		}
@@ -464,11 +465,11 @@ func (p *progress) update(t *wire.Task) {
 		if r.Question.Default != nil {
 			q += " [default " + *r.Question.Default + "]"
 		}
-		p.line("  ? " + p.ui.paint(sgrYellow, q))
+		p.line("  ? " + p.ui.Paint(view.Yellow, q))
 		if c := r.Question.Context; c != "" {
-			p.line("  context: " + clipText(c, 200))
+			p.line("  context: " + view.Clip(c, 200))
 		}
-		p.line("  answer with: " + p.ui.paint(sgrBold, t.Attention.Action))
+		p.line("  answer with: " + p.ui.Paint(view.Bold, t.Attention.Action))
 		p.line("  still waiting: the answer may come from anyone with access, or from the route (" + routeText(t) + ")" + thenSuffix(then))
 		p.then[r.DispatchID], p.lastWait = then, now
 	case waiting && then != p.then[r.DispatchID]:
@@ -479,8 +480,8 @@ func (p *progress) update(t *wire.Task) {
 		p.line(heartbeatLine(t, r, now))
 		p.lastWait = now
 	}
-	if p.ui.tty && !t.State.Terminal() {
-		status := fmt.Sprintf("… %s %s · round %s · %s", t.ID, stateLabel(t.State), roundText(r), elapsed)
+	if p.ui.TTY && !t.State.Terminal() {
+		status := fmt.Sprintf("… %s %s · round %s · %s", t.ID, view.StateLabel(t.State), view.RoundText(r), elapsed)
 		if then != "" {
 			status += " · " + then
 		}
@@ -518,7 +519,7 @@ func answerText(r *wire.Round) string {
 		}
 		w := d.Step + " " + d.Result
 		if d.Detail != "" {
-			w += ": " + clipText(d.Detail, 120)
+			w += ": " + view.Clip(d.Detail, 120)
 		}
 		why = append(why, w)
 	}
@@ -532,13 +533,13 @@ func answerText(r *wire.Round) string {
 // and until when: "still waiting for an answer to round 1 (asked 5m 0s
 // ago, 5m 0s left): at 14:10:00 UTC the default `draft` is taken".
 func heartbeatLine(t *wire.Task, r *wire.Round, now time.Time) string {
-	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, humanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
+	line := fmt.Sprintf("  still waiting for an answer to round %d (asked %s ago", r.N, view.HumanDuration(now.Sub(r.AskedAt).Truncate(time.Second)))
 	switch at := consequenceAt(r); {
 	case at.IsZero():
 	case at.Sub(now) < time.Second:
 		line += ", due now"
 	default:
-		line += ", " + humanDuration(at.Sub(now).Truncate(time.Second)) + " left"
+		line += ", " + view.HumanDuration(at.Sub(now).Truncate(time.Second)) + " left"
 	}
 	line += ")"
 	if then := roundConsequence(t, r); then != "" {
@@ -618,7 +619,7 @@ func routeText(t *wire.Task) string {
 // status line.
 func (p *progress) note(msg string) {
 	status := p.status
-	p.line(p.ui.paint(sgrDim, msg))
+	p.line(p.ui.Paint(view.Dim, msg))
 	if status != "" {
 		p.setStatus(status)
 	}
@@ -633,7 +634,7 @@ func (p *progress) line(s string) {
 
 func (p *progress) setStatus(s string) {
 	p.status = s
-	fmt.Fprint(p.w, "\r\x1b[K"+p.ui.paint(sgrDim, s))
+	fmt.Fprint(p.w, "\r\x1b[K"+p.ui.Paint(view.Dim, s))
 }
 
 // clear removes the status line.
@@ -644,19 +645,6 @@ func (p *progress) clear() {
 	}
 }
 
-// pinsText is the versions a task runs: "reviewer@3f2a9c1b7d20 with
-// capabilities review-skill@… and env review-env@…".
-func pinsText(p *wire.Pins) string {
-	s := p.Subagent
-	if len(p.Capabilities) > 0 {
-		s += " with capabilities " + strings.Join(p.Capabilities, ", ")
-	}
-	if len(p.Env) > 0 {
-		s += " and env " + strings.Join(p.Env, ", ")
-	}
-	return s
-}
-
 // tailLines is how much of a failed round's output dispatch --wait shows.
 const tailLines = 20
 
@@ -665,13 +653,13 @@ const tailLines = 20
 // it failed, not only its exit code. The output is read from the server;
 // when it cannot be, one line says so.
 func writeOutputTail(ctx context.Context, c *client.Client, t *wire.Task, w io.Writer) {
-	r := lastRound(t)
+	r := view.LastRound(t)
 	if r == nil {
 		return
 	}
 	lines, cut, err := c.OutputTail(ctx, t.ID, r.N, tailLines)
 	if err != nil {
-		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", r.N, clipText(err.Error(), 120), t.ID)
+		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", r.N, view.Clip(err.Error(), 120), t.ID)
 		return
 	}
 	if len(lines) == 0 {

@@ -11,6 +11,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -57,6 +58,6 @@ func forkMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 		given = t.Origin.Answer // as the question's option spells it
 	}
 	fmt.Fprintf(stdout, "%s forks %s at round %d with %q: round %d %s; 'agora status %s' shows it, 'agora logs %s -f' follows it\n",
-		t.ID, pos[0], req.Round, given, req.Round+1, stateLabel(t.State), t.ID, t.ID)
+		t.ID, pos[0], req.Round, given, req.Round+1, view.StateLabel(t.State), t.ID, t.ID)
 	return nil
 }

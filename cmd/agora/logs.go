@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -49,7 +50,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	if err != nil {
 		return a.explain(err, id)
 	}
-	r := lastRound(t)
+	r := view.LastRound(t)
 	if *round > 0 {
 		r = nil
 		for i := range t.Rounds {
@@ -58,7 +59,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 			}
 		}
 		if r == nil {
-			return fmt.Errorf("task %s has no round %d (its rounds are 1 to %d); 'agora status %s' shows them", id, *round, lastRound(t).N, id)
+			return fmt.Errorf("task %s has no round %d (its rounds are 1 to %d); 'agora status %s' shows them", id, *round, view.LastRound(t).N, id)
 		}
 	}
 	out := stdout
@@ -77,7 +78,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 		return nil // interrupted while following: that is how it ends
 	case errors.Is(err, wire.ErrWrongState):
 		return fmt.Errorf("round %d of %s is %s: its output is stored when it ends; follow it live with: agora logs %s -f",
-			r.N, id, stateLabel(r.State), id)
+			r.N, id, view.StateLabel(r.State), id)
 	case err != nil:
 		return a.explain(err, id)
 	}

@@ -4,45 +4,19 @@ package main
 // results, and the result dispatch --wait prints (docs/ci.md).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
-
-// writeResult prints a result for a shell: a JSON string as its text
-// (with a newline unless it ends with one), anything else as compact JSON
-// on one line. Nothing for no result (JSON null or none).
-func writeResult(w io.Writer, raw json.RawMessage) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var text string
-	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
-		if !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		_, err := io.WriteString(w, text)
-		return err
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return fmt.Errorf("the result is not JSON: %w", err)
-	}
-	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
-	return err
-}
 
 // ---- agora result
 
@@ -69,11 +43,11 @@ func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 	switch t.State {
 	case wire.StateFinished:
 	case wire.StateFailed:
-		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, outcomeDetail(t), t.ID)}
+		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, view.OutcomeDetail(t), t.ID)}
 	case wire.StateCancelled, wire.StateExpired:
-		return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, stateLabel(t.State), outcomeDetail(t))}
+		return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, view.StateLabel(t.State), view.OutcomeDetail(t))}
 	default:
-		return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, stateLabel(t.State), t.ID)
+		return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, view.StateLabel(t.State), t.ID)
 	}
 	raw, err := c.TaskResult(ctx, t)
 	if err != nil {
@@ -90,7 +64,7 @@ func resultMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 		fmt.Fprintf(stderr, "agora result: task %s finished without a result (its sub-agent wrote no .agora/result.json)\n", t.ID)
 		return nil
 	}
-	return writeResult(stdout, raw)
+	return view.Result(stdout, raw)
 }
 
 // ---- agora artifacts

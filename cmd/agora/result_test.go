@@ -144,24 +144,6 @@ func TestResultsEndToEnd(t *testing.T) {
 	})
 }
 
-func TestWriteResult(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		`"hello"`:                "hello\n",
-		`"two\nlines\n"`:         "two\nlines\n",
-		`{"a": 1,  "b": [1, 2]}`: `{"a":1,"b":[1,2]}` + "\n",
-		`42`:                     "42\n",
-		`null`:                   "",
-		``:                       "",
-		`""`:                     "\n",
-	} {
-		var b strings.Builder
-		if err := writeResult(&b, json.RawMessage(in)); err != nil || b.String() != want {
-			t.Errorf("writeResult(%s) = %q, %v; want %q", in, b.String(), err, want)
-		}
-	}
-}
-
 // TestResultVerbs: agora result and agora artifacts through the real API
 // and orchestrator, the test playing the runner.
 func TestResultVerbs(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -70,7 +71,7 @@ func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 		if a.json {
 			return writeJSON(stdout, rule)
 		}
-		writeRule(stdout, rule)
+		view.Rule(stdout, rule)
 		return nil
 	case "rm":
 		if err := c.RemoveRule(ctx, pos[1]); err != nil {
@@ -93,37 +94,8 @@ func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 		fmt.Fprintln(stdout, "no rules; 'agora answer TASK ANSWER --remember' makes one")
 		return nil
 	}
-	rows := make([][]cell, 0, len(rules))
-	for _, r := range rules {
-		rows = append(rows, []cell{{r.ID, ""}, {clipText(r.Question, 60), ""}, {clipText(r.Answer, 30), ""},
-			{r.Scope.String(), ""}, {orOperator(r.Owner), ""}, {r.By, ""}, {r.ExpiresAt.Local().Format(time.DateOnly), ""}})
-	}
-	newUI(stdout, environ).writeTable(stdout, []string{"RULE", "QUESTION", "ANSWER", "SCOPE", "OWNER", "BY", "EXPIRES"}, rows)
-	fmt.Fprintln(stdout, "\nshow one with 'agora rules show RULE', remove one with 'agora rules rm RULE'")
+	view.New(stdout, environ).Rules(stdout, rules)
 	return nil
-}
-
-func writeRule(w io.Writer, r *wire.Rule) {
-	fmt.Fprintf(w, "rule %s\n", r.ID)
-	fmt.Fprintf(w, "  question  %s\n", r.Question)
-	if len(r.Options) > 0 {
-		fmt.Fprintf(w, "  options   %s\n", strings.Join(r.Options, ", "))
-	}
-	fmt.Fprintf(w, "  answer    %s\n", r.Answer)
-	fmt.Fprintf(w, "  scope     %s, on %s's tasks\n", r.Scope, orOperator(r.Owner))
-	by := r.By
-	if r.Via != "" {
-		by += " via " + r.Via
-	}
-	fmt.Fprintf(w, "  made by   %s, %s (task %s round %d)\n", by, r.CreatedAt.Local().Format(time.RFC3339), r.FromTask, r.FromRound)
-	fmt.Fprintf(w, "  expires   %s\n", r.ExpiresAt.Local().Format(time.RFC3339))
-}
-
-func orOperator(owner string) string {
-	if owner == "" {
-		return "the operator"
-	}
-	return owner
 }
 
 // rememberOf is the Remember of 'agora answer --remember': nil without

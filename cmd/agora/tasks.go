@@ -24,6 +24,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/notapi"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -146,7 +147,7 @@ func (a *apiFlags) explain(err error, taskID string) error {
 		case e.Code == string(wire.CodeUnauthorized):
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
 		case e.Code == string(wire.CodeNoRoute) || e.Code == "":
-			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
+			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, view.Clip(e.Message, 120))
 		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
 			// The server refused the input and changed nothing: the same
 			// exit code as a mistake the CLI finds itself.
@@ -229,27 +230,6 @@ func (p *pageFlags) options() wire.PageOptions {
 	return wire.PageOptions{Limit: p.limit, Cursor: p.cursor}
 }
 
-// writeMore tells how to see what one page left out: the same command
-// with --cursor for the next page, or --all. args are the command's words
-// and the filters it was given.
-func writeMore(w io.Writer, shown int, items, next string, args ...string) {
-	if next == "" {
-		return
-	}
-	cmd := strings.Join(append(args, "--cursor", next), " ")
-	fmt.Fprintf(w, "\n%d %s shown; more: '%s' (next page), or --all (every one), --limit N (per page)\n", shown, items, cmd)
-}
-
-// shellWord is s as one word of a shell command line.
-func shellWord(s string) string {
-	for _, c := range s {
-		if !(c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == '=' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
-}
-
 // ---- status
 
 const statusSynopsis = "[TASK] [--state STATE] [--label KEY=VALUE] [--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]"
@@ -294,7 +274,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		if a.json {
 			return writeJSON(stdout, t)
 		}
-		newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
+		view.New(stdout, environ).Timeline(stdout, t, time.Now())
 		return nil
 	}
 	opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
@@ -313,48 +293,19 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		}
 		return writeJSON(stdout, page)
 	}
-	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary, filterText(*state, *label, page))
+	view.New(stdout, environ).Attention(stdout, page.Tasks, page.Summary, view.FilterText(*state, *label, page))
 	words := []string{"agora status"}
 	if *state != "" {
 		words = append(words, "--state", *state)
 	}
 	if *label != "" {
-		words = append(words, "--label", shellWord(*label))
+		words = append(words, "--label", view.ShellWord(*label))
 	}
 	if pf.limit != 0 {
 		words = append(words, "--limit", strconv.Itoa(pf.limit))
 	}
-	writeMore(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
+	view.More(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
 	return nil
-}
-
-// filterText says what status --state/--label shows of the tasks the
-// counts line counts: "showing failed: 3 of 12 tasks". With --label the
-// server counts no matches, so the line counts the ones listed, "at
-// least" when more pages follow.
-func filterText(state, label string, page wire.TaskPage) string {
-	if state == "" && label == "" {
-		return ""
-	}
-	total := 0
-	for _, n := range page.Summary.Counts {
-		total += n
-	}
-	var what []string
-	if state != "" {
-		what = append(what, stateLabel(wire.State(state)))
-	}
-	if label != "" {
-		what = append(what, "labelled "+label)
-	}
-	shown := strconv.Itoa(len(page.Tasks))
-	switch {
-	case label == "":
-		shown = strconv.Itoa(page.Summary.Counts[wire.State(state)])
-	case page.NextCursor != "":
-		shown = "at least " + shown
-	}
-	return fmt.Sprintf("showing %s: %s of %d task%s", strings.Join(what, ", "), shown, total, pluralS(total))
 }
 
 // ---- questions
@@ -403,12 +354,12 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 		}
 		return writeJSON(stdout, page)
 	}
-	newUI(stdout, environ).writeQuestions(stdout, page.Questions, time.Now())
+	view.New(stdout, environ).Questions(stdout, page.Questions, time.Now())
 	words := []string{"agora questions"}
 	if pf.limit != 0 {
 		words = append(words, "--limit", strconv.Itoa(pf.limit))
 	}
-	writeMore(stdout, len(page.Questions), "questions", page.NextCursor, words...)
+	view.More(stdout, len(page.Questions), "questions", page.NextCursor, words...)
 	return nil
 }
 
@@ -476,10 +427,10 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		}
 	}
 	if answered == nil {
-		fmt.Fprintf(stdout, "%s answered; %s\n", t.ID, needsText(t))
+		fmt.Fprintf(stdout, "%s answered; %s\n", t.ID, view.NeedsText(t))
 		return nil
 	}
-	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, needsText(t))
+	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, view.NeedsText(t))
 	if id := answered.Answer.Remembered; id != "" {
 		fmt.Fprintf(stdout, "remembered as rule %s: 'agora rules show %s'\n", id, id)
 	}
@@ -509,9 +460,9 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		},
 		func(t *wire.Task) string {
 			if ended {
-				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, stateLabel(t.State), outcomeDetail(t))
+				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, view.StateLabel(t.State), view.OutcomeDetail(t))
 			}
-			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, outcomeDetail(t), t.ID)
+			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, view.OutcomeDetail(t), t.ID)
 		}))
 }
 
@@ -519,15 +470,8 @@ func runRespawn(ctx context.Context, args, environ []string, stdout, stderr io.W
 	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", bulkRespawn, args, environ, stdout, stderr,
 		func(c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) },
 		func(t *wire.Task) string {
-			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
+			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, view.RoundText(view.LastRound(t)), t.ID)
 		}))
-}
-
-func outcomeDetail(t *wire.Task) string {
-	if t.Outcome != nil {
-		return t.Outcome.Detail
-	}
-	return stateLabel(t.State)
 }
 
 // oneOrBulk parses a task verb's flags with the selectors. With a
@@ -593,7 +537,7 @@ func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, t
 	if gerr != nil {
 		return line
 	}
-	if next := nextAction(t); next != "" {
+	if next := view.NextAction(t); next != "" {
 		return fmt.Errorf("%v; what fits now: %s", line, next)
 	}
 	return line
@@ -625,7 +569,7 @@ func continueMain(ctx context.Context, args, environ []string, stdout io.Writer)
 	if a.json {
 		return writeJSON(stdout, t)
 	}
-	fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, roundText(lastRound(t)), t.ID)
+	fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, view.RoundText(view.LastRound(t)), t.ID)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -51,7 +52,7 @@ func TestWaitLinesHeartbeat(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
 	now := t0
 	var out strings.Builder
-	p := newProgress(&out, ui{}, t0, func() time.Time { return now })
+	p := newProgress(&out, view.UI{}, t0, func() time.Time { return now })
 	draft := "draft"
 	q := &schemas.NeedsInput{Question: "Publish the notes or keep a draft?", Options: []string{"publish", "draft"}, Default: &draft}
 	task := func(state wire.State, rounds ...wire.Round) *wire.Task {
@@ -128,7 +129,7 @@ func TestWaitLinesAnswered(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
 	var out strings.Builder
-	p := newProgress(&out, ui{}, t0, func() time.Time { return t0.Add(time.Minute) })
+	p := newProgress(&out, view.UI{}, t0, func() time.Time { return t0.Add(time.Minute) })
 	r := wire.Round{N: 1, DispatchID: "x-r1", State: wire.StateNeedsInput, Question: &schemas.NeedsInput{Question: "A or B?"}, AskedAt: t0,
 		StepDeadline: t0.Add(time.Hour)}
 	p.update(&wire.Task{ID: "x", State: wire.StateNeedsInput, Request: wire.SubmitRequest{Route: "human=1h"}, Rounds: []wire.Round{r}})

@@ -88,6 +88,8 @@ var may = map[string][]string{
 	// verbflags is the conventions of every verb's pflag set: spellings,
 	// error wording, usage from the definitions.
 	"cmd/agora/internal/verbflags": nil,
+	// view is how the CLI writes for people: render functions of wire types.
+	"cmd/agora/internal/view": {"client", "wire", "schemas", "cmd/agora/internal/batchreport"},
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",

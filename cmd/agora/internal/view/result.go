@@ -1,0 +1,34 @@
+package view
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Result prints a result for a shell: a JSON string as its text
+// (with a newline unless it ends with one), anything else as compact JSON
+// on one line. Nothing for no result (JSON null or none).
+func Result(w io.Writer, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var text string
+	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return fmt.Errorf("the result is not JSON: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
