@@ -13,13 +13,13 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/progress"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
@@ -128,15 +128,15 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	bar := newBatchBar(stderr, environ, id, report.Lines)
-	bar.draw(report)
+	bar := progress.NewBar(stderr, view.New(stderr, environ), id, report.Lines)
+	bar.Draw(report)
 	err = c.SubmitBatch(ctx, id, report.Results, client.BatchOptions{Workers: batchWorkers,
-		Progress: func() { bar.draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
+		Progress: func() { bar.Draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
 	if err != nil {
 		return a.explain(err, "")
 	}
 	report.Count()
-	bar.done(report)
+	bar.Done(report)
 
 	if a.json {
 		if err := writeJSON(stdout, report); err != nil {
@@ -157,67 +157,6 @@ func unwrapPath(err error) error {
 		return e
 	}
 	return err
-}
-
-// batchBar shows batch submit's progress on stderr: a bar redrawn in place
-// on a terminal (colored unless NO_COLOR or TERM=dumb), otherwise a line
-// of counts at most every two seconds and at the end.
-type batchBar struct {
-	w     io.Writer
-	ui    view.UI
-	batch string
-	total int
-	last  time.Time
-	drawn bool
-}
-
-func newBatchBar(w io.Writer, environ []string, batch string, total int) *batchBar {
-	return &batchBar{w: w, ui: view.New(w, environ), batch: batch, total: total, last: time.Now()}
-}
-
-func (b *batchBar) counts(r *batchreport.Report) (done int, text string) {
-	sub, ex, failed := batchreport.Counts(r.Results)
-	parts := []string{fmt.Sprintf("%d submitted", sub)}
-	if ex > 0 {
-		parts = append(parts, fmt.Sprintf("%d already there", ex))
-	}
-	if failed > 0 {
-		parts = append(parts, b.ui.Paint(view.Red, fmt.Sprintf("%d failed", failed)))
-	}
-	return sub + ex + failed, strings.Join(parts, " · ")
-}
-
-func (b *batchBar) draw(r *batchreport.Report) {
-	done, text := b.counts(r)
-	now := time.Now()
-	if !b.ui.TTY {
-		if now.Sub(b.last) < 2*time.Second || done == 0 {
-			return
-		}
-		b.last = now
-		fmt.Fprintf(b.w, "batch %s: %d/%d lines: %s\n", b.batch, done, b.total, text)
-		return
-	}
-	if done < b.total && now.Sub(b.last) < 50*time.Millisecond {
-		return
-	}
-	b.last = now
-	const width = 30
-	fill := done * width / max(b.total, 1)
-	bar := b.ui.Paint(view.Green, strings.Repeat("█", fill)) + b.ui.Paint(view.Dim, strings.Repeat("░", width-fill))
-	fmt.Fprintf(b.w, "\r\x1b[K%s %d/%d %s", bar, done, b.total, text)
-	b.drawn = true
-}
-
-func (b *batchBar) done(r *batchreport.Report) {
-	if b.ui.TTY {
-		if b.drawn {
-			fmt.Fprint(b.w, "\r\x1b[K")
-		}
-		return
-	}
-	done, text := b.counts(r)
-	fmt.Fprintf(b.w, "batch %s: %d/%d lines: %s\n", b.batch, done, b.total, text)
 }
 
 // ---- batch cancel, batch retry

@@ -14,13 +14,13 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/progress"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
@@ -109,7 +109,7 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 	} else {
 		fmt.Fprintf(stderr, "%s: %s\n", op.verb, count)
 	}
-	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: bulkProgress(stderr, op, len(ids))},
+	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: progress.Counter(stderr, op.verb, len(ids))},
 		func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
 	for _, it := range rep.Results {
 		switch it.Result {
@@ -132,26 +132,6 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), view.PluralS(len(ids)), op.done)}
 	}
 	return nil
-}
-
-// bulkProgress redraws "cancel: 500/1963" in place on a terminal, at
-// most every 100 ms, and clears it at the end; nil elsewhere (the summary
-// follows).
-func bulkProgress(w io.Writer, op bulkOp, total int) func(client.BulkItem) {
-	if !view.IsTTY(w) {
-		return nil
-	}
-	done, last := 0, time.Time{}
-	return func(client.BulkItem) {
-		done++
-		switch {
-		case done == total:
-			fmt.Fprint(w, "\r\x1b[K")
-		case time.Since(last) >= 100*time.Millisecond:
-			last = time.Now()
-			fmt.Fprintf(w, "\r\x1b[K%s: %d/%d", op.verb, done, total)
-		}
-	}
 }
 
 // confirm shows the count and asks on a terminal, wanting y or yes;

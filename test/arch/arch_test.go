@@ -90,6 +90,9 @@ var may = map[string][]string{
 	"cmd/agora/internal/verbflags": nil,
 	// view is how the CLI writes for people: render functions of wire types.
 	"cmd/agora/internal/view": {"client", "wire", "schemas", "cmd/agora/internal/batchreport"},
+	// progress is work in progress on stderr: dispatch --wait's lines, the
+	// batch bar, the bulk counter.
+	"cmd/agora/internal/progress": {"client", "wire", "cmd/agora/internal/view", "cmd/agora/internal/batchreport"},
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
