@@ -98,6 +98,9 @@ var may = map[string][]string{
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
 		"orchestrator/answer", "orchestrator/answer/slackanswer", "internal/apitoken", "internal/bus", "internal/compute",
 		"internal/compute/ecs", "internal/units"},
+	// demo is agora demo's script, on the stack the root starts.
+	"cmd/agora/internal/demo": {"cmd/agora/internal/roles", "client", "wire", "schemas", "cmd/agora/internal/exitcode",
+		"cmd/agora/internal/view"},
 	"cmd/agora": {"client", "wire", "schemas", "registryfile", "internal/apitoken", "cmd/agora/internal/cliconfig",
 		"cmd/agora/internal/roles", "cmd/agora/internal/roleflags"},
 }
