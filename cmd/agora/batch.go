@@ -19,6 +19,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/cmd/agora/internal/progress"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
@@ -312,7 +313,7 @@ type allLikeReport = wire.GroupAnswerResult
 func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskID, ans, who string, stdout io.Writer) error {
 	rep, err := c.AnswerAllLike(ctx, taskID, wire.AnswerBody{Answer: ans, By: who, Channel: "cli"})
 	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(wire.CodeNoQuestion) {
-		return fmt.Errorf("%s; 'agora questions --group' lists the open ones", plainMessage(e))
+		return fmt.Errorf("%s; 'agora questions --group' lists the open ones", explain.PlainMessage(e))
 	}
 	if err != nil {
 		return a.explain(err, taskID)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/cmd/agora/internal/progress"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/registryfile"
@@ -395,10 +396,7 @@ func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, 
 // explainCancel is explain for the cancel stopWaiting sends, whose
 // deadline is its own.
 func (a *apiFlags) explainCancel(err error, id string) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer from %s within %s", a.server, cancelTimeout)
-	}
-	return a.explain(err, id)
+	return explain.Cancel(a.server, a.token, err, id, cancelTimeout)
 }
 
 // tailLines is how much of a failed round's output dispatch --wait shows.

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/wire"
@@ -205,10 +205,5 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 	return nil
 }
 
-// explainRegistry is explain, with the registry's not-found in its words.
-func (a *apiFlags) explainRegistry(err error) error {
-	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(wire.CodeNotFound) {
-		return errors.New(e.Message)
-	}
-	return a.explain(err, "")
-}
+// explainRegistry is explain for the registry verbs.
+func (a *apiFlags) explainRegistry(err error) error { return explain.Registry(a.server, a.token, err) }

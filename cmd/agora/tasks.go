@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,14 +21,14 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
-	"github.com/agoradev/agora/cmd/agora/internal/notapi"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
 // defaultServer is where the CLI looks for the API without --server or
-// $AGORA_SERVER: `agora serve` on this machine.
-const defaultServer = "http://127.0.0.1:7070"
+// $AGORA_SERVER (explain.DefaultServer).
+const defaultServer = explain.DefaultServer
 
 // apiFlags are the flags of every verb that talks to the server.
 type apiFlags struct {
@@ -85,22 +83,11 @@ func (v *apiVerb) open(args, environ []string, stdout io.Writer, check func(pos 
 // connect settles the server and token (flag, else environment, else
 // default) and returns a client of that server.
 func (a *apiFlags) connect(environ []string) (*client.Client, error) {
-	server, from := a.server, "--server"
-	if server == "" {
-		server, from = getenv(environ, "AGORA_SERVER"), "AGORA_SERVER"
+	server, err := explain.Server(a.server, getenv(environ, "AGORA_SERVER"))
+	if err != nil {
+		return nil, err
 	}
-	given := server
-	if server == "" {
-		server = defaultServer
-	}
-	if !strings.Contains(server, "://") {
-		server = "http://" + server
-	}
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef("%s %q: want the agora server's URL, e.g. %s", from, given, defaultServer)
-	}
-	a.server = strings.TrimRight(server, "/")
+	a.server = server
 	if a.token == "" {
 		a.token = getenv(environ, "AGORA_TOKEN")
 	}
@@ -130,58 +117,7 @@ func (a *apiFlags) who(by string, environ []string) string {
 // explain turns an error of the client into one line that says what to
 // do; taskID names the task the call was about, if any.
 func (a *apiFlags) explain(err error, taskID string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("interrupted")
-	}
-	if e, ok := errors.AsType[*client.Error](err); ok {
-		switch {
-		case e.Code == string(wire.CodeNotFound) && taskID != "":
-			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
-		case e.Code == string(wire.CodeUnauthorized) && strings.Contains(a.token, ":"):
-			// The server is given NAME:SECRET; a client sends the SECRET.
-			name, _, _ := strings.Cut(a.token, ":")
-			return fmt.Errorf("the agora server at %s refused the token (%s): a client sends only the SECRET of the server's --token NAME:SECRET, so if %q is the token's name, drop it", a.server, e.Message, name+":")
-		case e.Code == string(wire.CodeUnauthorized):
-			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
-		case e.Code == string(wire.CodeNoRoute) || e.Code == "":
-			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, view.Clip(e.Message, 120))
-		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
-			// The server refused the input and changed nothing: the same
-			// exit code as a mistake the CLI finds itself.
-			return exitcode.UsageError{Msg: plainMessage(e)}
-		}
-		return errors.New(plainMessage(e))
-	}
-	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
-		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
-	}
-	if msg, ok := notapi.Explain(a.server, strings.TrimPrefix(defaultServer, "http://"), err); ok {
-		return errors.New(msg)
-	}
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
-	}
-	return err
-}
-
-// plainMessage is the API's message without the sentinel's own words,
-// which repeat what the message says: "task t-1 is finished already: not
-// possible in the task's state" reads "task t-1 is finished already".
-func plainMessage(e *client.Error) string {
-	msg := e.Message
-	if s := wire.Code(e.Code).Sentinel(); s != nil {
-		switch {
-		case errors.Is(s, wire.ErrInvalidAnswer), errors.Is(s, wire.ErrInvalidRequest):
-			msg = strings.Replace(msg, s.Error()+": ", "", 1)
-			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		case errors.Is(s, wire.ErrWrongState):
-			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		}
-	}
-	return msg
+	return explain.Error(a.server, a.token, err, taskID)
 }
 
 // writeJSON writes v as indented JSON.
