@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +15,8 @@ import (
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/cmd/agora/internal/progress"
+	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
-	"github.com/agoradev/agora/registryfile"
-	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -100,147 +95,9 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 	if f.heartbeat < time.Second {
 		return f, req, usagef("--heartbeat %s: want a duration of at least 1s, e.g. --heartbeat 30s", f.heartbeat)
 	}
-	given := 0
-	for _, v := range []string{f.subagent, f.subagentFile, f.command} {
-		if v != "" {
-			given++
-		}
-	}
-	switch {
-	case given == 0:
-		return f, req, usagef(`want --subagent NAME, --subagent-file FILE or --command "CMD", e.g. agora dispatch --command 'echo hello' --wait`)
-	case given > 1:
-		return f, req, usagef("want one of --subagent, --subagent-file or --command, not several")
-	case f.subagent != "":
-		if _, _, err := wire.ParseRef(f.subagent); err != nil {
-			return f, req, usagef("--subagent %q: want a registered sub-agent's NAME or NAME@VERSION; 'agora subagent list' shows them", f.subagent)
-		}
-		if f.name != "" {
-			return f, req, usagef("--name renames an inline sub-agent; a registered one keeps its name")
-		}
-		req.SubagentRef = f.subagent
-	case f.subagentFile != "":
-		def, err := readSubagentFile(f.subagentFile)
-		if err != nil {
-			return f, req, err
-		}
-		req = inlineRequest(def)
-	default:
-		req.Subagent = schemas.Subagent{Name: "command", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", f.command}}
-	}
-	if f.name != "" {
-		req.Subagent.Name = f.name
-	}
-	if f.input != "" {
-		if req.Input, err = readInput(f.input); err != nil {
-			return f, req, err
-		}
-	}
-	if f.route != "" {
-		if _, err := wire.ParseRoute(f.route); err != nil {
-			return f, req, usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.route, err)
-		}
-		req.Route = f.route
-	}
-	if f.timeout != "" {
-		if req.TimeoutSeconds, err = parseSeconds(f.timeout); err != nil {
-			return f, req, err
-		}
-	}
-	for _, l := range f.labels {
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || k == "" {
-			return f, req, usagef("--label %q: want KEY=VALUE", l)
-		}
-		if req.Labels == nil {
-			req.Labels = map[string]string{}
-		}
-		req.Labels[k] = v
-	}
-	// The server's own rule, checked before the request leaves the CLI.
-	if f.taskID != "" && wire.CheckTaskID(f.taskID) != nil {
-		return f, req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
-	}
-	req.TaskID, req.AllowMemory = f.taskID, f.allowMemory
-	return f, req, nil
-}
-
-// readInput reads --input: a JSON object, inline or from @FILE.
-func readInput(v string) (json.RawMessage, error) {
-	data, where := []byte(v), "--input"
-	if name, ok := strings.CutPrefix(v, "@"); ok {
-		var err error
-		if data, err = os.ReadFile(name); err != nil {
-			return nil, usagef("--input %s: %v; give the path of a JSON file after @", v, errors.Unwrap(err))
-		}
-		where = "--input " + v
-	}
-	var obj map[string]json.RawMessage
-	if err := schemas.Decode("input", data, &obj); err != nil || obj == nil {
-		why := "null"
-		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
-			why = strings.Replace(ve.Detail(), "expected an object, got ", "", 1)
-		} else if err != nil {
-			why = err.Error()
-		}
-		return nil, usagef(`%s is not a JSON object (%s); pass one like --input '{"issue": 42}' or --input @input.json`, where, why)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, data); err != nil {
-		return nil, usagef("%s: %v", where, err)
-	}
-	return compact.Bytes(), nil
-}
-
-// parseSeconds reads --timeout: whole seconds, or a Go duration.
-func parseSeconds(v string) (int, error) {
-	if n, err := strconv.Atoi(v); err == nil {
-		if n < 1 {
-			return 0, usagef("--timeout %s: want at least 1 second", v)
-		}
-		if n > schemas.MaxTimeoutSeconds {
-			return 0, usagef("--timeout %s: at most %d seconds (7 days)", v, schemas.MaxTimeoutSeconds)
-		}
-		return n, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < time.Second {
-		return 0, usagef("--timeout %q: want seconds (600) or a duration (10m) of at least 1s", v)
-	}
-	n := int(math.Ceil(d.Seconds()))
-	if n > schemas.MaxTimeoutSeconds {
-		return 0, usagef("--timeout %s: at most %ds (7 days)", v, schemas.MaxTimeoutSeconds)
-	}
-	return n, nil
-}
-
-// readSubagentFile reads and checks a sub-agent file against
-// schemas/subagent.schema.json; every error names the file, the line, the
-// field and the problem.
-func readSubagentFile(name string) (*wire.Subagent, error) {
-	data, err := registryfile.ReadFile(name)
-	if err != nil {
-		return nil, usagef("--subagent-file %v", err)
-	}
-	def, err := registryfile.ParseSubagent(name, data)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	if len(def.Capabilities) > 0 || len(def.Env) > 0 {
-		return nil, usagef("%s names capabilities or env bundles, which only a registered sub-agent resolves: run 'agora subagent register %s', then 'agora dispatch --subagent %s'", name, name, def.Name)
-	}
-	return def, nil
-}
-
-// inlineRequest is a task of def given inline: its defaults become the
-// request's, as a registered sub-agent's do on the server.
-func inlineRequest(def *wire.Subagent) wire.SubmitRequest {
-	req := wire.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
-		Image: def.Image, Network: def.Network, Egress: def.Egress, Resources: def.Resources, Workspace: def.Workspace, AllowMemory: def.AllowMemory, Retry: def.Retry}
-	if def.Limits != nil {
-		req.Limits = wire.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
-	}
-	return req
+	req, err = submitreq.Build(submitreq.Flags{Subagent: f.subagent, SubagentFile: f.subagentFile, Command: f.command, Name: f.name,
+		Input: f.input, Route: f.route, TaskID: f.taskID, Timeout: f.timeout, AllowMemory: f.allowMemory, Labels: f.labels})
+	return f, req, err
 }
 
 // dispatchMain submits a task; with --wait it follows it to its end.

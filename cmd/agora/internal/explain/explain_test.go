@@ -38,7 +38,9 @@ func TestServer(t *testing.T) {
 func TestError(t *testing.T) {
 	t.Parallel()
 	const srv = "http://s"
-	apiErr := func(code wire.Code, msg string) error { return fmt.Errorf("call: %w", &client.Error{Code: string(code), Message: msg}) }
+	apiErr := func(code wire.Code, msg string) error {
+		return fmt.Errorf("call: %w", &client.Error{Code: string(code), Message: msg})
+	}
 	for _, tt := range []struct {
 		name, token, task string
 		err               error

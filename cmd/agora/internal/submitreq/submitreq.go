@@ -1,0 +1,178 @@
+// Package submitreq is agora dispatch's submit request, built from its
+// flags and the files they name (a sub-agent file, @FILE input) and checked
+// as the server would check it, without contacting anything: every mistake
+// is a usage error found before a task exists.
+package submitreq
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/registryfile"
+	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
+)
+
+// Flags are the values of dispatch's flags that make the request.
+type Flags struct {
+	Subagent, SubagentFile, Command string // one of them: NAME[@VERSION], FILE or CMD
+	Name                            string // renames an inline sub-agent
+	Input                           string // a JSON object, or @FILE
+	Route, TaskID, Timeout          string
+	AllowMemory                     bool
+	Labels                          []string // KEY=VALUE each
+}
+
+// Build reads f, and the files it names, into the request.
+func Build(f Flags) (wire.SubmitRequest, error) {
+	var req wire.SubmitRequest
+	var err error
+	given := 0
+	for _, v := range []string{f.Subagent, f.SubagentFile, f.Command} {
+		if v != "" {
+			given++
+		}
+	}
+	switch {
+	case given == 0:
+		return req, exitcode.Usagef(`want --subagent NAME, --subagent-file FILE or --command "CMD", e.g. agora dispatch --command 'echo hello' --wait`)
+	case given > 1:
+		return req, exitcode.Usagef("want one of --subagent, --subagent-file or --command, not several")
+	case f.Subagent != "":
+		if _, _, err := wire.ParseRef(f.Subagent); err != nil {
+			return req, exitcode.Usagef("--subagent %q: want a registered sub-agent's NAME or NAME@VERSION; 'agora subagent list' shows them", f.Subagent)
+		}
+		if f.Name != "" {
+			return req, exitcode.Usagef("--name renames an inline sub-agent; a registered one keeps its name")
+		}
+		req.SubagentRef = f.Subagent
+	case f.SubagentFile != "":
+		def, err := readSubagentFile(f.SubagentFile)
+		if err != nil {
+			return req, err
+		}
+		req = inlineRequest(def)
+	default:
+		req.Subagent = schemas.Subagent{Name: "command", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", f.Command}}
+	}
+	if f.Name != "" {
+		req.Subagent.Name = f.Name
+	}
+	if f.Input != "" {
+		if req.Input, err = readInput(f.Input); err != nil {
+			return req, err
+		}
+	}
+	if f.Route != "" {
+		if _, err := wire.ParseRoute(f.Route); err != nil {
+			return req, exitcode.Usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.Route, err)
+		}
+		req.Route = f.Route
+	}
+	if f.Timeout != "" {
+		if req.TimeoutSeconds, err = parseSeconds(f.Timeout); err != nil {
+			return req, err
+		}
+	}
+	for _, l := range f.Labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return req, exitcode.Usagef("--label %q: want KEY=VALUE", l)
+		}
+		if req.Labels == nil {
+			req.Labels = map[string]string{}
+		}
+		req.Labels[k] = v
+	}
+	// The server's own rule, checked before the request leaves the CLI.
+	if f.TaskID != "" && wire.CheckTaskID(f.TaskID) != nil {
+		return req, exitcode.Usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.TaskID)
+	}
+	req.TaskID, req.AllowMemory = f.TaskID, f.AllowMemory
+	return req, nil
+}
+
+// readInput reads --input: a JSON object, inline or from @FILE.
+func readInput(v string) (json.RawMessage, error) {
+	data, where := []byte(v), "--input"
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if data, err = os.ReadFile(name); err != nil {
+			return nil, exitcode.Usagef("--input %s: %v; give the path of a JSON file after @", v, errors.Unwrap(err))
+		}
+		where = "--input " + v
+	}
+	var obj map[string]json.RawMessage
+	if err := schemas.Decode("input", data, &obj); err != nil || obj == nil {
+		why := "null"
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
+			why = strings.Replace(ve.Detail(), "expected an object, got ", "", 1)
+		} else if err != nil {
+			why = err.Error()
+		}
+		return nil, exitcode.Usagef(`%s is not a JSON object (%s); pass one like --input '{"issue": 42}' or --input @input.json`, where, why)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		return nil, exitcode.Usagef("%s: %v", where, err)
+	}
+	return compact.Bytes(), nil
+}
+
+// parseSeconds reads --timeout: whole seconds, or a Go duration.
+func parseSeconds(v string) (int, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 1 {
+			return 0, exitcode.Usagef("--timeout %s: want at least 1 second", v)
+		}
+		if n > schemas.MaxTimeoutSeconds {
+			return 0, exitcode.Usagef("--timeout %s: at most %d seconds (7 days)", v, schemas.MaxTimeoutSeconds)
+		}
+		return n, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, exitcode.Usagef("--timeout %q: want seconds (600) or a duration (10m) of at least 1s", v)
+	}
+	n := int(math.Ceil(d.Seconds()))
+	if n > schemas.MaxTimeoutSeconds {
+		return 0, exitcode.Usagef("--timeout %s: at most %ds (7 days)", v, schemas.MaxTimeoutSeconds)
+	}
+	return n, nil
+}
+
+// readSubagentFile reads and checks a sub-agent file against
+// schemas/subagent.schema.json; every error names the file, the line, the
+// field and the problem.
+func readSubagentFile(name string) (*wire.Subagent, error) {
+	data, err := registryfile.ReadFile(name)
+	if err != nil {
+		return nil, exitcode.Usagef("--subagent-file %v", err)
+	}
+	def, err := registryfile.ParseSubagent(name, data)
+	if err != nil {
+		return nil, exitcode.Usagef("%v", err)
+	}
+	if len(def.Capabilities) > 0 || len(def.Env) > 0 {
+		return nil, exitcode.Usagef("%s names capabilities or env bundles, which only a registered sub-agent resolves: run 'agora subagent register %s', then 'agora dispatch --subagent %s'", name, name, def.Name)
+	}
+	return def, nil
+}
+
+// inlineRequest is a task of def given inline: its defaults become the
+// request's, as a registered sub-agent's do on the server.
+func inlineRequest(def *wire.Subagent) wire.SubmitRequest {
+	req := wire.SubmitRequest{Subagent: def.Spec(), Route: def.Route, TimeoutSeconds: def.TimeoutSeconds,
+		Image: def.Image, Network: def.Network, Egress: def.Egress, Resources: def.Resources, Workspace: def.Workspace, AllowMemory: def.AllowMemory, Retry: def.Retry}
+	if def.Limits != nil {
+		req.Limits = wire.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
+	}
+	return req
+}
