@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	flag "github.com/spf13/pflag"
 
@@ -139,12 +138,8 @@ func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr
 	report.Count()
 	bar.Done(report)
 
-	if a.json {
-		if err := writeJSON(stdout, report); err != nil {
-			return err
-		}
-	} else {
-		view.BatchSummary(stdout, report)
+	if err := a.show(stdout, report, func() { view.BatchSummary(stdout, report) }); err != nil {
+		return err
 	}
 	if report.Failed > 0 {
 		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
@@ -210,14 +205,6 @@ func batchBulkMain(ctx context.Context, name string, op bulkOp, args, environ []
 
 const batchStatusSynopsis = "ID [--json] [--server URL] [--token TOKEN]"
 
-// batchStatus is batch status's --json output.
-type batchStatus struct {
-	Batch     string             `json:"batch"`
-	Tasks     int                `json:"tasks"`
-	Counts    map[wire.State]int `json:"counts"`
-	Questions []questionGroup    `json:"questions"`
-}
-
 // openedBatch is a batch verb's flags, client and every task of the batch.
 type openedBatch struct {
 	api    *apiFlags
@@ -253,31 +240,14 @@ func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writ
 		return err
 	}
 	a, c, id, tasks := b.api, b.client, b.id, b.tasks
-	st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
+	st := view.BatchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
 	for _, t := range tasks {
 		st.Counts[t.State]++
 	}
 	if st.Questions, err = c.QuestionGroups(ctx, wire.GroupOptions{Batch: id}); err != nil {
 		return a.explain(err, "")
 	}
-	if a.json {
-		return writeJSON(stdout, st)
-	}
-	u := view.New(stdout, environ)
-	var parts []string
-	for _, s := range []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput,
-		wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired} {
-		if n := st.Counts[s]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, u.State(s)))
-		}
-	}
-	fmt.Fprintf(stdout, "batch %s: %d task%s · %s\n", u.Paint(view.Bold, id), st.Tasks, view.PluralS(st.Tasks), strings.Join(parts, " · "))
-	if n := st.Counts[wire.StateFailed]; n > 0 {
-		fmt.Fprintf(stdout, "failed: agora status --label %s=%s --state failed\n", batchLabel, id)
-	}
-	fmt.Fprintln(stdout)
-	u.QuestionGroups(stdout, st.Questions, false)
-	return nil
+	return a.show(stdout, st, func() { view.New(stdout, environ).BatchStatus(stdout, st) })
 }
 
 // ---- grouped questions
@@ -292,13 +262,9 @@ func questionsGroupedMain(ctx context.Context, c *client.Client, a *apiFlags, en
 	if err != nil {
 		return a.explain(err, "")
 	}
-	if a.json {
-		return writeJSON(stdout, struct {
-			Groups []questionGroup `json:"groups"`
-		}{groups})
-	}
-	view.New(stdout, environ).QuestionGroups(stdout, groups, true)
-	return nil
+	return a.show(stdout, struct {
+		Groups []questionGroup `json:"groups"`
+	}{groups}, func() { view.New(stdout, environ).QuestionGroups(stdout, groups, true) })
 }
 
 // ---- answer --all-like
@@ -318,23 +284,8 @@ func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskI
 	if err != nil {
 		return a.explain(err, taskID)
 	}
-	value := rep.Answer
-	if a.json {
-		if err := writeJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		for _, res := range rep.Results {
-			switch res.Result {
-			case wire.GroupAnswered:
-				fmt.Fprintf(stdout, "%s round %d: answered %s; now %s\n", res.TaskID, res.Round, value, view.StateLabel(res.State))
-			case wire.GroupAlreadyAnswered:
-				fmt.Fprintf(stdout, "%s round %d: already answered (%s)\n", res.TaskID, res.Round, res.Error)
-			default:
-				fmt.Fprintf(stdout, "%s round %d: failed: %s\n", res.TaskID, res.Round, res.Error)
-			}
-		}
-		fmt.Fprintf(stdout, "%d answered · %d already answered · %d failed\n", rep.Answered, rep.AlreadyAnswered, rep.Failed)
+	if err := a.show(stdout, rep, func() { view.AllLike(stdout, rep) }); err != nil {
+		return err
 	}
 	if rep.Failed > 0 {
 		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d questions like %s's were not answered; 'agora questions --group' shows what is still open",

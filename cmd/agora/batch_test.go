@@ -17,6 +17,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
@@ -203,7 +204,7 @@ func TestBatchGroupAllLike(t *testing.T) {
 		t.Errorf("batch status shows another batch's task:\n%s", r.stdout)
 	}
 	r = agora(t, s.env, "batch", "status", "g", "--json")
-	var st batchStatus
+	var st view.BatchStatus
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Tasks != 6 || st.Counts[wire.StateNeedsInput] != 6 ||
 		len(st.Questions) != 3 || st.Questions[2].Count != 2 {
 		t.Errorf("batch status --json = %v (%+v), %v", r, st, err)

@@ -130,6 +130,16 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
+// show writes v as JSON with --json, else calls text, which writes it
+// for people.
+func (a *apiFlags) show(w io.Writer, v any, text func()) error {
+	if a.json {
+		return writeJSON(w, v)
+	}
+	text()
+	return nil
+}
+
 // verbExit turns main's error into the exit code: 0, 1 for a failure, 2
 // for a usage error, or the code of an exitcode.Outcome.
 func verbExit(stderr io.Writer, name string, err error) int { return exitcode.Verb(stderr, name, err) }
@@ -207,11 +217,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		if err != nil {
 			return a.explain(err, pos[0])
 		}
-		if a.json {
-			return writeJSON(stdout, t)
-		}
-		view.New(stdout, environ).Timeline(stdout, t, time.Now())
-		return nil
+		return a.show(stdout, t, func() { view.New(stdout, environ).Timeline(stdout, t, time.Now()) })
 	}
 	opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
 	var page wire.TaskPage
@@ -352,25 +358,7 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if err != nil {
 		return a.explain(err, pos[0])
 	}
-	if a.json {
-		return writeJSON(stdout, t)
-	}
-	var answered *wire.Round
-	for i := len(t.Rounds) - 1; i >= 0; i-- {
-		if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
-			answered = r
-			break
-		}
-	}
-	if answered == nil {
-		fmt.Fprintf(stdout, "%s answered; %s\n", t.ID, view.NeedsText(t))
-		return nil
-	}
-	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, view.NeedsText(t))
-	if id := answered.Answer.Remembered; id != "" {
-		fmt.Fprintf(stdout, "remembered as rule %s: 'agora rules show %s'\n", id, id)
-	}
-	return nil
+	return a.show(stdout, t, func() { view.Answered(stdout, t) })
 }
 
 // ---- cancel, respawn, continue, rm
@@ -455,11 +443,11 @@ func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []s
 	if err != nil {
 		return a.explainOp(ctx, c, err, pos[0])
 	}
-	if a.json {
-		return writeJSON(stdout, t)
+	var out any = t
+	if bulk.verb == bulkRemove.verb { // the task is gone: say so
+		out = wire.Change{TaskID: t.ID, Removed: true}
 	}
-	fmt.Fprintln(stdout, done(t))
-	return nil
+	return a.show(stdout, out, func() { fmt.Fprintln(stdout, done(t)) })
 }
 
 // explainOp is explain plus, for an operation the task's state does not
@@ -502,38 +490,15 @@ func continueMain(ctx context.Context, args, environ []string, stdout io.Writer)
 	if err != nil {
 		return a.explainOp(ctx, c, err, pos[0])
 	}
-	if a.json {
-		return writeJSON(stdout, t)
-	}
-	fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, view.RoundText(view.LastRound(t)), t.ID)
-	return nil
+	return a.show(stdout, t, func() {
+		fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, view.RoundText(view.LastRound(t)), t.ID)
+	})
 }
 
-func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora rm", removeMain(ctx, args, environ, stdout, stderr))
-}
-
-// removeMain deletes a task and its stored output (cancelling it first if
+// runRemove deletes a task and its stored output (cancelling it first if
 // it has not ended), or every task a selector picks.
-func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	a := newAPIVerb("agora rm", bulkSynopsis)
-	pos, bulked, err := a.oneOrBulk(ctx, bulkRemove, args, environ, stdout, stderr)
-	if bulked || err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. agora rm t-42, or a selector, e.g. agora rm --batch nightly ('agora status' lists the tasks)")
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	if err := c.Remove(ctx, pos[0]); err != nil {
-		return a.explain(err, pos[0])
-	}
-	if a.json {
-		return writeJSON(stdout, wire.Change{TaskID: pos[0], Removed: true})
-	}
-	fmt.Fprintf(stdout, "removed %s and its stored output\n", pos[0])
-	return nil
+func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	return verbExit(stderr, "agora rm", taskOpMain(ctx, "agora rm", bulkRemove, args, environ, stdout, stderr,
+		func(c *client.Client, id string) (*wire.Task, error) { return &wire.Task{ID: id}, c.Remove(ctx, id) },
+		func(t *wire.Task) string { return "removed " + t.ID + " and its stored output" }))
 }

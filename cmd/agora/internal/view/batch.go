@@ -65,3 +65,45 @@ func TaskList(ids []string, n int) string {
 	}
 	return s
 }
+
+// BatchStatus is batch status's --json output.
+type BatchStatus struct {
+	Batch     string               `json:"batch"`
+	Tasks     int                  `json:"tasks"`
+	Counts    map[wire.State]int   `json:"counts"`
+	Questions []wire.QuestionGroup `json:"questions"`
+}
+
+// BatchStatus writes the batch's tasks counted by state, where its failed
+// ones are, and its open questions grouped.
+func (u UI) BatchStatus(w io.Writer, st BatchStatus) {
+	var parts []string
+	for _, s := range []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput,
+		wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired} {
+		if n := st.Counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, u.State(s)))
+		}
+	}
+	fmt.Fprintf(w, "batch %s: %d task%s · %s\n", u.Paint(Bold, st.Batch), st.Tasks, PluralS(st.Tasks), strings.Join(parts, " · "))
+	if n := st.Counts[wire.StateFailed]; n > 0 {
+		fmt.Fprintf(w, "failed: agora status --label %s=%s --state failed\n", wire.BatchLabel, st.Batch)
+	}
+	fmt.Fprintln(w)
+	u.QuestionGroups(w, st.Questions, false)
+}
+
+// AllLike writes what answer --all-like did with each question like the
+// task's, and the counts.
+func AllLike(w io.Writer, rep wire.GroupAnswerResult) {
+	for _, res := range rep.Results {
+		switch res.Result {
+		case wire.GroupAnswered:
+			fmt.Fprintf(w, "%s round %d: answered %s; now %s\n", res.TaskID, res.Round, rep.Answer, StateLabel(res.State))
+		case wire.GroupAlreadyAnswered:
+			fmt.Fprintf(w, "%s round %d: already answered (%s)\n", res.TaskID, res.Round, res.Error)
+		default:
+			fmt.Fprintf(w, "%s round %d: failed: %s\n", res.TaskID, res.Round, res.Error)
+		}
+	}
+	fmt.Fprintf(w, "%d answered · %d already answered · %d failed\n", rep.Answered, rep.AlreadyAnswered, rep.Failed)
+}

@@ -440,3 +440,23 @@ func links(w io.Writer, t *wire.Task) {
 		fmt.Fprintf(w, "replays and forks: %s\n", strings.Join(parts, ", "))
 	}
 }
+
+// Answered says which round of t an answer landed on, by whom, what t
+// needs now, and the rule the answer made, if any.
+func Answered(w io.Writer, t *wire.Task) {
+	var answered *wire.Round
+	for i := len(t.Rounds) - 1; i >= 0; i-- {
+		if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
+			answered = r
+			break
+		}
+	}
+	if answered == nil {
+		fmt.Fprintf(w, "%s answered; %s\n", t.ID, NeedsText(t))
+		return
+	}
+	fmt.Fprintf(w, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, NeedsText(t))
+	if id := answered.Answer.Remembered; id != "" {
+		fmt.Fprintf(w, "remembered as rule %s: 'agora rules show %s'\n", id, id)
+	}
+}
