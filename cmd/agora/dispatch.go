@@ -138,14 +138,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		fmt.Fprintf(stderr, "%s pins %s\n", t.ID, view.PinsText(t.Pins))
 	}
 	if !f.wait {
-		if a.json {
-			return writeJSON(stdout, t)
-		}
-		fmt.Fprintf(stdout, "%s %s: %s\n", t.ID, view.StateLabel(t.State), view.NeedsText(t))
-		if next := view.NextAction(t); next != "" {
-			fmt.Fprintf(stdout, "next: %s (or agora status %s)\n", next, t.ID)
-		}
-		return nil
+		return a.show(stdout, t, func() { view.Submitted(stdout, t) })
 	}
 	u := view.New(stderr, environ)
 	p := progress.New(stderr, u, start, time.Now)
@@ -173,19 +166,13 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		if rerr == nil && len(result) > 0 {
 			final.Result = result
 		}
-		if err := writeJSON(stdout, final); err != nil {
-			return err
-		}
+		err = writeJSON(stdout, final)
 	} else {
-		rounds := 0
-		for _, r := range final.Rounds {
-			rounds = max(rounds, r.N)
-		}
-		fmt.Fprintf(stderr, "%s %s after %d round%s in %s: %s\n", final.ID, view.StateLabel(final.State), rounds, view.PluralS(rounds),
-			view.HumanDuration(time.Since(start)), view.OutcomeDetail(final))
-		if err := view.Result(stdout, result); err != nil {
-			return err
-		}
+		view.Ended(stderr, final, time.Since(start))
+		err = view.Result(stdout, result)
+	}
+	if err != nil {
+		return err
 	}
 	if rerr != nil {
 		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, view.StateLabel(final.State), rerr)
@@ -264,26 +251,9 @@ const tailLines = 20
 // it failed, not only its exit code. The output is read from the server;
 // when it cannot be, one line says so.
 func writeOutputTail(ctx context.Context, c *client.Client, t *wire.Task, w io.Writer) {
-	r := view.LastRound(t)
-	if r == nil {
-		return
-	}
-	lines, cut, err := c.OutputTail(ctx, t.ID, r.N, tailLines)
-	if err != nil {
-		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", r.N, view.Clip(err.Error(), 120), t.ID)
-		return
-	}
-	if len(lines) == 0 {
-		fmt.Fprintf(w, "round %d printed nothing\n", r.N)
-		return
-	}
-	from := ""
-	if cut {
-		from = fmt.Sprintf("its last %d lines; ", tailLines)
-	}
-	fmt.Fprintf(w, "round %d's output (%s'agora logs %s --round %d' shows it all):\n", r.N, from, t.ID, r.N)
-	for _, l := range lines {
-		fmt.Fprintf(w, "  %s\n", l)
+	if r := view.LastRound(t); r != nil {
+		lines, cut, err := c.OutputTail(ctx, t.ID, r.N, tailLines)
+		view.OutputTail(w, t.ID, r.N, tailLines, lines, cut, err)
 	}
 }
 

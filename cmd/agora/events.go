@@ -78,9 +78,5 @@ func listParked(ctx context.Context, c *client.Client, a *apiFlags, environ []st
 	if parked == nil {
 		parked = []wire.ParkedEvent{}
 	}
-	if a.json {
-		return writeJSON(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats})
-	}
-	view.New(stdout, environ).Parked(stdout, parked, stats)
-	return nil
+	return a.show(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats}, func() { view.New(stdout, environ).Parked(stdout, parked, stats) })
 }

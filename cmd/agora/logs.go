@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +65,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 	var whole *strings.Builder
 	if a.json {
 		if follow {
-			out = jsonChunks{w: stdout, task: id, round: r.N, dispatch: r.DispatchID}
+			out = view.LogsJSON{TaskID: id, Round: r.N, DispatchID: r.DispatchID}.Chunks(stdout)
 		} else {
 			whole = &strings.Builder{}
 			out = whole
@@ -83,34 +82,7 @@ func logsMain(ctx context.Context, args, environ []string, stdout io.Writer) err
 		return a.explain(err, id)
 	}
 	if whole != nil {
-		return writeJSON(stdout, logsJSON{TaskID: id, Round: r.N, DispatchID: r.DispatchID, Output: whole.String()})
+		return writeJSON(stdout, view.LogsJSON{TaskID: id, Round: r.N, DispatchID: r.DispatchID, Output: whole.String()})
 	}
 	return nil
-}
-
-// logsJSON is what logs --json prints.
-type logsJSON struct {
-	TaskID     string `json:"task_id"`
-	Round      int    `json:"round"`
-	DispatchID string `json:"dispatch_id"`
-	Output     string `json:"output"`
-}
-
-// jsonChunks writes each chunk as one logsJSON line.
-type jsonChunks struct {
-	w        io.Writer
-	task     string
-	round    int
-	dispatch string
-}
-
-func (j jsonChunks) Write(p []byte) (int, error) {
-	data, err := json.Marshal(logsJSON{TaskID: j.task, Round: j.round, DispatchID: j.dispatch, Output: string(p)})
-	if err != nil {
-		return 0, err
-	}
-	if _, err := j.w.Write(append(data, '\n')); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }

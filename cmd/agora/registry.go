@@ -88,16 +88,7 @@ func (v registryVerb) register(ctx context.Context, name string, args, environ [
 	if err != nil {
 		return a.explainRegistry(err)
 	}
-	if a.json {
-		return writeJSON(stdout, reg)
-	}
-	e := reg.Entry
-	if reg.Created {
-		fmt.Fprintf(stdout, "registered %s %s (version %d)\n", v.noun, e.Ref(), e.Seq)
-	} else {
-		fmt.Fprintf(stdout, "%s %s is registered already (version %d); nothing changed\n", v.noun, e.Ref(), e.Seq)
-	}
-	return nil
+	return a.show(stdout, reg, func() { view.Registered(stdout, v.noun, reg) })
 }
 
 // list writes a page of the names of the kind (every one with --all).
@@ -198,11 +189,7 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 	if err != nil {
 		return a.explainRegistry(err)
 	}
-	if a.json {
-		return writeJSON(stdout, e)
-	}
-	view.New(stdout, environ).Entry(stdout, v.noun, e)
-	return nil
+	return a.show(stdout, e, func() { view.New(stdout, environ).Entry(stdout, v.noun, e) })
 }
 
 // explainRegistry is explain for the registry verbs.

@@ -107,17 +107,10 @@ func followReplay(ctx context.Context, c *client.Client, t *wire.Task) (*wire.Ta
 
 // replayExit is 0 for a matched replay, 1 naming the first divergence.
 func replayExit(t *wire.Task) error {
-	rp := t.Replay
-	if rp != nil && rp.Verdict == wire.ReplayMatched {
-		return nil
+	if msg := view.ReplayVerdict(t); msg != "" {
+		return exitcode.Outcome{Code: exitFailed, Msg: msg}
 	}
-	what := fmt.Sprintf("ended %s", view.StateLabel(t.State))
-	if rp != nil {
-		if d := rp.FirstFailing(); d != nil {
-			what = d.Kind + ": " + d.Detail
-		}
-	}
-	return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("replay %s diverged: %s; 'agora status %s' shows its timeline", t.ID, what, t.ID)}
+	return nil
 }
 
 // replayBatchMain replays a batch and, with --wait, summarises the replays.
@@ -126,31 +119,17 @@ func replayBatchMain(ctx context.Context, c *client.Client, f replayFlags, stdou
 	if err != nil {
 		return f.api.explain(err, "")
 	}
-	started := 0
-	for _, r := range out.Replays {
-		if r.Replay != "" {
-			started++
-		}
-	}
 	if !f.wait {
-		if f.api.json {
-			return writeJSON(stdout, out)
-		}
-		fmt.Fprintf(stdout, "batch %s replays %s: %d task%s started, %d not finished skipped; 'agora replay --batch %s --wait' summarises when they end\n",
-			out.Batch, out.Of, started, view.PluralS(started), out.Skipped, f.batch)
-		for _, r := range out.Replays {
-			if r.Error != "" {
-				fmt.Fprintf(stdout, "  %s: %s\n", r.Original, r.Error)
-			}
-		}
-		return nil
+		return f.api.show(stdout, out, func() { view.ReplayBatchStarted(stdout, out, f.batch) })
 	}
 	ids := make([]string, len(out.Replays))
 	for i, r := range out.Replays {
 		ids[i] = r.Replay
 	}
 	finals, errs := c.FollowAll(ctx, ids, client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp})
+	text := stdout // the summary; with --json the tasks instead
 	if f.api.json {
+		text = io.Discard
 		if err := writeJSON(stdout, struct {
 			wire.BatchReplay
 			Tasks []*wire.Task `json:"tasks"`
@@ -158,33 +137,7 @@ func replayBatchMain(ctx context.Context, c *client.Client, f replayFlags, stdou
 			return err
 		}
 	}
-	matched, failed := 0, []string{}
-	for i, r := range out.Replays {
-		line := ""
-		switch {
-		case r.Error != "":
-			line = "not started: " + r.Error
-		case errors.Is(errs[i], client.ErrRemoved):
-			line = fmt.Sprintf("not followed: replay %s was removed while waiting for it", r.Replay)
-		case errs[i] != nil:
-			line = "not followed: " + errs[i].Error()
-		case finals[i].Replay != nil && finals[i].Replay.Verdict == wire.ReplayMatched:
-			matched++
-			line = "matched"
-		default:
-			line = strings.TrimPrefix(replayExit(finals[i]).Error(), "replay ")
-		}
-		if line != "matched" {
-			failed = append(failed, r.Original)
-		}
-		if !f.api.json {
-			fmt.Fprintf(stdout, "%s → %s  %s\n", r.Original, view.OrDash(r.Replay), line)
-		}
-	}
-	if !f.api.json {
-		fmt.Fprintf(stdout, "batch %s: %d of %d replay%s matched, %d diverged; %d task%s of %s not finished, not replayed\n",
-			out.Batch, matched, len(out.Replays), view.PluralS(len(out.Replays)), len(out.Replays)-matched, out.Skipped, view.PluralS(out.Skipped), out.Of)
-	}
+	failed := view.ReplayBatch(text, out, finals, errs)
 	if len(failed) > 0 {
 		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("batch %s: %d replay%s did not match (of %s); 'agora status --batch %s' lists them",
 			out.Batch, len(failed), view.PluralS(len(failed)), strings.Join(view.ClipList(failed, 5), ", "), out.Batch)}

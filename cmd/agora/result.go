@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 
 	flag "github.com/spf13/pflag"
 
@@ -108,21 +107,7 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 		return a.explain(err, id)
 	}
 	if dir == "" {
-		if a.json {
-			return writeJSON(stdout, wire.ArtifactList{TaskID: id, Artifacts: list})
-		}
-		if len(list) == 0 {
-			fmt.Fprintf(stderr, "agora artifacts: task %s has no artifacts\n", id)
-			return nil
-		}
-		width := 0
-		for _, f := range list {
-			width = max(width, len(f.Name))
-		}
-		for _, f := range list {
-			fmt.Fprintf(stdout, "%-*s  %10s  sha256:%s\n", width, f.Name, strconv.FormatInt(f.Size, 10), f.SHA256)
-		}
-		return nil
+		return a.show(stdout, wire.ArtifactList{TaskID: id, Artifacts: list}, func() { view.Artifacts(stdout, stderr, id, list) })
 	}
 	want, err := client.SelectArtifacts(list, names)
 	if err != nil {

@@ -68,11 +68,7 @@ func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 		if err != nil {
 			return a.explain(err, "")
 		}
-		if a.json {
-			return writeJSON(stdout, rule)
-		}
-		view.Rule(stdout, rule)
-		return nil
+		return a.show(stdout, rule, func() { view.Rule(stdout, rule) })
 	case "rm":
 		if err := c.RemoveRule(ctx, pos[1]); err != nil {
 			return a.explain(err, "")
@@ -89,10 +85,6 @@ func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 			rules = []wire.Rule{}
 		}
 		return writeJSON(stdout, wire.RuleList{Rules: rules})
-	}
-	if len(rules) == 0 {
-		fmt.Fprintln(stdout, "no rules; 'agora answer TASK ANSWER --remember' makes one")
-		return nil
 	}
 	view.New(stdout, environ).Rules(stdout, rules)
 	return nil

@@ -131,3 +131,19 @@ func clip(s string, n int) string {
 	}
 	return string([]rune(s)[:n-1]) + "…"
 }
+
+// LoopbackURL is the URL this machine reaches a listener on ADDR at: an
+// unspecified host (0.0.0.0, ::, none) is asked on loopback.
+func LoopbackURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	switch ip := net.ParseIP(host); {
+	case host == "" || (ip != nil && ip.IsUnspecified() && ip.To4() != nil):
+		host = "127.0.0.1"
+	case ip != nil && ip.IsUnspecified():
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}

@@ -139,3 +139,13 @@ func (u UI) Entry(w io.Writer, noun string, e *wire.Entry) {
 		fmt.Fprintf(w, "files: %d · %s\n", e.Files, humanBytes(e.Size))
 	}
 }
+
+// Registered says what register did: a new version, or none.
+func Registered(w io.Writer, noun string, reg wire.Registered) {
+	e := reg.Entry
+	if reg.Created {
+		fmt.Fprintf(w, "registered %s %s (version %d)\n", noun, e.Ref(), e.Seq)
+	} else {
+		fmt.Fprintf(w, "%s %s is registered already (version %d); nothing changed\n", noun, e.Ref(), e.Seq)
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+
+	"github.com/agoradev/agora/wire"
 )
 
 // Result prints a result for a shell: a JSON string as its text
@@ -31,4 +34,20 @@ func Result(w io.Writer, raw json.RawMessage) error {
 	buf.WriteByte('\n')
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// Artifacts lists a task's artifacts on w, one per line with its size and
+// sha256; that it has none, on stderr.
+func Artifacts(w, stderr io.Writer, task string, list []wire.Artifact) {
+	if len(list) == 0 {
+		fmt.Fprintf(stderr, "agora artifacts: task %s has no artifacts\n", task)
+		return
+	}
+	width := 0
+	for _, f := range list {
+		width = max(width, len(f.Name))
+	}
+	for _, f := range list {
+		fmt.Fprintf(w, "%-*s  %10s  sha256:%s\n", width, f.Name, strconv.FormatInt(f.Size, 10), f.SHA256)
+	}
 }

@@ -36,6 +36,10 @@ func orOperator(owner string) string {
 // Rules writes the remembered answers, one per row, and how to see or
 // remove one.
 func (u UI) Rules(w io.Writer, rules []wire.Rule) {
+	if len(rules) == 0 {
+		fmt.Fprintln(w, "no rules; 'agora answer TASK ANSWER --remember' makes one")
+		return
+	}
 	rows := make([][]Cell, 0, len(rules))
 	for _, r := range rules {
 		rows = append(rows, []Cell{{r.ID, ""}, {Clip(r.Question, 60), ""}, {Clip(r.Answer, 30), ""},

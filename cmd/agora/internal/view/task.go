@@ -460,3 +460,42 @@ func Answered(w io.Writer, t *wire.Task) {
 		fmt.Fprintf(w, "remembered as rule %s: 'agora rules show %s'\n", id, id)
 	}
 }
+
+// Submitted says where a task just submitted stands and what to run next.
+func Submitted(w io.Writer, t *wire.Task) {
+	fmt.Fprintf(w, "%s %s: %s\n", t.ID, StateLabel(t.State), NeedsText(t))
+	if next := NextAction(t); next != "" {
+		fmt.Fprintf(w, "next: %s (or agora status %s)\n", next, t.ID)
+	}
+}
+
+// Ended says how a task waited for ended, after how many rounds and how
+// long.
+func Ended(w io.Writer, t *wire.Task, took time.Duration) {
+	rounds := 0
+	for _, r := range t.Rounds {
+		rounds = max(rounds, r.N)
+	}
+	fmt.Fprintf(w, "%s %s after %d round%s in %s: %s\n", t.ID, StateLabel(t.State), rounds, PluralS(rounds), HumanDuration(took), OutcomeDetail(t))
+}
+
+// OutputTail writes the last lines of what round n of task printed (at
+// most tail; cut says there were more), or why they could not be read.
+func OutputTail(w io.Writer, task string, n, tail int, lines []string, cut bool, err error) {
+	if err != nil {
+		fmt.Fprintf(w, "round %d's output could not be read (%v); 'agora logs %s' shows it\n", n, Clip(err.Error(), 120), task)
+		return
+	}
+	if len(lines) == 0 {
+		fmt.Fprintf(w, "round %d printed nothing\n", n)
+		return
+	}
+	from := ""
+	if cut {
+		from = fmt.Sprintf("its last %d lines; ", tail)
+	}
+	fmt.Fprintf(w, "round %d's output (%s'agora logs %s --round %d' shows it all):\n", n, from, task, n)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
