@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
 )
@@ -150,8 +151,8 @@ func TestHandleSignals(t *testing.T) {
 			}()
 			sigs <- tt.sigs[0]
 			<-ctx.Done()
-			if sig, ok := signalOf(ctx); !ok || sig != tt.sigs[0] {
-				t.Errorf("signalOf(run's context) = %v, %v; want %v", sig, ok, tt.sigs[0])
+			if sig, ok := exitcode.SignalOf(ctx); !ok || sig != tt.sigs[0] {
+				t.Errorf("exitcode.SignalOf(run's context) = %v, %v; want %v", sig, ok, tt.sigs[0])
 			}
 			for i, sig := range tt.sigs[1:] {
 				clock.Store(t0.Add(tt.after[i]).UnixNano())

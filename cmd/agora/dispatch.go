@@ -12,8 +12,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
-	"github.com/agoradev/agora/cmd/agora/internal/explain"
+	"github.com/agoradev/agora/cmd/agora/internal/follow"
 	"github.com/agoradev/agora/cmd/agora/internal/progress"
 	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
@@ -24,27 +23,9 @@ const dispatchSynopsis = `--subagent NAME[@VERSION] | --subagent-file FILE | --c
        [--task-id ID] [--timeout SECONDS] [--allow-memory] [--label KEY=VALUE]... [--wait [--detach-on-signal] [--heartbeat DURATION]]
        [--json] [--server URL] [--token TOKEN]`
 
-// Timings of dispatch --wait.
-const (
-	// waitPoll is how often --wait reads the task besides following its
-	// changes: a safety net for a change made while the stream was being
-	// (re)opened.
-	waitPoll = 2 * time.Second
-	// waitGiveUp is how long --wait keeps trying while the server does not
-	// answer before it fails.
-	waitGiveUp = time.Minute
-	// defaultHeartbeat is how often --wait says it still waits while a
-	// question waits for a person (--heartbeat).
-	defaultHeartbeat = progress.DefaultHeartbeat
-	// heartbeatCheck is how often --wait looks whether a heartbeat is due
-	// when stderr is no terminal (a terminal's status line ticks every
-	// second anyway).
-	heartbeatCheck = 5 * time.Second
-	// cancelTimeout bounds the cancel --wait sends after a signal: well
-	// inside the 7.5 s a GitHub Actions runner leaves between its SIGINT
-	// and its SIGTERM, and the 10 s many runners wait before SIGKILL.
-	cancelTimeout = 5 * time.Second
-)
+// defaultHeartbeat is how often --wait says it still waits while a
+// question waits for a person (--heartbeat).
+const defaultHeartbeat = progress.DefaultHeartbeat
 
 type dispatchFlags struct {
 	subagent, subagentFile, command, name, input, route, taskID, timeout string
@@ -126,10 +107,12 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		req.FromCI = false
 		t, err = c.Submit(ctx, req)
 	}
+	o := follow.Options{Server: a.server, Token: a.token, JSON: a.json, Detach: f.detachOnSignal, Heartbeat: f.heartbeat,
+		UI: view.New(stderr, environ), Start: start}
 	if err != nil && ctx.Err() != nil && f.wait && req.TaskID != "" {
 		// Interrupted while submitting: the task may exist already, and
 		// its id is known, so the cancel reaches it as it would later.
-		return stopWaiting(ctx, c, a, req.TaskID, f.detachOnSignal, stderr)
+		return follow.Stop(ctx, c, o, req.TaskID, stderr)
 	}
 	if err != nil {
 		return a.explain(err, "")
@@ -140,52 +123,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	if !f.wait {
 		return a.show(stdout, t, func() { view.Submitted(stdout, t) })
 	}
-	u := view.New(stderr, environ)
-	p := progress.New(stderr, u, start, time.Now)
-	p.Heartbeat = f.heartbeat
-	opts := client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp, OnUpdate: p.Update, Tick: min(heartbeatCheck, f.heartbeat),
-		OnTrouble: func(error) { p.Note("the agora server does not answer; still trying") }}
-	if u.TTY {
-		opts.Tick = time.Second
-	}
-	final, err := c.Follow(ctx, t, opts)
-	p.Clear()
-	if errors.Is(err, client.ErrRemoved) {
-		return fmt.Errorf("task %s was removed while waiting for it", t.ID)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return stopWaiting(ctx, c, a, t.ID, f.detachOnSignal, stderr)
-		}
-		return a.explain(err, t.ID)
-	}
-	// stdout carries the result alone (docs/ci.md): out=$(agora dispatch
-	// … --wait). With --json, the final task, its result read in.
-	result, rerr := c.TaskResult(ctx, final)
-	if a.json {
-		if rerr == nil && len(result) > 0 {
-			final.Result = result
-		}
-		err = writeJSON(stdout, final)
-	} else {
-		view.Ended(stderr, final, time.Since(start))
-		err = view.Result(stdout, result)
-	}
-	if err != nil {
-		return err
-	}
-	if rerr != nil {
-		return fmt.Errorf("task %s %s, but its result could not be read: %w", final.ID, view.StateLabel(final.State), rerr)
-	}
-	switch final.State {
-	case wire.StateFinished:
-		return nil
-	case wire.StateFailed:
-		writeOutputTail(ctx, c, final, stderr)
-		return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("task %s failed: %s; 'agora logs %s' shows its output, 'agora respawn %s' runs it again",
-			final.ID, view.OutcomeDetail(final), final.ID, final.ID)}
-	}
-	return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; 'agora status %s' shows its timeline", final.ID, view.StateLabel(final.State), view.OutcomeDetail(final), final.ID)}
+	return follow.Wait(ctx, c, t, o, stdout, stderr)
 }
 
 // unknownField says whether err is the server refusing a request body for
@@ -200,61 +138,6 @@ func unknownField(err error, name string) bool {
 func isCI(environ []string) bool {
 	ci, err := strconv.ParseBool(getenv(environ, "CI"))
 	return err == nil && ci
-}
-
-// stopWaiting ends a dispatch --wait whose context was cancelled: by a
-// signal (its cause, from main) or by whoever called run. By default it
-// cancels the task — the caller's cancel reaches the work — with a call
-// bounded by cancelTimeout that outlives the cancelled context, and exits
-// 128 + the signal's number (130 SIGINT, 143 SIGTERM); with
-// --detach-on-signal it leaves the task running and exits 1, as before.
-func stopWaiting(ctx context.Context, c *client.Client, a *apiFlags, id string, detach bool, stderr io.Writer) error {
-	sig, bySignal := signalOf(ctx)
-	code, why := exitFailed, "interrupted"
-	if bySignal {
-		code, why = exitcode.Signal(sig), exitcode.SignalName(sig)
-	}
-	if detach {
-		return fmt.Errorf("%s: stopped waiting; task %s goes on ('agora status %s' shows it, 'agora cancel %s' stops it)", why, id, id, id)
-	}
-	fmt.Fprintf(stderr, "agora dispatch: %s: cancelling task %s (--detach-on-signal would leave it running)\n", why, id)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
-	defer cancel()
-	t, err := c.Cancel(cctx, id)
-	if errors.Is(err, wire.ErrNotFound) {
-		return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("interrupted before task %s was submitted; nothing runs", id)}
-	}
-	if errors.Is(err, wire.ErrWrongState) {
-		// It ended between the last update and the cancel.
-		if got, gerr := c.Get(cctx, id); gerr == nil && got.State.Terminal() {
-			return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s had already ended: %s (%s)", id, view.StateLabel(got.State), view.OutcomeDetail(got))}
-		}
-	}
-	if err != nil {
-		return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("could not cancel task %s (%v); it may still run: 'agora cancel %s' stops it",
-			id, view.Clip(a.explainCancel(err, id).Error(), 200), id)}
-	}
-	return exitcode.Outcome{Code: code, Msg: fmt.Sprintf("task %s cancelled (%s); 'agora respawn %s' runs it again", id, view.OutcomeDetail(t), id)}
-}
-
-// explainCancel is explain for the cancel stopWaiting sends, whose
-// deadline is its own.
-func (a *apiFlags) explainCancel(err error, id string) error {
-	return explain.Cancel(a.server, a.token, err, id, cancelTimeout)
-}
-
-// tailLines is how much of a failed round's output dispatch --wait shows.
-const tailLines = 20
-
-// writeOutputTail writes the last lines of what the failed round of t
-// printed (the worker's event lines left out), so that a CI log shows why
-// it failed, not only its exit code. The output is read from the server;
-// when it cannot be, one line says so.
-func writeOutputTail(ctx context.Context, c *client.Client, t *wire.Task, w io.Writer) {
-	if r := view.LastRound(t); r != nil {
-		lines, cut, err := c.OutputTail(ctx, t.ID, r.N, tailLines)
-		view.OutputTail(w, t.ID, r.N, tailLines, lines, cut, err)
-	}
 }
 
 // multiFlag collects a repeatable string flag.

@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -58,21 +57,6 @@ func main() {
 // with SIGTERM, is slower or sends another signal.
 const sameSignalWindow = 500 * time.Millisecond
 
-// interrupted is the cause of run's context when a signal cancelled it:
-// verbs that can undo what they started (dispatch --wait cancels its task)
-// read it with signalOf, and exit with its code.
-type interrupted struct{ sig os.Signal }
-
-func (e interrupted) Error() string { return "interrupted by " + exitcode.SignalName(e.sig) }
-
-// signalOf is the signal that cancelled ctx, if one did.
-func signalOf(ctx context.Context) (os.Signal, bool) {
-	if e, ok := errors.AsType[interrupted](context.Cause(ctx)); ok {
-		return e.sig, true
-	}
-	return nil, false
-}
-
 // handleSignals turns the first signal on sigs into a cancelled context
 // (cancel, with the signal as the cause): `agora runner` and `serve` stop
 // gracefully, `dispatch --wait` cancels its task. A repeat of the first
@@ -84,7 +68,7 @@ func signalOf(ctx context.Context) (os.Signal, bool) {
 func handleSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr io.Writer, exit func(int), now func() time.Time) {
 	first := <-sigs
 	at := now()
-	cancel(interrupted{sig: first})
+	cancel(exitcode.Interrupted{Sig: first})
 	for sig := range sigs {
 		if sig == first && now().Sub(at) < sameSignalWindow {
 			continue

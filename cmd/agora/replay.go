@@ -15,6 +15,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/follow"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
@@ -98,7 +99,7 @@ func replayMain(ctx context.Context, args, environ []string, stdout, stderr io.W
 
 // followReplay waits for a replay to end.
 func followReplay(ctx context.Context, c *client.Client, t *wire.Task) (*wire.Task, error) {
-	final, err := c.Follow(ctx, t, client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp})
+	final, err := c.Follow(ctx, t, client.FollowOptions{Poll: follow.Poll, GiveUp: follow.GiveUp})
 	if errors.Is(err, client.ErrRemoved) {
 		return nil, fmt.Errorf("replay %s was removed while waiting for it", t.ID)
 	}
@@ -126,7 +127,7 @@ func replayBatchMain(ctx context.Context, c *client.Client, f replayFlags, stdou
 	for i, r := range out.Replays {
 		ids[i] = r.Replay
 	}
-	finals, errs := c.FollowAll(ctx, ids, client.FollowOptions{Poll: waitPoll, GiveUp: waitGiveUp})
+	finals, errs := c.FollowAll(ctx, ids, client.FollowOptions{Poll: follow.Poll, GiveUp: follow.GiveUp})
 	text := stdout // the summary; with --json the tasks instead
 	if f.api.json {
 		text = io.Discard

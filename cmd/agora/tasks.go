@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -121,14 +120,7 @@ func (a *apiFlags) explain(err error, taskID string) error {
 }
 
 // writeJSON writes v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(data, '\n'))
-	return err
-}
+func writeJSON(w io.Writer, v any) error { return view.JSON(w, v) }
 
 // show writes v as JSON with --json, else calls text, which writes it
 // for people.

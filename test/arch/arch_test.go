@@ -102,6 +102,9 @@ var may = map[string][]string{
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
 		"orchestrator/answer", "orchestrator/answer/slackanswer", "internal/apitoken", "internal/bus", "internal/compute",
 		"internal/compute/ecs", "internal/units"},
+	// follow is dispatch --wait: a task followed to its end, its exit.
+	"cmd/agora/internal/follow": {"client", "wire", "cmd/agora/internal/exitcode", "cmd/agora/internal/explain",
+		"cmd/agora/internal/progress", "cmd/agora/internal/view"},
 	// demo is agora demo's script, on the stack the root starts.
 	"cmd/agora/internal/demo": {"cmd/agora/internal/roles", "client", "wire", "schemas", "cmd/agora/internal/exitcode",
 		"cmd/agora/internal/view"},

@@ -5,6 +5,7 @@
 package exitcode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -90,4 +91,19 @@ func SignalName(sig os.Signal) string {
 		return "SIGTERM"
 	}
 	return sig.String()
+}
+
+// Interrupted is the cause of run's context when a signal cancelled it:
+// verbs that can undo what they started (dispatch --wait cancels its task)
+// read it with SignalOf, and exit with its code.
+type Interrupted struct{ Sig os.Signal }
+
+func (e Interrupted) Error() string { return "interrupted by " + SignalName(e.Sig) }
+
+// SignalOf is the signal that cancelled ctx, if one did.
+func SignalOf(ctx context.Context) (os.Signal, bool) {
+	if e, ok := errors.AsType[Interrupted](context.Cause(ctx)); ok {
+		return e.Sig, true
+	}
+	return nil, false
 }

@@ -51,3 +51,13 @@ func Artifacts(w, stderr io.Writer, task string, list []wire.Artifact) {
 		fmt.Fprintf(w, "%-*s  %10s  sha256:%s\n", width, f.Name, strconv.FormatInt(f.Size, 10), f.SHA256)
 	}
 }
+
+// JSON writes v as indented JSON, as every --json does.
+func JSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
