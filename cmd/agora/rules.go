@@ -8,9 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
@@ -88,37 +86,4 @@ func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) er
 	}
 	view.New(stdout, environ).Rules(stdout, rules)
 	return nil
-}
-
-// rememberOf is the Remember of 'agora answer --remember': nil without
-// --remember; scope and for given without it are a usage error.
-func rememberOf(remember bool, scope, forTime string) (*wire.Remember, error) {
-	if !remember {
-		if scope != "" || forTime != "" {
-			return nil, usagef("--remember-scope and --remember-for go with --remember")
-		}
-		return nil, nil
-	}
-	rem := &wire.Remember{Scope: scope}
-	if forTime != "" {
-		d, err := parseDays(forTime)
-		if err != nil || d < time.Second || d > wire.MaxRuleTTL {
-			return nil, usagef("--remember-for %q: want a duration like 12h or 7d, at most %dd (default %dd)",
-				forTime, int(wire.MaxRuleTTL/(24*time.Hour)), int(wire.DefaultRuleTTL/(24*time.Hour)))
-		}
-		rem.ExpiresInSeconds = int64(d / time.Second)
-	}
-	return rem, nil
-}
-
-// parseDays reads a Go duration or whole days ("7d").
-func parseDays(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 || n > 100000 {
-			return 0, fmt.Errorf("bad days %q", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(s)
 }

@@ -7,12 +7,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
@@ -48,7 +48,7 @@ func statsMain(ctx context.Context, args, environ []string, now func() time.Time
 		return usagef("--limit %d: want 1 to %d", *limit, wire.MaxPageLimit)
 	}
 	if *since != "" {
-		t, err := sinceTime(*since, now())
+		t, err := submitreq.Since(*since, now())
 		if err != nil {
 			return err
 		}
@@ -66,21 +66,4 @@ func statsMain(ctx context.Context, args, environ []string, now func() time.Time
 		return writeJSON(stdout, st)
 	}
 	return view.Stats(stdout, st)
-}
-
-// sinceTime reads --since: a period back from now (7d, 36h, 90m) or an
-// RFC 3339 time.
-func sinceTime(s string, now time.Time) (time.Time, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, usagef("--since %q: want a period back from now (7d, 36h, 90m) or an RFC 3339 time (2026-11-19T00:00:00Z)", s)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/explain"
+	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
@@ -332,7 +333,7 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	rem, err := rememberOf(*remember, *rememberScope, *rememberFor)
+	rem, err := submitreq.Remember(*remember, *rememberScope, *rememberFor)
 	if err != nil {
 		return err
 	}

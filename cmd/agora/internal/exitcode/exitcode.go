@@ -1,7 +1,9 @@
 // Package exitcode is the CLI's exit codes and the errors that choose them:
 // a usage error (2), an outcome a verb chose with its own line, the help
-// printed on request (0), and how a signal ends the process (128 + its
-// number). It also writes the one line of stderr that goes with a code.
+// printed on request (0), and how a signal ends the process: the first
+// cancels run's context with the signal as its cause, a second exits at
+// once with 128 + its number. It also writes the one line of stderr that
+// goes with a code.
 package exitcode
 
 import (
@@ -12,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
 )
@@ -106,4 +109,35 @@ func SignalOf(ctx context.Context) (os.Signal, bool) {
 		return e.Sig, true
 	}
 	return nil, false
+}
+
+// SameSignalWindow is how soon after the first signal a repeat of the same
+// signal still counts as that one. timeout(1) sends its signal to the
+// command and then to the command's process group, so `timeout 8 agora
+// dispatch … --wait` receives one TERM twice within microseconds (the Go
+// runtime coalesces the two only when the second comes before the first
+// is read); a person pressing ^C twice, or a CI runner following SIGINT
+// with SIGTERM, is slower or sends another signal.
+const SameSignalWindow = 500 * time.Millisecond
+
+// HandleSignals turns the first signal on sigs into a cancelled context
+// (cancel, with the signal as the cause): `agora runner` and `serve` stop
+// gracefully, `dispatch --wait` cancels its task. A repeat of the first
+// signal within SameSignalWindow is the same signal delivered twice and is
+// ignored; any other signal is a second one and ends the process at once
+// with Signal: the user's way out of a graceful stop that takes too
+// long. Only main calls it, because only main owns the process: run stays
+// testable with a plain cancellable context.
+func HandleSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr io.Writer, exit func(int), now func() time.Time) {
+	first := <-sigs
+	at := now()
+	cancel(Interrupted{Sig: first})
+	for sig := range sigs {
+		if sig == first && now().Sub(at) < SameSignalWindow {
+			continue
+		}
+		fmt.Fprintf(stderr, "agora: second signal (%v): exiting now without waiting\n", sig)
+		exit(Signal(sig))
+		return
+	}
 }

@@ -1,13 +1,15 @@
-// Package submitreq is agora dispatch's submit request, built from its
-// flags and the files they name (a sub-agent file, @FILE input) and checked
-// as the server would check it, without contacting anything: every mistake
-// is a usage error found before a task exists.
+// Package submitreq is what the verbs send, built from their flags and the
+// files they name and checked as the server would check it, without
+// contacting anything: agora dispatch's submit request (a sub-agent file,
+// @FILE input), answer --remember's rule, stats --since. Every mistake is
+// a usage error found before a task exists.
 package submitreq
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -175,4 +177,54 @@ func inlineRequest(def *wire.Subagent) wire.SubmitRequest {
 		req.Limits = wire.Limits{MaxRounds: def.Limits.MaxRounds, MaxWaitSeconds: def.Limits.MaxWaitSeconds}
 	}
 	return req
+}
+
+// Remember is the Remember of 'agora answer --remember': nil without
+// --remember; scope and for given without it are a usage error.
+func Remember(remember bool, scope, forTime string) (*wire.Remember, error) {
+	if !remember {
+		if scope != "" || forTime != "" {
+			return nil, exitcode.Usagef("--remember-scope and --remember-for go with --remember")
+		}
+		return nil, nil
+	}
+	rem := &wire.Remember{Scope: scope}
+	if forTime != "" {
+		d, err := parseDays(forTime)
+		if err != nil || d < time.Second || d > wire.MaxRuleTTL {
+			return nil, exitcode.Usagef("--remember-for %q: want a duration like 12h or 7d, at most %dd (default %dd)",
+				forTime, int(wire.MaxRuleTTL/(24*time.Hour)), int(wire.DefaultRuleTTL/(24*time.Hour)))
+		}
+		rem.ExpiresInSeconds = int64(d / time.Second)
+	}
+	return rem, nil
+}
+
+// parseDays reads a Go duration or whole days ("7d").
+func parseDays(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 100000 {
+			return 0, fmt.Errorf("bad days %q", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// Since reads --since: a period back from now (7d, 36h, 90m) or an
+// RFC 3339 time.
+func Since(s string, now time.Time) (time.Time, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, exitcode.Usagef("--since %q: want a period back from now (7d, 36h, 90m) or an RFC 3339 time (2026-11-19T00:00:00Z)", s)
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/schemas"
@@ -71,6 +72,57 @@ func TestBuild(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: Build = %+v, %v\nwant %+v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func TestSince(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"7d", now.Add(-7 * 24 * time.Hour)}, {"36h", now.Add(-36 * time.Hour)}, {"90m", now.Add(-90 * time.Minute)},
+		{"2026-11-19T00:00:00Z", time.Date(2026, 11, 19, 0, 0, 0, 0, time.UTC)},
+	} {
+		if got, err := Since(tt.in, now); err != nil || !got.Equal(tt.want) {
+			t.Errorf("Since(%q) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"0d", "-1h", "d", "last week"} {
+		if _, err := Since(bad, now); err == nil {
+			t.Errorf("Since(%q) took it", bad)
+		}
+	}
+}
+
+func TestRemember(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name           string
+		on             bool
+		scope, forTime string
+		want           *wire.Remember
+		wantErr        string
+	}{
+		{name: "off"},
+		{name: "off with a scope", scope: "owner", wantErr: "--remember-scope and --remember-for go with --remember"},
+		{name: "on", on: true, want: &wire.Remember{}},
+		{name: "a scope for 7 days", on: true, scope: "owner", forTime: "7d", want: &wire.Remember{Scope: "owner", ExpiresInSeconds: 7 * 24 * 3600}},
+		{name: "12 hours", on: true, forTime: "12h", want: &wire.Remember{ExpiresInSeconds: 12 * 3600}},
+		{name: "too long", on: true, forTime: "999d", wantErr: `--remember-for "999d"`},
+		{name: "not a time", on: true, forTime: "soon", wantErr: `--remember-for "soon"`},
+	} {
+		got, err := Remember(tt.on, tt.scope, tt.forTime)
+		if tt.wantErr != "" {
+			if !errors.As(err, new(exitcode.UsageError)) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: Remember = %v; want a usage error with %q", tt.name, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Remember = %+v, %v; want %+v", tt.name, got, err, tt.want)
 		}
 	}
 }
