@@ -8,12 +8,10 @@ package main
 // scope holds for each as for one (docs/orchestrator.md#bulk-operations).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	flag "github.com/spf13/pflag"
 
@@ -96,14 +94,10 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 		count += fmt.Sprintf("; %d %s, left alone", rep.LeftAlone, op.other)
 	}
 	if len(ids) == 0 {
-		if a.json {
-			return writeJSON(stdout, rep)
-		}
-		fmt.Fprintf(stdout, "%s; nothing to %s\n", count, op.verb)
-		return nil
+		return a.show(stdout, rep, func() { fmt.Fprintf(stdout, "%s; nothing to %s\n", count, op.verb) })
 	}
 	if !yes {
-		if err := confirm(os.Stdin, view.IsTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
+		if err := view.Confirm(os.Stdin, view.IsTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
 			return err
 		}
 	} else {
@@ -111,39 +105,12 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 	}
 	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: progress.Counter(stderr, op.verb, len(ids))},
 		func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
-	for _, it := range rep.Results {
-		switch it.Result {
-		case client.BulkDone:
-			rep.Done++
-		case client.BulkSkipped:
-			rep.Skipped++
-		default:
-			rep.Failed++
-		}
-	}
-	if a.json {
-		if err := writeJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		view.BulkSummary(stdout, op.done, op.other, rep)
+	rep.Count()
+	if err := a.show(stdout, rep, func() { view.BulkSummary(stdout, op.done, op.other, rep) }); err != nil {
+		return err
 	}
 	if rep.Failed > 0 {
 		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), view.PluralS(len(ids)), op.done)}
 	}
 	return nil
-}
-
-// confirm shows the count and asks on a terminal, wanting y or yes;
-// without a terminal it refuses in one line, saying to add --yes.
-func confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) error {
-	if !tty {
-		return usagef("%s; nothing changed: no terminal on stdin to confirm on, so add --yes to %s them", count, verb)
-	}
-	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, view.PluralS(n))
-	line, _ := bufio.NewReader(in).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
-		return nil
-	}
-	return exitcode.Outcome{Code: 1, Msg: "not confirmed; nothing changed"}
 }

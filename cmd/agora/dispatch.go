@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	flag "github.com/spf13/pflag"
 
-	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/cmd/agora/internal/follow"
 	"github.com/agoradev/agora/cmd/agora/internal/progress"
 	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
@@ -87,7 +85,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	if req.Route == "" && isCI(environ) {
+	if req.Route == "" && submitreq.FromCI(getenv(environ, "CI")) {
 		// Nobody watches a CI job: the server gives it its bounded CI
 		// route, not the default that waits days for a person.
 		req.FromCI = true
@@ -99,7 +97,7 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 	}
 	start := time.Now()
 	t, err := c.Submit(ctx, req)
-	if req.FromCI && unknownField(err, "from_ci") {
+	if req.FromCI && explain.UnknownField(err, "from_ci") {
 		// A server older than this CLI: it has no CI route. Submit as an
 		// older CLI would, and say what that means.
 		fmt.Fprintf(stderr, "agora dispatch: the server at %s is older than this agora and has no CI route: the task gets its default route (%s); pass --route, e.g. --route %s\n",
@@ -124,20 +122,6 @@ func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io
 		return a.show(stdout, t, func() { view.Submitted(stdout, t) })
 	}
 	return follow.Wait(ctx, c, t, o, stdout, stderr)
-}
-
-// unknownField says whether err is the server refusing a request body for
-// an unknown field name, as a server older than the field does.
-func unknownField(err error, name string) bool {
-	e, ok := errors.AsType[*client.Error](err)
-	return ok && e.Code == string(wire.CodeInvalid) && strings.Contains(e.Message, `unknown field "`+name+`"`)
-}
-
-// isCI says whether environ is a CI job's: CI=true (GitHub Actions,
-// GitLab CI and most others set it), or another true value.
-func isCI(environ []string) bool {
-	ci, err := strconv.ParseBool(getenv(environ, "CI"))
-	return err == nil && ci
 }
 
 // multiFlag collects a repeatable string flag.

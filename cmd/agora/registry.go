@@ -118,7 +118,7 @@ func (v registryVerb) list(ctx context.Context, name string, args, environ []str
 	words := []string{"agora", v.plain, "list"}
 	if a.json {
 		view.More(stderr, len(page.Entries), "names", page.NextCursor, append(words, "--json")...)
-		return writeJSON(stdout, orEmpty(page.Entries))
+		return writeJSON(stdout, view.OrEmpty(page.Entries))
 	}
 	if len(page.Entries) == 0 && pf.cursor == "" {
 		fmt.Fprintf(stdout, "no %s registered; 'agora %s register FILE' adds one\n", v.noun, v.plain)
@@ -127,14 +127,6 @@ func (v registryVerb) list(ctx context.Context, name string, args, environ []str
 	view.New(stdout, environ).Entries(stdout, v.kind, page.Entries, true)
 	view.More(stdout, len(page.Entries), "names", page.NextCursor, words...)
 	return nil
-}
-
-// orEmpty makes a nil list an empty one, so JSON says [] and not null.
-func orEmpty(entries []*wire.Entry) []*wire.Entry {
-	if entries == nil {
-		return []*wire.Entry{}
-	}
-	return entries
 }
 
 func (v registryVerb) show(ctx context.Context, name string, args, environ []string, stdout, stderr io.Writer) error {
@@ -179,7 +171,7 @@ func (v registryVerb) show(ctx context.Context, name string, args, environ []str
 		words := []string{"agora", v.plain, "show", refName, "--versions"}
 		if a.json {
 			view.More(stderr, len(page.Entries), "versions", page.NextCursor, append(words, "--json")...)
-			return writeJSON(stdout, orEmpty(page.Entries))
+			return writeJSON(stdout, view.OrEmpty(page.Entries))
 		}
 		view.New(stdout, environ).Entries(stdout, v.kind, page.Entries, false)
 		view.More(stdout, len(page.Entries), "versions", page.NextCursor, words...)

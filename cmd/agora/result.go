@@ -138,17 +138,6 @@ func artifactsMain(ctx context.Context, args, environ []string, stdout, stderr i
 
 const batchResultsSynopsis = "ID [--server URL] [--token TOKEN]"
 
-// batchResult is one line of agora batch results.
-type batchResult struct {
-	ID        string          `json:"id"`
-	State     wire.State      `json:"state"`
-	Outcome   *wire.Outcome   `json:"outcome,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Artifacts []wire.Artifact `json:"artifacts,omitempty"`
-	// Error says why the result of a task that has one could not be read.
-	Error string `json:"error,omitempty"`
-}
-
 // batchResultsMain prints one JSON line per task of the batch, in the
 // order of the batch file's lines: id, state, outcome, result (read
 // through the API when stored by ref) and artifacts.
@@ -161,7 +150,7 @@ func batchResultsMain(ctx context.Context, args, environ []string, stdout io.Wri
 	client.SortBatchTasks(tasks)
 	enc := json.NewEncoder(stdout)
 	for _, t := range tasks {
-		line := batchResult{ID: t.ID, State: t.State, Outcome: t.Outcome, Artifacts: t.Artifacts}
+		line := view.BatchResult{ID: t.ID, State: t.State, Outcome: t.Outcome, Artifacts: t.Artifacts}
 		if line.Result, err = c.TaskResult(ctx, t); err != nil {
 			line.Error = "read the result: " + err.Error()
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
@@ -130,7 +131,7 @@ func TestResultsEndToEnd(t *testing.T) {
 		n := 0
 		for sc.Scan() {
 			n++
-			var line batchResult
+			var line view.BatchResult
 			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 				t.Fatalf("line %d %q: %v", n, sc.Text(), err)
 			}

@@ -165,6 +165,14 @@ func (p *pageFlags) check(name string) error {
 	return nil
 }
 
+// limitText is --limit's value as typed, "" when not given.
+func (p *pageFlags) limitText() string {
+	if p.limit == 0 {
+		return ""
+	}
+	return strconv.Itoa(p.limit)
+}
+
 func (p *pageFlags) options() wire.PageOptions {
 	return wire.PageOptions{Limit: p.limit, Cursor: p.cursor}
 }
@@ -229,17 +237,7 @@ func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 		return writeJSON(stdout, page)
 	}
 	view.New(stdout, environ).Attention(stdout, page.Tasks, page.Summary, view.FilterText(*state, *label, page))
-	words := []string{"agora status"}
-	if *state != "" {
-		words = append(words, "--state", *state)
-	}
-	if *label != "" {
-		words = append(words, "--label", view.ShellWord(*label))
-	}
-	if pf.limit != 0 {
-		words = append(words, "--limit", strconv.Itoa(pf.limit))
-	}
-	view.More(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
+	view.More(stdout, len(page.Tasks), "tasks", page.NextCursor, view.Words("agora status", "--state", *state, "--label", *label, "--limit", pf.limitText())...)
 	return nil
 }
 
@@ -290,11 +288,7 @@ func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer
 		return writeJSON(stdout, page)
 	}
 	view.New(stdout, environ).Questions(stdout, page.Questions, time.Now())
-	words := []string{"agora questions"}
-	if pf.limit != 0 {
-		words = append(words, "--limit", strconv.Itoa(pf.limit))
-	}
-	view.More(stdout, len(page.Questions), "questions", page.NextCursor, words...)
+	view.More(stdout, len(page.Questions), "questions", page.NextCursor, view.Words("agora questions", "--limit", pf.limitText())...)
 	return nil
 }
 
@@ -446,18 +440,7 @@ func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []s
 // explainOp is explain plus, for an operation the task's state does not
 // allow, the command that fits its state.
 func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, taskID string) error {
-	line := a.explain(err, taskID)
-	if !errors.Is(err, wire.ErrWrongState) {
-		return line
-	}
-	t, gerr := c.Get(ctx, taskID)
-	if gerr != nil {
-		return line
-	}
-	if next := view.NextAction(t); next != "" {
-		return fmt.Errorf("%v; what fits now: %s", line, next)
-	}
-	return line
+	return explain.Op(ctx, c, a.server, a.token, err, taskID)
 }
 
 const continueSynopsis = "TASK MESSAGE [--by NAME] [--json] [--server URL] [--token TOKEN]"

@@ -89,11 +89,13 @@ var may = map[string][]string{
 	// error wording, usage from the definitions.
 	"cmd/agora/internal/verbflags": nil,
 	// explain is which server the CLI calls and the wording of its errors.
-	"cmd/agora/internal/explain": {"client", "wire", "cmd/agora/internal/notapi", "cmd/agora/internal/exitcode"},
+	"cmd/agora/internal/explain": {"client", "wire", "cmd/agora/internal/notapi", "cmd/agora/internal/exitcode",
+		"cmd/agora/internal/view"},
 	// submitreq is dispatch's submit request, built from flags and files.
 	"cmd/agora/internal/submitreq": {"wire", "schemas", "registryfile", "cmd/agora/internal/exitcode"},
 	// view is how the CLI writes for people: render functions of wire types.
-	"cmd/agora/internal/view": {"client", "wire", "schemas", "cmd/agora/internal/batchreport"},
+	"cmd/agora/internal/view": {"client", "wire", "schemas", "cmd/agora/internal/batchreport", "cmd/agora/internal/cliconfig",
+		"cmd/agora/internal/exitcode"},
 	// progress is work in progress on stderr: dispatch --wait's lines, the
 	// batch bar, the bulk counter.
 	"cmd/agora/internal/progress": {"client", "wire", "cmd/agora/internal/view", "cmd/agora/internal/batchreport"},

@@ -12,11 +12,11 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/notapi"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -68,7 +68,7 @@ func Error(server, token string, err error, taskID string) error {
 		case e.Code == string(wire.CodeUnauthorized):
 			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", server, e.Message)
 		case e.Code == string(wire.CodeNoRoute) || e.Code == "":
-			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", server, clip(e.Message, 120))
+			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", server, view.Clip(e.Message, 120))
 		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
 			// The server refused the input and changed nothing: the same
 			// exit code as a mistake the CLI finds itself.
@@ -123,15 +123,6 @@ func PlainMessage(e *client.Error) string {
 	return msg
 }
 
-// clip shortens s to n runes with an ellipsis, on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
 // LoopbackURL is the URL this machine reaches a listener on ADDR at: an
 // unspecified host (0.0.0.0, ::, none) is asked on loopback.
 func LoopbackURL(addr string) (string, error) {
@@ -146,4 +137,28 @@ func LoopbackURL(addr string) (string, error) {
 		host = "::1"
 	}
 	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// UnknownField says whether err is the server refusing a request body for
+// an unknown field name, as a server older than the field does.
+func UnknownField(err error, name string) bool {
+	e, ok := errors.AsType[*client.Error](err)
+	return ok && e.Code == string(wire.CodeInvalid) && strings.Contains(e.Message, `unknown field "`+name+`"`)
+}
+
+// Op is Error plus, for an operation the task's state does not
+// allow, the command that fits its state.
+func Op(ctx context.Context, c *client.Client, server, token string, err error, taskID string) error {
+	line := Error(server, token, err, taskID)
+	if !errors.Is(err, wire.ErrWrongState) {
+		return line
+	}
+	t, gerr := c.Get(ctx, taskID)
+	if gerr != nil {
+		return line
+	}
+	if next := view.NextAction(t); next != "" {
+		return fmt.Errorf("%v; what fits now: %s", line, next)
+	}
+	return line
 }

@@ -228,3 +228,11 @@ func Since(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, exitcode.Usagef("--since %q: want a period back from now (7d, 36h, 90m) or an RFC 3339 time (2026-11-19T00:00:00Z)", s)
 }
+
+// FromCI says whether $CI, ci, is a CI job's: true (GitHub Actions, GitLab
+// CI and most others set CI=true), or another true value; the request then
+// asks for the server's bounded CI route.
+func FromCI(ci string) bool {
+	on, err := strconv.ParseBool(ci)
+	return err == nil && on
+}

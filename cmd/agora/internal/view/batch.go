@@ -1,6 +1,7 @@
 package view
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -106,4 +107,15 @@ func AllLike(w io.Writer, rep wire.GroupAnswerResult) {
 		}
 	}
 	fmt.Fprintf(w, "%d answered · %d already answered · %d failed\n", rep.Answered, rep.AlreadyAnswered, rep.Failed)
+}
+
+// BatchResult is one line of agora batch results.
+type BatchResult struct {
+	ID        string          `json:"id"`
+	State     wire.State      `json:"state"`
+	Outcome   *wire.Outcome   `json:"outcome,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Artifacts []wire.Artifact `json:"artifacts,omitempty"`
+	// Error says why the result of a task that has one could not be read.
+	Error string `json:"error,omitempty"`
 }

@@ -1,12 +1,14 @@
 package view
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 )
 
 // BulkReport is a bulk verb's --json output.
@@ -21,6 +23,20 @@ type BulkReport struct {
 	Skipped   int               `json:"skipped"`
 	Failed    int               `json:"failed"`
 	Results   []client.BulkItem `json:"results"`
+}
+
+// Count counts the results by how they went.
+func (r *BulkReport) Count() {
+	for _, it := range r.Results {
+		switch it.Result {
+		case client.BulkDone:
+			r.Done++
+		case client.BulkSkipped:
+			r.Skipped++
+		default:
+			r.Failed++
+		}
+	}
 }
 
 // BulkSummary writes, for the operation that did done to the tasks (cancelled)
@@ -62,4 +78,18 @@ func BulkSummary(w io.Writer, done, other string, r BulkReport) {
 	for _, g := range groups {
 		fmt.Fprintf(w, "  %s, %d task%s (%s): %s\n", g.result, len(g.ids), PluralS(len(g.ids)), TaskList(g.ids, 60), g.err)
 	}
+}
+
+// Confirm shows the count and asks on a terminal, wanting y or yes;
+// without a terminal it refuses in one line, saying to add --yes.
+func Confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) error {
+	if !tty {
+		return exitcode.Usagef("%s; nothing changed: no terminal on stdin to confirm on, so add --yes to %s them", count, verb)
+	}
+	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, PluralS(n))
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
+		return nil
+	}
+	return exitcode.Outcome{Code: 1, Msg: "not confirmed; nothing changed"}
 }

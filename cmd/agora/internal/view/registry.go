@@ -149,3 +149,11 @@ func Registered(w io.Writer, noun string, reg wire.Registered) {
 		fmt.Fprintf(w, "%s %s is registered already (version %d); nothing changed\n", noun, e.Ref(), e.Seq)
 	}
 }
+
+// OrEmpty makes a nil list an empty one, so JSON says [] and not null.
+func OrEmpty(entries []*wire.Entry) []*wire.Entry {
+	if entries == nil {
+		return []*wire.Entry{}
+	}
+	return entries
+}

@@ -398,6 +398,18 @@ func More(w io.Writer, shown int, items, next string, args ...string) {
 	fmt.Fprintf(w, "\n%d %s shown; more: '%s' (next page), or --all (every one), --limit N (per page)\n", shown, items, cmd)
 }
 
+// Words is the command cmd and the flags of pairs (flag, value) whose
+// value is not empty, each value one shell word.
+func Words(cmd string, pairs ...string) []string {
+	words := []string{cmd}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			words = append(words, pairs[i], ShellWord(pairs[i+1]))
+		}
+	}
+	return words
+}
+
 // ShellWord is s as one word of a shell command line.
 func ShellWord(s string) string {
 	for _, c := range s {
