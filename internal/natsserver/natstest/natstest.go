@@ -113,6 +113,13 @@ const ClusterReadyTimeout = time.Minute
 // and returns once the cluster can hold a stream with n replicas.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, n, natsserver.Config{})
+}
+
+// StartClusterWith is StartCluster with every node's cfg (a logger, say);
+// the names, ports, stores and routes are StartCluster's.
+func StartClusterWith(t testing.TB, n int, cfg natsserver.Config) *Cluster {
+	t.Helper()
 	ports := make([]int, n)
 	for i := range ports {
 		ports[i] = testutil.FreePort(t)
@@ -126,8 +133,10 @@ func StartCluster(t testing.TB, n int) *Cluster {
 				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 			}
 		}
-		c.Servers = append(c.Servers, StartWith(t, natsserver.Config{ServerName: fmt.Sprintf("%s-n%d", name, i),
-			Cluster: natsserver.ClusterConfig{Name: name, Port: ports[i], Routes: routes}}))
+		node := cfg
+		node.ServerName, node.Port, node.StoreDir = fmt.Sprintf("%s-n%d", name, i), 0, ""
+		node.Cluster = natsserver.ClusterConfig{Name: name, Port: ports[i], Routes: routes}
+		c.Servers = append(c.Servers, StartWith(t, node))
 	}
 	if err := c.waitReplicas(n); err != nil {
 		t.Fatalf("the NATS cluster %s never held a stream with %d replicas: %v", name, n, err)
