@@ -196,7 +196,7 @@ func (e *Replayer) Create(_ context.Context, spec compute.ContainerSpec) (string
 	}
 	e.seq++
 	id := fmt.Sprintf("replay-%d-%d", os.Getpid(), e.seq)
-	name := cmp(spec.Name, id)
+	name := orDefault(spec.Name, id)
 	labels := maps.Clone(spec.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -209,7 +209,7 @@ func (e *Replayer) Create(_ context.Context, spec compute.ContainerSpec) (string
 	return id, nil
 }
 
-func cmp(a, b string) string {
+func orDefault(a, b string) string {
 	if a != "" {
 		return a
 	}
