@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/procbench"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
@@ -54,6 +55,17 @@ type shape struct {
 	natsNodes int
 	// routers is the orchestrators' RouterWorkers; 0 is the default.
 	routers int
+	// engine is the measuring engine's mode: procbench.Name (the worker
+	// as a process each time) or procbench.ReplayName (a recorded run
+	// replayed per shape); "" is process.
+	engine string
+}
+
+func (s shape) engineName() string {
+	if s.engine == "" {
+		return procbench.Name
+	}
+	return s.engine
 }
 
 func (s shape) String() string {
@@ -62,7 +74,7 @@ func (s shape) String() string {
 	if s.routers > 0 {
 		str += fmt.Sprintf(" · %d router", s.routers)
 	}
-	return str
+	return str + " · " + s.engineName()
 }
 
 // stack is agora in this process on the measuring engine: NATS (one node
@@ -78,6 +90,19 @@ type stack struct {
 	runners []*runner.Runner
 	probe   *bus.Bus
 	traces  *phaseLog
+	// replayers are the runners' engines in replay mode.
+	replayers []*procbench.Replayer
+}
+
+// workerRuns is how many dispatches ran the worker and how many were
+// replays (replay mode only).
+func (s *stack) workerRuns() (recorded, replayed int64) {
+	for _, e := range s.replayers {
+		rec, rep := e.Stats()
+		recorded += rec
+		replayed += rep
+	}
+	return recorded, replayed
 }
 
 // labelled runs fn with the goroutine label part=name, so the goroutines
@@ -136,7 +161,20 @@ func newStack(tb testing.TB, sh shape) *stack {
 	for i := range sh.runners {
 		labelled("runner", func() {
 			id := fmt.Sprintf("capacity-%d-%d-r%d", os.Getpid(), seq.Add(1), i)
-			eng, err := procbench.New(procbench.Config{Worker: worker, Image: procbench.Image, Dir: tb.TempDir()})
+			pcfg := procbench.Config{Worker: worker, Image: procbench.Image, Dir: tb.TempDir()}
+			var eng compute.Engine
+			var err error
+			switch sh.engineName() {
+			case procbench.Name:
+				eng, err = procbench.New(pcfg)
+			case procbench.ReplayName:
+				var rep *procbench.Replayer
+				rep, err = procbench.NewReplayer(procbench.ReplayConfig{Config: pcfg})
+				eng = rep
+				s.replayers = append(s.replayers, rep)
+			default:
+				err = fmt.Errorf("engine %q: want %s or %s", sh.engine, procbench.Name, procbench.ReplayName)
+			}
 			if err != nil {
 				tb.Fatal(err)
 			}
