@@ -114,6 +114,9 @@ type labelledEngine struct{ compute.Engine }
 
 func asEngine[T any](ctx context.Context, fn func(context.Context) (T, error)) (out T, err error) {
 	pprof.Do(ctx, pprof.Labels("part", "engine"), func(ctx context.Context) { out, err = fn(ctx) })
+	// Do leaves the goroutine with ctx's labels, and the runner's ctx
+	// carries none: the caller is the runner's.
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("part", "runner")))
 	return out, err
 }
 
