@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +24,7 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/procbench"
-	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/runner/runnertest"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -351,91 +350,38 @@ type partRow struct {
 }
 
 // parts splits the measured tasks' time as BenchmarkThroughput does
-// (orchestrator/throughput_bench_test.go): the Submit call; per dispatch
-// the wait on the queue, the runner's phases, and the orchestrator's
-// apply, answer and re-dispatch, read from the task records.
+// (runnertest.Split): the Submit call; per dispatch the wait on the
+// queue, the runner's phases, and the orchestrator's apply, answer and
+// re-dispatch, read from the task records.
 func (s *stack) parts(ids []string, submits []time.Duration) []partRow {
-	ctx := context.Background()
-	type span struct {
-		name     string
-		from, to runner.Phase
-		durs     []time.Duration
-	}
-	spans := []*span{
-		{name: "  claim", from: runner.PhaseFetched, to: runner.PhaseClaimed},
-		{name: "  host files: claimed → Create", from: runner.PhaseClaimed, to: runner.PhaseCreate},
-		{name: "  create/start (the engine)", from: runner.PhaseCreate, to: runner.PhaseStarted},
-		{name: "  worker runs: Start → Wait returns", from: runner.PhaseStarted, to: runner.PhaseExited},
-		{name: "  relay: exited → output drained", from: runner.PhaseExited, to: runner.PhaseDrained},
-		{name: "  settle: drained → event stored", from: runner.PhaseDrained, to: runner.PhasePublished},
-		{name: "  settle: remove (the engine)", from: runner.PhasePublished, to: runner.PhaseRemoved},
-		{name: "  settle: files, claim done, ack", from: runner.PhaseRemoved, to: runner.PhaseDone},
-	}
-	var slot, queue, apply, answered, total []time.Duration
+	var tasks []runnertest.Task
 	for _, id := range ids {
-		t, err := s.orchs[0].Get(ctx, id)
-		if err != nil || len(t.Rounds) != 2 {
+		t, err := s.orchs[0].Get(context.Background(), id)
+		if err != nil {
 			continue
 		}
-		for i, r := range t.Rounds {
-			ph := s.traces.of(r.DispatchID)
-			if ph == nil {
-				continue
-			}
-			for _, sp := range spans {
-				a, ok1 := ph[sp.from]
-				z, ok2 := ph[sp.to]
-				if ok1 && ok2 {
-					sp.durs = append(sp.durs, z.Sub(a))
-				}
-			}
-			slot = append(slot, ph[runner.PhaseDone].Sub(ph[runner.PhaseFetched]))
-			queue = append(queue, ph[runner.PhaseFetched].Sub(r.QueuedAt))
-			stored := ph[runner.PhasePublished]
-			if i == 0 {
-				apply = append(apply, r.AskedAt.Sub(stored))
-				answered = append(answered, t.Rounds[1].QueuedAt.Sub(r.AskedAt))
-			} else {
-				apply = append(apply, t.UpdatedAt.Sub(stored))
-			}
+		task := runnertest.Task{CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		for _, r := range t.Rounds {
+			task.Rounds = append(task.Rounds, runnertest.Round{DispatchID: r.DispatchID, QueuedAt: r.QueuedAt, AskedAt: r.AskedAt})
 		}
-		total = append(total, t.UpdatedAt.Sub(t.CreatedAt))
+		tasks = append(tasks, task)
 	}
+	times := s.traces.Split(tasks)
 	row := func(name string, ds []time.Duration) partRow {
-		return partRow{name: name, mean: mean(ds), p50: percentile(ds, 50), p90: percentile(ds, 90)}
+		return partRow{name: name, mean: runnertest.Mean(ds), p50: runnertest.Percentile(ds, 50), p90: runnertest.Percentile(ds, 90)}
 	}
 	rows := []partRow{
 		row("submit (the Submit call, per task)", submits),
-		row("queue: queued → fetched by a slot", queue),
-		row("slot: fetched → done", slot),
+		row("queue: queued → fetched by a slot", times.Queue),
+		row("slot: fetched → done", times.Slot),
 	}
-	for _, sp := range spans {
-		rows = append(rows, row(sp.name, sp.durs))
+	for i, sp := range runnertest.DispatchSpans {
+		rows = append(rows, row("  "+sp.Name, times.Spans[i]))
 	}
 	return append(rows,
-		row("apply: event stored → task updated", apply),
-		row("answer, re-dispatch: asked → round 2 queued", answered),
-		row("task: submitted → finished (per task)", total))
-}
-
-func mean(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	var sum time.Duration
-	for _, d := range ds {
-		sum += d
-	}
-	return sum / time.Duration(len(ds))
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
+		row("apply: event stored → task updated", times.Apply),
+		row("answer, re-dispatch: asked → round 2 queued", times.Answered),
+		row("task: submitted → finished (per task)", times.Total))
 }
 
 // cpuParts are the CPU columns, in print order.

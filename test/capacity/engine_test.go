@@ -84,7 +84,7 @@ func checkTwoRounds(t *testing.T, s *stack, ids []string) {
 			t.Errorf("task %s result = %s (%v), want colour green from round 2", id, r2.Result, err)
 		}
 		for _, r := range task.Rounds {
-			if ph := s.traces.of(r.DispatchID); ph == nil {
+			if ph := s.traces.Of(r.DispatchID); ph == nil {
 				t.Errorf("dispatch %s never passed the runner", r.DispatchID)
 			}
 		}

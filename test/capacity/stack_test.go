@@ -35,6 +35,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/runner/runnertest"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -89,7 +90,7 @@ type stack struct {
 	orchs   []*orchestrator.Orchestrator
 	runners []*runner.Runner
 	probe   *bus.Bus
-	traces  *phaseLog
+	traces  *runnertest.PhaseLog
 	// replayers are the runners' engines in replay mode.
 	replayers []*procbench.Replayer
 }
@@ -154,7 +155,7 @@ func newStack(tb testing.TB, sh shape) *stack {
 	ctx := context.Background()
 	worker := testenv.Binary(tb, "github.com/agoradev/agora/cmd/agora-worker", false)
 	log := natstest.LoggerLevel(tb, slog.LevelError)
-	s := &stack{shape: sh, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}}
+	s := &stack{shape: sh, traces: runnertest.NewPhaseLog()}
 	labelled("nats-server", func() {
 		if sh.natsNodes > 1 {
 			s.urls = startCluster(tb, sh.natsNodes)
@@ -218,7 +219,7 @@ func newStack(tb testing.TB, sh shape) *stack {
 			}
 			r, err := runner.New(runner.Config{ID: id, Slots: sh.slots, Image: procbench.Image, DataDir: tb.TempDir(),
 				StorageURI: "file://" + storeDir, Store: store, Bus: connect(id), Engine: labelledEngine{eng}, Grace: 3 * time.Second,
-				Logger: log, Trace: s.traces.note})
+				Logger: log, Trace: s.traces.Note})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -401,29 +402,4 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond) // reading tasks costs CPU the stack shares
 	}
-}
-
-// phaseLog is the runners' Trace: when each dispatch passed each phase.
-type phaseLog struct {
-	mu sync.Mutex
-	at map[string]map[runner.Phase]time.Time
-}
-
-func (l *phaseLog) note(id string, p runner.Phase, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := l.at[id]
-	if m == nil {
-		m = map[runner.Phase]time.Time{}
-		l.at[id] = m
-	}
-	if _, ok := m[p]; !ok {
-		m[p] = at
-	}
-}
-
-func (l *phaseLog) of(id string) map[runner.Phase]time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.at[id])
 }
