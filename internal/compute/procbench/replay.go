@@ -166,6 +166,9 @@ type replayItem struct {
 	done chan struct{}
 	res  exit.Result
 	out  *output
+	// stopped: Stop was called; a run that was stopped is not what its
+	// shape does, and is not recorded.
+	stopped atomic.Bool
 	// term asks a replay to take the stop signal; kill ends it.
 	term     chan struct{}
 	kill     chan struct{}
@@ -297,7 +300,7 @@ func (e *Replayer) record(it *replayItem, shape string, before []map[string]file
 	<-p.done
 	it.res = p.res
 	defer close(it.done)
-	if p.res.Signal != "" || p.res.Err != nil {
+	if p.res.Signal != "" || p.res.Err != nil || it.stopped.Load() {
 		return // stopped or lost: not what the shape does
 	}
 	rec, err := it.recordRun(p.out, before)
@@ -358,6 +361,7 @@ func (e *Replayer) Stop(ctx context.Context, id string, grace time.Duration) err
 	if err != nil {
 		return err
 	}
+	it.stopped.Store(true)
 	e.mu.Lock()
 	started, inner := it.started, it.inner
 	e.mu.Unlock()

@@ -280,6 +280,46 @@ func TestReplayStop(t *testing.T) {
 	}
 }
 
+// TestReplayStoppedRunNotRecorded: a worker run the runner stopped (here
+// for a cancel: it ends 0 with dispatch.cancelled) is not what its shape
+// does, so the next dispatch of the shape runs the worker again.
+func TestReplayStoppedRunNotRecorded(t *testing.T) {
+	e := newReplayer(t, 0)
+	ctx := context.Background()
+	script := `echo waiting; sleep 60`
+	for i, id := range []string{"d-stopped-one", "d-stopped-two"} {
+		spec, key, _ := dispatchFiles(t, id, "task-"+id, script)
+		cid, err := e.Create(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Remove(context.Background(), cid) })
+		if err := e.Start(ctx, cid); err != nil {
+			t.Fatal(err)
+		}
+		if rec, rep := e.Stats(); rec != int64(i+1) || rep != 0 {
+			t.Fatalf("%s: %d worker runs, %d replays; want the worker run each time", id, rec, rep)
+		}
+		testutil.Eventually(t, time.Minute, "the sub-agent's output", func() bool {
+			var out bytes.Buffer
+			_ = e.Logs(ctx, cid, false, nil, &out)
+			return strings.Contains(out.String(), "waiting")
+		})
+		if err := os.WriteFile(hostPath(spec.Mounts, "/run/agora/cancel/requested"), []byte("now\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Stop(ctx, cid, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Wait(ctx, cid)
+		var out bytes.Buffer
+		_ = e.Logs(ctx, cid, false, &out, nil)
+		if evs := signedEvents(t, out.String(), key); err != nil || res.ExitCode != 0 || len(evs) == 0 || evs[len(evs)-1].Kind != schemas.KindCancelled {
+			t.Fatalf("%s: %+v, %v, events %v; want cancelled, exit 0", id, res, err, kinds(evs))
+		}
+	}
+}
+
 func equalKinds(a, b []schemas.EventKind) bool {
 	if len(a) != len(b) {
 		return false
