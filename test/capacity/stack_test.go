@@ -1,9 +1,11 @@
 // Package capacity measures agora's own ceiling: the orchestrator, runners
 // and NATS with the measuring engine (internal/compute/procbench), which
 // runs each dispatch's real agora-worker as a process instead of a
-// container, so only the container engine's cost is gone.
-// BenchmarkCapacity is `make bench-capacity` (docs/capacity.md);
-// TestMeasuringEngine keeps the engine working under `make test`.
+// container (process mode), or replays one recorded run of it per
+// dispatch shape (replay mode), so only the container engine's cost — and
+// in replay mode the worker's — is gone. BenchmarkCapacity is `make
+// bench-capacity` (docs/capacity.md); TestMeasuringEngine and
+// TestMeasuringEngineReplay keep both modes working under `make test`.
 package capacity
 
 import (
