@@ -166,7 +166,10 @@ func (r capRow) dispatchesPerSec() float64 { return float64(2*r.tasks) / r.wall.
 func measure(b *testing.B, sh shape, tasks int) capRow {
 	b.Helper()
 	s := newStack(b, sh)
-	warm, _ := s.submit(b, "warm", 10)
+	warm, _, errs := s.trySubmit("warm", 10)
+	for _, err := range errs {
+		b.Logf("warm-up: %v", err)
+	}
 	s.wait(b, warm, 5*time.Minute)
 
 	js := jetStream(b, s.urls)
@@ -183,9 +186,12 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	if err := pprof.StartCPUProfile(pf); err != nil {
 		b.Fatal(err)
 	}
+	// Stopped here too when the run fails half-way, or the next
+	// configuration could not profile.
+	b.Cleanup(pprof.StopCPUProfile)
 	recBefore, repBefore := s.workerRuns()
 	began := time.Now()
-	ids, submits := s.submit(b, fmt.Sprintf("m%d", seq.Add(1)), tasks)
+	ids, submits, submitErrs := s.trySubmit(fmt.Sprintf("m%d", seq.Add(1)), tasks)
 	s.wait(b, ids, time.Duration(tasks)*time.Second+2*time.Minute)
 	wall := time.Since(began)
 	pprof.StopCPUProfile()
@@ -193,7 +199,10 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	if err := pf.Close(); err != nil {
 		b.Fatal(err)
 	}
-	row := capRow{shape: sh, tasks: tasks, wall: wall, events: streamMsgs(b, js, bus.EventStream) - eventsBefore}
+	row := capRow{shape: sh, tasks: tasks, wall: wall, events: streamMsgs(b, js, bus.EventStream) - eventsBefore, failed: len(submitErrs)}
+	for _, err := range submitErrs {
+		b.Log(err)
+	}
 	rec, rep := s.workerRuns()
 	row.recorded, row.replayed = rec-recBefore, rep-repBefore
 	for _, id := range ids {
