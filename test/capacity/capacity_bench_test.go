@@ -402,22 +402,22 @@ func capTable(rows []capRow, loadBefore, loadAfter string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "capacity: the measuring engine (no containers: agora-worker as a process, or a recorded run replayed), two-round tasks (ask, lookup answer, finish)\n")
 	fmt.Fprintf(&sb, "machine: %d CPUs; load average (1 5 15 min) %s before, %s after\n", runtime.NumCPU(), loadBefore, loadAfter)
-	fmt.Fprintf(&sb, "%-62s %6s %7s %12s %10s %6s %9s\n", "configuration", "tasks", "wall s", "dispatches/s", "events/s", "failed", "replayed")
+	fmt.Fprintf(&sb, "%-74s %6s %7s %12s %10s %6s %9s\n", "configuration", "tasks", "wall s", "dispatches/s", "events/s", "failed", "replayed")
 	for _, r := range rows {
 		replayed := "-"
 		if r.shape.engineName() == procbench.ReplayName {
 			replayed = fmt.Sprintf("%d/%d", r.replayed, r.recorded+r.replayed)
 		}
-		fmt.Fprintf(&sb, "%-62s %6d %7.1f %12.1f %10.1f %6d %9s\n", r.shape, r.tasks, r.wall.Seconds(), r.dispatchesPerSec(), float64(r.events)/r.wall.Seconds(), r.failed, replayed)
+		fmt.Fprintf(&sb, "%-74s %6d %7.1f %12.1f %10.1f %6d %9s\n", r.shape, r.tasks, r.wall.Seconds(), r.dispatchesPerSec(), float64(r.events)/r.wall.Seconds(), r.failed, replayed)
 	}
 	fmt.Fprintf(&sb, "\nCPU ms per dispatch, by part (agora's own: orchestrator + runner + nats-server; share of the machine's %d CPUs over the run)\n", runtime.NumCPU())
-	fmt.Fprintf(&sb, "%-62s", "configuration")
+	fmt.Fprintf(&sb, "%-74s", "configuration")
 	for _, p := range cpuParts {
 		fmt.Fprintf(&sb, " %13s", p)
 	}
 	fmt.Fprintf(&sb, " %12s %8s\n", "agora's own", "agora %")
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "%-62s", r.shape)
+		fmt.Fprintf(&sb, "%-74s", r.shape)
 		var all time.Duration
 		for _, p := range cpuParts {
 			fmt.Fprintf(&sb, " %13.2f", ms(r.cpu[p])/float64(2*r.tasks))
@@ -428,16 +428,16 @@ func capTable(rows []capRow, loadBefore, loadAfter string) string {
 	}
 	for _, r := range rows {
 		fmt.Fprintf(&sb, "\n%s: where a dispatch's time goes\n", r.shape)
-		fmt.Fprintf(&sb, "%-62s %10s %10s %10s\n", "part (per dispatch unless said)", "mean ms", "p50 ms", "p90 ms")
+		fmt.Fprintf(&sb, "%-74s %10s %10s %10s\n", "part (per dispatch unless said)", "mean ms", "p50 ms", "p90 ms")
 		for _, p := range r.parts {
-			fmt.Fprintf(&sb, "%-62s %10.1f %10.1f %10.1f\n", p.name, ms(p.mean), ms(p.p50), ms(p.p90))
+			fmt.Fprintf(&sb, "%-74s %10.1f %10.1f %10.1f\n", p.name, ms(p.mean), ms(p.p50), ms(p.p90))
 		}
 	}
 	if len(rows) > 0 {
 		fmt.Fprintf(&sb, "\nstored on the bus per two-round task (%s)\n", rows[0].shape)
-		fmt.Fprintf(&sb, "%-62s %12s %12s %16s\n", "stream or bucket", "bytes/task", "msgs/task", "subjects/dispatch")
+		fmt.Fprintf(&sb, "%-74s %12s %12s %16s\n", "stream or bucket", "bytes/task", "msgs/task", "subjects/dispatch")
 		for _, st := range rows[0].stored {
-			fmt.Fprintf(&sb, "%-62s %12.0f %12.2f %16.2f\n", st.name, st.bytesPerTask, st.msgsPerTask, st.subjectsPerDispatch)
+			fmt.Fprintf(&sb, "%-74s %12.0f %12.2f %16.2f\n", st.name, st.bytesPerTask, st.msgsPerTask, st.subjectsPerDispatch)
 		}
 	}
 	fmt.Fprintf(&sb, "\n%s", verdict(rows))
