@@ -812,19 +812,26 @@ func (it *replayItem) apply(files []recFile) error {
 }
 
 // retime sets an event's time to now, as the worker stamps each event
-// when it makes it.
+// when it makes it, and leaves every other byte as the worker wrote it.
+// The worker's encoder writes the top-level "time" before any field that
+// could hold another (a partial_state, a result), and inside a string a
+// quote is escaped, so the first `"time":"` is the event's own.
 func retime(data []byte) []byte {
-	var ev map[string]json.RawMessage
-	if err := json.Unmarshal(data, &ev); err != nil {
+	const field = `"time":"`
+	i := bytes.Index(data, []byte(field))
+	if i < 0 {
 		return data
 	}
-	now, _ := json.Marshal(time.Now().UTC())
-	ev["time"] = now
-	out, err := json.Marshal(ev)
-	if err != nil {
+	start := i + len(field)
+	end := bytes.IndexByte(data[start:], '"')
+	if end < 0 {
 		return data
 	}
-	return out
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	out := make([]byte, 0, len(data)+len(now))
+	out = append(out, data[:start]...)
+	out = append(out, now...)
+	return append(out, data[start+end:]...)
 }
 
 // cancelledEvent is the worker's dispatch.cancelled for the dispatch whose

@@ -358,3 +358,19 @@ func TestReplayRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestRetime(t *testing.T) {
+	in := `{"kind":"dispatch.needs_input","dispatch_id":"d","time":"2026-01-02T03:04:05.6Z","needs_input":{"question":"q","partial_state":{"time":"kept", "x": 1}}}`
+	out := string(retime([]byte(in)))
+	head, tail, ok := strings.Cut(out, `"time":"`)
+	if !ok || head != `{"kind":"dispatch.needs_input","dispatch_id":"d",` {
+		t.Fatalf("retime = %s", out)
+	}
+	stamp, rest, _ := strings.Cut(tail, `"`)
+	if ts, err := time.Parse(time.RFC3339Nano, stamp); err != nil || time.Since(ts) > time.Minute {
+		t.Errorf("time = %q (%v), want now", stamp, err)
+	}
+	if want := `,"needs_input":{"question":"q","partial_state":{"time":"kept", "x": 1}}}`; rest != want {
+		t.Errorf("after the time: %s, want %s", rest, want)
+	}
+}
