@@ -168,38 +168,47 @@ func TestReplayFollowsTheWorker(t *testing.T) {
 	}
 }
 
-// TestReplayLargePartialState: a partial_state too large to travel inline
-// is spilled into the staged store; the replay writes the same blob where
-// the runner looks for it, under the name its event's ref gives.
-func TestReplayLargePartialState(t *testing.T) {
-	e := newReplayer(t, 0)
-	script := `awk 'BEGIN { printf "{\"big\": \""; for (i = 0; i < 100000; i++) printf "x"; printf "\"}" }' > "$TMPDIR/state.json"
-exec agora-worker ask "Big?" --state "$TMPDIR/state.json"`
-	for _, id := range []string{"d-large-one", "d-large-two"} {
-		spec, key, _ := dispatchFiles(t, id, "task-"+id, script)
-		res, _, evs := runAll(t, e, spec, key)
-		if res.ExitCode != 0 || len(evs) != 2 || evs[1].Kind != schemas.KindNeedsInput {
-			t.Fatalf("%s: exit %+v, events %v; want needs_input", id, res, kinds(evs))
-		}
-		ref := evs[1].NeedsInput.PartialStateRef
-		if ref == nil || ref.Size < 100000 {
-			t.Fatalf("%s: partial_state_ref %+v, want the spilled state", id, ref)
-		}
-		stage := spec.Mounts[2].Source
-		if !strings.Contains(ref.URI, stage) {
-			t.Errorf("%s: ref URI %s is not in this dispatch's staged store %s", id, ref.URI, stage)
-		}
-		data, err := os.ReadFile(filepath.Join(stage, "blobs", ref.SHA256[:2], ref.SHA256))
-		if err != nil {
-			// The store's layout is its own: find the blob by name.
-			data, err = findBlob(stage, ref.SHA256)
-		}
-		if sum := sha256.Sum256(data); err != nil || hex.EncodeToString(sum[:]) != ref.SHA256 {
-			t.Errorf("%s: staged blob %s: %v", id, ref.SHA256, err)
-		}
-	}
-	if rec, rep := e.Stats(); rec != 1 || rep != 1 {
-		t.Errorf("recorded %d, replayed %d; want one of each", rec, rep)
+// TestReplayLargeOutputs: a partial_state or a result too large to travel
+// inline is spilled into the staged store; the replay writes the same blob
+// where the runner looks for it, under the name its event's ref gives.
+func TestReplayLargeOutputs(t *testing.T) {
+	big := `awk 'BEGIN { printf "{\"big\": \""; for (i = 0; i < 100000; i++) printf "x"; printf "\"}" }'`
+	for _, tc := range []struct {
+		name, script string
+		kind         schemas.EventKind
+		ref          func(schemas.Event) *schemas.ObjectRef
+	}{
+		{"partial_state", big + ` > "$TMPDIR/state.json"
+exec agora-worker ask "Big?" --state "$TMPDIR/state.json"`, schemas.KindNeedsInput,
+			func(ev schemas.Event) *schemas.ObjectRef { return ev.NeedsInput.PartialStateRef }},
+		{"result", big + ` > .agora/result.json`, schemas.KindFinished,
+			func(ev schemas.Event) *schemas.ObjectRef { return ev.ResultRef }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newReplayer(t, 0)
+			for _, id := range []string{"d-large-one", "d-large-two"} {
+				spec, key, _ := dispatchFiles(t, id, "task-"+id, tc.script)
+				res, _, evs := runAll(t, e, spec, key)
+				if res.ExitCode != 0 || len(evs) != 2 || evs[1].Kind != tc.kind {
+					t.Fatalf("%s: exit %+v, events %v; want %s", id, res, kinds(evs), tc.kind)
+				}
+				ref := tc.ref(evs[1])
+				if ref == nil || ref.Size < 100000 {
+					t.Fatalf("%s: ref %+v, want the spilled %s", id, ref, tc.name)
+				}
+				stage := spec.Mounts[2].Source
+				if !strings.Contains(ref.URI, stage) {
+					t.Errorf("%s: ref URI %s is not in this dispatch's staged store %s", id, ref.URI, stage)
+				}
+				data, err := findBlob(stage, ref.SHA256)
+				if sum := sha256.Sum256(data); err != nil || hex.EncodeToString(sum[:]) != ref.SHA256 {
+					t.Errorf("%s: staged blob %s: %v", id, ref.SHA256, err)
+				}
+			}
+			if rec, rep := e.Stats(); rec != 1 || rep != 1 {
+				t.Errorf("recorded %d, replayed %d; want one of each", rec, rep)
+			}
+		})
 	}
 }
 
