@@ -731,33 +731,48 @@ func (it *replayItem) replay(rec *recording) {
 	for _, l := range rec.lines[:rec.started+1] {
 		write(l)
 	}
-	// The hold, and the points between steps, are where a stop is taken.
+	// The hold is where a stop is taken: it ends the replay or, without
+	// the runner's cancel marker, is ignored as the worker ignores it.
+	// Without a hold only a stop already asked for is taken.
 	stopped := func(wait time.Duration) bool {
-		var t <-chan time.Time
+		// A nil channel never fires: with no hold, default ends the wait.
+		var hold <-chan time.Time
 		if wait > 0 {
 			timer := time.NewTimer(wait)
 			defer timer.Stop()
-			t = timer.C
+			hold = timer.C
 		}
 		for {
-			select {
-			case <-it.kill:
+			var term bool
+			if hold == nil {
+				select {
+				case <-it.kill:
+				case <-it.term:
+					term = true
+				default:
+					return false
+				}
+			} else {
+				select {
+				case <-it.kill:
+				case <-it.term:
+					term = true
+				case <-hold:
+					return false
+				}
+			}
+			if !term {
 				it.res = exit.Result{ExitCode: 128 + int(syscall.SIGKILL), Signal: "SIGKILL"}
 				return true
-			case <-it.term:
-				// The worker takes a SIGTERM as a cancel only with the
-				// runner's marker; it ignores any other.
-				if _, err := os.Stat(hostPath(it.spec.Mounts, env[schemas.EnvCancelFile])); env[schemas.EnvCancelFile] != "" && err == nil {
+			}
+			// The worker takes a SIGTERM as a cancel only with the
+			// runner's marker; it ignores any other.
+			if marker := env[schemas.EnvCancelFile]; marker != "" {
+				if _, err := os.Stat(hostPath(it.spec.Mounts, marker)); err == nil {
 					started := it.norm.denorm.Replace(rec.lines[rec.started].text)
 					_, _ = it.out.writer(1).Write(append(schemas.SignEventLine(key, cancelledEvent([]byte(started), time.Since(start))), '\n'))
 					it.res = exit.Result{ExitCode: 0}
 					return true
-				}
-			case <-t:
-				return false
-			default:
-				if t == nil {
-					return false
 				}
 			}
 		}
