@@ -40,8 +40,9 @@ var may = map[string][]string{
 	// only internal/compute/ecs the ECS one (thirdParty below).
 	"internal/compute/docker": {"internal/compute", "internal/exit"},
 	"internal/compute/ecs":    {"internal/compute", "internal/exit", "internal/fargate"},
-	// The measuring engine (docs/capacity.md): the worker as a process.
-	"internal/compute/procbench": {"internal/compute", "internal/exit"},
+	// The measuring engine (docs/capacity.md): the worker as a process,
+	// or its recorded run replayed (signed with schemas' event MAC).
+	"internal/compute/procbench": {"internal/compute", "internal/exit", "schemas"},
 	"internal/bus":               {"schemas"},
 	"internal/egress":            {"schemas"},
 	"internal/secrets":           {"schemas", "internal/fsutil"},

@@ -1,9 +1,11 @@
 // Package capacity measures agora's own ceiling: the orchestrator, runners
 // and NATS with the measuring engine (internal/compute/procbench), which
 // runs each dispatch's real agora-worker as a process instead of a
-// container, so only the container engine's cost is gone.
-// BenchmarkCapacity is `make bench-capacity` (docs/capacity.md);
-// TestMeasuringEngine keeps the engine working under `make test`.
+// container (process mode), or replays one recorded run of it per
+// dispatch shape (replay mode), so only the container engine's cost — and
+// in replay mode the worker's — is gone. BenchmarkCapacity is `make
+// bench-capacity` (docs/capacity.md); TestMeasuringEngine and
+// TestMeasuringEngineReplay keep both modes working under `make test`.
 package capacity
 
 import (
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/procbench"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
@@ -30,6 +33,7 @@ import (
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/runner/runnertest"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -50,6 +54,17 @@ type shape struct {
 	natsNodes int
 	// routers is the orchestrators' RouterWorkers; 0 is the default.
 	routers int
+	// engine is the measuring engine's mode: procbench.Name (the worker
+	// as a process each time) or procbench.ReplayName (a recorded run
+	// replayed per shape); "" is process.
+	engine string
+}
+
+func (s shape) engineName() string {
+	if s.engine == "" {
+		return procbench.Name
+	}
+	return s.engine
 }
 
 func (s shape) String() string {
@@ -58,7 +73,7 @@ func (s shape) String() string {
 	if s.routers > 0 {
 		str += fmt.Sprintf(" · %d router", s.routers)
 	}
-	return str
+	return str + " · " + s.engineName()
 }
 
 // stack is agora in this process on the measuring engine: NATS (one node
@@ -73,7 +88,58 @@ type stack struct {
 	orchs   []*orchestrator.Orchestrator
 	runners []*runner.Runner
 	probe   *bus.Bus
-	traces  *phaseLog
+	traces  *runnertest.PhaseLog
+	// replayers are the runners' engines in replay mode.
+	replayers []*procbench.Replayer
+}
+
+// workerRuns is how many dispatches ran the worker and how many were
+// replays (replay mode only).
+func (s *stack) workerRuns() (recorded, replayed int64) {
+	for _, e := range s.replayers {
+		rec, rep := e.Stats()
+		recorded += rec
+		replayed += rep
+	}
+	return recorded, replayed
+}
+
+// labelledEngine runs the engine's own work under the label part=engine,
+// so that the measuring engine's cost (a process start, a replay's file
+// writes) is not counted as the runner's: with a container engine it
+// would be dockerd's. Wait and Logs are left to the runner: they wait, and
+// the output they copy is parsed by the runner's writers.
+type labelledEngine struct{ compute.Engine }
+
+func asEngine[T any](ctx context.Context, fn func(context.Context) (T, error)) (out T, err error) {
+	pprof.Do(ctx, pprof.Labels("part", "engine"), func(ctx context.Context) { out, err = fn(ctx) })
+	// Do leaves the goroutine with ctx's labels, and the runner's ctx
+	// carries none: the caller is the runner's.
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("part", "runner")))
+	return out, err
+}
+
+func (l labelledEngine) Create(ctx context.Context, spec compute.ContainerSpec) (string, error) {
+	return asEngine(ctx, func(ctx context.Context) (string, error) { return l.Engine.Create(ctx, spec) })
+}
+
+func (l labelledEngine) Start(ctx context.Context, id string) error {
+	_, err := asEngine(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.Engine.Start(ctx, id) })
+	return err
+}
+
+func (l labelledEngine) Stop(ctx context.Context, id string, grace time.Duration) error {
+	_, err := asEngine(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.Engine.Stop(ctx, id, grace) })
+	return err
+}
+
+func (l labelledEngine) Remove(ctx context.Context, id string) error {
+	_, err := asEngine(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.Engine.Remove(ctx, id) })
+	return err
+}
+
+func (l labelledEngine) List(ctx context.Context, labels map[string]string) ([]compute.Container, error) {
+	return asEngine(ctx, func(ctx context.Context) ([]compute.Container, error) { return l.Engine.List(ctx, labels) })
 }
 
 // labelled runs fn with the goroutine label part=name, so the goroutines
@@ -87,7 +153,7 @@ func newStack(tb testing.TB, sh shape) *stack {
 	ctx := context.Background()
 	worker := testenv.Binary(tb, "github.com/agoradev/agora/cmd/agora-worker", false)
 	log := natstest.LoggerLevel(tb, slog.LevelError)
-	s := &stack{shape: sh, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}}
+	s := &stack{shape: sh, traces: runnertest.NewPhaseLog()}
 	labelled("nats-server", func() {
 		if sh.natsNodes > 1 {
 			s.urls = natstest.StartClusterWith(tb, sh.natsNodes, natsserver.Config{Logger: log}).URLs()
@@ -132,13 +198,26 @@ func newStack(tb testing.TB, sh shape) *stack {
 	for i := range sh.runners {
 		labelled("runner", func() {
 			id := fmt.Sprintf("capacity-%d-%d-r%d", os.Getpid(), seq.Add(1), i)
-			eng, err := procbench.New(procbench.Config{Worker: worker, Image: procbench.Image, Dir: tb.TempDir()})
+			pcfg := procbench.Config{Worker: worker, Image: procbench.Image, Dir: tb.TempDir()}
+			var eng compute.Engine
+			var err error
+			switch sh.engineName() {
+			case procbench.Name:
+				eng, err = procbench.New(pcfg)
+			case procbench.ReplayName:
+				var rep *procbench.Replayer
+				rep, err = procbench.NewReplayer(procbench.ReplayConfig{Config: pcfg})
+				eng = rep
+				s.replayers = append(s.replayers, rep)
+			default:
+				err = fmt.Errorf("engine %q: want %s or %s", sh.engine, procbench.Name, procbench.ReplayName)
+			}
 			if err != nil {
 				tb.Fatal(err)
 			}
 			r, err := runner.New(runner.Config{ID: id, Slots: sh.slots, Image: procbench.Image, DataDir: tb.TempDir(),
-				StorageURI: "file://" + storeDir, Store: store, Bus: connect(id), Engine: eng, Grace: 3 * time.Second,
-				Logger: log, Trace: s.traces.note})
+				StorageURI: "file://" + storeDir, Store: store, Bus: connect(id), Engine: labelledEngine{eng}, Grace: 3 * time.Second,
+				Logger: log, Trace: s.traces.Note})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -174,35 +253,54 @@ echo "{\"colour\": \"$AGORA_ANSWER\", \"round\": $AGORA_ROUND}" > .agora/result.
 
 // submit submits n two-round tasks, spread over the orchestrators from a
 // few goroutines, as API clients would, and returns their ids and how long
-// each Submit took.
+// each Submit call took. A Submit that fails fails the test.
 func (s *stack) submit(tb testing.TB, name string, n int) ([]string, []time.Duration) {
 	tb.Helper()
-	ids := make([]string, n)
+	ids, took, errs := s.trySubmit(name, n)
+	for _, err := range errs {
+		tb.Fatal(err)
+	}
+	return ids, took
+}
+
+// trySubmit is submit that keeps going past a failed Submit: it returns
+// the ids whose Submit succeeded, their Submit calls' times, and the
+// failures (a benchmark counts them as failed tasks: on a NATS cluster a
+// Submit can still answer "task not found" for the task it has just
+// created, docs/capacity.md's caveats).
+func (s *stack) trySubmit(name string, n int) ([]string, []time.Duration, []error) {
+	all := make([]string, n)
 	took := make([]time.Duration, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("cap-%d-%s-%d", os.Getpid(), name, i)
+	failed := make([]error, n)
+	for i := range all {
+		all[i] = fmt.Sprintf("cap-%d-%s-%d", os.Getpid(), name, i)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
 	const clients = 4
 	for c := range clients {
 		wg.Go(func() {
 			for i := c; i < n; i += clients {
 				o := s.orchs[i%len(s.orchs)]
 				at := time.Now()
-				if _, err := o.Submit(context.Background(), wire.SubmitRequest{TaskID: ids[i], Subagent: twoRounds(), Route: "lookup"}); err != nil {
-					errs <- fmt.Errorf("submit %s: %w", ids[i], err)
+				if _, err := o.Submit(context.Background(), wire.SubmitRequest{TaskID: all[i], Subagent: twoRounds(), Route: "lookup"}); err != nil {
+					failed[i] = fmt.Errorf("submit %s: %w", all[i], err)
 				}
 				took[i] = time.Since(at)
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		tb.Fatal(err)
+	var ids []string
+	var times []time.Duration
+	var errs []error
+	for i, err := range failed {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids, times = append(ids, all[i]), append(times, took[i])
 	}
-	return ids, took
+	return ids, times, errs
 }
 
 // wait returns once every task in ids has ended and no runner holds a
@@ -244,29 +342,4 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 		}
 	}
 	tb.Fatalf("%d of %d tasks not ended within %s (%d dispatches held by runners): %v", len(want), len(ids), limit, busy, states)
-}
-
-// phaseLog is the runners' Trace: when each dispatch passed each phase.
-type phaseLog struct {
-	mu sync.Mutex
-	at map[string]map[runner.Phase]time.Time
-}
-
-func (l *phaseLog) note(id string, p runner.Phase, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := l.at[id]
-	if m == nil {
-		m = map[runner.Phase]time.Time{}
-		l.at[id] = m
-	}
-	if _, ok := m[p]; !ok {
-		m[p] = at
-	}
-}
-
-func (l *phaseLog) of(id string) map[runner.Phase]time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.at[id])
 }
