@@ -30,107 +30,107 @@ import (
 //go:embed demo_agent.sh
 var demoAgent string
 
-// runDemo shows the whole loop on the embedded stack: a sub-agent pauses
+// demoVerb shows the whole loop on the embedded stack: a sub-agent pauses
 // with a question, it is answered, the same sub-agent resumes and finishes.
-func runDemo(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return exitCode(stderr, "agora demo", demoMain(ctx, args, environ, stdin, stdout, stderr))
-}
-
-func demoMain(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var answerFlag string
-	var keep, webOnly bool
-	cfg, err := parseRole(roleflags.Demo, args, environ, stdout, func(fs *flag.FlagSet) {
+func demoVerb(stdin io.Reader) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		config := roleConfig(roleflags.Demo, fs)
+		var answerFlag string
+		var keep, webOnly bool
 		fs.StringVar(&answerFlag, "answer", "", "answer with `ANSWER` (an option or its number) instead of asking on the terminal")
 		fs.BoolVar(&keep, "keep", false, "keep the temporary data directory")
 		fs.BoolVar(&webOnly, "web", false, "wait for the answer on the web inbox (its address is printed), even without a terminal")
-	})
-	if err != nil {
-		return err
-	}
-	if webOnly && answerFlag != "" {
-		return usagef("--answer and --web both say how to answer; give one")
-	}
-	// The demo's sub-agent is a shell script: without a static busybox the
-	// image has no /bin/sh and round 1 would fail minutes from now.
-	if err := checkDemoBusybox(cfg.Busybox); err != nil {
-		return err
-	}
-	if cfg.DataDir == "" {
-		tmp, err := os.MkdirTemp("", "agora-demo-")
-		if err != nil {
-			return err
-		}
-		cfg.DataDir = tmp
-		if !keep {
-			defer os.RemoveAll(tmp)
-		}
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if getenv(environ, "AGORA_LOG_LEVEL") == "debug" {
-		quiet = newLogger(stderr)
-	}
-	cfg.Logger = quiet
-	fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", cfg.DataDir)
-	st, err := roles.Start(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		_ = st.Stop(sctx)
-	}()
-	fmt.Fprintf(stdout, "  API %s · NATS %s\n\n", st.URL(), st.NATSURL())
+		return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+			cfg, err := config(args, environ)
+			if err != nil {
+				return err
+			}
+			if webOnly && answerFlag != "" {
+				return usagef("--answer and --web both say how to answer; give one")
+			}
+			// The demo's sub-agent is a shell script: without a static busybox the
+			// image has no /bin/sh and round 1 would fail minutes from now.
+			if err := checkDemoBusybox(cfg.Busybox); err != nil {
+				return err
+			}
+			if cfg.DataDir == "" {
+				tmp, err := os.MkdirTemp("", "agora-demo-")
+				if err != nil {
+					return err
+				}
+				cfg.DataDir = tmp
+				if !keep {
+					defer os.RemoveAll(tmp)
+				}
+			}
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			if getenv(environ, "AGORA_LOG_LEVEL") == "debug" {
+				quiet = newLogger(stderr)
+			}
+			cfg.Logger = quiet
+			fmt.Fprintf(stdout, "starting the embedded stack (NATS with JetStream, orchestrator, Docker runner, API) in %s …\n", cfg.DataDir)
+			st, err := roles.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				_ = st.Stop(sctx)
+			}()
+			fmt.Fprintf(stdout, "  API %s · NATS %s\n\n", st.URL(), st.NATSURL())
 
-	c := client.New(st.URL(), "")
-	// Registered like any sub-agent: the registry gives it a content-addressed
-	// version, and the task pins it.
-	reg, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
-		Description: "Keeps one of two config files; asks which.",
-		Command:     wire.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
-	if err != nil {
-		return fmt.Errorf("register the example sub-agent: %w", err)
-	}
-	fmt.Fprintf(stdout, "registered sub-agent %s (version %d): the task pins it\n", reg.Entry.Ref(), reg.Entry.Seq)
-	taskID := fmt.Sprintf("demo-%d", time.Now().Unix())
-	task, err := c.Submit(ctx, wire.SubmitRequest{
-		TaskID:      taskID,
-		SubagentRef: reg.Entry.Ref(),
-		Input:       []byte(`{"goal":"one config file"}`),
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "task %s: sub-agent %s; %s\n", task.ID, task.Pins.Subagent, task.Attention.Summary)
-	task, err = c.Wait(ctx, task.ID)
-	if err != nil {
-		return err
-	}
-	if task.State != wire.StateNeedsInput {
-		return fmt.Errorf("round 1 ended %s (%s), expected a question", task.State, outcomeText(task))
-	}
-	q := task.Rounds[len(task.Rounds)-1].Question
-	fmt.Fprintf(stdout, "\nthe sub-agent asks: %s\n  context: %s\n", q.Question, q.Context)
-	for i, o := range q.Options {
-		fmt.Fprintf(stdout, "  %d) %s\n", i+1, o)
-	}
-	fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n", q.PartialState, task.Attention.Action)
-	fmt.Fprintf(stdout, "  or answer on the web inbox: %s/tasks/%s\n\n", st.URL(), task.ID)
+			c := client.New(st.URL(), "")
+			// Registered like any sub-agent: the registry gives it a content-addressed
+			// version, and the task pins it.
+			reg, err := c.RegisterSubagent(ctx, wire.Subagent{Name: "config-tidier", Runtime: schemas.RuntimeExec,
+				Description: "Keeps one of two config files; asks which.",
+				Command:     wire.Command{"/bin/sh", "-c", demoAgent}, Route: "human=1h"})
+			if err != nil {
+				return fmt.Errorf("register the example sub-agent: %w", err)
+			}
+			fmt.Fprintf(stdout, "registered sub-agent %s (version %d): the task pins it\n", reg.Entry.Ref(), reg.Entry.Seq)
+			taskID := fmt.Sprintf("demo-%d", time.Now().Unix())
+			task, err := c.Submit(ctx, wire.SubmitRequest{
+				TaskID:      taskID,
+				SubagentRef: reg.Entry.Ref(),
+				Input:       []byte(`{"goal":"one config file"}`),
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "task %s: sub-agent %s; %s\n", task.ID, task.Pins.Subagent, task.Attention.Summary)
+			task, err = c.Wait(ctx, task.ID)
+			if err != nil {
+				return err
+			}
+			if task.State != wire.StateNeedsInput {
+				return fmt.Errorf("round 1 ended %s (%s), expected a question", task.State, outcomeText(task))
+			}
+			q := task.Rounds[len(task.Rounds)-1].Question
+			fmt.Fprintf(stdout, "\nthe sub-agent asks: %s\n  context: %s\n", q.Question, q.Context)
+			for i, o := range q.Options {
+				fmt.Fprintf(stdout, "  %d) %s\n", i+1, o)
+			}
+			fmt.Fprintf(stdout, "  partial_state it left for its next round: %s\n  (the next command would be: %s)\n", q.PartialState, task.Attention.Action)
+			fmt.Fprintf(stdout, "  or answer on the web inbox: %s/tasks/%s\n\n", st.URL(), task.ID)
 
-	if task, err = demoAnswerAnywhere(ctx, c, task, answerFlag, webOnly, environ, stdin, stdout); err != nil {
-		return err
+			if task, err = demoAnswerAnywhere(ctx, c, task, answerFlag, webOnly, environ, stdin, stdout); err != nil {
+				return err
+			}
+			task, err = c.Wait(ctx, task.ID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "\ntimeline of %s — %s\n", task.ID, task.State)
+			printTimeline(stdout, task)
+			if task.State != wire.StateFinished {
+				return fmt.Errorf("the task ended %s: %s", task.State, outcomeText(task))
+			}
+			fmt.Fprintln(stdout, "\nthe same sub-agent resumed with the answer and its own notes, and finished.")
+			return nil
+		}
 	}
-	task, err = c.Wait(ctx, task.ID)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "\ntimeline of %s — %s\n", task.ID, task.State)
-	printTimeline(stdout, task)
-	if task.State != wire.StateFinished {
-		return fmt.Errorf("the task ended %s: %s", task.State, outcomeText(task))
-	}
-	fmt.Fprintln(stdout, "\nthe same sub-agent resumed with the answer and its own notes, and finished.")
-	return nil
 }
 
 // checkDemoBusybox fails at once, naming the command that fixes it, unless

@@ -55,17 +55,9 @@ type dispatchFlags struct {
 	api                                                                  *apiFlags
 }
 
-func runDispatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora dispatch", dispatchMain(ctx, args, environ, stdout, stderr))
-}
-
-// parseDispatch reads the flags and the files they name into the request,
-// without contacting anything: every mistake is found before a task
-// exists.
-func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitRequest, error) {
-	var f dispatchFlags
-	var req wire.SubmitRequest
-	fs := flag.NewFlagSet("agora dispatch", flag.ContinueOnError)
+// dispatchVerb declares agora dispatch's flags on fs.
+func dispatchVerb(fs *flag.FlagSet) runFunc {
+	f := &dispatchFlags{}
 	f.api = newAPIFlags(fs)
 	fs.StringVar(&f.subagent, "subagent", "", "a registered sub-agent: `NAME` (its latest version) or NAME@VERSION; the task pins the versions it resolves")
 	fs.StringVar(&f.subagentFile, "subagent-file", "", "the sub-agent: a YAML or JSON `FILE` (name, runtime, command or prompt, model; route, timeout_seconds, limits as defaults)")
@@ -81,20 +73,27 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 		"SIGINT or SIGTERM cancels the task and exits 130 or 143")
 	fs.BoolVar(&f.detachOnSignal, "detach-on-signal", false, "with --wait: on SIGINT or SIGTERM stop waiting and leave the task running (exit 1), instead of cancelling it")
 	fs.DurationVar(&f.heartbeat, "heartbeat", defaultHeartbeat, "with --wait: while a question waits for a person, say so this often (`DURATION`, at least 1s)")
-	pos, err := parseArgs(fs, dispatchSynopsis, args, stdout)
-	if err != nil {
-		return f, req, err
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		return dispatchMain(ctx, fs, f, args, environ, stdout, stderr)
 	}
+}
+
+// parseDispatch reads the flags and the files they name into the request,
+// without contacting anything: every mistake is found before a task
+// exists.
+func parseDispatch(fs *flag.FlagSet, f *dispatchFlags, pos []string) (wire.SubmitRequest, error) {
+	var req wire.SubmitRequest
+	var err error
 	for _, name := range []string{"detach-on-signal", "heartbeat"} {
 		if fs.Changed(name) && !f.wait {
-			return f, req, usagef("--%s is about --wait, which is not given: add --wait", name)
+			return req, usagef("--%s is about --wait, which is not given: add --wait", name)
 		}
 	}
 	if len(pos) > 0 {
-		return f, req, usagef("unexpected argument %q; a command goes in quotes: --command \"%s\"", pos[0], strings.Join(pos, " "))
+		return req, usagef("unexpected argument %q; a command goes in quotes: --command \"%s\"", pos[0], strings.Join(pos, " "))
 	}
 	if f.heartbeat < time.Second {
-		return f, req, usagef("--heartbeat %s: want a duration of at least 1s, e.g. --heartbeat 30s", f.heartbeat)
+		return req, usagef("--heartbeat %s: want a duration of at least 1s, e.g. --heartbeat 30s", f.heartbeat)
 	}
 	given := 0
 	for _, v := range []string{f.subagent, f.subagentFile, f.command} {
@@ -104,21 +103,21 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 	}
 	switch {
 	case given == 0:
-		return f, req, usagef(`want --subagent NAME, --subagent-file FILE or --command "CMD", e.g. agora dispatch --command 'echo hello' --wait`)
+		return req, usagef(`want --subagent NAME, --subagent-file FILE or --command "CMD", e.g. agora dispatch --command 'echo hello' --wait`)
 	case given > 1:
-		return f, req, usagef("want one of --subagent, --subagent-file or --command, not several")
+		return req, usagef("want one of --subagent, --subagent-file or --command, not several")
 	case f.subagent != "":
 		if _, _, err := wire.ParseRef(f.subagent); err != nil {
-			return f, req, usagef("--subagent %q: want a registered sub-agent's NAME or NAME@VERSION; 'agora subagent list' shows them", f.subagent)
+			return req, usagef("--subagent %q: want a registered sub-agent's NAME or NAME@VERSION; 'agora subagent list' shows them", f.subagent)
 		}
 		if f.name != "" {
-			return f, req, usagef("--name renames an inline sub-agent; a registered one keeps its name")
+			return req, usagef("--name renames an inline sub-agent; a registered one keeps its name")
 		}
 		req.SubagentRef = f.subagent
 	case f.subagentFile != "":
 		def, err := readSubagentFile(f.subagentFile)
 		if err != nil {
-			return f, req, err
+			return req, err
 		}
 		req = inlineRequest(def)
 	default:
@@ -129,24 +128,24 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 	}
 	if f.input != "" {
 		if req.Input, err = readInput(f.input); err != nil {
-			return f, req, err
+			return req, err
 		}
 	}
 	if f.route != "" {
 		if _, err := wire.ParseRoute(f.route); err != nil {
-			return f, req, usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.route, err)
+			return req, usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", f.route, err)
 		}
 		req.Route = f.route
 	}
 	if f.timeout != "" {
 		if req.TimeoutSeconds, err = parseSeconds(f.timeout); err != nil {
-			return f, req, err
+			return req, err
 		}
 	}
 	for _, l := range f.labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
-			return f, req, usagef("--label %q: want KEY=VALUE", l)
+			return req, usagef("--label %q: want KEY=VALUE", l)
 		}
 		if req.Labels == nil {
 			req.Labels = map[string]string{}
@@ -155,10 +154,10 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 	}
 	// The server's own rule, checked before the request leaves the CLI.
 	if f.taskID != "" && wire.CheckTaskID(f.taskID) != nil {
-		return f, req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
+		return req, usagef("--task-id %q: want letters, digits, '-' and '_' (starting with a letter or digit, at most 96)", f.taskID)
 	}
 	req.TaskID, req.AllowMemory = f.taskID, f.allowMemory
-	return f, req, nil
+	return req, nil
 }
 
 // readInput reads --input: a JSON object, inline or from @FILE.
@@ -240,8 +239,8 @@ func inlineRequest(def *wire.Subagent) wire.SubmitRequest {
 }
 
 // dispatchMain submits a task; with --wait it follows it to its end.
-func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	f, req, err := parseDispatch(args, stdout)
+func dispatchMain(ctx context.Context, fs *flag.FlagSet, f *dispatchFlags, args, environ []string, stdout, stderr io.Writer) error {
+	req, err := parseDispatch(fs, f, args)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	flag "github.com/spf13/pflag"
+
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/wire"
 )
@@ -17,35 +19,33 @@ const watchSynopsis = "[TASK] [--json] [--server URL] [--token TOKEN]"
 // changes made while its stream was being (re)opened.
 const watchResync = 10 * time.Second
 
-func runWatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora watch", watchMain(ctx, args, environ, stdout))
-}
-
-// watchMain follows every task (or one) until interrupted: on a terminal
+// watchVerb follows every task (or one) until interrupted: on a terminal
 // the attention table redrawn on each change; otherwise a line per change
 // of a task's state or round; with --json one wire.Change per line
 // (the tasks there are first, as changes).
-func watchMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	a := newAPIVerb("agora watch", watchSynopsis)
-	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
-		if len(pos) > 1 {
-			return usagef("want at most one TASK, got %d", len(pos))
+func watchVerb(fs *flag.FlagSet) runFunc {
+	a := newAPIVerb(fs)
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		c, pos, err := a.open(args, environ, func(pos []string) error {
+			if len(pos) > 1 {
+				return usagef("want at most one TASK, got %d", len(pos))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		taskID := ""
+		if len(pos) == 1 {
+			taskID = pos[0]
+		}
+		w := &watcher{out: stdout, ui: newUI(stdout, environ), json: a.json, server: a.server,
+			set: client.NewTaskSet(taskID), shown: map[string]string{}}
+		if err := c.Mirror(ctx, w.set, watchResync, w.show, w.draw); err != nil {
+			return a.explain(err, taskID)
 		}
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	taskID := ""
-	if len(pos) == 1 {
-		taskID = pos[0]
-	}
-	w := &watcher{out: stdout, ui: newUI(stdout, environ), json: a.json, server: a.server,
-		set: client.NewTaskSet(taskID), shown: map[string]string{}}
-	if err := c.Mirror(ctx, w.set, watchResync, w.show, w.draw); err != nil {
-		return a.explain(err, taskID)
-	}
-	return nil
 }
 
 // watcher shows the changes of the tasks client.Mirror keeps in set.
