@@ -178,12 +178,16 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 
 // runWith is run with stdin.
 func runWith(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	all := verbs(stdin)
+	return execute(ctx, verbs(stdin), args, environ, stdout, stderr)
+}
+
+// execute parses args with the tree over all and runs the verb they name.
+func execute(ctx context.Context, all []verb, args, environ []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, overview(all))
 		return exitUsage
 	}
-	t := &tree{ctx: ctx, environ: environ, stdout: stdout, stderr: stderr}
+	t := &tree{ctx: ctx, all: all, environ: environ, stdout: stdout, stderr: stderr}
 	root := t.build(all)
 	if strings.HasPrefix(args[0], "__complete") { // the shell's words, as typed
 		completeEnums(root)
@@ -221,6 +225,7 @@ func runWith(ctx context.Context, args, environ []string, stdin io.Reader, stdou
 // global flags' values, and where the verb that ran leaves its exit code.
 type tree struct {
 	ctx            context.Context
+	all            []verb
 	environ        []string
 	stdout, stderr io.Writer
 	code           int
@@ -336,6 +341,9 @@ func (t *tree) command(v verb, path string) *cobra.Command {
 		if re, ok := errors.AsType[*flag.ValueRequiredError](err); ok && t.root.PersistentFlags().Lookup(re.GetFlag().Name) == re.GetFlag() {
 			return flagError{global: true, err: usagef("%s", verbflags.ErrorText(err))}
 		}
+		if _, ok := errors.AsType[*verbflags.EnumError](err); ok { // it names what the flag takes
+			return usagef("%s", verbflags.ErrorText(err))
+		}
 		return usagef("%s; run '%s -h' for the flags", verbflags.ErrorText(err), path)
 	})
 	for _, sub := range v.subs {
@@ -357,7 +365,7 @@ func (t *tree) name(c *cobra.Command) string {
 func (t *tree) help(c *cobra.Command) {
 	switch {
 	case c == t.root:
-		fmt.Fprint(t.stdout, overview(verbs(nil)))
+		fmt.Fprint(t.stdout, overview(t.all))
 	case c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion":
 		fmt.Fprint(t.stdout, "usage: agora completion bash|zsh|fish|powershell\n\nprint the shell completion script, e.g. source <(agora completion bash)\n")
 	case c.Annotations["argHelp"] != "":

@@ -129,7 +129,11 @@ func ErrorText(err error) string {
 		return fmt.Sprintf("invalid value %q for flag %s: %s", e.GetValue(), name(e.GetFlag()), why)
 	}
 	if e, ok := errors.AsType[*flag.ValueRequiredError](err); ok {
-		return "flag needs an argument: -" + e.GetSpecifiedName() // -o, or -server for --server
+		msg := "flag needs an argument: -" + e.GetSpecifiedName() // -o, or -server for --server
+		if enum, ok := e.GetFlag().Value.(*Enum); ok {
+			msg += " takes " + strings.TrimPrefix(enum.want, "want ")
+		}
+		return msg
 	}
 	return err.Error()
 }

@@ -107,7 +107,7 @@ func TestEnum(t *testing.T) {
 		{[]string{"-o", "yaml"}, "", `-o "yaml": want json, name or table`},
 		{[]string{"--output", "JSON"}, "", `-o "JSON": want json, name or table`},
 		{[]string{"--state", "bogus"}, "", `--state "bogus": want one of running, failed`},
-		{[]string{"-o"}, "", "flag needs an argument: -o"},
+		{[]string{"-o"}, "", "flag needs an argument: -o takes json, name or table"},
 	} {
 		fs := flag.NewFlagSet("agora x", flag.ContinueOnError)
 		fs.SetOutput(&bytes.Buffer{})
