@@ -232,6 +232,15 @@ type tree struct {
 
 	output, context, config string
 	root                    *cobra.Command
+	// declared is each verb's command: the verb and the run its flags
+	// declaration returned.
+	declared map[*cobra.Command]declared
+}
+
+// declared is a verb on its command, with its run.
+type declared struct {
+	verb
+	run runFunc
 }
 
 // build is the cobra tree over all: every verb's flags declared on its
@@ -249,7 +258,7 @@ func (t *tree) build(all []verb) *cobra.Command {
 			return nil
 		},
 	}
-	t.root = root
+	t.root, t.declared = root, map[*cobra.Command]declared{}
 	root.SetOut(t.stdout)
 	root.SetErr(t.stderr)
 	root.SetContext(t.ctx)
@@ -320,25 +329,19 @@ func notExistName(err error) string {
 
 // command is v's cobra command (with its subcommands) at path.
 func (t *tree) command(v verb, path string) *cobra.Command {
-	c := &cobra.Command{Use: v.name, Aliases: v.aliases, Short: v.short, Annotations: map[string]string{"usage": v.usage, "label": v.label, "help": v.help}}
-	fs := c.Flags()
-	var run runFunc
+	c := &cobra.Command{Use: v.name, Aliases: v.aliases, Short: v.short}
+	d := declared{verb: v}
 	if v.flags != nil {
-		run = v.flags(fs)
+		d.run = v.flags(c.Flags())
 	}
-	fs.BoolP("help", "h", false, "print this help")
-	if v.argHelp {
-		c.Annotations["argHelp"] = "true"
-	}
+	c.Flags().BoolP("help", "h", false, "print this help")
+	t.declared[c] = d
 	c.RunE = func(c *cobra.Command, args []string) error {
-		t.code = t.run(c, run, args)
+		t.code = t.run(c, args)
 		return nil
 	}
-	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		if ie, ok := errors.AsType[*flag.InvalidValueError](err); ok && t.root.PersistentFlags().Lookup(ie.GetFlag().Name) == ie.GetFlag() {
-			return flagError{global: true, err: usagef("%s", verbflags.ErrorText(err))}
-		}
-		if re, ok := errors.AsType[*flag.ValueRequiredError](err); ok && t.root.PersistentFlags().Lookup(re.GetFlag().Name) == re.GetFlag() {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if t.global(err) {
 			return flagError{global: true, err: usagef("%s", verbflags.ErrorText(err))}
 		}
 		if _, ok := errors.AsType[*verbflags.EnumError](err); ok { // it names what the flag takes
@@ -350,6 +353,17 @@ func (t *tree) command(v verb, path string) *cobra.Command {
 		c.AddCommand(t.command(sub, path+" "+sub.name))
 	}
 	return c
+}
+
+// global is whether err is about one of the root's persistent flags.
+func (t *tree) global(err error) bool {
+	var f *flag.Flag
+	if e, ok := errors.AsType[*flag.InvalidValueError](err); ok {
+		f = e.GetFlag()
+	} else if e, ok := errors.AsType[*flag.ValueRequiredError](err); ok {
+		f = e.GetFlag()
+	}
+	return f != nil && t.root.PersistentFlags().Lookup(f.Name) == f
 }
 
 // name is c's command path as it was typed (an alias stays an alias).
@@ -368,29 +382,24 @@ func (t *tree) help(c *cobra.Command) {
 		fmt.Fprint(t.stdout, overview(t.all))
 	case c.Name() == "completion" || c.HasParent() && c.Parent().Name() == "completion":
 		fmt.Fprint(t.stdout, "usage: agora completion bash|zsh|fish|powershell\n\nprint the shell completion script, e.g. source <(agora completion bash)\n")
-	case c.Annotations["argHelp"] != "":
-		t.code = t.run(c, nil, []string{"-h"})
-	case c.Annotations["help"] != "":
-		fmt.Fprint(t.stdout, c.Annotations["help"])
+	case t.declared[c].argHelp:
+		t.code = t.run(c, []string{"-h"})
+	case t.declared[c].help != "":
+		fmt.Fprint(t.stdout, t.declared[c].help)
 	default:
 		fs := flag.NewFlagSet(c.CommandPath(), flag.ContinueOnError)
 		fs.AddFlagSet(c.LocalFlags())
-		verbflags.PrintHelp(t.stdout, fs, c.Annotations["usage"])
+		verbflags.PrintHelp(t.stdout, fs, t.declared[c].usage)
 	}
 }
 
 // run runs a verb's command with the global flags applied: --config and
 // the config file's context filled in behind the environment, and -o
-// turned into --json (and, for name, the ids taken from it). A nil run is
-// the command's own RunE's (help asked for it with -h as its argument).
-func (t *tree) run(c *cobra.Command, run runFunc, args []string) int {
-	label := t.name(c)
-	if l := c.Annotations["label"]; l != "" {
+// turned into --json (and, for name, the ids taken from it).
+func (t *tree) run(c *cobra.Command, args []string) int {
+	run, label := t.declared[c].run, t.name(c)
+	if l := t.declared[c].label; l != "" {
 		label = l
-	}
-	if run == nil {
-		c.RunE(c, args)
-		return t.code
 	}
 	environ := t.environ
 	if t.config != "" {

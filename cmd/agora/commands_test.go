@@ -30,7 +30,7 @@ func TestHelpFromFlags(t *testing.T) {
 			check(sub)
 		}
 		if c == tr.root || c.Name() == "help" || c.Name() == "completion" || c.Parent().Name() == "completion" ||
-			c.Annotations["help"] != "" || c.Annotations["argHelp"] != "" {
+			tr.declared[c].help != "" || tr.declared[c].argHelp {
 			return
 		}
 		path := strings.Fields(c.CommandPath())[1:]
