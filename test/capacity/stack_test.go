@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -21,16 +20,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/compute/procbench"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
@@ -94,7 +90,7 @@ func newStack(tb testing.TB, sh shape) *stack {
 	s := &stack{shape: sh, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}}
 	labelled("nats-server", func() {
 		if sh.natsNodes > 1 {
-			s.urls = startCluster(tb, sh.natsNodes)
+			s.urls = natstest.StartClusterWith(tb, sh.natsNodes, natsserver.Config{Logger: log}).URLs()
 		} else {
 			s.urls = natstest.StartWith(tb, natsserver.Config{Logger: log}).ClientURL()
 		}
@@ -161,85 +157,6 @@ func newStack(tb testing.TB, sh shape) *stack {
 	return s
 }
 
-// startCluster starts n nats-servers in this process, routed to each other
-// on loopback, JetStream on each, and returns their client URLs.
-func startCluster(tb testing.TB, n int) string {
-	tb.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ports[i] = freePort(tb)
-	}
-	name := fmt.Sprintf("capacity-%d-%d", os.Getpid(), seq.Add(1))
-	var urls string
-	for i := range n {
-		var routes string
-		for j, p := range ports {
-			if j != i {
-				if routes != "" {
-					routes += ","
-				}
-				routes += fmt.Sprintf("nats://127.0.0.1:%d", p)
-			}
-		}
-		opts := &server.Options{ServerName: fmt.Sprintf("%s-n%d", name, i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: tb.TempDir(), NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: ports[i]},
-			Routes:  server.RoutesFromStr(routes)}
-		ns, err := server.NewServer(opts)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ns.Start()
-		tb.Cleanup(ns.Shutdown)
-		if !ns.ReadyForConnections(20 * time.Second) {
-			tb.Fatalf("nats node %d not ready", i)
-		}
-		if urls != "" {
-			urls += ","
-		}
-		urls += ns.ClientURL()
-	}
-	waitJetStream(tb, urls)
-	return urls
-}
-
-// waitJetStream returns once the cluster's JetStream has a meta leader and
-// answers, which a fresh cluster takes a few seconds to elect.
-func waitJetStream(tb testing.TB, urls string) {
-	tb.Helper()
-	nc, err := nats.Connect(urls)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the NATS cluster's JetStream is not ready: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // twoRounds asks on round 1, keeping state in partial_state; on round 2 it
 // checks the answer and the state came back, and leaves a result. It
 // writes its scratch file under $TMPDIR, the dispatch's own /tmp.
@@ -296,8 +213,9 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 	for _, id := range ids {
 		want[id] = true
 	}
-	deadline := time.Now().Add(limit)
-	for {
+	busy := 0
+	// Reading tasks costs CPU the stack shares: every 100 ms.
+	err := testutil.Poll(context.Background(), limit, 100*time.Millisecond, func() error {
 		pending := maps.Clone(want)
 		for id := range pending {
 			t, err := s.orchs[0].Get(context.Background(), id)
@@ -305,26 +223,27 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 				delete(want, id)
 			}
 		}
-		busy := 0
+		busy = 0
 		for _, r := range s.runners {
 			busy += len(r.Active())
 		}
 		if len(want) == 0 && busy == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			states := map[string]int{}
-			for id := range want {
-				if t, err := s.orchs[0].Get(context.Background(), id); err != nil {
-					states[err.Error()]++
-				} else {
-					states[string(t.State)+fmt.Sprintf(" (round %d)", len(t.Rounds))]++
-				}
-			}
-			tb.Fatalf("%d of %d tasks not ended within %s (%d dispatches held by runners): %v", len(want), len(ids), limit, busy, states)
-		}
-		time.Sleep(100 * time.Millisecond) // reading tasks costs CPU the stack shares
+		return fmt.Errorf("%d tasks not ended", len(want))
+	})
+	if err == nil {
+		return
 	}
+	states := map[string]int{}
+	for id := range want {
+		if t, err := s.orchs[0].Get(context.Background(), id); err != nil {
+			states[err.Error()]++
+		} else {
+			states[string(t.State)+fmt.Sprintf(" (round %d)", len(t.Rounds))]++
+		}
+	}
+	tb.Fatalf("%d of %d tasks not ended within %s (%d dispatches held by runners): %v", len(want), len(ids), limit, busy, states)
 }
 
 // phaseLog is the runners' Trace: when each dispatch passed each phase.
