@@ -12,13 +12,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
+	"github.com/agoradev/agora/cmd/agora/internal/progress"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -99,26 +101,22 @@ func batchSubmitVerb(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		bar := newBatchBar(stderr, environ, id, report.Lines)
-		bar.draw(report)
+		bar := progress.NewBar(stderr, view.New(stderr, environ), id, report.Lines)
+		bar.Draw(report)
 		err = c.SubmitBatch(ctx, id, report.Results, client.BatchOptions{Workers: batchWorkers,
-			Progress: func() { bar.draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
+			Progress: func() { bar.Draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
 		if err != nil {
 			return a.explain(err, "")
 		}
 		report.Count()
-		bar.done(report)
+		bar.Done(report)
 
-		if a.json {
-			if err := writeJSON(stdout, report); err != nil {
-				return err
-			}
-		} else {
-			writeBatchSummary(stdout, report)
+		if err := a.show(stdout, report, func() { view.BatchSummary(stdout, report) }); err != nil {
+			return err
 		}
 		if report.Failed > 0 {
-			return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
-				report.Failed, report.Lines, pluralS(report.Lines), report.FailedLines())}
+			return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
+				report.Failed, report.Lines, view.PluralS(report.Lines), report.FailedLines())}
 		}
 		return nil
 	}
@@ -129,82 +127,6 @@ func unwrapPath(err error) error {
 		return e
 	}
 	return err
-}
-
-// writeBatchSummary writes what became of the lines.
-func writeBatchSummary(w io.Writer, r *batchreport.Report) {
-	fmt.Fprintf(w, "batch %s from %s: %d line%s · %d submitted · %d already there · %d failed\n",
-		r.Batch, r.File, r.Lines, pluralS(r.Lines), r.Submitted, r.Existing, r.Failed)
-	if r.Failed > 0 {
-		fmt.Fprintln(w, "failed:")
-		for _, g := range r.GroupFailures() {
-			fmt.Fprintf(w, "  %s: %s\n", batchreport.LineList(g.Lines), g.Err)
-		}
-	}
-	if r.Submitted+r.Existing > 0 {
-		fmt.Fprintf(w, "next: agora batch status %s\n", r.Batch)
-	}
-}
-
-// batchBar shows batch submit's progress on stderr: a bar redrawn in place
-// on a terminal (colored unless NO_COLOR or TERM=dumb), otherwise a line
-// of counts at most every two seconds and at the end.
-type batchBar struct {
-	w     io.Writer
-	ui    ui
-	batch string
-	total int
-	last  time.Time
-	drawn bool
-}
-
-func newBatchBar(w io.Writer, environ []string, batch string, total int) *batchBar {
-	return &batchBar{w: w, ui: newUI(w, environ), batch: batch, total: total, last: time.Now()}
-}
-
-func (b *batchBar) counts(r *batchreport.Report) (done int, text string) {
-	sub, ex, failed := batchreport.Counts(r.Results)
-	parts := []string{fmt.Sprintf("%d submitted", sub)}
-	if ex > 0 {
-		parts = append(parts, fmt.Sprintf("%d already there", ex))
-	}
-	if failed > 0 {
-		parts = append(parts, b.ui.paint(sgrRed, fmt.Sprintf("%d failed", failed)))
-	}
-	return sub + ex + failed, strings.Join(parts, " · ")
-}
-
-func (b *batchBar) draw(r *batchreport.Report) {
-	done, text := b.counts(r)
-	now := time.Now()
-	if !b.ui.tty {
-		if now.Sub(b.last) < 2*time.Second || done == 0 {
-			return
-		}
-		b.last = now
-		fmt.Fprintf(b.w, "batch %s: %d/%d lines: %s\n", b.batch, done, b.total, text)
-		return
-	}
-	if done < b.total && now.Sub(b.last) < 50*time.Millisecond {
-		return
-	}
-	b.last = now
-	const width = 30
-	fill := done * width / max(b.total, 1)
-	bar := b.ui.paint(sgrGreen, strings.Repeat("█", fill)) + b.ui.paint(sgrDim, strings.Repeat("░", width-fill))
-	fmt.Fprintf(b.w, "\r\x1b[K%s %d/%d %s", bar, done, b.total, text)
-	b.drawn = true
-}
-
-func (b *batchBar) done(r *batchreport.Report) {
-	if b.ui.tty {
-		if b.drawn {
-			fmt.Fprint(b.w, "\r\x1b[K")
-		}
-		return
-	}
-	done, text := b.counts(r)
-	fmt.Fprintf(b.w, "batch %s: %d/%d lines: %s\n", b.batch, done, b.total, text)
 }
 
 // ---- batch cancel, batch retry
@@ -257,14 +179,6 @@ func batchBulkVerb(name string, op bulkOp) func(*flag.FlagSet) runFunc {
 
 const batchStatusSynopsis = "ID [--json] [--server URL] [--token TOKEN]"
 
-// batchStatus is batch status's --json output.
-type batchStatus struct {
-	Batch     string             `json:"batch"`
-	Tasks     int                `json:"tasks"`
-	Counts    map[wire.State]int `json:"counts"`
-	Questions []questionGroup    `json:"questions"`
-}
-
 // openedBatch is a batch verb's flags, client and every task of the batch.
 type openedBatch struct {
 	api    *apiFlags
@@ -305,31 +219,14 @@ func batchStatusVerb(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		a, c, id, tasks := b.api, b.client, b.id, b.tasks
-		st := batchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
+		st := view.BatchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
 		for _, t := range tasks {
 			st.Counts[t.State]++
 		}
 		if st.Questions, err = c.QuestionGroups(ctx, wire.GroupOptions{Batch: id}); err != nil {
 			return a.explain(err, "")
 		}
-		if a.json {
-			return writeJSON(stdout, st)
-		}
-		u := newUI(stdout, environ)
-		var parts []string
-		for _, s := range []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput,
-			wire.StateFinished, wire.StateFailed, wire.StateCancelled, wire.StateExpired} {
-			if n := st.Counts[s]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", n, u.state(s)))
-			}
-		}
-		fmt.Fprintf(stdout, "batch %s: %d task%s · %s\n", u.paint(sgrBold, id), st.Tasks, pluralS(st.Tasks), strings.Join(parts, " · "))
-		if n := st.Counts[wire.StateFailed]; n > 0 {
-			fmt.Fprintf(stdout, "failed: agora status --label %s=%s --state failed\n", batchLabel, id)
-		}
-		fmt.Fprintln(stdout)
-		u.writeQuestionGroups(stdout, st.Questions, false)
-		return nil
+		return a.show(stdout, st, func() { view.New(stdout, environ).BatchStatus(stdout, st) })
 	}
 }
 
@@ -339,60 +236,15 @@ func batchStatusVerb(fs *flag.FlagSet) runFunc {
 // one batch; the API groups them (GET /v1/question-groups).
 type questionGroup = wire.QuestionGroup
 
-// writeQuestionGroups writes one row per group; withBatch adds the batch
-// column.
-func (u ui) writeQuestionGroups(w io.Writer, groups []questionGroup, withBatch bool) {
-	if len(groups) == 0 {
-		fmt.Fprintln(w, "no open questions")
-		return
-	}
-	header := []string{"COUNT", "QUESTION", "OPTIONS", "TASKS", "IF UNANSWERED", "ANSWER ALL WITH"}
-	if withBatch {
-		header = append([]string{"COUNT", "BATCH"}, header[1:]...)
-	}
-	rows := make([][]cell, 0, len(groups))
-	for _, g := range groups {
-		row := []cell{{fmt.Sprint(g.Count), sgrBold}}
-		if withBatch {
-			row = append(row, cell{orDash(g.Batch), ""})
-		}
-		row = append(row, cell{clipText(g.Question, 60), sgrYellow}, cell{strings.Join(g.Options, " / "), ""},
-			cell{taskList(g.TaskIDs, 50), ""}, cell{ifUnansweredText(g.IfUnanswered, time.Now()), ""}, cell{g.Action, sgrBold})
-		rows = append(rows, row)
-	}
-	u.writeTable(w, header, rows)
-}
-
-// taskList joins ids up to about n characters, then says how many more.
-func taskList(ids []string, n int) string {
-	s := ""
-	for i, id := range ids {
-		next := s
-		if i > 0 {
-			next += ","
-		}
-		next += id
-		if len(next) > n && i > 0 {
-			return fmt.Sprintf("%s,… (+%d)", s, len(ids)-i)
-		}
-		s = next
-	}
-	return s
-}
-
 // questionsGroupedMain is questions --group.
 func questionsGroupedMain(ctx context.Context, c *client.Client, a *apiFlags, environ []string, stdout io.Writer) error {
 	groups, err := c.QuestionGroups(ctx, wire.GroupOptions{})
 	if err != nil {
 		return a.explain(err, "")
 	}
-	if a.json {
-		return writeJSON(stdout, struct {
-			Groups []questionGroup `json:"groups"`
-		}{groups})
-	}
-	newUI(stdout, environ).writeQuestionGroups(stdout, groups, true)
-	return nil
+	return a.show(stdout, struct {
+		Groups []questionGroup `json:"groups"`
+	}{groups}, func() { view.New(stdout, environ).QuestionGroups(stdout, groups, true) })
 }
 
 // ---- answer --all-like
@@ -407,31 +259,16 @@ type allLikeReport = wire.GroupAnswerResult
 func answerAllLikeMain(ctx context.Context, c *client.Client, a *apiFlags, taskID, ans, who string, stdout io.Writer) error {
 	rep, err := c.AnswerAllLike(ctx, taskID, wire.AnswerBody{Answer: ans, By: who, Channel: "cli"})
 	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(wire.CodeNoQuestion) {
-		return fmt.Errorf("%s; 'agora questions --group' lists the open ones", plainMessage(e))
+		return fmt.Errorf("%s; 'agora questions --group' lists the open ones", explain.PlainMessage(e))
 	}
 	if err != nil {
 		return a.explain(err, taskID)
 	}
-	value := rep.Answer
-	if a.json {
-		if err := writeJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		for _, res := range rep.Results {
-			switch res.Result {
-			case wire.GroupAnswered:
-				fmt.Fprintf(stdout, "%s round %d: answered %s; now %s\n", res.TaskID, res.Round, value, stateLabel(res.State))
-			case wire.GroupAlreadyAnswered:
-				fmt.Fprintf(stdout, "%s round %d: already answered (%s)\n", res.TaskID, res.Round, res.Error)
-			default:
-				fmt.Fprintf(stdout, "%s round %d: failed: %s\n", res.TaskID, res.Round, res.Error)
-			}
-		}
-		fmt.Fprintf(stdout, "%d answered · %d already answered · %d failed\n", rep.Answered, rep.AlreadyAnswered, rep.Failed)
+	if err := a.show(stdout, rep, func() { view.AllLike(stdout, rep) }); err != nil {
+		return err
 	}
 	if rep.Failed > 0 {
-		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d questions like %s's were not answered; 'agora questions --group' shows what is still open",
+		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d questions like %s's were not answered; 'agora questions --group' shows what is still open",
 			rep.Failed, len(rep.Results), taskID)}
 	}
 	return nil

@@ -1,47 +1,26 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 
-	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
-// The exit codes of every verb (the table is in the README and agora help).
+// The exit codes of every verb (exitcode has the table).
 const (
-	exitOK     = 0 // done
-	exitFailed = 1 // the work failed, or the server refused or could not be reached
-	exitUsage  = 2 // a usage error or bad input: nothing was changed
-	exitEnded  = 3 // the task expired or was cancelled
+	exitOK     = exitcode.OK
+	exitFailed = exitcode.Failed
+	exitUsage  = exitcode.Usage
+	exitEnded  = exitcode.Ended
 )
 
-// usageError is a mistake in the command line or bad input: exit code 2.
-type usageError struct{ msg string }
+func usagef(format string, args ...any) error { return exitcode.Usagef(format, args...) }
 
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// exitCode prints err as one line prefixed with the command and returns 2 for
-// a usage error, 1 for anything else (0 for nil).
-func exitCode(stderr io.Writer, cmd string, err error) int {
-	if err == nil {
-		return exitOK
-	}
-	// errors.Join and friends use newlines; one line is easier to grep.
-	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
-	if errors.As(err, new(usageError)) || errors.Is(err, cliconfig.ErrUsage) {
-		return exitUsage
-	}
-	return exitFailed
-}
+// exitCode prints err in one line after cmd and returns its exit code.
+func exitCode(stderr io.Writer, cmd string, err error) int { return exitcode.Print(stderr, cmd, err) }
 
 // getenv looks key up in environ (os.Environ form); the last one wins.
 func getenv(environ []string, key string) string {

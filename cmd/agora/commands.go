@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/idnames"
 	"github.com/agoradev/agora/cmd/agora/internal/verbflags"
 )
@@ -58,7 +59,7 @@ func group(usage, none, unknown string) func(*flag.FlagSet) runFunc {
 		return func(_ context.Context, args, _ []string, stdout, _ io.Writer) error {
 			switch {
 			case len(args) == 0 || unknown == "":
-				return usageError{msg: none}
+				return usagef("%s", none)
 			case args[0] == "help" && usage != "":
 				fmt.Fprint(stdout, usage)
 				return nil
@@ -152,7 +153,7 @@ func exitWith(code int) error {
 	if code == exitOK {
 		return nil
 	}
-	return exitOutcome{code: code}
+	return exitcode.Outcome{Code: code}
 }
 
 func versionVerb(fs *flag.FlagSet) runFunc {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 )
 
 var configSubs = []string{"get-contexts", "current-context", "use-context", "set-context", "delete-context"}
@@ -82,19 +81,7 @@ func configVerb(fs *flag.FlagSet, sub, synopsis string) runFunc {
 			if *asJSON {
 				return writeJSON(stdout, c)
 			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CURRENT\tNAME\tSERVER\tTOKEN")
-			for _, n := range slices.Sorted(maps.Keys(c.Contexts)) {
-				cur, tok := "", ""
-				if n == c.CurrentContext {
-					cur = "*"
-				}
-				if c.Contexts[n].Token != "" {
-					tok = "(set)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cur, n, c.Contexts[n].Server, tok)
-			}
-			return tw.Flush()
+			return view.Contexts(stdout, c)
 		case "current-context":
 			if c.CurrentContext == "" {
 				return usagef("no current context in %s; 'agora config use-context NAME' sets one", path)

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -72,22 +72,5 @@ func listParked(ctx context.Context, c *client.Client, a *apiFlags, environ []st
 	if parked == nil {
 		parked = []wire.ParkedEvent{}
 	}
-	if a.json {
-		return writeJSON(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats})
-	}
-	u := newUI(stdout, environ)
-	fmt.Fprintf(stdout, "events applied %d · retried %d · parked %d · dropped: %d for unknown tasks, %d invalid, %d of unknown kinds\n",
-		stats.Applied, stats.Retried, stats.Parked, stats.Dropped["unknown_task"], stats.Dropped["invalid"], stats.Dropped["unknown_kind"])
-	if len(parked) == 0 {
-		fmt.Fprintln(stdout, "no parked events")
-		return nil
-	}
-	rows := make([][]cell, 0, len(parked))
-	for _, p := range parked {
-		rows = append(rows, []cell{{strconv.FormatUint(p.Sequence, 10), ""}, {string(p.Kind), ""}, {p.DispatchID, ""},
-			{humanDuration(time.Since(p.ParkedAt)), ""}, {clipText(p.Error, 100), sgrYellow}})
-	}
-	u.writeTable(stdout, []string{"SEQ", "KIND", "DISPATCH", "PARKED", "ERROR"}, rows)
-	fmt.Fprintln(stdout, "\nretry one with 'agora events retry SEQ', or drop it with 'agora events discard SEQ'")
-	return nil
+	return a.show(stdout, wire.ParkedEventList{ParkedEvents: parked, Stats: stats}, func() { view.New(stdout, environ).Parked(stdout, parked, stats) })
 }

@@ -6,11 +6,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -41,15 +41,6 @@ func forkVerb(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return a.explainOp(ctx, c, err, pos[0])
 		}
-		if a.json {
-			return writeJSON(stdout, t)
-		}
-		given := req.Answer
-		if t.Origin != nil {
-			given = t.Origin.Answer // as the question's option spells it
-		}
-		fmt.Fprintf(stdout, "%s forks %s at round %d with %q: round %d %s; 'agora status %s' shows it, 'agora logs %s -f' follows it\n",
-			t.ID, pos[0], req.Round, given, req.Round+1, stateLabel(t.State), t.ID, t.ID)
-		return nil
+		return a.show(stdout, t, func() { view.Forked(stdout, t, pos[0], req) })
 	}
 }

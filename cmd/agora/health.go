@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -31,7 +31,7 @@ func healthVerb(fs *flag.FlagSet) runFunc {
 		}
 		if a.server == "" && getenv(environ, "AGORA_SERVER") == "" {
 			if listen := getenv(environ, "AGORA_LISTEN"); listen != "" {
-				if a.server, err = loopbackURL(listen); err != nil {
+				if a.server, err = explain.LoopbackURL(listen); err != nil {
 					return usagef("AGORA_LISTEN %q: %v; want HOST:PORT, e.g. 0.0.0.0:7070", listen, err)
 				}
 			}
@@ -45,26 +45,6 @@ func healthVerb(fs *flag.FlagSet) runFunc {
 		if err := c.Health(ctx); err != nil {
 			return a.explain(err, "")
 		}
-		if a.json {
-			return writeJSON(stdout, wire.Health{Status: "ok"})
-		}
-		fmt.Fprintln(stdout, "ok")
-		return nil
+		return a.show(stdout, wire.Health{Status: "ok"}, func() { fmt.Fprintln(stdout, "ok") })
 	}
-}
-
-// loopbackURL is the URL this machine reaches a listener on ADDR at: an
-// unspecified host (0.0.0.0, ::, none) is asked on loopback.
-func loopbackURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", err
-	}
-	switch ip := net.ParseIP(host); {
-	case host == "" || (ip != nil && ip.IsUnspecified() && ip.To4() != nil):
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified():
-		host = "::1"
-	}
-	return "http://" + net.JoinHostPort(host, port), nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -47,7 +47,7 @@ func logsVerb(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return a.explain(err, id)
 		}
-		r := lastRound(t)
+		r := view.LastRound(t)
 		if *round > 0 {
 			r = nil
 			for i := range t.Rounds {
@@ -56,14 +56,14 @@ func logsVerb(fs *flag.FlagSet) runFunc {
 				}
 			}
 			if r == nil {
-				return fmt.Errorf("task %s has no round %d (its rounds are 1 to %d); 'agora status %s' shows them", id, *round, lastRound(t).N, id)
+				return fmt.Errorf("task %s has no round %d (its rounds are 1 to %d); 'agora status %s' shows them", id, *round, view.LastRound(t).N, id)
 			}
 		}
 		out := stdout
 		var whole *strings.Builder
 		if a.json {
 			if follow {
-				out = jsonChunks{w: stdout, task: id, round: r.N, dispatch: r.DispatchID}
+				out = view.LogsJSON{TaskID: id, Round: r.N, DispatchID: r.DispatchID}.Chunks(stdout)
 			} else {
 				whole = &strings.Builder{}
 				out = whole
@@ -75,40 +75,13 @@ func logsVerb(fs *flag.FlagSet) runFunc {
 			return nil // interrupted while following: that is how it ends
 		case errors.Is(err, wire.ErrWrongState):
 			return fmt.Errorf("round %d of %s is %s: its output is stored when it ends; follow it live with: agora logs %s -f",
-				r.N, id, stateLabel(r.State), id)
+				r.N, id, view.StateLabel(r.State), id)
 		case err != nil:
 			return a.explain(err, id)
 		}
 		if whole != nil {
-			return writeJSON(stdout, logsJSON{TaskID: id, Round: r.N, DispatchID: r.DispatchID, Output: whole.String()})
+			return writeJSON(stdout, view.LogsJSON{TaskID: id, Round: r.N, DispatchID: r.DispatchID, Output: whole.String()})
 		}
 		return nil
 	}
-}
-
-// logsJSON is what logs --json prints.
-type logsJSON struct {
-	TaskID     string `json:"task_id"`
-	Round      int    `json:"round"`
-	DispatchID string `json:"dispatch_id"`
-	Output     string `json:"output"`
-}
-
-// jsonChunks writes each chunk as one logsJSON line.
-type jsonChunks struct {
-	w        io.Writer
-	task     string
-	round    int
-	dispatch string
-}
-
-func (j jsonChunks) Write(p []byte) (int, error) {
-	data, err := json.Marshal(logsJSON{TaskID: j.task, Round: j.round, DispatchID: j.dispatch, Output: string(p)})
-	if err != nil {
-		return 0, err
-	}
-	if _, err := j.w.Write(append(data, '\n')); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }

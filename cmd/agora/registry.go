@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/registryfile"
 	"github.com/agoradev/agora/wire"
 )
@@ -78,16 +75,7 @@ func (v registryVerb) register(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return a.explainRegistry(err)
 		}
-		if a.json {
-			return writeJSON(stdout, reg)
-		}
-		e := reg.Entry
-		if reg.Created {
-			fmt.Fprintf(stdout, "registered %s %s (version %d)\n", v.noun, e.Ref(), e.Seq)
-		} else {
-			fmt.Fprintf(stdout, "%s %s is registered already (version %d); nothing changed\n", v.noun, e.Ref(), e.Seq)
-		}
-		return nil
+		return a.show(stdout, reg, func() { view.Registered(stdout, v.noun, reg) })
 	}
 }
 
@@ -119,25 +107,17 @@ func (v registryVerb) list(fs *flag.FlagSet) runFunc {
 		}
 		words := []string{"agora", v.plain, "list"}
 		if a.json {
-			writeMore(stderr, len(page.Entries), "names", page.NextCursor, append(words, "--json")...)
-			return writeJSON(stdout, orEmpty(page.Entries))
+			view.More(stderr, len(page.Entries), "names", page.NextCursor, append(words, "--json")...)
+			return writeJSON(stdout, view.OrEmpty(page.Entries))
 		}
 		if len(page.Entries) == 0 && pf.cursor == "" {
 			fmt.Fprintf(stdout, "no %s registered; 'agora %s register FILE' adds one\n", v.noun, v.plain)
 			return nil
 		}
-		v.table(stdout, environ, page.Entries, true)
-		writeMore(stdout, len(page.Entries), "names", page.NextCursor, words...)
+		view.New(stdout, environ).Entries(stdout, v.kind, page.Entries, true)
+		view.More(stdout, len(page.Entries), "names", page.NextCursor, words...)
 		return nil
 	}
-}
-
-// orEmpty makes a nil list an empty one, so JSON says [] and not null.
-func orEmpty(entries []*wire.Entry) []*wire.Entry {
-	if entries == nil {
-		return []*wire.Entry{}
-	}
-	return entries
 }
 
 func (v registryVerb) show(fs *flag.FlagSet) runFunc {
@@ -183,159 +163,20 @@ func (v registryVerb) show(fs *flag.FlagSet) runFunc {
 			}
 			words := []string{"agora", v.plain, "show", refName, "--versions"}
 			if a.json {
-				writeMore(stderr, len(page.Entries), "versions", page.NextCursor, append(words, "--json")...)
-				return writeJSON(stdout, orEmpty(page.Entries))
+				view.More(stderr, len(page.Entries), "versions", page.NextCursor, append(words, "--json")...)
+				return writeJSON(stdout, view.OrEmpty(page.Entries))
 			}
-			v.table(stdout, environ, page.Entries, false)
-			writeMore(stdout, len(page.Entries), "versions", page.NextCursor, words...)
+			view.New(stdout, environ).Entries(stdout, v.kind, page.Entries, false)
+			view.More(stdout, len(page.Entries), "versions", page.NextCursor, words...)
 			return nil
 		}
 		e, err := c.Entry(ctx, v.kind, ref)
 		if err != nil {
 			return a.explainRegistry(err)
 		}
-		if a.json {
-			return writeJSON(stdout, e)
-		}
-		v.detail(stdout, environ, e)
-		return nil
+		return a.show(stdout, e, func() { view.New(stdout, environ).Entry(stdout, v.noun, e) })
 	}
 }
 
-// table writes entries, one per row.
-func (v registryVerb) table(w io.Writer, environ []string, entries []*wire.Entry, latest bool) {
-	u := newUI(w, environ)
-	header := []string{"NAME", "VERSION", "SEQ", "REGISTERED"}
-	switch v.kind {
-	case wire.KindSubagent:
-		header = append(header, "RUNTIME", "USES")
-	case wire.KindCapability:
-		header = append(header, "FILES", "SIZE")
-	case wire.KindEnv:
-		header = append(header, "VALUES", "SECRETS")
-	}
-	header = append(header, "DESCRIPTION")
-	var rows [][]cell
-	for _, e := range entries {
-		seq := fmt.Sprint(e.Seq)
-		if latest {
-			seq += " (latest)"
-		}
-		row := []cell{{e.Name, sgrBold}, {e.Version, ""}, {seq, ""}, {e.CreatedAt.Local().Format(time.DateTime), sgrDim}}
-		switch v.kind {
-		case wire.KindSubagent:
-			uses := "-"
-			if s := e.Subagent; s != nil {
-				if all := append(append([]string{}, s.Capabilities...), s.Env...); len(all) > 0 {
-					uses = strings.Join(all, ", ")
-				}
-				row = append(row, cell{string(s.Runtime), ""}, cell{uses, ""})
-			} else {
-				row = append(row, cell{"?", ""}, cell{uses, ""})
-			}
-		case wire.KindCapability:
-			row = append(row, cell{fmt.Sprint(e.Files), ""}, cell{humanBytes(e.Size), ""})
-		case wire.KindEnv:
-			nv, ns := 0, 0
-			if e.Env != nil {
-				nv, ns = len(e.Env.Values), len(e.Env.Secrets)
-			}
-			row = append(row, cell{fmt.Sprint(nv), ""}, cell{fmt.Sprint(ns), ""})
-		}
-		rows = append(rows, append(row, cell{clipText(e.Description, 60), ""}))
-	}
-	u.writeTable(w, header, rows)
-}
-
-// detail writes one entry in full. Env values are shown; secrets are refs,
-// never values, so they are shown too.
-func (v registryVerb) detail(w io.Writer, environ []string, e *wire.Entry) {
-	u := newUI(w, environ)
-	fmt.Fprintf(w, "%s %s · version %d · registered %s\n", v.noun, u.paint(sgrBold, e.Ref()), e.Seq, e.CreatedAt.Local().Format(time.DateTime))
-	fmt.Fprintf(w, "digest: %s\n", e.Digest)
-	if e.Description != "" {
-		fmt.Fprintf(w, "description: %s\n", e.Description)
-	}
-	switch {
-	case e.Subagent != nil:
-		s := e.Subagent
-		fmt.Fprintf(w, "runtime: %s\n", s.Runtime)
-		if len(s.Command) > 0 {
-			fmt.Fprintf(w, "command: %s\n", strings.Join(s.Command, " "))
-		}
-		for _, kv := range [][2]string{{"model", s.Model}, {"route", s.Route}, {"image", s.Image}, {"network", s.Network}, {"workspace", s.Workspace}} {
-			if kv[1] != "" {
-				fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
-			}
-		}
-		if len(s.Egress) > 0 {
-			fmt.Fprintf(w, "egress: %s\n", strings.Join(s.Egress, ", "))
-		}
-		if s.Prompt != "" {
-			fmt.Fprintf(w, "prompt: %s\n", clipText(s.Prompt, 200))
-		}
-		if len(s.Capabilities) > 0 {
-			fmt.Fprintf(w, "capabilities: %s\n", strings.Join(s.Capabilities, ", "))
-		}
-		if len(s.Env) > 0 {
-			fmt.Fprintf(w, "env: %s\n", strings.Join(s.Env, ", "))
-		}
-		if s.TimeoutSeconds > 0 {
-			fmt.Fprintf(w, "timeout: %s per round\n", humanDuration(time.Duration(s.TimeoutSeconds)*time.Second))
-		}
-		if s.Limits != nil {
-			fmt.Fprintf(w, "limits: max_rounds %d, max_wait_seconds %d\n", s.Limits.MaxRounds, s.Limits.MaxWaitSeconds)
-		}
-		if s.Retry != nil {
-			fmt.Fprintf(w, "retry: %s\n", retryText(s.Retry))
-		}
-		fmt.Fprintf(w, "dispatch: %s\n", u.paint(sgrBold, "agora dispatch --subagent "+e.Ref()))
-	case e.Env != nil:
-		for _, k := range slices.Sorted(maps.Keys(e.Env.Values)) {
-			fmt.Fprintf(w, "value  %s=%s\n", k, e.Env.Values[k])
-		}
-		for _, k := range slices.Sorted(maps.Keys(e.Env.Secrets)) {
-			fmt.Fprintf(w, "secret %s from %s\n", k, e.Env.Secrets[k])
-		}
-	default:
-		fmt.Fprintf(w, "files: %d · %s\n", e.Files, humanBytes(e.Size))
-	}
-}
-
-// explainRegistry is explain, with the registry's not-found in its words.
-func (a *apiFlags) explainRegistry(err error) error {
-	if e, ok := errors.AsType[*client.Error](err); ok && e.Code == string(wire.CodeNotFound) {
-		return errors.New(e.Message)
-	}
-	return a.explain(err, "")
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// retryText is a retry policy in a line: "3 attempts on worker-lost,
-// timeout; waits 10s, then ×2, at most 5m0s".
-func retryText(p *wire.RetryPolicy) string {
-	reasons := make([]string, len(p.On))
-	for i, r := range p.On {
-		reasons[i] = string(r)
-	}
-	mult, most := wire.DefaultBackoffMultiplier, wire.DefaultBackoffMaxSeconds
-	if b := p.Backoff; b != nil {
-		if b.Multiplier > 0 {
-			mult = b.Multiplier
-		}
-		if b.MaxSeconds > 0 {
-			most = b.MaxSeconds
-		}
-	}
-	return fmt.Sprintf("%d attempts on %s; waits %s, then ×%g, at most %s", p.Attempts, strings.Join(reasons, ", "),
-		p.Delay(2), mult, time.Duration(most)*time.Second)
-}
+// explainRegistry is explain for the registry verbs.
+func (a *apiFlags) explainRegistry(err error) error { return explain.Registry(a.server, a.token, err) }

@@ -4,44 +4,18 @@ package main
 // results, and the result dispatch --wait prints (docs/ci.md).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
-
-// writeResult prints a result for a shell: a JSON string as its text
-// (with a newline unless it ends with one), anything else as compact JSON
-// on one line. Nothing for no result (JSON null or none).
-func writeResult(w io.Writer, raw json.RawMessage) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var text string
-	if raw[0] == '"' && json.Unmarshal(raw, &text) == nil {
-		if !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		_, err := io.WriteString(w, text)
-		return err
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return fmt.Errorf("the result is not JSON: %w", err)
-	}
-	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
-	return err
-}
 
 // ---- agora result
 
@@ -65,11 +39,11 @@ func resultVerb(fs *flag.FlagSet) runFunc {
 		switch t.State {
 		case wire.StateFinished:
 		case wire.StateFailed:
-			return exitOutcome{code: exitFailed, msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, outcomeDetail(t), t.ID)}
+			return exitcode.Outcome{Code: exitFailed, Msg: fmt.Sprintf("task %s failed: %s; it has no result ('agora logs %s' shows its output)", t.ID, view.OutcomeDetail(t), t.ID)}
 		case wire.StateCancelled, wire.StateExpired:
-			return exitOutcome{code: exitEnded, msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, stateLabel(t.State), outcomeDetail(t))}
+			return exitcode.Outcome{Code: exitEnded, Msg: fmt.Sprintf("task %s %s: %s; it has no result", t.ID, view.StateLabel(t.State), view.OutcomeDetail(t))}
 		default:
-			return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, stateLabel(t.State), t.ID)
+			return fmt.Errorf("task %s is %s: its result comes when it finishes ('agora dispatch --wait' waits for one; 'agora status %s' shows it)", t.ID, view.StateLabel(t.State), t.ID)
 		}
 		raw, err := c.TaskResult(ctx, t)
 		if err != nil {
@@ -86,7 +60,7 @@ func resultVerb(fs *flag.FlagSet) runFunc {
 			fmt.Fprintf(stderr, "agora result: task %s finished without a result (its sub-agent wrote no .agora/result.json)\n", t.ID)
 			return nil
 		}
-		return writeResult(stdout, raw)
+		return view.Result(stdout, raw)
 	}
 }
 
@@ -123,21 +97,7 @@ func artifactsVerb(fs *flag.FlagSet) runFunc {
 			return a.explain(err, id)
 		}
 		if dir == "" {
-			if a.json {
-				return writeJSON(stdout, wire.ArtifactList{TaskID: id, Artifacts: list})
-			}
-			if len(list) == 0 {
-				fmt.Fprintf(stderr, "agora artifacts: task %s has no artifacts\n", id)
-				return nil
-			}
-			width := 0
-			for _, f := range list {
-				width = max(width, len(f.Name))
-			}
-			for _, f := range list {
-				fmt.Fprintf(stdout, "%-*s  %10s  sha256:%s\n", width, f.Name, strconv.FormatInt(f.Size, 10), f.SHA256)
-			}
-			return nil
+			return a.show(stdout, wire.ArtifactList{TaskID: id, Artifacts: list}, func() { view.Artifacts(stdout, stderr, id, list) })
 		}
 		want, err := client.SelectArtifacts(list, names)
 		if err != nil {
@@ -169,17 +129,6 @@ func artifactsVerb(fs *flag.FlagSet) runFunc {
 
 const batchResultsSynopsis = "ID [--server URL] [--token TOKEN]"
 
-// batchResult is one line of agora batch results.
-type batchResult struct {
-	ID        string          `json:"id"`
-	State     wire.State      `json:"state"`
-	Outcome   *wire.Outcome   `json:"outcome,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Artifacts []wire.Artifact `json:"artifacts,omitempty"`
-	// Error says why the result of a task that has one could not be read.
-	Error string `json:"error,omitempty"`
-}
-
 // batchResultsVerb prints one JSON line per task of the batch, in the
 // order of the batch file's lines: id, state, outcome, result (read
 // through the API when stored by ref) and artifacts.
@@ -194,7 +143,7 @@ func batchResultsVerb(fs *flag.FlagSet) runFunc {
 		client.SortBatchTasks(tasks)
 		enc := json.NewEncoder(stdout)
 		for _, t := range tasks {
-			line := batchResult{ID: t.ID, State: t.State, Outcome: t.Outcome, Artifacts: t.Artifacts}
+			line := view.BatchResult{ID: t.ID, State: t.State, Outcome: t.Outcome, Artifacts: t.Artifacts}
 			if line.Result, err = c.TaskResult(ctx, t); err != nil {
 				line.Error = "read the result: " + err.Error()
 			}

@@ -19,6 +19,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 )
 
 const secretUsage = `usage: agora secret set NAME [--from-file FILE]   the value from stdin, or FILE
@@ -97,7 +98,7 @@ func secretSetVerb(stdin io.Reader) func(*flag.FlagSet) runFunc {
 				}
 				defer f.Close()
 				src, from = f, *fromFile
-			} else if f, ok := stdin.(*os.File); ok && isTTY(f) {
+			} else if f, ok := stdin.(*os.File); ok && view.IsTTY(f) {
 				fmt.Fprintf(stderr, "%s: type the value of %s, then Ctrl-D (it shows on the screen; pipe it in or use --from-file to keep it off)\n", name, key)
 			}
 			value, err := io.ReadAll(io.LimitReader(src, roles.MaxSecretBytes+1))
@@ -149,11 +150,11 @@ func secretListVerb(fs *flag.FlagSet) runFunc {
 			fmt.Fprintf(stdout, "no secrets in %s; add one with: printf '%%s' VALUE | agora secret set NAME\n", store.Dir())
 			return nil
 		}
-		rows := make([][]cell, len(infos))
+		rows := make([][]view.Cell, len(infos))
 		for i, in := range infos {
-			rows[i] = []cell{{text: in.Name}, {text: strconv.FormatInt(in.Size, 10)}, {text: in.Modified.Local().Format("2006-01-02 15:04:05")}}
+			rows[i] = []view.Cell{{Text: in.Name}, {Text: strconv.FormatInt(in.Size, 10)}, {Text: in.Modified.Local().Format("2006-01-02 15:04:05")}}
 		}
-		newUI(stdout, environ).writeTable(stdout, []string{"NAME", "BYTES", "MODIFIED"}, rows)
+		view.New(stdout, environ).Table(stdout, []string{"NAME", "BYTES", "MODIFIED"}, rows)
 		return nil
 	}
 }

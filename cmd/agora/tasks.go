@@ -8,12 +8,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,14 +18,17 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/cmd/agora/internal/notapi"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
+	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
 	"github.com/agoradev/agora/cmd/agora/internal/verbflags"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
 // defaultServer is where the CLI looks for the API without --server or
-// $AGORA_SERVER: `agora serve` on this machine.
-const defaultServer = "http://127.0.0.1:7070"
+// $AGORA_SERVER (explain.DefaultServer).
+const defaultServer = explain.DefaultServer
 
 // apiFlags are the flags of every verb that talks to the server.
 type apiFlags struct {
@@ -76,22 +76,11 @@ func (v *apiVerb) open(pos, environ []string, check func(pos []string) error) (*
 // connect settles the server and token (flag, else environment, else
 // default) and returns a client of that server.
 func (a *apiFlags) connect(environ []string) (*client.Client, error) {
-	server, from := a.server, "--server"
-	if server == "" {
-		server, from = getenv(environ, "AGORA_SERVER"), "AGORA_SERVER"
+	server, err := explain.Server(a.server, getenv(environ, "AGORA_SERVER"))
+	if err != nil {
+		return nil, err
 	}
-	given := server
-	if server == "" {
-		server = defaultServer
-	}
-	if !strings.Contains(server, "://") {
-		server = "http://" + server
-	}
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef("%s %q: want the agora server's URL, e.g. %s", from, given, defaultServer)
-	}
-	a.server = strings.TrimRight(server, "/")
+	a.server = server
 	if a.token == "" {
 		a.token = getenv(environ, "AGORA_TOKEN")
 	}
@@ -102,7 +91,7 @@ func (a *apiFlags) connect(environ []string) (*client.Client, error) {
 func wantOne(usage string) func([]string) error {
 	return func(pos []string) error {
 		if len(pos) != 1 {
-			return usageError{msg: usage}
+			return exitcode.UsageError{Msg: usage}
 		}
 		return nil
 	}
@@ -121,89 +110,25 @@ func (a *apiFlags) who(by string, environ []string) string {
 // explain turns an error of the client into one line that says what to
 // do; taskID names the task the call was about, if any.
 func (a *apiFlags) explain(err error, taskID string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("interrupted")
-	}
-	if e, ok := errors.AsType[*client.Error](err); ok {
-		switch {
-		case e.Code == string(wire.CodeNotFound) && taskID != "":
-			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
-		case e.Code == string(wire.CodeUnauthorized) && strings.Contains(a.token, ":"):
-			// The server is given NAME:SECRET; a client sends the SECRET.
-			name, _, _ := strings.Cut(a.token, ":")
-			return fmt.Errorf("the agora server at %s refused the token (%s): a client sends only the SECRET of the server's --token NAME:SECRET, so if %q is the token's name, drop it", a.server, e.Message, name+":")
-		case e.Code == string(wire.CodeUnauthorized):
-			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
-		case e.Code == string(wire.CodeNoRoute) || e.Code == "":
-			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
-		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
-			// The server refused the input and changed nothing: the same
-			// exit code as a mistake the CLI finds itself.
-			return usageError{msg: plainMessage(e)}
-		}
-		return errors.New(plainMessage(e))
-	}
-	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
-		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
-	}
-	if msg, ok := notapi.Explain(a.server, strings.TrimPrefix(defaultServer, "http://"), err); ok {
-		return errors.New(msg)
-	}
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
-	}
-	return err
-}
-
-// plainMessage is the API's message without the sentinel's own words,
-// which repeat what the message says: "task t-1 is finished already: not
-// possible in the task's state" reads "task t-1 is finished already".
-func plainMessage(e *client.Error) string {
-	msg := e.Message
-	if s := wire.Code(e.Code).Sentinel(); s != nil {
-		switch {
-		case errors.Is(s, wire.ErrInvalidAnswer), errors.Is(s, wire.ErrInvalidRequest):
-			msg = strings.Replace(msg, s.Error()+": ", "", 1)
-			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		case errors.Is(s, wire.ErrWrongState):
-			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		}
-	}
-	return msg
+	return explain.Error(a.server, a.token, err, taskID)
 }
 
 // writeJSON writes v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+func writeJSON(w io.Writer, v any) error { return view.JSON(w, v) }
+
+// show writes v as JSON with --json, else calls text, which writes it
+// for people.
+func (a *apiFlags) show(w io.Writer, v any, text func()) error {
+	if a.json {
+		return writeJSON(w, v)
 	}
-	_, err = w.Write(append(data, '\n'))
-	return err
+	text()
+	return nil
 }
 
-// verbExit runs main and turns its error into the exit code: 0, 1 for a
-// failure, 2 for a usage error, or the code of an exitOutcome.
-func verbExit(stderr io.Writer, name string, err error) int {
-	if o, ok := errors.AsType[exitOutcome](err); ok {
-		if o.msg != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", name, o.msg)
-		}
-		return o.code
-	}
-	return exitCode(stderr, name, err)
-}
-
-// exitOutcome is an exit code a verb chose, with an optional one-line message.
-type exitOutcome struct {
-	code int
-	msg  string
-}
-
-func (o exitOutcome) Error() string { return o.msg }
+// verbExit turns main's error into the exit code: 0, 1 for a failure, 2
+// for a usage error, or the code of an exitcode.Outcome.
+func verbExit(stderr io.Writer, name string, err error) int { return exitcode.Verb(stderr, name, err) }
 
 // ---- paging
 
@@ -233,29 +158,16 @@ func (p *pageFlags) check(name string) error {
 	return nil
 }
 
+// limitText is --limit's value as typed, "" when not given.
+func (p *pageFlags) limitText() string {
+	if p.limit == 0 {
+		return ""
+	}
+	return strconv.Itoa(p.limit)
+}
+
 func (p *pageFlags) options() wire.PageOptions {
 	return wire.PageOptions{Limit: p.limit, Cursor: p.cursor}
-}
-
-// writeMore tells how to see what one page left out: the same command
-// with --cursor for the next page, or --all. args are the command's words
-// and the filters it was given.
-func writeMore(w io.Writer, shown int, items, next string, args ...string) {
-	if next == "" {
-		return
-	}
-	cmd := strings.Join(append(args, "--cursor", next), " ")
-	fmt.Fprintf(w, "\n%d %s shown; more: '%s' (next page), or --all (every one), --limit N (per page)\n", shown, items, cmd)
-}
-
-// shellWord is s as one word of a shell command line.
-func shellWord(s string) string {
-	for _, c := range s {
-		if !(c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == '=' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
 }
 
 // ---- status
@@ -290,11 +202,7 @@ func statusVerb(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return a.explain(err, pos[0])
 			}
-			if a.json {
-				return writeJSON(stdout, t)
-			}
-			newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
-			return nil
+			return a.show(stdout, t, func() { view.New(stdout, environ).Timeline(stdout, t, time.Now()) })
 		}
 		opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
 		var page wire.TaskPage
@@ -312,49 +220,10 @@ func statusVerb(fs *flag.FlagSet) runFunc {
 			}
 			return writeJSON(stdout, page)
 		}
-		newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary, filterText(*state, *label, page))
-		words := []string{"agora status"}
-		if *state != "" {
-			words = append(words, "--state", *state)
-		}
-		if *label != "" {
-			words = append(words, "--label", shellWord(*label))
-		}
-		if pf.limit != 0 {
-			words = append(words, "--limit", strconv.Itoa(pf.limit))
-		}
-		writeMore(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
+		view.New(stdout, environ).Attention(stdout, page.Tasks, page.Summary, view.FilterText(*state, *label, page))
+		view.More(stdout, len(page.Tasks), "tasks", page.NextCursor, view.Words("agora status", "--state", *state, "--label", *label, "--limit", pf.limitText())...)
 		return nil
 	}
-}
-
-// filterText says what status --state/--label shows of the tasks the
-// counts line counts: "showing failed: 3 of 12 tasks". With --label the
-// server counts no matches, so the line counts the ones listed, "at
-// least" when more pages follow.
-func filterText(state, label string, page wire.TaskPage) string {
-	if state == "" && label == "" {
-		return ""
-	}
-	total := 0
-	for _, n := range page.Summary.Counts {
-		total += n
-	}
-	var what []string
-	if state != "" {
-		what = append(what, stateLabel(wire.State(state)))
-	}
-	if label != "" {
-		what = append(what, "labelled "+label)
-	}
-	shown := strconv.Itoa(len(page.Tasks))
-	switch {
-	case label == "":
-		shown = strconv.Itoa(page.Summary.Counts[wire.State(state)])
-	case page.NextCursor != "":
-		shown = "at least " + shown
-	}
-	return fmt.Sprintf("showing %s: %s of %d task%s", strings.Join(what, ", "), shown, total, pluralS(total))
 }
 
 // ---- questions
@@ -400,12 +269,8 @@ func questionsVerb(fs *flag.FlagSet) runFunc {
 			}
 			return writeJSON(stdout, page)
 		}
-		newUI(stdout, environ).writeQuestions(stdout, page.Questions, time.Now())
-		words := []string{"agora questions"}
-		if pf.limit != 0 {
-			words = append(words, "--limit", strconv.Itoa(pf.limit))
-		}
-		writeMore(stdout, len(page.Questions), "questions", page.NextCursor, words...)
+		view.New(stdout, environ).Questions(stdout, page.Questions, time.Now())
+		view.More(stdout, len(page.Questions), "questions", page.NextCursor, view.Words("agora questions", "--limit", pf.limitText())...)
 		return nil
 	}
 }
@@ -442,7 +307,7 @@ func answerVerb(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		rem, err := rememberOf(*remember, *rememberScope, *rememberFor)
+		rem, err := submitreq.Remember(*remember, *rememberScope, *rememberFor)
 		if err != nil {
 			return err
 		}
@@ -460,25 +325,7 @@ func answerVerb(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return a.explain(err, pos[0])
 		}
-		if a.json {
-			return writeJSON(stdout, t)
-		}
-		var answered *wire.Round
-		for i := len(t.Rounds) - 1; i >= 0; i-- {
-			if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
-				answered = r
-				break
-			}
-		}
-		if answered == nil {
-			fmt.Fprintf(stdout, "%s answered; %s\n", t.ID, needsText(t))
-			return nil
-		}
-		fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, needsText(t))
-		if id := answered.Answer.Remembered; id != "" {
-			fmt.Fprintf(stdout, "remembered as rule %s: 'agora rules show %s'\n", id, id)
-		}
-		return nil
+		return a.show(stdout, t, func() { view.Answered(stdout, t) })
 	}
 }
 
@@ -505,9 +352,9 @@ func cancelVerb(fs *flag.FlagSet) runFunc {
 		},
 		func(t *wire.Task) string {
 			if ended {
-				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, stateLabel(t.State), outcomeDetail(t))
+				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, view.StateLabel(t.State), view.OutcomeDetail(t))
 			}
-			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, outcomeDetail(t), t.ID)
+			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, view.OutcomeDetail(t), t.ID)
 		})
 }
 
@@ -515,15 +362,18 @@ func respawnVerb(fs *flag.FlagSet) runFunc {
 	return taskOpVerb(fs, "agora respawn", bulkRespawn,
 		func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) },
 		func(t *wire.Task) string {
-			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
+			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, view.RoundText(view.LastRound(t)), t.ID)
 		})
 }
 
-func outcomeDetail(t *wire.Task) string {
-	if t.Outcome != nil {
-		return t.Outcome.Detail
-	}
-	return stateLabel(t.State)
+// removeVerb deletes a task and its stored output (cancelling it first if
+// it has not ended), or every task a selector picks.
+func removeVerb(fs *flag.FlagSet) runFunc {
+	return taskOpVerb(fs, "agora rm", bulkRemove,
+		func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) {
+			return &wire.Task{ID: id}, c.Remove(ctx, id)
+		},
+		func(t *wire.Task) string { return "removed " + t.ID + " and its stored output" })
 }
 
 // oneOrBulk is a task verb's selectors, declared on a's flags. With a
@@ -572,29 +422,18 @@ func taskOpVerb(fs *flag.FlagSet, name string, bulk bulkOp,
 		if err != nil {
 			return a.explainOp(ctx, c, err, pos[0])
 		}
-		if a.json {
-			return writeJSON(stdout, t)
+		var out any = t
+		if bulk.verb == bulkRemove.verb { // the task is gone: say so
+			out = wire.Change{TaskID: t.ID, Removed: true}
 		}
-		fmt.Fprintln(stdout, done(t))
-		return nil
+		return a.show(stdout, out, func() { fmt.Fprintln(stdout, done(t)) })
 	}
 }
 
 // explainOp is explain plus, for an operation the task's state does not
 // allow, the command that fits its state.
 func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, taskID string) error {
-	line := a.explain(err, taskID)
-	if !errors.Is(err, wire.ErrWrongState) {
-		return line
-	}
-	t, gerr := c.Get(ctx, taskID)
-	if gerr != nil {
-		return line
-	}
-	if next := nextAction(t); next != "" {
-		return fmt.Errorf("%v; what fits now: %s", line, next)
-	}
-	return line
+	return explain.Op(ctx, c, a.server, a.token, err, taskID)
 }
 
 const continueSynopsis = "TASK MESSAGE [--by NAME] [--json] [--server URL] [--token TOKEN]"
@@ -617,38 +456,8 @@ func continueVerb(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return a.explainOp(ctx, c, err, pos[0])
 		}
-		if a.json {
-			return writeJSON(stdout, t)
-		}
-		fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, roundText(lastRound(t)), t.ID)
-		return nil
-	}
-}
-
-// removeVerb deletes a task and its stored output (cancelling it first if
-// it has not ended), or every task a selector picks.
-func removeVerb(fs *flag.FlagSet) runFunc {
-	a := newAPIVerb(fs)
-	oneOrBulk := a.oneOrBulk(bulkRemove)
-	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-		pos, bulked, err := oneOrBulk(ctx, args, environ, stdout, stderr)
-		if bulked || err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return usagef("want one TASK, e.g. agora rm t-42, or a selector, e.g. agora rm --batch nightly ('agora status' lists the tasks)")
-		}
-		c, err := a.connect(environ)
-		if err != nil {
-			return err
-		}
-		if err := c.Remove(ctx, pos[0]); err != nil {
-			return a.explain(err, pos[0])
-		}
-		if a.json {
-			return writeJSON(stdout, wire.Change{TaskID: pos[0], Removed: true})
-		}
-		fmt.Fprintf(stdout, "removed %s and its stored output\n", pos[0])
-		return nil
+		return a.show(stdout, t, func() {
+			fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, view.RoundText(view.LastRound(t)), t.ID)
+		})
 	}
 }
