@@ -51,101 +51,75 @@ const batchUsage = `usage: agora batch submit FILE.jsonl [--batch ID] [--route R
   Both count the tasks first and ask on a terminal; --yes for scripts.
 `
 
-func runBatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "agora batch: want a subcommand, submit FILE.jsonl, status ID, results ID, cancel ID or retry ID; 'agora batch -h' explains them")
-		return 2
-	}
-	switch args[0] {
-	case "submit":
-		return verbExit(stderr, "agora batch submit", batchSubmitMain(ctx, args[1:], environ, stdout, stderr))
-	case "status":
-		return verbExit(stderr, "agora batch status", batchStatusMain(ctx, args[1:], environ, stdout))
-	case "results":
-		return verbExit(stderr, "agora batch results", batchResultsMain(ctx, args[1:], environ, stdout))
-	case "cancel":
-		return verbExit(stderr, "agora batch cancel", batchBulkMain(ctx, "agora batch cancel", bulkCancel, args[1:], environ, stdout, stderr))
-	case "retry":
-		return verbExit(stderr, "agora batch retry", batchBulkMain(ctx, "agora batch retry", bulkRespawn, args[1:], environ, stdout, stderr))
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, batchUsage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "agora batch: unknown subcommand %q; want submit, status, results, cancel or retry\n", args[0])
-	return 2
-}
-
 // ---- batch submit
 
 const batchSubmitSynopsis = "FILE.jsonl [--batch ID] [--route R] [--json] [--server URL] [--token TOKEN]"
 
-// batchSubmitMain submits every line of the file. A bad line is reported
+// batchSubmitVerb submits every line of the file. A bad line is reported
 // with its number and does not stop the others; nothing accepted is
 // undone. Exit 1 when any line failed.
-func batchSubmitMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora batch submit", flag.ContinueOnError)
+func batchSubmitVerb(fs *flag.FlagSet) runFunc {
 	a := newAPIFlags(fs)
 	batch := fs.String("batch", "", "the batch `ID` (default: the file's name without its extension)")
 	route := fs.String("route", "", "the route of every line that names none, e.g. memory,human=24h")
-	pos, err := parseArgs(fs, batchSubmitSynopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one FILE of JSON lines, e.g. agora batch submit tasks.jsonl")
-	}
-	file := pos[0]
-	id := *batch
-	if id == "" {
+	return func(ctx context.Context, pos, environ []string, stdout, stderr io.Writer) error {
+		if len(pos) != 1 {
+			return usagef("want one FILE of JSON lines, e.g. agora batch submit tasks.jsonl")
+		}
+		file := pos[0]
+		id := *batch
+		if id == "" {
+			if file == "-" {
+				return usagef("reading stdin, give the batch id with --batch ID")
+			}
+			id = batchreport.IDFromFile(file)
+		}
+		if !batchreport.ValidID(id) {
+			return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
+		}
+		if *route != "" {
+			if _, err := wire.ParseRoute(*route); err != nil {
+				return usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", *route, err)
+			}
+		}
+		var data []byte
+		var err error
 		if file == "-" {
-			return usagef("reading stdin, give the batch id with --batch ID")
+			data, err = io.ReadAll(os.Stdin)
+		} else {
+			data, err = os.ReadFile(file)
 		}
-		id = batchreport.IDFromFile(file)
-	}
-	if !batchreport.ValidID(id) {
-		return usagef("batch id %q: want letters, digits, '-' and '_' (at most 80), starting with a letter or digit; pass --batch ID", id)
-	}
-	if *route != "" {
-		if _, err := wire.ParseRoute(*route); err != nil {
-			return usagef("--route %q: %v; e.g. --route memory,lookup,human=30m", *route, err)
+		if err != nil {
+			return usagef("%s: %v", file, unwrapPath(err))
 		}
-	}
-	var data []byte
-	if file == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(file)
-	}
-	if err != nil {
-		return usagef("%s: %v", file, unwrapPath(err))
-	}
-	report := &batchreport.Report{Batch: id, File: file, Results: client.ParseBatch(data, id, *route)}
-	report.Lines = len(report.Results)
-	if report.Lines == 0 {
-		return usagef("%s has no lines; want one submit request (JSON) per line", file)
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	bar := progress.NewBar(stderr, view.New(stderr, environ), id, report.Lines)
-	bar.Draw(report)
-	err = c.SubmitBatch(ctx, id, report.Results, client.BatchOptions{Workers: batchWorkers,
-		Progress: func() { bar.Draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
-	if err != nil {
-		return a.explain(err, "")
-	}
-	report.Count()
-	bar.Done(report)
+		report := &batchreport.Report{Batch: id, File: file, Results: client.ParseBatch(data, id, *route)}
+		report.Lines = len(report.Results)
+		if report.Lines == 0 {
+			return usagef("%s has no lines; want one submit request (JSON) per line", file)
+		}
+		c, err := a.connect(environ)
+		if err != nil {
+			return err
+		}
+		bar := progress.NewBar(stderr, view.New(stderr, environ), id, report.Lines)
+		bar.Draw(report)
+		err = c.SubmitBatch(ctx, id, report.Results, client.BatchOptions{Workers: batchWorkers,
+			Progress: func() { bar.Draw(report) }, Describe: func(err error) string { return a.explain(err, "").Error() }})
+		if err != nil {
+			return a.explain(err, "")
+		}
+		report.Count()
+		bar.Done(report)
 
-	if err := a.show(stdout, report, func() { view.BatchSummary(stdout, report) }); err != nil {
-		return err
+		if err := a.show(stdout, report, func() { view.BatchSummary(stdout, report) }); err != nil {
+			return err
+		}
+		if report.Failed > 0 {
+			return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
+				report.Failed, report.Lines, view.PluralS(report.Lines), report.FailedLines())}
+		}
+		return nil
 	}
-	if report.Failed > 0 {
-		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d line%s failed (%s); fix them and run the same command again: the accepted ones are kept",
-			report.Failed, report.Lines, view.PluralS(report.Lines), report.FailedLines())}
-	}
-	return nil
 }
 
 func unwrapPath(err error) error {
@@ -157,48 +131,48 @@ func unwrapPath(err error) error {
 
 // ---- batch cancel, batch retry
 
-const batchBulkSynopsis = "ID [--yes] [--json] [--server URL] [--token TOKEN]"
+const (
+	batchBulkSynopsis  = "ID [--yes] [--json] [--server URL] [--token TOKEN]"
+	batchRetrySynopsis = "ID [--state STATE] [--yes] [--json] [--server URL] [--token TOKEN]"
+)
 
 // retryStates are what batch retry respawns by default: the failed tasks
 // and the expired ones (a question nobody answered is asked again);
 // cancelled ones were stopped on purpose.
 var retryStates = []wire.State{wire.StateFailed, wire.StateExpired}
 
-// batchBulkMain is batch cancel and batch retry: the bulk verb on the
+// batchBulkVerb is batch cancel and batch retry: the bulk verb on the
 // batch's tasks.
-func batchBulkMain(ctx context.Context, name string, op bulkOp, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	a := newAPIFlags(fs)
-	yes := fs.Bool("yes", false, op.verb+" them without asking (scripts; without a terminal it is required)")
-	synopsis := batchBulkSynopsis
-	var states *[]string
-	if op.verb == bulkRespawn.verb {
-		states = fs.StringArray("state", nil, "respawn the batch's tasks in `STATE` (repeat; default failed and expired)")
-		synopsis = "ID [--state STATE] [--yes] [--json] [--server URL] [--token TOKEN]"
+func batchBulkVerb(name string, op bulkOp) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		a := newAPIFlags(fs)
+		yes := fs.Bool("yes", false, op.verb+" them without asking (scripts; without a terminal it is required)")
+		var states *[]string
+		if op.verb == bulkRespawn.verb {
+			states = fs.StringArray("state", nil, "respawn the batch's tasks in `STATE` (repeat; default failed and expired)")
+		}
+		return func(ctx context.Context, pos, environ []string, stdout, stderr io.Writer) error {
+			if len(pos) != 1 {
+				return usagef("want one batch ID, e.g. %s nightly", name)
+			}
+			sf := selectorFlags{batch: pos[0]}
+			if states != nil {
+				sf.states = *states
+			}
+			sel, err := sf.selector()
+			if err != nil {
+				return err
+			}
+			if op.verb == bulkRespawn.verb && len(sel.States) == 0 {
+				sel.States = retryStates
+			}
+			c, err := a.connect(environ)
+			if err != nil {
+				return err
+			}
+			return bulkMain(ctx, c, a, op, sel, *yes, stdout, stderr)
+		}
 	}
-	pos, err := parseArgs(fs, synopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one batch ID, e.g. %s nightly", name)
-	}
-	sf := selectorFlags{batch: pos[0]}
-	if states != nil {
-		sf.states = *states
-	}
-	sel, err := sf.selector()
-	if err != nil {
-		return err
-	}
-	if op.verb == bulkRespawn.verb && len(sel.States) == 0 {
-		sel.States = retryStates
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	return bulkMain(ctx, c, a, op, sel, *yes, stdout, stderr)
 }
 
 // ---- batch status
@@ -213,41 +187,47 @@ type openedBatch struct {
 	tasks  []*wire.Task
 }
 
-// openBatch parses a batch verb's flags and one batch ID, and lists every
-// task of the batch; a batch without tasks is an error naming the server.
-func openBatch(ctx context.Context, verb, synopsis string, args, environ []string, stdout io.Writer) (*openedBatch, error) {
-	a := newAPIVerb("agora batch "+verb, synopsis)
-	c, pos, err := a.open(args, environ, stdout, wantOne(fmt.Sprintf("want one batch ID, e.g. agora batch %s tasks", verb)))
-	if err != nil {
-		return nil, err
+// batchOpener declares a batch verb's flags on fs; its func takes one
+// batch ID and lists every task of the batch; a batch without tasks is an
+// error naming the server.
+func batchOpener(fs *flag.FlagSet, verb string) func(ctx context.Context, args, environ []string) (*openedBatch, error) {
+	a := newAPIVerb(fs)
+	return func(ctx context.Context, args, environ []string) (*openedBatch, error) {
+		c, pos, err := a.open(args, environ, wantOne(fmt.Sprintf("want one batch ID, e.g. agora batch %s tasks", verb)))
+		if err != nil {
+			return nil, err
+		}
+		id := pos[0]
+		tasks, _, err := c.ListAll(ctx, wire.ListOptions{Label: batchLabel + "=" + id})
+		if err != nil {
+			return nil, a.explain(err, "")
+		}
+		if len(tasks) == 0 {
+			return nil, fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
+		}
+		return &openedBatch{api: a.apiFlags, client: c, id: id, tasks: tasks}, nil
 	}
-	id := pos[0]
-	tasks, _, err := c.ListAll(ctx, wire.ListOptions{Label: batchLabel + "=" + id})
-	if err != nil {
-		return nil, a.explain(err, "")
-	}
-	if len(tasks) == 0 {
-		return nil, fmt.Errorf("no tasks in batch %s on %s; 'agora batch submit FILE --batch %s' submits them", id, a.server, id)
-	}
-	return &openedBatch{api: a.apiFlags, client: c, id: id, tasks: tasks}, nil
 }
 
-// batchStatusMain counts the batch's tasks by state and groups their open
+// batchStatusVerb counts the batch's tasks by state and groups their open
 // questions.
-func batchStatusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	b, err := openBatch(ctx, "status", batchStatusSynopsis, args, environ, stdout)
-	if err != nil {
-		return err
+func batchStatusVerb(fs *flag.FlagSet) runFunc {
+	open := batchOpener(fs, "status")
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		b, err := open(ctx, args, environ)
+		if err != nil {
+			return err
+		}
+		a, c, id, tasks := b.api, b.client, b.id, b.tasks
+		st := view.BatchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
+		for _, t := range tasks {
+			st.Counts[t.State]++
+		}
+		if st.Questions, err = c.QuestionGroups(ctx, wire.GroupOptions{Batch: id}); err != nil {
+			return a.explain(err, "")
+		}
+		return a.show(stdout, st, func() { view.New(stdout, environ).BatchStatus(stdout, st) })
 	}
-	a, c, id, tasks := b.api, b.client, b.id, b.tasks
-	st := view.BatchStatus{Batch: id, Tasks: len(tasks), Counts: map[wire.State]int{}}
-	for _, t := range tasks {
-		st.Counts[t.State]++
-	}
-	if st.Questions, err = c.QuestionGroups(ctx, wire.GroupOptions{Batch: id}); err != nil {
-		return a.explain(err, "")
-	}
-	return a.show(stdout, st, func() { view.New(stdout, environ).BatchStatus(stdout, st) })
 }
 
 // ---- grouped questions

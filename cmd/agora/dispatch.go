@@ -33,17 +33,9 @@ type dispatchFlags struct {
 	api                                                                  *apiFlags
 }
 
-func runDispatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora dispatch", dispatchMain(ctx, args, environ, stdout, stderr))
-}
-
-// parseDispatch reads the flags and the files they name into the request,
-// without contacting anything: every mistake is found before a task
-// exists.
-func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitRequest, error) {
-	var f dispatchFlags
-	var req wire.SubmitRequest
-	fs := flag.NewFlagSet("agora dispatch", flag.ContinueOnError)
+// dispatchVerb declares agora dispatch's flags on fs.
+func dispatchVerb(fs *flag.FlagSet) runFunc {
+	f := &dispatchFlags{}
 	f.api = newAPIFlags(fs)
 	fs.StringVar(&f.subagent, "subagent", "", "a registered sub-agent: `NAME` (its latest version) or NAME@VERSION; the task pins the versions it resolves")
 	fs.StringVar(&f.subagentFile, "subagent-file", "", "the sub-agent: a YAML or JSON `FILE` (name, runtime, command or prompt, model; route, timeout_seconds, limits as defaults)")
@@ -59,29 +51,34 @@ func parseDispatch(args []string, stdout io.Writer) (dispatchFlags, wire.SubmitR
 		"SIGINT or SIGTERM cancels the task and exits 130 or 143")
 	fs.BoolVar(&f.detachOnSignal, "detach-on-signal", false, "with --wait: on SIGINT or SIGTERM stop waiting and leave the task running (exit 1), instead of cancelling it")
 	fs.DurationVar(&f.heartbeat, "heartbeat", defaultHeartbeat, "with --wait: while a question waits for a person, say so this often (`DURATION`, at least 1s)")
-	pos, err := parseArgs(fs, dispatchSynopsis, args, stdout)
-	if err != nil {
-		return f, req, err
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		return dispatchMain(ctx, fs, f, args, environ, stdout, stderr)
 	}
+}
+
+// parseDispatch reads the flags and the files they name into the request,
+// without contacting anything: every mistake is found before a task
+// exists.
+func parseDispatch(fs *flag.FlagSet, f *dispatchFlags, pos []string) (wire.SubmitRequest, error) {
+	var req wire.SubmitRequest
 	for _, name := range []string{"detach-on-signal", "heartbeat"} {
 		if fs.Changed(name) && !f.wait {
-			return f, req, usagef("--%s is about --wait, which is not given: add --wait", name)
+			return req, usagef("--%s is about --wait, which is not given: add --wait", name)
 		}
 	}
 	if len(pos) > 0 {
-		return f, req, usagef("unexpected argument %q; a command goes in quotes: --command \"%s\"", pos[0], strings.Join(pos, " "))
+		return req, usagef("unexpected argument %q; a command goes in quotes: --command \"%s\"", pos[0], strings.Join(pos, " "))
 	}
 	if f.heartbeat < time.Second {
-		return f, req, usagef("--heartbeat %s: want a duration of at least 1s, e.g. --heartbeat 30s", f.heartbeat)
+		return req, usagef("--heartbeat %s: want a duration of at least 1s, e.g. --heartbeat 30s", f.heartbeat)
 	}
-	req, err = submitreq.Build(submitreq.Flags{Subagent: f.subagent, SubagentFile: f.subagentFile, Command: f.command, Name: f.name,
+	return submitreq.Build(submitreq.Flags{Subagent: f.subagent, SubagentFile: f.subagentFile, Command: f.command, Name: f.name,
 		Input: f.input, Route: f.route, TaskID: f.taskID, Timeout: f.timeout, AllowMemory: f.allowMemory, Labels: f.labels})
-	return f, req, err
 }
 
 // dispatchMain submits a task; with --wait it follows it to its end.
-func dispatchMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	f, req, err := parseDispatch(args, stdout)
+func dispatchMain(ctx context.Context, fs *flag.FlagSet, f *dispatchFlags, args, environ []string, stdout, stderr io.Writer) error {
+	req, err := parseDispatch(fs, f, args)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,9 @@
 // Command agora is the one CLI. Thin: flags → the packages. The verbs are
-// registered in a cobra tree (commands.go), each declaring and parsing its
-// own pflag set, so its help and completions come from the definitions it
-// parses with; the roles (serve, runner, orchestrator, demo) are wired by
-// the composition root in internal/roles.
+// a cobra tree (commands.go): each declares its flags once, on its cobra
+// command, and returns its run; cobra parses them, and the help and the
+// shell completion are made from the same declarations. The roles (serve,
+// runner, orchestrator, demo) are wired by the composition root in
+// internal/roles.
 //
 // Only this package reads flags, the environment and signals: main turns the
 // first SIGINT or SIGTERM into a cancelled context for run (its cause names

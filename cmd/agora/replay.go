@@ -22,10 +22,6 @@ import (
 
 const replaySynopsis = "TASK | --batch BATCH [--subagent NAME@VERSION] [--strict] [--task-id ID] [--wait] [--json] [--server URL] [--token TOKEN]"
 
-func runReplay(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora replay", replayMain(ctx, args, environ, stdout, stderr))
-}
-
 type replayFlags struct {
 	api      *apiFlags
 	batch    string
@@ -34,35 +30,37 @@ type replayFlags struct {
 	taskArgs []string
 }
 
-func parseReplay(args []string, stdout io.Writer) (replayFlags, error) {
-	fs := flag.NewFlagSet("agora replay", flag.ContinueOnError)
-	f := replayFlags{api: newAPIFlags(fs)}
+// replayVerb declares agora replay's flags on fs.
+func replayVerb(fs *flag.FlagSet) runFunc {
+	f := &replayFlags{api: newAPIFlags(fs)}
 	fs.StringVar(&f.batch, "batch", "", "replay every finished task of `BATCH` into a new batch, and summarise")
 	fs.StringVar(&f.req.SubagentRef, "subagent", "", "run this registered sub-agent `NAME@VERSION` (or NAME, its newest) instead of the original's pinned one")
 	fs.BoolVar(&f.req.Strict, "strict", false, "a different result fails the replay too (by default it is reported only)")
 	fs.StringVar(&f.req.TaskID, "task-id", "", "the new task's `ID` (default: generated)")
 	fs.BoolVar(&f.wait, "wait", false, "follow the replay to its end; exit 0 only when it matched, 1 naming the first divergence")
-	pos, err := parseArgs(fs, replaySynopsis, args, stdout)
-	if err != nil {
-		return f, err
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		if err := f.check(args); err != nil {
+			return err
+		}
+		return replayMain(ctx, *f, environ, stdout, stderr)
 	}
+}
+
+// check takes the arguments: one TASK, or none with --batch.
+func (f *replayFlags) check(pos []string) error {
 	f.taskArgs = pos
 	switch {
 	case f.batch != "" && len(pos) > 0:
-		return f, usagef("give one TASK or --batch BATCH, not both")
+		return usagef("give one TASK or --batch BATCH, not both")
 	case f.batch != "" && f.req.TaskID != "":
-		return f, usagef("--task-id names one task; a batch replay names its tasks <new batch>-<task>")
+		return usagef("--task-id names one task; a batch replay names its tasks <new batch>-<task>")
 	case f.batch == "" && len(pos) != 1:
-		return f, usagef("want one TASK, e.g. agora replay t-42 --wait, or --batch BATCH ('agora status' lists the tasks)")
+		return usagef("want one TASK, e.g. agora replay t-42 --wait, or --batch BATCH ('agora status' lists the tasks)")
 	}
-	return f, nil
+	return nil
 }
 
-func replayMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	f, err := parseReplay(args, stdout)
-	if err != nil {
-		return err
-	}
+func replayMain(ctx context.Context, f replayFlags, environ []string, stdout, stderr io.Writer) error {
 	c, err := f.api.connect(environ)
 	if err != nil {
 		return err

@@ -8,7 +8,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
@@ -22,68 +23,64 @@ var rulesSynopses = map[string]string{
 	"rm":   "RULE [--server URL] [--token TOKEN]",
 }
 
-func runRules(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora rules", rulesMain(ctx, args, environ, stdout))
-}
-
-func rulesMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	sub := ""
-	if len(args) > 0 {
-		if _, ok := rulesSynopses[args[0]]; ok && args[0] != "" {
-			sub, args = args[0], args[1:]
-		}
-	}
-	a := newAPIVerb(strings.TrimSpace("agora rules "+sub), rulesSynopses[sub])
-	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
-		switch sub {
-		case "":
-			if len(pos) > 0 {
-				return usagef("unknown rules command %q; want list, show RULE or rm RULE", pos[0])
+// rulesVerb is agora rules (which lists them) and its subcommand sub.
+func rulesVerb(sub string) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		a := newAPIVerb(fs)
+		return func(ctx context.Context, args, environ []string, stdout, _ io.Writer) error {
+			sub := sub // agora rules is agora rules list
+			c, pos, err := a.open(args, environ, func(pos []string) error {
+				switch sub {
+				case "":
+					if len(pos) > 0 {
+						return usagef("unknown rules command %q; want list, show RULE or rm RULE", pos[0])
+					}
+				case "list":
+					if len(pos) > 0 {
+						return usagef("unexpected argument %q; agora rules list takes none", pos[0])
+					}
+				case "show", "rm":
+					if len(pos) != 1 {
+						return usagef("want agora rules %s RULE, with RULE from 'agora rules'", sub)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-		case "list":
-			if len(pos) > 0 {
-				return usagef("unexpected argument %q; agora rules list takes none", pos[0])
+			if sub == "" {
+				sub = "list"
 			}
-		case "show", "rm":
-			if len(pos) != 1 {
-				return usagef("want agora rules %s RULE, with RULE from 'agora rules'", sub)
+			if sub == "show" || sub == "rm" {
+				pos = append([]string{sub}, pos...)
 			}
+			switch sub {
+			case "show":
+				rule, err := c.Rule(ctx, pos[1])
+				if err != nil {
+					return a.explain(err, "")
+				}
+				return a.show(stdout, rule, func() { view.Rule(stdout, rule) })
+			case "rm":
+				if err := c.RemoveRule(ctx, pos[1]); err != nil {
+					return a.explain(err, "")
+				}
+				fmt.Fprintf(stdout, "rule %s removed; the next question like it goes along its route\n", pos[1])
+				return nil
+			}
+			rules, err := c.RulesAll(ctx)
+			if err != nil {
+				return a.explain(err, "")
+			}
+			if a.json {
+				if rules == nil {
+					rules = []wire.Rule{}
+				}
+				return writeJSON(stdout, wire.RuleList{Rules: rules})
+			}
+			view.New(stdout, environ).Rules(stdout, rules)
+			return nil
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	if sub == "" {
-		sub = "list"
-	}
-	if sub == "show" || sub == "rm" {
-		pos = append([]string{sub}, pos...)
-	}
-	switch sub {
-	case "show":
-		rule, err := c.Rule(ctx, pos[1])
-		if err != nil {
-			return a.explain(err, "")
-		}
-		return a.show(stdout, rule, func() { view.Rule(stdout, rule) })
-	case "rm":
-		if err := c.RemoveRule(ctx, pos[1]); err != nil {
-			return a.explain(err, "")
-		}
-		fmt.Fprintf(stdout, "rule %s removed; the next question like it goes along its route\n", pos[1])
-		return nil
-	}
-	rules, err := c.RulesAll(ctx)
-	if err != nil {
-		return a.explain(err, "")
-	}
-	if a.json {
-		if rules == nil {
-			rules = []wire.Rule{}
-		}
-		return writeJSON(stdout, wire.RuleList{Rules: rules})
-	}
-	view.New(stdout, environ).Rules(stdout, rules)
-	return nil
 }

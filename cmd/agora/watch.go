@@ -5,6 +5,8 @@ import (
 	"io"
 	"time"
 
+	flag "github.com/spf13/pflag"
+
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/view"
 )
@@ -15,33 +17,31 @@ const watchSynopsis = "[TASK] [--json] [--server URL] [--token TOKEN]"
 // changes made while its stream was being (re)opened.
 const watchResync = 10 * time.Second
 
-func runWatch(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora watch", watchMain(ctx, args, environ, stdout))
-}
-
-// watchMain follows every task (or one) until interrupted: on a terminal
+// watchVerb follows every task (or one) until interrupted: on a terminal
 // the attention table redrawn on each change; otherwise a line per change
 // of a task's state or round; with --json one wire.Change per line
 // (the tasks there are first, as changes).
-func watchMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	a := newAPIVerb("agora watch", watchSynopsis)
-	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
-		if len(pos) > 1 {
-			return usagef("want at most one TASK, got %d", len(pos))
+func watchVerb(fs *flag.FlagSet) runFunc {
+	a := newAPIVerb(fs)
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		c, pos, err := a.open(args, environ, func(pos []string) error {
+			if len(pos) > 1 {
+				return usagef("want at most one TASK, got %d", len(pos))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		taskID := ""
+		if len(pos) == 1 {
+			taskID = pos[0]
+		}
+		set := client.NewTaskSet(taskID)
+		w := view.NewWatcher(stdout, view.New(stdout, environ), a.json, a.server, set)
+		if err := c.Mirror(ctx, set, watchResync, w.Show, w.Draw); err != nil {
+			return a.explain(err, taskID)
 		}
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	taskID := ""
-	if len(pos) == 1 {
-		taskID = pos[0]
-	}
-	set := client.NewTaskSet(taskID)
-	w := view.NewWatcher(stdout, view.New(stdout, environ), a.json, a.server, set)
-	if err := c.Mirror(ctx, set, watchResync, w.Show, w.Draw); err != nil {
-		return a.explain(err, taskID)
-	}
-	return nil
 }

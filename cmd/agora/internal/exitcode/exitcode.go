@@ -37,9 +37,6 @@ func Usagef(format string, args ...any) error {
 	return UsageError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// ErrHelp: the usage was printed on request; exit 0.
-var ErrHelp = errors.New("help printed")
-
 // Outcome is an exit code a verb chose, with an optional one-line message.
 type Outcome struct {
 	Code int
@@ -49,9 +46,9 @@ type Outcome struct {
 func (o Outcome) Error() string { return o.Msg }
 
 // Print writes err as one line prefixed with the command and returns 2 for
-// a usage error, 1 for anything else (0 for nil or ErrHelp).
+// a usage error, 1 for anything else (0 for nil).
 func Print(stderr io.Writer, cmd string, err error) int {
-	if err == nil || errors.Is(err, ErrHelp) {
+	if err == nil {
 		return OK
 	}
 	// errors.Join and friends use newlines; one line is easier to grep.

@@ -20,7 +20,6 @@ func TestVerb(t *testing.T) {
 		wantStderr string
 	}{
 		{"nil", nil, OK, ""},
-		{"help", fmt.Errorf("x: %w", ErrHelp), OK, ""},
 		{"usage", Usagef("want %s", "TASK"), Usage, "agora x: want TASK\n"},
 		{"wrapped usage", fmt.Errorf("read: %w", UsageError{Msg: "bad"}), Usage, "agora x: read: bad\n"},
 		{"config usage", fmt.Errorf("ctx: %w", cliconfig.ErrUsage), Usage, "agora x: ctx: " + cliconfig.ErrUsage.Error() + "\n"},
