@@ -35,7 +35,7 @@ var readers = map[string]string{
 	"orchestrator/answer/slackanswer/events.go:EventsHandler": "Slack Events API bodies",
 	"orchestrator/answer/slackanswer/events.go:answerReply":   "recorded Slack events",
 	"client/batch.go:decodeBatchLine":                         "batch files",
-	"cmd/agora/dispatch.go:readInput":                         "agora dispatch --input",
+	"cmd/agora/internal/submitreq/submitreq.go:readInput":     "agora dispatch --input",
 	"orchestrator/answer/webhook.go:parseAnswer":              "a webhook answerer's response",
 	"orchestrator/answer/agent.go:agentAnswer":                "an answering agent's {\"answer\": …}",
 	"orchestrator/answer/lookup.go:parseJSONRules":            "a JSON lookup-rules file",
@@ -210,12 +210,14 @@ var notOutside = map[string]string{
 	"client/logs.go:Logs":                         "the server's error bodies",
 	"client/watch.go:next":                        "the server's event stream",
 	"cmd/agora/internal/idnames/idnames.go:Write": "the server's responses (-o name)",
-	"cmd/agora/result.go:writeResult":             "a result the server returned",
+	"cmd/agora/internal/view/result.go:Result":    "a result the server returned",
 	"wire/registry.go:UnmarshalJSON":              "a string or list of strings, called by the reader with the raw value",
 	// Other programs and services, decoded into their own shapes, with no
 	// contract field names to confuse.
-	"adapters/claudecode/stream.go:parse":              "Claude Code's stream-json output, read leniently",
-	"internal/compute/docker/image.go:readBuildOutput": "the Docker daemon's build stream",
-	"internal/secrets/awssm/awssm.go:jsonField":        "a Secrets Manager value: one key looked up exactly in a map",
-	"orchestrator/answer/slackanswer/interact.go:act":  "slack-go's InteractionCallback, which decodes itself",
+	"internal/bus/leaderget.go:getFromLeader":             "the NATS server's JetStream API answer to a message get",
+	"internal/compute/procbench/replay.go:cancelledEvent": "an event line the replaying engine recorded from the real worker (benchmarks only)",
+	"adapters/claudecode/stream.go:parse":                 "Claude Code's stream-json output, read leniently",
+	"internal/compute/docker/image.go:readBuildOutput":    "the Docker daemon's build stream",
+	"internal/secrets/awssm/awssm.go:jsonField":           "a Secrets Manager value: one key looked up exactly in a map",
+	"orchestrator/answer/slackanswer/interact.go:act":     "slack-go's InteractionCallback, which decodes itself",
 }
