@@ -46,6 +46,8 @@ type plan struct {
 	// profileDir, when set, keeps a CPU profile of serve per attack
 	// (serve built with the agorapprof tag).
 	profileDir string
+	// progress is told each row as it is measured.
+	progress func(string)
 }
 
 // endpoints the harness knows; mix is them in turn (get twice).
@@ -118,7 +120,7 @@ func run(tb testing.TB, p plan) report {
 		r := tg.attack(ep, rate, p.each, p.timeout)
 		prof.wait(tb)
 		r.streamsOpen, r.streamsEnded, r.load = st.open(), st.ended.Load(), loadavg()
-		tb.Logf("%s", r.line())
+		p.progress(r.line())
 		return r
 	}
 	for _, ep := range p.endpoints {
