@@ -66,7 +66,7 @@ type Service interface {
 // Follower is a watch of a Service running aside (Follow).
 type Follower struct {
 	// Changes delivers the changes kept, in order.
-	Changes <-chan wire.Change
+	Changes <-chan Followed
 	// Ready is closed once the watch is in place: a caller that reads
 	// the state after it misses no change.
 	Ready <-chan struct{}
@@ -79,21 +79,40 @@ type Follower struct {
 // buffer n. A full channel holds the watch back until ctx ends: bound the
 // reader. Ready is closed when svc says its watch is in place (an
 // Orchestrator does: WatchReady), or at once for a Service that cannot.
+//
+// An Orchestrator's watch is shared by every watcher of the process: a
+// Follower whose reader lets it fall DefaultWatchLag changes behind ends
+// with ErrWatchLagged on Done.
 func Follow(ctx context.Context, svc Service, keep func(wire.Change) bool, n int) Follower {
-	changes := make(chan wire.Change, n)
+	changes := make(chan Followed, n)
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	fn := func(c wire.Change) {
+	fn := func(c wire.Change, data []byte) {
 		if keep != nil && !keep(c) {
 			return
 		}
 		select {
-		case changes <- c:
+		case changes <- Followed{Change: c, JSON: data}:
 		case <-ctx.Done():
 		}
 	}
-	go func() { done <- WatchWhenReady(ctx, svc, fn, func() { close(ready) }) }()
+	go func() {
+		if o, ok := svc.(*Orchestrator); ok {
+			done <- o.watchEncoded(ctx, fn, func() { close(ready) })
+			return
+		}
+		done <- WatchWhenReady(ctx, svc, func(c wire.Change) { fn(c, nil) }, func() { close(ready) })
+	}()
 	return Follower{Changes: changes, Ready: ready, Done: done}
+}
+
+// Followed is one change a Follower delivers. Its Task is shared with
+// every other watcher: read it, do not change it.
+type Followed struct {
+	wire.Change
+	// JSON is the change encoded, made once for every watcher; nil when
+	// the Service did not encode it (the reader encodes Change).
+	JSON []byte
 }
 
 // Watcher is the part of a Service WatchWhenReady needs.

@@ -25,7 +25,9 @@ const streamWriteTimeout = 30 * time.Second
 //
 // with a ": heartbeat" comment after every Heartbeat without a change.
 // ?task=ID keeps the changes of one task. Changes made while no stream is
-// open are not replayed: a client that reconnects gets the task again.
+// open are not replayed: a client that reconnects gets the task again. A
+// client that falls orchestrator.DefaultWatchLag changes behind gets one
+// error event and the stream ends: it reconnects.
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	taskID := r.URL.Query().Get("task")
 	if taskID != "" {
@@ -62,16 +64,23 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := sse.Open(w, streamWriteTimeout)
-	sendChange := func(c wire.Change) error {
-		data, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
+	sendChange := func(c orchestrator.Followed) error {
+		data := c.JSON
+		if data == nil {
+			var err error
+			if data, err = json.Marshal(c.Change); err != nil {
+				return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
+			}
 		}
 		return stream.Send("event: %s\ndata: %s\n\n", wire.EventTask, data)
 	}
 	sendError := func(werr error) {
 		if werr != nil && ctx.Err() == nil {
-			h.log.Error("watch task changes", "error", werr)
+			if errors.Is(werr, orchestrator.ErrWatchLagged) {
+				h.log.Info("event stream ended: its client fell behind", "remote_addr", r.RemoteAddr, "error", werr)
+			} else {
+				h.log.Error("watch task changes", "error", werr)
+			}
 			data, _ := json.Marshal(wire.ErrorBody{Error: werr.Error(), Code: wire.CodeInternal})
 			_ = stream.Send("event: %s\ndata: %s\n\n", wire.EventError, data)
 		}
