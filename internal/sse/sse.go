@@ -34,11 +34,22 @@ func Open(w http.ResponseWriter, timeout time.Duration) *Stream {
 // Send writes the formatted text (whole events or comment lines, ending
 // in a blank line) and flushes it.
 func (s *Stream) Send(format string, args ...any) error {
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, format, args...); err != nil {
+	if err := s.Write(format, args...); err != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
+
+// Write is Send without the flush: a caller with several events at hand
+// writes them all and flushes once (Flush), one system call instead of
+// one per event. What it writes may reach the client before the flush.
+func (s *Stream) Write(format string, args ...any) error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	_, err := fmt.Fprintf(s.w, format, args...)
+	return err
+}
+
+// Flush sends what Write wrote.
+func (s *Stream) Flush() error { return s.rc.Flush() }

@@ -113,6 +113,7 @@ func run(tb testing.TB, p plan) report {
 		tb.Fatal(err)
 	}
 	attack := func(ep string, rate int) row {
+		st.settle()
 		var prof *profile
 		if p.profileDir != "" {
 			prof = srv.profile(tb, p.each, filepath.Join(p.profileDir, fmt.Sprintf("%s-%d.pprof", ep, rate)))
@@ -530,6 +531,21 @@ func openStreams(ctx context.Context, tb testing.TB, srv *server, n int) *stream
 }
 
 func (st *streams) open() int { return int(st.connected.Load()) }
+
+// settle waits, up to 30 s, until the streams have read nothing new for
+// half a second: the previous attack's changes are through, so they are
+// not counted against the next.
+func (st *streams) settle() {
+	prev := int64(-1)
+	_ = testutil.Poll(context.Background(), 30*time.Second, 500*time.Millisecond, func() error {
+		n := st.events.Load()
+		if n != prev {
+			prev = n
+			return fmt.Errorf("the streams read %d events so far", n)
+		}
+		return nil
+	})
+}
 
 func (st *streams) wait() { st.wg.Wait() }
 
