@@ -532,12 +532,12 @@ func openStreams(ctx context.Context, tb testing.TB, srv *server, n int) *stream
 
 func (st *streams) open() int { return int(st.connected.Load()) }
 
-// settle waits, up to 30 s, until the streams have read nothing new for
+// settle waits, up to 15 s, until the streams have read nothing new for
 // half a second: the previous attack's changes are through, so they are
 // not counted against the next.
 func (st *streams) settle() {
 	prev := int64(-1)
-	_ = testutil.Poll(context.Background(), 30*time.Second, 500*time.Millisecond, func() error {
+	_ = testutil.Poll(context.Background(), 15*time.Second, 500*time.Millisecond, func() error {
 		n := st.events.Load()
 		if n != prev {
 			prev = n
