@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,16 +127,22 @@ func run(tb testing.TB, p plan) report {
 	}
 	for _, ep := range p.endpoints {
 		for _, rate := range p.rates {
-			rep.rows = append(rep.rows, attack(ep, rate))
+			r := attack(ep, rate)
+			rep.rows = append(rep.rows, r)
+			if ep == epMix && rep.errorsAt == 0 && r.failing() {
+				rep.errorsAt = rate
+			}
 		}
 	}
-	if p.stepUp {
+	// The step-up goes on from the highest rate unless errors began
+	// already.
+	if p.stepUp && rep.errorsAt == 0 {
 		rate := p.rates[len(p.rates)-1]
 		for rate = rate * 3 / 2; rate <= p.maxRate; rate = rate * 3 / 2 {
 			r := attack(epMix, rate)
 			r.endpoint = "mix, stepping up"
 			rep.rows = append(rep.rows, r)
-			if r.requests > 0 && float64(r.errors) >= maxErrorShare*float64(r.requests) {
+			if r.failing() {
 				rep.errorsAt = rate
 				break
 			}
@@ -174,6 +181,12 @@ func answersNeeded(p plan) int {
 	return int(n*1.05) + 10
 }
 
+// failing reports whether errors began in r: at least maxErrorShare of
+// its requests failed.
+func (r row) failing() bool {
+	return r.requests > 0 && float64(r.errors) >= maxErrorShare*float64(r.requests)
+}
+
 // line is r as one table row.
 func (r row) line() string {
 	first := ""
@@ -198,6 +211,22 @@ func (rep report) table() string {
 	} else {
 		b.WriteString("errors begin: not reached\n")
 	}
+	b.WriteString("errors begin, by endpoint (the lowest rate with ≥ 1% failed):")
+	seen := map[string]bool{}
+	for _, r := range rep.rows {
+		if ep := strings.TrimSuffix(r.endpoint, ", stepping up"); !seen[ep] {
+			seen[ep] = true
+			at := "not reached"
+			for _, o := range rep.rows {
+				if strings.TrimSuffix(o.endpoint, ", stepping up") == ep && o.failing() {
+					at = strconv.Itoa(o.rate) + "/s"
+					break
+				}
+			}
+			fmt.Fprintf(&b, " %s %s;", ep, at)
+		}
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "streams: %d of %d open at the end; %d task events read, %d error events, %d reconnects; load average after %s\n",
 		rep.streamsOpen, rep.streams, rep.streamEvents, rep.streamErrors, rep.reconnects, rep.loadAfter)
 	b.WriteString("(streams column: open now / ended so far)\n")
