@@ -100,6 +100,11 @@ const maxErrorShare = 0.01
 func run(tb testing.TB, p plan) report {
 	tb.Helper()
 	rep := report{streams: p.streams, loadBefore: loadavg()}
+	if p.profileDir != "" {
+		if err := os.MkdirAll(p.profileDir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	need := answersNeeded(p)
 	dir := tb.TempDir()
 	ids := seedQuestions(tb, dir, need)
