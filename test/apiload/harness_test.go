@@ -118,13 +118,14 @@ func run(tb testing.TB, p plan) report {
 	if err := tg.init(); err != nil {
 		tb.Fatal(err)
 	}
-	attack := func(ep string, rate int) row {
+	attack := func(ep, label string, rate int) row {
 		st.settle()
 		var prof *profile
 		if p.profileDir != "" {
 			prof = srv.profile(tb, p.each, filepath.Join(p.profileDir, fmt.Sprintf("%s-%d.pprof", ep, rate)))
 		}
 		r := tg.attack(ep, rate, p.each, p.timeout)
+		r.endpoint = label
 		prof.wait(tb)
 		r.streamsOpen, r.streamsEnded, r.load = st.open(), st.ended.Load(), loadavg()
 		p.progress(r.line())
@@ -132,7 +133,7 @@ func run(tb testing.TB, p plan) report {
 	}
 	for _, ep := range p.endpoints {
 		for _, rate := range p.rates {
-			r := attack(ep, rate)
+			r := attack(ep, ep, rate)
 			rep.rows = append(rep.rows, r)
 			if ep == epMix && rep.errorsAt == 0 && r.failing() {
 				rep.errorsAt = rate
@@ -144,8 +145,7 @@ func run(tb testing.TB, p plan) report {
 	if p.stepUp && rep.errorsAt == 0 {
 		rate := p.rates[len(p.rates)-1]
 		for rate = rate * 3 / 2; rate <= p.maxRate; rate = rate * 3 / 2 {
-			r := attack(epMix, rate)
-			r.endpoint = "mix, stepping up"
+			r := attack(epMix, "mix, stepping up", rate)
 			rep.rows = append(rep.rows, r)
 			if r.failing() {
 				rep.errorsAt = rate
