@@ -804,7 +804,7 @@ func (o *Orchestrator) Watch(ctx context.Context, fn func(wire.Change)) error {
 // it is given, and a watch whose fn falls DefaultWatchLag changes behind
 // ends with ErrWatchLagged.
 func (o *Orchestrator) WatchReady(ctx context.Context, fn func(wire.Change), ready func()) error {
-	return o.watchEncoded(ctx, func(c wire.Change, _ []byte) { fn(c) }, ready)
+	return o.watchReady(ctx, fn, ready)
 }
 
 // current is the task's latest round.

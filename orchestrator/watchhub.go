@@ -29,7 +29,10 @@ var errWatchLost = errors.New("the watch of the tasks bucket ended")
 // serve's CPU, and the API stopped answering at 100 submits a second
 // (docs/capacity.md, "The API under load").
 //
-// A watcher's queue holds lag changes; one that is full — its reader fell
+// Each watcher's filter (what its caller may see, what it keeps) runs in
+// the fan-out, and the changes it keeps go straight to its queue, which its
+// reader (an event stream's handler) reads: no goroutine of its own woken
+// per change. A queue holds lag changes; one that is full — its reader fell
 // that far behind — is dropped and its watch ends with ErrWatchLagged,
 // rather than hold the others back. The watch of the bucket runs while
 // anyone watches.
@@ -46,22 +49,42 @@ type watchHub struct {
 
 // hubSub is one watcher.
 type hubSub struct {
-	ch chan *hubChange
+	ch chan *Followed
 	// done is closed when the hub drops the watcher; err says why.
 	done chan struct{}
 	err  error
+	// id is the caller's identity, keep its own filter (nil: all); all
+	// says the caller is told of every removal, seen the tasks it saw
+	// in this watch, whose removal it is told of. The fan-out alone
+	// touches them, under the hub's lock.
+	id   Identity
+	keep func(wire.Change) bool
+	all  bool
+	seen map[string]bool
 }
 
-// hubChange is one change as every watcher gets it: the task (shared, not
-// to be changed) and the change encoded as JSON.
-type hubChange struct {
-	change wire.Change
-	json   []byte
+// accepts reports whether s is sent c, noting what it saw; h.mu is held.
+func (s *hubSub) accepts(c *wire.Change) bool {
+	if c.Removed {
+		if !s.seen[c.TaskID] && !s.all {
+			return false
+		}
+		delete(s.seen, c.TaskID)
+	} else {
+		if !s.id.sees(c.Task) {
+			return false
+		}
+		if !s.all {
+			s.seen[c.TaskID] = true
+		}
+	}
+	return s.keep == nil || s.keep(*c)
 }
 
-// subscribe adds a watcher, starting the watch of the bucket if none runs.
-// Every change written after it returns reaches the watcher.
-func (o *Orchestrator) subscribe() (*hubSub, error) {
+// subscribe adds a watcher for the caller of ctx, keeping what keep
+// accepts (nil: all), starting the watch of the bucket if none runs. Every
+// change written after it returns reaches the watcher.
+func (o *Orchestrator) subscribe(ctx context.Context, keep func(wire.Change) bool) (*hubSub, error) {
 	h := &o.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -87,7 +110,9 @@ func (o *Orchestrator) subscribe() (*hubSub, error) {
 	if lag <= 0 {
 		lag = DefaultWatchLag
 	}
-	s := &hubSub{ch: make(chan *hubChange, lag), done: make(chan struct{})}
+	id := caller(ctx)
+	s := &hubSub{ch: make(chan *Followed, lag), done: make(chan struct{}), id: id, keep: keep,
+		all: id.Admin || id.Answerer, seen: map[string]bool{}}
 	h.subs[s] = struct{}{}
 	return s, nil
 }
@@ -130,7 +155,7 @@ func (o *Orchestrator) publish(gen int, key string, value []byte, rev uint64) {
 		o.log.Warn("watch task changes: a change does not encode; it is not sent", "task_id", key, "error", err)
 		return
 	}
-	hc := &hubChange{change: c, json: data}
+	f := &Followed{Change: c, JSON: data}
 	h := &o.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -138,8 +163,11 @@ func (o *Orchestrator) publish(gen int, key string, value []byte, rev uint64) {
 		return
 	}
 	for s := range h.subs {
+		if !s.accepts(&f.Change) {
+			continue
+		}
 		select {
-		case s.ch <- hc:
+		case s.ch <- f:
 		default:
 			h.drop(s, fmt.Errorf("this stream %w (%d behind): reconnect, then read the state again", ErrWatchLagged, cap(s.ch)))
 		}
@@ -163,11 +191,33 @@ func (o *Orchestrator) watchLost(gen int) {
 	}
 }
 
-// watchEncoded is WatchReady whose fn also gets the change encoded as JSON
-// (the same bytes for every watcher).
-func (o *Orchestrator) watchEncoded(ctx context.Context, fn func(wire.Change, []byte), ready func()) error {
-	id := caller(ctx)
-	s, err := o.subscribe()
+// follow is Follow of this orchestrator: the watcher's queue is the
+// Follower's Changes, filled by the fan-out; one goroutine waits for ctx
+// or the drop to report on Done.
+func (o *Orchestrator) follow(ctx context.Context, keep func(wire.Change) bool) Follower {
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	s, err := o.subscribe(ctx, keep)
+	if err != nil {
+		done <- err
+		return Follower{Changes: make(chan *Followed), Ready: ready, Done: done}
+	}
+	close(ready)
+	go func() {
+		select {
+		case <-ctx.Done():
+			o.unsubscribe(s)
+			done <- nil
+		case <-s.done:
+			done <- s.err
+		}
+	}()
+	return Follower{Changes: s.ch, Ready: ready, Done: done}
+}
+
+// watchReady is WatchReady: a follow whose changes are handed to fn.
+func (o *Orchestrator) watchReady(ctx context.Context, fn func(wire.Change), ready func()) error {
+	s, err := o.subscribe(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -175,37 +225,19 @@ func (o *Orchestrator) watchEncoded(ctx context.Context, fn func(wire.Change, []
 	if ready != nil {
 		ready()
 	}
-	// seen: the tasks this caller saw in this watch, whose removal it is
-	// told of (an admin or answerer is told of every removal).
-	all := id.Admin || id.Answerer
-	seen := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.done:
 			return s.err
-		case hc := <-s.ch:
+		case f := <-s.ch:
 			select {
 			case <-s.done: // dropped: what is queued is no longer whole
 				return s.err
 			default:
 			}
-			c := hc.change
-			if c.Removed {
-				if seen[c.TaskID] || all {
-					delete(seen, c.TaskID)
-					fn(c, hc.json)
-				}
-				continue
-			}
-			if !id.sees(c.Task) {
-				continue
-			}
-			if !all {
-				seen[c.TaskID] = true
-			}
-			fn(c, hc.json)
+			fn(f.Change)
 		}
 	}
 }

@@ -98,3 +98,28 @@ func TestFollowEncodesOnce(t *testing.T) {
 	<-a.Done
 	<-b.Done
 }
+
+// A Follower whose reader does not read is dropped once its queue is full:
+// Done says so at once, while its reader still does not read.
+func TestFollowLagged(t *testing.T) {
+	t.Parallel()
+	o := newListingOrchestrator(t)
+	o.hub.lag = 3
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f := Follow(ctx, o, nil, 0)
+	<-f.Ready
+	for i := range 3 {
+		if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("flag-%d", i), Subagent: script("s", "true")}); err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+	}
+	select {
+	case err := <-f.Done:
+		if !errors.Is(err, ErrWatchLagged) {
+			t.Errorf("Done = %v, want ErrWatchLagged", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a Follower 3 changes behind was not dropped within 30 s")
+	}
+}

@@ -68,7 +68,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := sse.Open(w, streamWriteTimeout)
-	writeChange := func(c orchestrator.Followed) error {
+	writeChange := func(c *orchestrator.Followed) error {
 		data := c.JSON
 		if data == nil {
 			var err error
@@ -81,7 +81,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	// sendChanges writes c and the changes already waiting behind it (up
 	// to a batch), then flushes once: with many streams open, a flush per
 	// change was half of serve's CPU under load.
-	sendChanges := func(c orchestrator.Followed) error {
+	sendChanges := func(c *orchestrator.Followed) error {
 		if err := writeChange(c); err != nil {
 			return err
 		}
@@ -124,7 +124,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			err = stream.Send(": heartbeat\n\n")
 		case werr := <-f.Done:
 			watchEnded = true
-			for len(f.Changes) > 0 {
+			// A stream dropped for falling behind is told so at once,
+			// not sent the changes it was behind on first.
+			for len(f.Changes) > 0 && !errors.Is(werr, orchestrator.ErrWatchLagged) {
 				if err := writeChange(<-f.Changes); err != nil {
 					return
 				}
