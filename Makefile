@@ -67,8 +67,9 @@ bench-cli: ## the CLI end to end: agora dispatch --wait against agora serve vs d
 CAPACITY_TASKS  ?= 150
 CAPACITY_SLOTS  ?= 4
 CAPACITY_SHAPES ?= 1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1
-bench-capacity: ## agora's own ceiling without containers (the measuring engine): dispatches/s by 1 orchestrator with 1, 4, 16 runners, a 3-node NATS cluster, 2 orchestrators; 1 router worker (before) beside 8; CPU and time per part (minutes; docs/capacity.md)
-	$(GO) test -run '^$$' -bench Capacity -benchtime 1x -timeout 30m ./test/capacity -args -capacity-tasks=$(CAPACITY_TASKS) -capacity-slots=$(CAPACITY_SLOTS) -capacity-shapes=$(CAPACITY_SHAPES)
+CAPACITY_ENGINES ?= process,replay
+bench-capacity: ## agora's own ceiling without containers (the measuring engine, process and replay side by side): dispatches/s by 1 orchestrator with 1, 4, 16 runners, a 3-node NATS cluster, 2 orchestrators; 1 router worker (before) beside 8; CPU and time per part (minutes; docs/capacity.md)
+	$(GO) test -run '^$$' -bench Capacity -benchtime 1x -timeout 60m ./test/capacity -args -capacity-tasks=$(CAPACITY_TASKS) -capacity-slots=$(CAPACITY_SLOTS) -capacity-shapes=$(CAPACITY_SHAPES) -capacity-engines=$(CAPACITY_ENGINES)
 
 API_RATES   ?= 100,200,500,1000
 API_EACH    ?= 5s

@@ -145,7 +145,7 @@ func (o *Orchestrator) apply(ctx context.Context, ev schemas.Event) error {
 	}
 	if asked {
 		o.schedule(t.ID, wakeAt(t, currentRound(t)))
-		o.poke(t.ID, t.Revision)
+		o.poke(t.ID)
 	}
 	if replayed {
 		if _, err := o.enqueue(ctx, t); err != nil {

@@ -109,12 +109,12 @@ type Orchestrator struct {
 	deadlines  map[string]time.Time // task id → when its open question's step times out
 	retries    map[string]time.Time // task id → when its queued retry is due
 	lastOutput map[string]string    // dispatch id → last output line
-	kick       chan kick
+	kick       chan string          // task ids poked
 	// routing holds the tasks a router worker is advancing; rerun those
 	// poked meanwhile, advanced again by the same worker, so one task is
 	// never routed by two at once.
 	routing map[string]bool
-	rerun   map[string]uint64
+	rerun   map[string]bool
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -147,8 +147,8 @@ func New(cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("orchestrator config: CI route %q: %w", cfg.CIRoute, err)
 	}
 	return &Orchestrator{cfg: cfg, max: max, log: cfg.Logger, deadlines: map[string]time.Time{}, retries: map[string]time.Time{}, lastOutput: map[string]string{},
-		routing: map[string]bool{}, rerun: map[string]uint64{},
-		kick: make(chan kick, 1024), stopped: make(chan struct{})}, nil
+		routing: map[string]bool{}, rerun: map[string]bool{},
+		kick: make(chan string, 1024), stopped: make(chan struct{})}, nil
 }
 
 func (o *Orchestrator) now() time.Time { return o.cfg.Now().UTC() }

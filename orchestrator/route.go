@@ -24,17 +24,12 @@ func (o *Orchestrator) schedule(taskID string, at time.Time) {
 	o.deadlines[taskID] = at
 }
 
-// kick is a task to route now, written at revision rev.
-type kick struct {
-	id  string
-	rev uint64
-}
-
-// poke asks the router to look at a task now; rev is the revision that
-// asked, which the router waits to read (see step).
-func (o *Orchestrator) poke(taskID string, rev uint64) {
+// poke asks the router to look at a task now. The router reads the task
+// afresh: the bus reads a replicated bucket through its stream's leader,
+// so it sees the write that poked it (bus.KV.Get).
+func (o *Orchestrator) poke(taskID string) {
 	select {
-	case o.kick <- kick{id: taskID, rev: rev}:
+	case o.kick <- taskID:
 	default: // the ticker finds it
 	}
 }
@@ -47,8 +42,8 @@ func (o *Orchestrator) routeKicks(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case k := <-o.kick:
-			o.advanceAlone(ctx, k.id, k.rev)
+		case id := <-o.kick:
+			o.advanceAlone(ctx, id)
 		}
 	}
 }
@@ -56,30 +51,25 @@ func (o *Orchestrator) routeKicks(ctx context.Context) {
 // advanceAlone advances a task unless another router worker is at it;
 // then that worker advances it once more when done, so a poke is never
 // lost and a task is never routed twice at once (an answerer asked twice).
-func (o *Orchestrator) advanceAlone(ctx context.Context, taskID string, rev uint64) {
+func (o *Orchestrator) advanceAlone(ctx context.Context, taskID string) {
 	o.mu.Lock()
 	if o.routing[taskID] {
-		again, ok := o.rerun[taskID]
-		if !ok || rev > again {
-			o.rerun[taskID] = rev
-		}
+		o.rerun[taskID] = true
 		o.mu.Unlock()
 		return
 	}
 	o.routing[taskID] = true
 	o.mu.Unlock()
 	for {
-		o.advance(ctx, taskID, rev)
+		o.advance(ctx, taskID)
 		o.mu.Lock()
-		again, ok := o.rerun[taskID]
-		if !ok {
+		if !o.rerun[taskID] {
 			delete(o.routing, taskID)
 			o.mu.Unlock()
 			return
 		}
 		delete(o.rerun, taskID)
 		o.mu.Unlock()
-		rev = again
 	}
 }
 
@@ -106,7 +96,7 @@ func (o *Orchestrator) route(ctx context.Context) {
 			}
 			o.mu.Unlock()
 			for _, id := range due {
-				o.advanceAlone(ctx, id, 0)
+				o.advanceAlone(ctx, id)
 			}
 			for _, id := range o.dueRetries(now) {
 				o.dispatchRetry(ctx, id)
@@ -116,11 +106,10 @@ func (o *Orchestrator) route(ctx context.Context) {
 }
 
 // advance moves a task's open question along its route until an answer is
-// accepted, a step waits (pending), or the route ends. minRev is the
-// revision that poked it (0 for none): the first step reads no older one.
-func (o *Orchestrator) advance(ctx context.Context, taskID string, minRev uint64) {
+// accepted, a step waits (pending), or the route ends.
+func (o *Orchestrator) advance(ctx context.Context, taskID string) {
 	for i := 0; i < 32; i++ { // each pass settles one step
-		again, err := o.step(ctx, taskID, minRev)
+		again, err := o.step(ctx, taskID)
 		if err != nil {
 			o.log.Warn("route question", "task_id", taskID, "error", err)
 			return
@@ -133,8 +122,8 @@ func (o *Orchestrator) advance(ctx context.Context, taskID string, minRev uint64
 
 // step does one thing for the current route step and reports whether the
 // next step should be looked at at once.
-func (o *Orchestrator) step(ctx context.Context, taskID string, minRev uint64) (bool, error) {
-	t, err := o.store.getAtLeast(ctx, taskID, minRev)
+func (o *Orchestrator) step(ctx context.Context, taskID string) (bool, error) {
+	t, err := o.store.get(ctx, taskID)
 	if errors.Is(err, wire.ErrNotFound) {
 		o.schedule(taskID, time.Time{})
 		return false, nil

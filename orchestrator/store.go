@@ -78,38 +78,6 @@ func (s *store) get(ctx context.Context, id string) (*wire.Task, error) {
 	return &t, nil
 }
 
-// staleReadWait bounds how long getAtLeast waits for a revision.
-const staleReadWait = 30 * time.Second
-
-// getAtLeast is get, read again until the record is at least at revision
-// atLeast. On a NATS cluster a KV read may be served by a replica that has not
-// applied the latest write yet (direct get): the router, poked by the
-// write that asked a question, then saw the task as it was before — not
-// waiting on a question — forgot the question's timer, and the question
-// was never routed (docs/capacity.md). Replicas catch up in milliseconds.
-func (s *store) getAtLeast(ctx context.Context, id string, atLeast uint64) (*wire.Task, error) {
-	pause := 5 * time.Millisecond
-	deadline := time.Now().Add(staleReadWait)
-	for {
-		t, err := s.get(ctx, id)
-		if err != nil || t.Revision >= atLeast {
-			return t, err
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("task %s: read revision %d, waited %s for %d: %w", id, t.Revision, staleReadWait, atLeast, errStaleRead)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 250*time.Millisecond)
-	}
-}
-
-// errStaleRead: a replica did not catch up with a revision in time.
-var errStaleRead = errors.New("stale read")
-
 func (s *store) create(ctx context.Context, t *wire.Task) error {
 	if err := wire.CheckTaskID(t.ID); err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/runner/runnertest"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkThroughput(b *testing.B) {
 	if len(templates) != 2 {
 		b.Fatalf("the warm-up captured %d containers, want 2 (rounds 1 and 2)", len(templates))
 	}
-	s.traces.reset()
+	s.traces.Reset()
 	s.tasks, s.submits = nil, nil
 
 	var res throughputResult
@@ -177,7 +178,7 @@ type throughputStack struct {
 	runner   *runner.Runner
 	raw      compute.Engine
 	eng      *capturingEngine
-	traces   *phaseLog
+	traces   *runnertest.PhaseLog
 	runnerID string
 	// tasks are the ids of the measured tasks, for parts.
 	tasks []string
@@ -201,10 +202,10 @@ func newThroughputStack(tb testing.TB, slots int) *throughputStack {
 		tb.Fatal(err)
 	}
 	log := natstest.LoggerLevel(tb, slog.LevelWarn)
-	s := &throughputStack{raw: p.docker, bareSpans: map[bool][]bareSpans3{}, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}, runnerID: runnerID}
+	s := &throughputStack{raw: p.docker, bareSpans: map[bool][]bareSpans3{}, traces: runnertest.NewPhaseLog(), runnerID: runnerID}
 	s.eng = &capturingEngine{Engine: p.docker}
 	rc := p.runnerConfig(tb, runnerID, log)
-	rc.Slots, rc.Engine, rc.Trace = slots, s.eng, s.traces.note
+	rc.Slots, rc.Engine, rc.Trace = slots, s.eng, s.traces.Note
 	s.runner = startRunner(tb, rc)
 	s.orch = startOrchestrator(tb, Config{Bus: p.bus, Store: p.store, Logger: log, Answerers: &answer.Resolver{RulesFile: rules, Logger: log}})
 	return s
@@ -409,37 +410,6 @@ func (e *capturingEngine) Create(ctx context.Context, spec compute.ContainerSpec
 	return e.Engine.Create(ctx, spec)
 }
 
-// phaseLog is the runner's Trace: when each dispatch passed each phase.
-type phaseLog struct {
-	mu sync.Mutex
-	at map[string]map[runner.Phase]time.Time
-}
-
-func (l *phaseLog) note(id string, p runner.Phase, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := l.at[id]
-	if m == nil {
-		m = map[runner.Phase]time.Time{}
-		l.at[id] = m
-	}
-	if _, ok := m[p]; !ok {
-		m[p] = at
-	}
-}
-
-func (l *phaseLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.at = map[string]map[runner.Phase]time.Time{}
-}
-
-func (l *phaseLog) of(id string) map[runner.Phase]time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.at[id])
-}
-
 // partRow is one line of the parts table; slotShare < 0 for a part
 // outside the runner's slot.
 type partRow struct {
@@ -455,65 +425,24 @@ type partRow struct {
 // read from the task records.
 func (s *throughputStack) parts() []partRow {
 	ctx := context.Background()
-	type span struct {
-		name     string
-		from, to runner.Phase
-		durs     []time.Duration
-	}
-	spans := []*span{
-		{name: "claim: fetched → claimed", from: runner.PhaseFetched, to: runner.PhaseClaimed},
-		{name: "host files, restore: claimed → Create", from: runner.PhaseClaimed, to: runner.PhaseCreate},
-		{name: "create/start (engine)", from: runner.PhaseCreate, to: runner.PhaseStarted},
-		{name: "container runs: Start → Wait returns", from: runner.PhaseStarted, to: runner.PhaseExited},
-		{name: "relay: exited → output drained", from: runner.PhaseExited, to: runner.PhaseDrained},
-		{name: "settle: drained → terminal event stored", from: runner.PhaseDrained, to: runner.PhasePublished},
-		{name: "settle: remove (engine)", from: runner.PhasePublished, to: runner.PhaseRemoved},
-		{name: "settle: files, claim done, ack", from: runner.PhaseRemoved, to: runner.PhaseDone},
-	}
-	var slot, queue, apply, answered, total []time.Duration
+	var tasks []runnertest.Task
 	for _, id := range s.tasks {
-		t, err := s.orch.Get(ctx, id)
-		if err != nil || len(t.Rounds) != 2 {
-			continue
+		if t, err := s.orch.Get(ctx, id); err == nil {
+			tasks = append(tasks, splitTask(t))
 		}
-		for i, r := range t.Rounds {
-			ph := s.traces.of(r.DispatchID)
-			if ph == nil {
-				continue
-			}
-			for _, sp := range spans {
-				if a, ok := ph[sp.from]; ok {
-					if z, ok := ph[sp.to]; ok {
-						sp.durs = append(sp.durs, z.Sub(a))
-					}
-				}
-			}
-			slot = append(slot, ph[runner.PhaseDone].Sub(ph[runner.PhaseFetched]))
-			queue = append(queue, ph[runner.PhaseFetched].Sub(r.QueuedAt))
-			stored := ph[runner.PhasePublished]
-			if i == 0 {
-				apply = append(apply, r.AskedAt.Sub(stored))
-				// The answer's compare-and-swap appends round 2, queued
-				// (its QueuedAt is the answer's time); the enqueue that
-				// follows counts in round 2's queue row.
-				answered = append(answered, t.Rounds[1].QueuedAt.Sub(r.AskedAt))
-			} else {
-				apply = append(apply, t.UpdatedAt.Sub(stored))
-			}
-		}
-		total = append(total, t.UpdatedAt.Sub(t.CreatedAt))
 	}
+	times := s.traces.Split(tasks)
 	row := func(name string, ds []time.Duration, share float64) partRow {
-		return partRow{name: name, mean: ms(mean(ds)), p50: ms(percentile(ds, 50)), p90: ms(percentile(ds, 90)), slotShare: share}
+		return partRow{name: name, mean: ms(runnertest.Mean(ds)), p50: ms(percentile(ds, 50)), p90: ms(percentile(ds, 90)), slotShare: share}
 	}
-	slotMean := mean(slot)
+	slotMean := runnertest.Mean(times.Slot)
 	rows := []partRow{
 		row("submit (the Submit call, per task)", s.submits, -1),
-		row("queue: queued → fetched (mostly a busy slot)", queue, -1),
-		row("slot: fetched → done", slot, 1),
+		row("queue: queued → fetched (mostly a busy slot)", times.Queue, -1),
+		row("slot: fetched → done", times.Slot, 1),
 	}
-	for _, sp := range spans {
-		rows = append(rows, row("  "+sp.name, sp.durs, float64(mean(sp.durs))/float64(slotMean)))
+	for i, sp := range runnertest.DispatchSpans {
+		rows = append(rows, row("  "+sp.Name, times.Spans[i], float64(runnertest.Mean(times.Spans[i]))/float64(slotMean)))
 	}
 	for _, follow := range []bool{false, true} {
 		spans := s.bareSpans[follow]
@@ -533,20 +462,18 @@ func (s *throughputStack) parts() []partRow {
 			row("  remove (engine)", rm, -1))
 	}
 	rows = append(rows,
-		row("apply: event stored → task updated", apply, -1),
-		row("answer, re-dispatch: asked → round 2 queued", answered, -1),
-		row("task: submitted → finished (per task)", total, -1),
+		row("apply: event stored → task updated", times.Apply, -1),
+		row("answer, re-dispatch: asked → round 2 queued", times.Answered, -1),
+		row("task: submitted → finished (per task)", times.Total, -1),
 	)
 	return rows
 }
 
-func mean(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
+// splitTask is what runnertest.Split reads of a task.
+func splitTask(t *wire.Task) runnertest.Task {
+	out := runnertest.Task{CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	for _, r := range t.Rounds {
+		out.Rounds = append(out.Rounds, runnertest.Round{DispatchID: r.DispatchID, QueuedAt: r.QueuedAt, AskedAt: r.AskedAt})
 	}
-	var sum time.Duration
-	for _, d := range ds {
-		sum += d
-	}
-	return sum / time.Duration(len(ds))
+	return out
 }

@@ -295,7 +295,9 @@ func TestStagedStoreCountsToWorkspace(t *testing.T) {
 	h.start()
 	writer := request("")
 	blobs := filepath.Join(h.runner.stageDir(writer.Spec.DispatchID), "blobs", "sha256")
-	writer.Spec.Subagent.Command = []string{"/bin/sh", "-c", `i=0; while [ $i -lt 64 ]; do head -c 1048576 /dev/zero > ` + blobs + `/f$i || exit 7; i=$((i+1)); sleep 0.02; done; sleep 300`}
+	// The blobs directories are made when first used: the sub-agent makes
+	// them itself.
+	writer.Spec.Subagent.Command = []string{"/bin/sh", "-c", `mkdir -p ` + blobs + ` || exit 6; i=0; while [ $i -lt 64 ]; do head -c 1048576 /dev/zero > ` + blobs + `/f$i || exit 7; i=$((i+1)); sleep 0.02; done; sleep 300`}
 	writer.Spec.TimeoutSeconds = 60
 	h.enqueue(writer)
 	ev := h.terminal(writer.Spec.DispatchID, 2*time.Minute)

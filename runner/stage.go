@@ -54,9 +54,22 @@ func stagedBlobs(spec *schemas.DispatchSpec) map[string]string {
 
 // stage copies the blobs spec names into dir and returns the spec the worker
 // gets: the same, with every ref pointing into the staged store.
+//
+// The store's directory is made for every dispatch, its blobs directories
+// only when there is a blob to stage: most dispatches read none, and the
+// worker's own store makes them when it writes one (as the container's
+// user, inside the directory that user owns). Making them every time cost
+// six file-system calls a dispatch for nothing (docs/capacity.md).
 func (r *Runner) stage(ctx context.Context, dir string, spec schemas.DispatchSpec) (schemas.DispatchSpec, error) {
+	if err := prepareDir(dir); err != nil {
+		return spec, fmt.Errorf("stage blobs: %w", err)
+	}
+	want := stagedBlobs(&spec)
+	if len(want) == 0 {
+		return spec, nil
+	}
 	blobs := filepath.Join(dir, filepath.FromSlash(storage.BlobKey("")))
-	for _, p := range []string{dir, filepath.Dir(filepath.Dir(blobs)), filepath.Dir(blobs), blobs} {
+	for _, p := range []string{filepath.Dir(blobs), blobs} {
 		if err := prepareDir(p); err != nil {
 			return spec, fmt.Errorf("stage blobs: %w", err)
 		}
@@ -66,7 +79,7 @@ func (r *Runner) stage(ctx context.Context, dir string, spec schemas.DispatchSpe
 	if err != nil {
 		return spec, fmt.Errorf("stage blobs: %w", err)
 	}
-	for sha, uri := range stagedBlobs(&spec) {
+	for sha, uri := range want {
 		key := storage.BlobKey(sha)
 		if uri != "" {
 			if k, err := storage.ResolveURI(r.cfg.Store, uri); err == nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,50 @@ sh tools/ask.sh`)
 	h.settled(second.Spec.DispatchID)
 	if left, _ := os.ReadDir(filepath.Join(h.cfg.DataDir, "stores")); len(left) != 0 {
 		t.Errorf("staged stores left behind: %v", left)
+	}
+}
+
+// TestStageMakesBlobDirsWhenUsed: the staged store's directory is made for
+// every dispatch, its blobs directories only for a dispatch with a blob to
+// stage (the worker's own store makes them when it writes one).
+func TestStageMakesBlobDirsWhenUsed(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.Open(ctx, "file://"+t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ref, err := storage.PutBlob(ctx, store, strings.NewReader("a capability"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{cfg: Config{Store: store, DataDir: t.TempDir()}}
+	for _, tc := range []struct {
+		name  string
+		caps  []schemas.BundleRef
+		blobs bool
+	}{
+		{"no blob", nil, false},
+		{"a capability", []schemas.BundleRef{{Name: "c", SHA256: ref.SHA256, URI: ref.URI}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			spec := schemas.DispatchSpec{DispatchID: "d-" + strings.ReplaceAll(tc.name, " ", "-"), Capabilities: tc.caps}
+			if _, err := r.stage(ctx, dir, spec); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				t.Fatalf("the staged store's directory: %v", err)
+			}
+			_, err := os.Stat(filepath.Join(dir, "blobs"))
+			if made := err == nil; made != tc.blobs {
+				t.Errorf("blobs directory made: %t, want %t", made, tc.blobs)
+			}
+			if tc.blobs {
+				if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(storage.BlobKey(ref.SHA256)))); err != nil {
+					t.Errorf("the staged capability: %v", err)
+				}
+			}
+		})
 	}
 }
 
@@ -177,7 +222,9 @@ func TestUnstageRefusesLinks(t *testing.T) {
 	} {
 		req := request("")
 		blobs := filepath.Join(h.runner.stageDir(req.Spec.DispatchID), "blobs", "sha256")
-		req.Spec.Subagent.Command = []string{"/bin/sh", "-c", `blobs=` + blobs + "\n" + link + ` && echo linked`}
+		// The blobs directories are made when first used: the sub-agent may
+		// make them itself.
+		req.Spec.Subagent.Command = []string{"/bin/sh", "-c", `blobs=` + blobs + "\n" + `mkdir -p "$blobs" && ` + link + ` && echo linked`}
 		h.enqueue(req)
 		ev := h.terminal(req.Spec.DispatchID, 2*time.Minute)
 		out := h.output(req.Spec.DispatchID)
@@ -206,4 +253,25 @@ func (h *harness) resumeFrom(first schemas.DispatchRequest, ref *schemas.ObjectR
 		h.t.Errorf("round 2 output = %q", out)
 	}
 	return second
+}
+
+// BenchmarkStage is the staged store's part of each dispatch's host files,
+// for a dispatch that reads no blob (most): docs/capacity.md compares it
+// before and after the blobs directories were made only when used.
+//
+//	go test -run '^$' -bench Stage -benchtime 2000x ./runner
+func BenchmarkStage(b *testing.B) {
+	ctx := context.Background()
+	store, err := storage.Open(ctx, "file://"+b.TempDir(), storage.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Runner{cfg: Config{Store: store, DataDir: b.TempDir()}}
+	base := b.TempDir()
+	spec := schemas.DispatchSpec{DispatchID: "d-bench"}
+	for i := 0; b.Loop(); i++ {
+		if _, err := r.stage(ctx, filepath.Join(base, strconv.Itoa(i)), spec); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

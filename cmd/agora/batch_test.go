@@ -17,6 +17,7 @@ import (
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/wire"
 )
@@ -203,7 +204,7 @@ func TestBatchGroupAllLike(t *testing.T) {
 		t.Errorf("batch status shows another batch's task:\n%s", r.stdout)
 	}
 	r = agora(t, s.env, "batch", "status", "g", "--json")
-	var st batchStatus
+	var st view.BatchStatus
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Tasks != 6 || st.Counts[wire.StateNeedsInput] != 6 ||
 		len(st.Questions) != 3 || st.Questions[2].Count != 2 {
 		t.Errorf("batch status --json = %v (%+v), %v", r, st, err)
@@ -289,29 +290,6 @@ func TestAllLikeFailed(t *testing.T) {
 	if a := s.get(t, "f-2").Rounds[0].Answer; a == nil || a.Value != "no" || a.By != "bob" {
 		t.Errorf("f-2's answer = %+v, want bob's no kept", a)
 	}
-}
-
-// TestBatchBar: on a terminal the progress is one bar redrawn in place,
-// colored only when color is on, and cleared at the end.
-func TestBatchBar(t *testing.T) {
-	t.Parallel()
-	rep := &batchreport.Report{Results: []client.BatchLine{{Result: client.BatchSubmitted}, {Result: client.BatchFailed}, {}, {}}}
-	for _, color := range []bool{false, true} {
-		var buf strings.Builder
-		b := &batchBar{w: &buf, ui: ui{tty: true, color: color}, batch: "b", total: 4}
-		b.draw(rep)
-		out := buf.String()
-		if !strings.HasPrefix(out, "\r\x1b[K") || !strings.Contains(out, strings.Repeat("█", 15)+"") || !strings.Contains(out, "2/4 1 submitted · ") ||
-			strings.Contains(out, "\n") || strings.Contains(out, "\x1b[3") != color {
-			t.Errorf("bar (color %v) = %q", color, out)
-		}
-		b.done(rep)
-		if !strings.HasSuffix(buf.String(), "\r\x1b[K") {
-			t.Errorf("bar not cleared at the end: %q", buf.String())
-		}
-	}
-	// NO_COLOR: newUI on a non-terminal never colors; on a terminal NO_COLOR
-	// turns color off (render.go), which the bar follows through ui.
 }
 
 // raceAfterFirstAnswer runs race once, right after the first answer it

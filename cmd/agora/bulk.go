@@ -8,19 +8,18 @@ package main
 // scope holds for each as for one (docs/orchestrator.md#bulk-operations).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
-	"time"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
 	"github.com/agoradev/agora/cmd/agora/internal/batchreport"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/progress"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -77,20 +76,6 @@ var (
 		}}
 )
 
-// bulkReport is a bulk verb's --json output.
-type bulkReport struct {
-	Operation string `json:"operation"`
-	Selector  string `json:"selector"`
-	// Matched counts the tasks the selector picked; LeftAlone those the
-	// operation does not apply to (not sent).
-	Matched   int               `json:"matched"`
-	LeftAlone int               `json:"left_alone"`
-	Done      int               `json:"done"`
-	Skipped   int               `json:"skipped"`
-	Failed    int               `json:"failed"`
-	Results   []client.BulkItem `json:"results"`
-}
-
 // bulkMain selects, counts, confirms and acts.
 func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel client.Selector, yes bool, stdout, stderr io.Writer) error {
 	picked, err := c.Select(ctx, sel)
@@ -103,120 +88,29 @@ func bulkMain(ctx context.Context, c *client.Client, a *apiFlags, op bulkOp, sel
 			ids = append(ids, p.TaskID)
 		}
 	}
-	rep := bulkReport{Operation: op.verb, Selector: sel.String(), Matched: len(picked), LeftAlone: len(picked) - len(ids), Results: []client.BulkItem{}}
-	count := fmt.Sprintf("%d task%s match %s", len(picked), pluralS(len(picked)), sel)
+	rep := view.BulkReport{Operation: op.verb, Selector: sel.String(), Matched: len(picked), LeftAlone: len(picked) - len(ids), Results: []client.BulkItem{}}
+	count := fmt.Sprintf("%d task%s match %s", len(picked), view.PluralS(len(picked)), sel)
 	if rep.LeftAlone > 0 {
 		count += fmt.Sprintf("; %d %s, left alone", rep.LeftAlone, op.other)
 	}
 	if len(ids) == 0 {
-		if a.json {
-			return writeJSON(stdout, rep)
-		}
-		fmt.Fprintf(stdout, "%s; nothing to %s\n", count, op.verb)
-		return nil
+		return a.show(stdout, rep, func() { fmt.Fprintf(stdout, "%s; nothing to %s\n", count, op.verb) })
 	}
 	if !yes {
-		if err := confirm(os.Stdin, isTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
+		if err := view.Confirm(os.Stdin, view.IsTTY(os.Stdin), stderr, count, op.verb, len(ids)); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stderr, "%s: %s\n", op.verb, count)
 	}
-	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: bulkProgress(stderr, op, len(ids))},
+	rep.Results = c.Bulk(ctx, ids, client.BulkOptions{Progress: progress.Counter(stderr, op.verb, len(ids))},
 		func(ctx context.Context, id string) (*wire.Task, error) { return op.call(ctx, c, id) })
-	for _, it := range rep.Results {
-		switch it.Result {
-		case client.BulkDone:
-			rep.Done++
-		case client.BulkSkipped:
-			rep.Skipped++
-		default:
-			rep.Failed++
-		}
-	}
-	if a.json {
-		if err := writeJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		writeBulkSummary(stdout, op, rep)
+	rep.Count()
+	if err := a.show(stdout, rep, func() { view.BulkSummary(stdout, op.done, op.other, rep) }); err != nil {
+		return err
 	}
 	if rep.Failed > 0 {
-		return exitOutcome{code: 1, msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), pluralS(len(ids)), op.done)}
+		return exitcode.Outcome{Code: 1, Msg: fmt.Sprintf("%d of %d task%s not %s; run the same command again for them", rep.Failed, len(ids), view.PluralS(len(ids)), op.done)}
 	}
 	return nil
-}
-
-// bulkProgress redraws "cancel: 500/1963" in place on a terminal, at
-// most every 100 ms, and clears it at the end; nil elsewhere (the summary
-// follows).
-func bulkProgress(w io.Writer, op bulkOp, total int) func(client.BulkItem) {
-	if !isTTY(w) {
-		return nil
-	}
-	done, last := 0, time.Time{}
-	return func(client.BulkItem) {
-		done++
-		switch {
-		case done == total:
-			fmt.Fprint(w, "\r\x1b[K")
-		case time.Since(last) >= 100*time.Millisecond:
-			last = time.Now()
-			fmt.Fprintf(w, "\r\x1b[K%s: %d/%d", op.verb, done, total)
-		}
-	}
-}
-
-// confirm shows the count and asks on a terminal, wanting y or yes;
-// without a terminal it refuses in one line, saying to add --yes.
-func confirm(in io.Reader, tty bool, out io.Writer, count, verb string, n int) error {
-	if !tty {
-		return usagef("%s; nothing changed: no terminal on stdin to confirm on, so add --yes to %s them", count, verb)
-	}
-	fmt.Fprintf(out, "%s\n%s %d task%s? [y/N] ", count, verb, n, pluralS(n))
-	line, _ := bufio.NewReader(in).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
-		return nil
-	}
-	return exitOutcome{code: 1, msg: "not confirmed; nothing changed"}
-}
-
-// writeBulkSummary writes the counts, then the tasks that were not
-// changed, grouped by why.
-func writeBulkSummary(w io.Writer, op bulkOp, r bulkReport) {
-	fmt.Fprintf(w, "%s %d of %d task%s (%s)", op.done, r.Done, r.Matched, pluralS(r.Matched), r.Selector)
-	if r.LeftAlone > 0 {
-		fmt.Fprintf(w, " · %d %s, left alone", r.LeftAlone, op.other)
-	}
-	if r.Skipped > 0 {
-		fmt.Fprintf(w, " · %d skipped", r.Skipped)
-	}
-	if r.Failed > 0 {
-		fmt.Fprintf(w, " · %d failed", r.Failed)
-	}
-	fmt.Fprintln(w)
-	type group struct {
-		result, err string
-		ids         []string
-	}
-	var groups []*group
-	for _, it := range r.Results {
-		if it.Result == client.BulkDone {
-			continue
-		}
-		// One line per cause, not per task: the task's id is left out.
-		why := strings.ReplaceAll(it.Error, it.TaskID, "…")
-		if it.Result == client.BulkSkipped {
-			why = "its state changed meanwhile"
-		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.result == it.Result && g.err == why })
-		if i < 0 {
-			groups = append(groups, &group{result: it.Result, err: why})
-			i = len(groups) - 1
-		}
-		groups[i].ids = append(groups[i].ids, it.TaskID)
-	}
-	for _, g := range groups {
-		fmt.Fprintf(w, "  %s, %d task%s (%s): %s\n", g.result, len(g.ids), pluralS(len(g.ids)), taskList(g.ids, 60), g.err)
-	}
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"maps"
-	"strings"
 	"testing"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -61,7 +61,7 @@ func TestBulkSelectors(t *testing.T) {
 
 	// Respawn by state, JSON for scripts.
 	r = agora(t, s.env, "respawn", "--batch", "b1", "--state", "cancelled", "--state", "failed", "--yes", "--json")
-	var rep bulkReport
+	var rep view.BulkReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
 		t.Fatalf("respawn --json: %v, %v", r, err)
 	}
@@ -94,34 +94,4 @@ func TestBulkSelectors(t *testing.T) {
 	}
 	agora(t, s.env, "batch", "cancel", "b1", "--yes").want(t, "batch cancel", 0, []string{"cancelled 3 of 5 tasks (--batch b1) · 2 already ended, left alone"}, nil)
 	agora(t, s.env, "batch", "retry", "nope", "--yes").want(t, "batch retry of nothing", 0, []string{"0 tasks match --batch nope --state failed --state expired; nothing to respawn"}, nil)
-}
-
-// TestConfirm: on a terminal the count is shown and y or yes goes on;
-// anything else changes nothing; without a terminal it is a usage error
-// naming --yes.
-func TestConfirm(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		in   string
-		tty  bool
-		want string // "" goes on
-	}{
-		{"y\n", true, ""},
-		{"YES\n", true, ""},
-		{"n\n", true, "not confirmed; nothing changed"},
-		{"", true, "not confirmed; nothing changed"},
-		{"y\n", false, "no terminal on stdin to confirm on, so add --yes to cancel them"},
-	} {
-		var out strings.Builder
-		err := confirm(strings.NewReader(tt.in), tt.tty, &out, "3 tasks match --batch b", "cancel", 3)
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("confirm(%q, tty %t) = %v, want to go on", tt.in, tt.tty, err)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("confirm(%q, tty %t) = %v, want %q", tt.in, tt.tty, err, tt.want)
-		}
-		if tt.tty && out.String() != "3 tasks match --batch b\ncancel 3 tasks? [y/N] " {
-			t.Errorf("confirm on a terminal wrote %q", out.String())
-		}
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agoradev/agora/client"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/computetest"
@@ -206,7 +207,7 @@ func TestDispatchCI(t *testing.T) {
 	sleeper := "echo working; sleep 300"
 
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		name := signalName(sig)
+		name := exitcode.SignalName(sig)
 		t.Run(name+" cancels the task", func(t *testing.T) {
 			t.Parallel()
 			id := "sig-" + strings.ToLower(name)

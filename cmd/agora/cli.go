@@ -1,96 +1,26 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 
-	flag "github.com/spf13/pflag"
-
-	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
-	"github.com/agoradev/agora/cmd/agora/internal/verbflags"
 )
 
-// The exit codes of every verb (the table is in the README and agora help).
+// The exit codes of every verb (exitcode has the table).
 const (
-	exitOK     = 0 // done
-	exitFailed = 1 // the work failed, or the server refused or could not be reached
-	exitUsage  = 2 // a usage error or bad input: nothing was changed
-	exitEnded  = 3 // the task expired or was cancelled
+	exitOK     = exitcode.OK
+	exitFailed = exitcode.Failed
+	exitUsage  = exitcode.Usage
+	exitEnded  = exitcode.Ended
 )
 
-// usageError is a mistake in the command line or bad input: exit code 2.
-type usageError struct{ msg string }
+func usagef(format string, args ...any) error { return exitcode.Usagef(format, args...) }
 
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// exitCode prints err as one line prefixed with the command and returns 2 for
-// a usage error, 1 for anything else (0 for nil or errHelp).
-func exitCode(stderr io.Writer, cmd string, err error) int {
-	if err == nil || errors.Is(err, errHelp) {
-		return exitOK
-	}
-	// errors.Join and friends use newlines; one line is easier to grep.
-	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-	fmt.Fprintf(stderr, "%s: %s\n", cmd, msg)
-	if errors.As(err, new(usageError)) || errors.Is(err, cliconfig.ErrUsage) {
-		return exitUsage
-	}
-	return exitFailed
-}
-
-// parseFlags parses args into fs (named after the command) and allows no
-// other argument. It returns errHelp after printing the usage to stdout for
-// -h, a usageError for a bad flag or a leftover argument, and nil otherwise.
-func parseFlags(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) error {
-	pos, err := parseArgs(fs, synopsis, args, stdout)
-	if err == nil && len(pos) > 0 {
-		return usagef("unexpected argument %q; run '%s -h' for the flags", pos[0], fs.Name())
-	}
-	return err
-}
-
-// parseArgs parses flags anywhere among args (a "--" ends them) and
-// returns the other arguments. -h prints the usage, made from the flag
-// definitions, to stdout (errHelp). Long flags written with one dash
-// (-json), as Go's flag package took them, are read as --json.
-func parseArgs(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) ([]string, error) {
-	help := fs.BoolP("help", "h", false, "print this help")
-	if c, ok := stdout.(*flagCollector); ok {
-		c.fs, c.synopsis = fs, synopsis
-		return nil, errHelp
-	}
-	fs.SetOutput(io.Discard) // errors are reported in one line by the caller
-	fs.SetInterspersed(true)
-	err := fs.Parse(verbflags.Normalize(fs, args))
-	switch {
-	case err == nil && *help, errors.Is(err, flag.ErrHelp):
-		verbflags.PrintHelp(stdout, fs, synopsis)
-		return nil, errHelp
-	case err != nil:
-		return nil, usagef("%s; run '%s -h' for the flags", verbflags.ErrorText(err), fs.Name())
-	}
-	return fs.Args(), nil
-}
-
-// flagCollector, passed as stdout, makes parseArgs hand over the verb's
-// flag set instead of parsing: help and shell completion read the flags
-// from the very definitions the verb parses with.
-type flagCollector struct {
-	io.Writer
-	fs       *flag.FlagSet
-	synopsis string
-}
-
-// errHelp: the usage was printed on request; exit 0.
-var errHelp = errors.New("help printed")
+// exitCode prints err in one line after cmd and returns its exit code.
+func exitCode(stderr io.Writer, cmd string, err error) int { return exitcode.Print(stderr, cmd, err) }
 
 // getenv looks key up in environ (os.Environ form); the last one wins.
 func getenv(environ []string, key string) string {

@@ -12,41 +12,42 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 )
 
 // TestHelpFromFlags: every verb's -h (and agora help VERB) exits 0 and
 // lists every flag the verb parses, because the help is made from the very
-// flag set; agora runner -h lists the flags its hand-written synopsis had
-// dropped.
+// flag set cobra parses with; agora runner -h lists the flags its
+// hand-written synopsis had dropped.
 func TestHelpFromFlags(t *testing.T) {
 	t.Parallel()
 	env := []string{"HOME=" + t.TempDir()}
-	for _, v := range verbs() {
-		paths := [][]string{nil}
-		for _, sub := range v.subs {
-			paths = append(paths, []string{sub})
+	tr := &tree{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard}
+	var check func(c *cobra.Command)
+	check = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			check(sub)
 		}
-		for _, sub := range paths {
-			fs := v.flags(context.Background(), sub, env)
-			if fs == nil {
+		if c == tr.root || c.Name() == "help" || c.Name() == "completion" || c.Parent().Name() == "completion" ||
+			tr.declared[c].help != "" || tr.declared[c].argHelp {
+			return
+		}
+		path := strings.Fields(c.CommandPath())[1:]
+		for _, a := range [][]string{append(slices.Clone(path), "-h"), append([]string{"help"}, path...)} {
+			r := agora(t, env, a...)
+			if r.code != 0 || !strings.Contains(r.stdout, "usage: "+c.CommandPath()) {
+				t.Errorf("agora %q = %v; want exit 0 and the usage", a, r)
 				continue
 			}
-			args := slices.Concat([]string{v.name}, sub, []string{"-h"})
-			for _, a := range [][]string{args, slices.Concat([]string{"help", v.name}, sub)} {
-				r := agora(t, env, a...)
-				if r.code != 0 || !strings.Contains(r.stdout, "usage: agora "+strings.Join(slices.Concat([]string{v.name}, sub), " ")) {
-					t.Errorf("agora %q = %v; want exit 0 and the usage", a, r)
-					continue
+			c.LocalFlags().VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(r.stdout, "--"+f.Name+" ") && !strings.Contains(r.stdout, "--"+f.Name+"\n") {
+					t.Errorf("agora %q does not list --%s:\n%s", a, f.Name, r.stdout)
 				}
-				fs.VisitAll(func(f *flag.Flag) {
-					if !strings.Contains(r.stdout, "--"+f.Name+" ") && !strings.Contains(r.stdout, "--"+f.Name+"\n") {
-						t.Errorf("agora %q does not list --%s:\n%s", a, f.Name, r.stdout)
-					}
-				})
-			}
+			})
 		}
 	}
+	check(tr.build(verbs(nil)))
 	r := agora(t, env, "runner", "--help")
 	for _, f := range []string{"--cpus CPUS", "--memory-mb MB", "--pids N", "--worker-env KEY=VALUE", "--worker-nats URL"} {
 		if !strings.Contains(r.stdout, f) {

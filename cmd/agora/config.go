@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/cmd/agora/internal/cliconfig"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 )
 
 var configSubs = []string{"get-contexts", "current-context", "use-context", "set-context", "delete-context"}
@@ -33,111 +32,87 @@ else $AGORA_CONTEXT, else current-context), the default http://127.0.0.1:7070.
 A file holding a token must be readable by its owner only (chmod 600).
 `
 
-// configPath is the config file (cliconfig.Path) with --config.
-func (g globalFlags) configPath(environ []string) (string, error) {
-	return cliconfig.Path(g.config, func(k string) string { return getenv(environ, k) })
-}
-
 // applyConfig puts the context's server and token into environ behind
 // what the environment already says (cliconfig.Overrides), so the verbs
 // read them as AGORA_SERVER and AGORA_TOKEN and their own flags still win.
-func (g globalFlags) applyConfig(environ []string) ([]string, error) {
-	extra, err := cliconfig.Overrides(g.config, g.context, g.contextSet, func(k string) string { return getenv(environ, k) })
+// config and context are --config and --context (contextSet: given).
+func applyConfig(config, context string, contextSet bool, environ []string) ([]string, error) {
+	extra, err := cliconfig.Overrides(config, context, contextSet, func(k string) string { return getenv(environ, k) })
 	if err != nil {
 		return nil, err
 	}
 	return append(slices.Clone(environ), extra...), nil
 }
 
-// runConfig is agora config: the contexts in the config file.
-func runConfig(_ context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	var g globalFlags // --config is in environ as AGORA_CONFIG by now
-	if len(args) == 0 {
-		return exitCode(stderr, "agora config", usagef("want a subcommand: %s; run 'agora config -h'", strings.Join(configSubs, ", ")))
+// configVerbs are agora config's subcommands: the contexts in the config
+// file. They share one set of flags.
+func configVerbs() []verb {
+	var subs []verb
+	for _, sub := range configSubs {
+		synopsis := map[string]string{"use-context": "NAME", "set-context": "NAME", "delete-context": "NAME"}[sub]
+		subs = append(subs, verb{name: sub, usage: synopsis, flags: func(fs *flag.FlagSet) runFunc { return configVerb(fs, sub, synopsis) }})
 	}
-	name := "agora config " + args[0]
-	return exitCode(stderr, name, configMain(g, name, args, environ, stdout))
+	return subs
 }
 
-func configMain(g globalFlags, name string, args, environ []string, stdout io.Writer) error {
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, configUsage)
-		return nil
-	}
-	if !slices.Contains(configSubs, args[0]) {
-		return usagef("unknown subcommand %q; want %s", args[0], strings.Join(configSubs, ", "))
-	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+func configVerb(fs *flag.FlagSet, sub, synopsis string) runFunc {
+	name := "agora config " + sub
 	server := fs.String("server", "", "the context's agora server `URL`")
 	token := fs.String("token", "", "the context's API bearer `TOKEN` (the file is kept mode 0600)")
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	synopsis := map[string]string{"use-context": "NAME", "set-context": "NAME", "delete-context": "NAME"}[args[0]]
-	pos, err := parseArgs(fs, synopsis, args[1:], stdout)
-	if err != nil {
-		return err
-	}
-	if (synopsis == "") != (len(pos) == 0) || len(pos) > 1 {
-		return usagef("want %s; run '%s -h'", strings.TrimSpace(args[0]+" "+synopsis), name)
-	}
-	if args[0] != "set-context" && (*server != "" || *token != "") {
-		return usagef("--server and --token are for set-context")
-	}
-	path, err := g.configPath(environ)
-	if err != nil {
-		return err
-	}
-	c, err := cliconfig.Load(path)
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "get-contexts":
-		if *asJSON {
-			return writeJSON(stdout, c)
+	return func(_ context.Context, pos, environ []string, stdout, _ io.Writer) error {
+		if (synopsis == "") != (len(pos) == 0) || len(pos) > 1 {
+			return usagef("want %s; run '%s -h'", strings.TrimSpace(sub+" "+synopsis), name)
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CURRENT\tNAME\tSERVER\tTOKEN")
-		for _, n := range slices.Sorted(maps.Keys(c.Contexts)) {
-			cur, tok := "", ""
-			if n == c.CurrentContext {
-				cur = "*"
+		if sub != "set-context" && (*server != "" || *token != "") {
+			return usagef("--server and --token are for set-context")
+		}
+		// --config is in environ as AGORA_CONFIG by now
+		path, err := cliconfig.Path("", func(k string) string { return getenv(environ, k) })
+		if err != nil {
+			return err
+		}
+		c, err := cliconfig.Load(path)
+		if err != nil {
+			return err
+		}
+		switch sub {
+		case "get-contexts":
+			if *asJSON {
+				return writeJSON(stdout, c)
 			}
-			if c.Contexts[n].Token != "" {
-				tok = "(set)"
+			return view.Contexts(stdout, c)
+		case "current-context":
+			if c.CurrentContext == "" {
+				return usagef("no current context in %s; 'agora config use-context NAME' sets one", path)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cur, n, c.Contexts[n].Server, tok)
+			fmt.Fprintln(stdout, c.CurrentContext)
+			return nil
+		case "use-context":
+			err = c.Use(path, pos[0])
+		case "set-context":
+			var srv, tok *string
+			if fs.Changed("server") {
+				a := &apiFlags{server: *server}
+				if _, err := a.connect(nil); err != nil { // the same check as every verb's --server
+					return err
+				}
+				srv = &a.server
+			}
+			if fs.Changed("token") {
+				tok = token
+			}
+			c.Set(pos[0], srv, tok)
+		case "delete-context":
+			err = c.Delete(path, pos[0])
 		}
-		return tw.Flush()
-	case "current-context":
-		if c.CurrentContext == "" {
-			return usagef("no current context in %s; 'agora config use-context NAME' sets one", path)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintln(stdout, c.CurrentContext)
+		if err := c.Save(path); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", path, sub)
 		return nil
-	case "use-context":
-		err = c.Use(path, pos[0])
-	case "set-context":
-		var srv, tok *string
-		if fs.Changed("server") {
-			a := &apiFlags{server: *server}
-			if _, err := a.connect(nil); err != nil { // the same check as every verb's --server
-				return err
-			}
-			srv = &a.server
-		}
-		if fs.Changed("token") {
-			tok = token
-		}
-		c.Set(pos[0], srv, tok)
-	case "delete-context":
-		err = c.Delete(path, pos[0])
 	}
-	if err != nil {
-		return err
-	}
-	if err := c.Save(path); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: %s\n", path, args[0])
-	return nil
 }

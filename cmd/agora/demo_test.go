@@ -16,7 +16,6 @@ import (
 
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testenv"
-	"github.com/agoradev/agora/schemas"
 )
 
 // TestDemoChecksBusyboxFirst: without a static busybox the demo fails at
@@ -42,31 +41,6 @@ func TestDemoChecksBusyboxFirst(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("agora demo --busybox %s took %s to fail", bb, d)
 		}
-	}
-}
-
-// TestDemoAnswerWithoutTerminal: `agora demo </dev/null` — stdin a
-// character device that is no terminal — takes the question's default, as
-// CI=true does; an empty pipe does too.
-func TestDemoAnswerWithoutTerminal(t *testing.T) {
-	t.Parallel()
-	def := "config.yaml"
-	q := &schemas.NeedsInput{Question: "Which one should stay?", Options: []string{"config.yaml", "config.json"}, Default: &def}
-	devNull, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devNull.Close()
-	for name, stdin := range map[string]io.Reader{"/dev/null": devNull, "an empty reader": strings.NewReader("")} {
-		var out bytes.Buffer
-		answer, by, err := demoAnswer(q, "", nil, stdin, &out)
-		if err != nil || answer != def || !strings.Contains(by, "default") {
-			t.Errorf("demoAnswer with stdin %s = %q, %q, %v; want the default %q", name, answer, by, err, def)
-		}
-	}
-	noDefault := &schemas.NeedsInput{Question: "A or B?", Options: []string{"A", "B"}}
-	if _, _, err := demoAnswer(noDefault, "", nil, devNull, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--answer") {
-		t.Errorf("demoAnswer without a terminal or a default = %v; want an error naming --answer", err)
 	}
 }
 

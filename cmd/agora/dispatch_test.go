@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/images"
 	"github.com/agoradev/agora/internal/compute/computetest"
 	"github.com/agoradev/agora/internal/testenv"
@@ -192,7 +193,7 @@ echo "kept $AGORA_ANSWER"`
 		if err := json.Unmarshal([]byte(r.stdout.String()), &task); err != nil || task.State != wire.StateFailed {
 			t.Errorf("dispatch --wait --json = %q, %v; want the failed task", r.stdout.String(), err)
 		}
-		if !strings.HasSuffix(r.stderr.String(), "agora dispatch: task e2e-fail failed: round 1 failed: "+lastRound(&task).Failure.Detail+
+		if !strings.HasSuffix(r.stderr.String(), "agora dispatch: task e2e-fail failed: round 1 failed: "+view.LastRound(&task).Failure.Detail+
 			"; 'agora logs e2e-fail' shows its output, 'agora respawn e2e-fail' runs it again\n") {
 			t.Errorf("dispatch --wait stderr ends %q", r.stderr.String())
 		}

@@ -22,10 +22,10 @@ func helpCases() [][]string {
 	cases := [][]string{
 		{"--help"}, {"-h"}, {"help"}, {}, {"completion", "-h"}, {"help", "completion"},
 	}
-	for _, v := range verbs() {
+	for _, v := range verbs(nil) {
 		cases = append(cases, []string{v.name, "-h"}, []string{"help", v.name}, []string{"__complete", v.name, "--"})
 		for _, sub := range v.subs {
-			cases = append(cases, []string{v.name, sub, "-h"}, []string{"help", v.name, sub}, []string{"__complete", v.name, sub, "--"})
+			cases = append(cases, []string{v.name, sub.name, "-h"}, []string{"help", v.name, sub.name}, []string{"__complete", v.name, sub.name, "--"})
 		}
 	}
 	return cases

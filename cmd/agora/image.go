@@ -13,22 +13,8 @@ import (
 
 const imageBuildSynopsis = "[--worker PATH] [--base IMAGE] [--tag TAG] [--no-busybox] [--json]"
 
-// runImage is `agora image <subcommand>`; build is the only one.
-func runImage(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "agora image: want a subcommand: build; run 'agora image build -h' for its flags")
-		return 2
-	}
-	switch args[0] {
-	case "build":
-		return exitCode(stderr, "agora image build", imageBuild(ctx, args[1:], environ, stdout, stderr))
-	case "help", "-h", "--help":
-		fmt.Fprintf(stdout, "usage: agora image build %s\n", imageBuildSynopsis)
-		return 0
-	}
-	fmt.Fprintf(stderr, "agora image: unknown subcommand %q; the one there is: build\n", args[0])
-	return 2
-}
+// imageUsage is agora image -h: build is its only subcommand.
+const imageUsage = "usage: agora image build " + imageBuildSynopsis + "\n"
 
 // imageResult is what `agora image build --json` prints.
 type imageResult struct {
@@ -45,32 +31,33 @@ type imageResult struct {
 	InputsHash string `json:"inputs_hash"`
 }
 
-func imageBuild(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agora image build", flag.ContinueOnError)
+func imageBuildVerb(fs *flag.FlagSet) runFunc {
 	worker := fs.String("worker", "", "build from the static agora-worker at `PATH` (default: agora-worker next to the agora executable, where 'make build' puts it)")
 	base := fs.String("base", "", "add the worker to the local `IMAGE` instead of scratch, e.g. one with Claude Code; nothing is pulled")
 	tag := fs.String("tag", "", "name the image `TAG` (default: agora-worker:<first 12 hex digits of the inputs hash>)")
 	noBusybox := fs.Bool("no-busybox", false, "leave the host's static busybox (/bin/sh and friends) out of a scratch image")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object instead of a line of text")
-	if err := parseFlags(fs, imageBuildSynopsis, args, stdout); err != nil {
-		return err
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usagef("unexpected argument %q; run 'agora image build -h' for the flags", args[0])
+		}
+		res, err := roles.BuildImage(ctx, getenv(environ, "DOCKER_HOST"), roles.ImageBuild{
+			Worker: *worker, Base: *base, Tag: *tag, NoBusybox: *noBusybox, Logger: newLogger(stderr)})
+		if err != nil {
+			return err
+		}
+		out := imageResult{Image: res.Image, ID: res.ID, Status: "built", Busybox: res.Busybox, InputsHash: res.InputsHash}
+		if res.Skipped {
+			out.Status = "up-to-date"
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(out)
+		}
+		if res.Skipped {
+			fmt.Fprintf(stdout, "%s is up to date (%s)\n", out.Image, out.ID)
+		} else {
+			fmt.Fprintf(stdout, "%s built (%s)\n", out.Image, out.ID)
+		}
+		return nil
 	}
-	res, err := roles.BuildImage(ctx, getenv(environ, "DOCKER_HOST"), roles.ImageBuild{
-		Worker: *worker, Base: *base, Tag: *tag, NoBusybox: *noBusybox, Logger: newLogger(stderr)})
-	if err != nil {
-		return err
-	}
-	out := imageResult{Image: res.Image, ID: res.ID, Status: "built", Busybox: res.Busybox, InputsHash: res.InputsHash}
-	if res.Skipped {
-		out.Status = "up-to-date"
-	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(out)
-	}
-	if res.Skipped {
-		fmt.Fprintf(stdout, "%s is up to date (%s)\n", out.Image, out.ID)
-	} else {
-		fmt.Fprintf(stdout, "%s built (%s)\n", out.Image, out.ID)
-	}
-	return nil
 }

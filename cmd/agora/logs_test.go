@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -37,8 +38,8 @@ func TestLogsStored(t *testing.T) {
 		t.Errorf("logs out --round 1 = %v; want exactly the stored output", r)
 	}
 	r = agora(t, env, "logs", "--json", "out", "--round", "1")
-	var got logsJSON
-	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got != (logsJSON{TaskID: "out", Round: 1, DispatchID: "out-r1", Output: round1}) {
+	var got view.LogsJSON
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got != (view.LogsJSON{TaskID: "out", Round: 1, DispatchID: "out-r1", Output: round1}) {
 		t.Errorf("logs --json = %v, %+v, %v", r, got, err)
 	}
 	agora(t, env, "logs", "out", "--round", "3").want(t, "logs of a round that does not exist", 1, nil,
@@ -114,7 +115,7 @@ func TestLogsFollow(t *testing.T) {
 	}
 	var joined strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(followJSON.stdout.String()), "\n") {
-		var chunk logsJSON
+		var chunk view.LogsJSON
 		if err := json.Unmarshal([]byte(line), &chunk); err != nil || chunk.TaskID != "live" || chunk.Round != 1 || chunk.DispatchID != "live-r1" {
 			t.Fatalf("logs -f --json line %q: %+v, %v", line, chunk, err)
 		}

@@ -42,7 +42,8 @@ func TestSchemaAndValidate(t *testing.T) {
 		{args: []string{"validate", "needs-input", filepath.Join(dir, "missing.json")}, code: 2, errOut: "no such file"},
 		{args: []string{"version"}, out: "agora "},
 		{args: []string{"version", "--json"}, out: `"version": "`},
-		{args: []string{"version", "--short"}, code: 2, errOut: `agora version: unexpected argument "--short"; the only flag is --json`},
+		{args: []string{"version", "--short"}, code: 2, errOut: `agora version: flag provided but not defined: -short; run 'agora version -h' for the flags`},
+		{args: []string{"version", "short"}, code: 2, errOut: `agora version: unexpected argument "short"; the only flag is --json`},
 		{args: []string{"frobnicate"}, code: 2, errOut: `unknown command "frobnicate"`},
 		{args: nil, code: 2, errOut: "usage: agora"},
 	}

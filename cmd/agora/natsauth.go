@@ -21,61 +21,47 @@ import (
 
 const natsAuthInitSynopsis = "DIR [--runner ID]... [--max-disk SIZE] [--max-memory SIZE]"
 
-func runNATSAuth(_ context.Context, args, _ []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		return exitCode(stderr, "agora nats-auth", usagef("want a subcommand: init DIR; run 'agora nats-auth init -h' for its flags"))
-	}
-	switch args[0] {
-	case "init":
-		return exitCode(stderr, "agora nats-auth init", natsAuthInit(args[1:], stdout))
-	case "help", "-h", "--help":
-		fmt.Fprintf(stdout, "usage: agora nats-auth init %s\n", natsAuthInitSynopsis)
-		return exitOK
-	}
-	return exitCode(stderr, "agora nats-auth", usagef("unknown subcommand %q; the one there is: init", args[0]))
-}
+// natsAuthUsage is agora nats-auth -h: init is its only subcommand.
+const natsAuthUsage = "usage: agora nats-auth init " + natsAuthInitSynopsis + "\n"
 
-func natsAuthInit(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("agora nats-auth init", flag.ContinueOnError)
+func natsAuthInitVerb(fs *flag.FlagSet) runFunc {
 	var runners []string
 	fs.StringArrayVar(&runners, "runner", nil, "make runner-`ID`.creds for the runner started with --id ID (repeatable; run again to add runners: every key is kept)")
 	maxDisk := fs.String("max-disk", "", "cap the AGORA account's JetStream file storage at `SIZE` (e.g. 20G; default: no account cap, the servers' max_file_store bounds it)")
 	maxMem := fs.String("max-memory", "", "cap the AGORA account's JetStream memory storage at `SIZE` (e.g. 1G; default: no account cap, the servers' max_memory_store bounds it)")
-	pos, err := parseArgs(fs, natsAuthInitSynopsis, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one DIR, where the keys and credentials go (e.g. /etc/agora/nats-auth); got %d arguments", len(pos))
-	}
-	disk, err := parseSize("--max-disk", *maxDisk)
-	if err != nil {
-		return err
-	}
-	mem, err := parseSize("--max-memory", *maxMem)
-	if err != nil {
-		return err
-	}
-	for _, r := range runners {
-		if err := roles.ValidateRunnerID(r); err != nil {
-			return usagef("--runner: %v", err)
+	return func(_ context.Context, pos, _ []string, stdout, _ io.Writer) error {
+		if len(pos) != 1 {
+			return usagef("want one DIR, where the keys and credentials go (e.g. /etc/agora/nats-auth); got %d arguments", len(pos))
 		}
+		disk, err := parseSize("--max-disk", *maxDisk)
+		if err != nil {
+			return err
+		}
+		mem, err := parseSize("--max-memory", *maxMem)
+		if err != nil {
+			return err
+		}
+		for _, r := range runners {
+			if err := roles.ValidateRunnerID(r); err != nil {
+				return usagef("--runner: %v", err)
+			}
+		}
+		dir, err := filepath.Abs(pos[0])
+		if err != nil {
+			return err
+		}
+		made, err := roles.InitNATSAuth(dir, runners, disk, mem)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "agora nats-auth: identities in %s (0700; every file 0600), account AGORA %s\n", dir, made.Account)
+		for _, f := range made.Files {
+			fmt.Fprintf(stdout, "  %s\n", filepath.Join(dir, f))
+		}
+		fmt.Fprintf(stdout, "next: copy %s to every NATS node and include it (docs/scaling.md); give the orchestrators %s and each runner its runner-ID.creds (--nats-creds)\n",
+			made.ServerConfig, made.OrchestratorCreds)
+		return nil
 	}
-	dir, err := filepath.Abs(pos[0])
-	if err != nil {
-		return err
-	}
-	made, err := roles.InitNATSAuth(dir, runners, disk, mem)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "agora nats-auth: identities in %s (0700; every file 0600), account AGORA %s\n", dir, made.Account)
-	for _, f := range made.Files {
-		fmt.Fprintf(stdout, "  %s\n", filepath.Join(dir, f))
-	}
-	fmt.Fprintf(stdout, "next: copy %s to every NATS node and include it (docs/scaling.md); give the orchestrators %s and each runner its runner-ID.creds (--nats-creds)\n",
-		made.ServerConfig, made.OrchestratorCreds)
-	return nil
 }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
@@ -30,7 +31,7 @@ func (s *taskServer) play(t *testing.T, id string, n int, st step) {
 		task, err := s.orch.Get(t.Context(), id)
 		// Enqueued: its dispatch is indexed, so an event without a task
 		// id finds its task (a worker's names it; these do not).
-		if err == nil && task.State == wire.StateQueued && lastRound(task).DispatchID == d && lastRound(task).Enqueued {
+		if err == nil && task.State == wire.StateQueued && view.LastRound(task).DispatchID == d && view.LastRound(task).Enqueued {
 			break
 		}
 		if err == nil && (task.State.Terminal() || time.Now().After(deadline)) {

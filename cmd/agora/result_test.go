@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
 	"github.com/agoradev/agora/internal/testutil"
@@ -130,7 +131,7 @@ func TestResultsEndToEnd(t *testing.T) {
 		n := 0
 		for sc.Scan() {
 			n++
-			var line batchResult
+			var line view.BatchResult
 			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 				t.Fatalf("line %d %q: %v", n, sc.Text(), err)
 			}
@@ -142,24 +143,6 @@ func TestResultsEndToEnd(t *testing.T) {
 			t.Errorf("batch results printed %d lines, want 20:\n%s", n, res.stdout)
 		}
 	})
-}
-
-func TestWriteResult(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		`"hello"`:                "hello\n",
-		`"two\nlines\n"`:         "two\nlines\n",
-		`{"a": 1,  "b": [1, 2]}`: `{"a":1,"b":[1,2]}` + "\n",
-		`42`:                     "42\n",
-		`null`:                   "",
-		``:                       "",
-		`""`:                     "\n",
-	} {
-		var b strings.Builder
-		if err := writeResult(&b, json.RawMessage(in)); err != nil || b.String() != want {
-			t.Errorf("writeResult(%s) = %q, %v; want %q", in, b.String(), err, want)
-		}
-	}
 }
 
 // TestResultVerbs: agora result and agora artifacts through the real API

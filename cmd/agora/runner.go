@@ -5,30 +5,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agoradev/agora/cmd/agora/internal/roleflags"
 	"github.com/agoradev/agora/cmd/agora/internal/roles"
 )
 
-func runRunner(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return exitCode(stderr, "agora runner", runnerMain(ctx, args, environ, stdout, stderr))
-}
-
-func parseRunnerFlags(args, environ []string, stdout io.Writer) (roles.Config, error) {
-	return parseRole(roleflags.Runner, args, environ, stdout, nil)
-}
-
-// runnerMain runs one runner until ctx is done, then stops it gracefully:
-// its containers keep running for the next runner process with the same id.
-// It is the roles package with the runner role only, so it gets the same
-// defaults (runner id, Docker check, metrics) as agora serve.
-func runnerMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	cfg, err := parseRunnerFlags(args, environ, stdout)
-	if err != nil {
-		return err
-	}
+func runnerMain(ctx context.Context, cfg roles.Config, environ []string, stdout, stderr io.Writer) error {
 	if cfg.Image == "" && cfg.ECS == nil {
 		// Before connecting: a missing binary is the likeliest mistake.
-		if _, err = roles.WorkerBinary("", "--image IMAGE"); err != nil {
+		if _, err := roles.WorkerBinary("", "--image IMAGE"); err != nil {
 			return err
 		}
 	}

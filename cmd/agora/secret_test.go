@@ -23,7 +23,7 @@ import (
 func secretCLI(t *testing.T, environ []string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := runSecret(args, environ, strings.NewReader(stdin), &stdout, &stderr)
+	code := runWith(context.Background(), append([]string{"secret"}, args...), environ, strings.NewReader(stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 

@@ -20,46 +20,50 @@ import (
 // adopts them), only for the roles' own goroutines to let go of them.
 const stopTimeout = time.Minute
 
-func runServe(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return exitCode(stderr, "agora serve", serveMain(ctx, args, environ, stdout, stderr))
-}
-
-// parseRole reads and checks the command line of the role verb v into the
-// roles' configuration without touching anything outside the process, so
-// every mistake is reported before starting. The flags are roleflags',
-// declared once for every role verb; extra declares the verb's own.
-func parseRole(v roleflags.Verb, args, environ []string, stdout io.Writer, extra func(*flag.FlagSet)) (roles.Config, error) {
-	fs := flag.NewFlagSet(v.String(), flag.ContinueOnError)
-	synopsis := "" // the usage line names the required flags; all are listed from their declarations
-	if v == roleflags.Runner || v == roleflags.Orchestrator {
-		synopsis = "--nats URL"
-	}
+// roleConfig declares the flags of the role verb v on fs: roleflags',
+// declared once for every role verb. Its func reads the checked command
+// line into the roles' configuration without touching anything outside
+// the process, so every mistake is reported before starting.
+func roleConfig(v roleflags.Verb, fs *flag.FlagSet) func(args, environ []string) (roles.Config, error) {
 	rf := roleflags.Register(fs, v)
-	if extra != nil {
-		extra(fs)
+	return func(args, environ []string) (roles.Config, error) {
+		if len(args) > 0 {
+			return roles.Config{}, usagef("unexpected argument %q; run '%s -h' for the flags", args[0], v)
+		}
+		cfg, err := rf.Config(environ)
+		if err != nil {
+			return cfg, usagef("%v", err)
+		}
+		return cfg, nil
 	}
-	if err := parseFlags(fs, synopsis, args, stdout); err != nil {
-		return roles.Config{}, err
-	}
-	cfg, err := rf.Config(environ)
-	if err != nil {
-		return cfg, usagef("%v", err)
-	}
-	return cfg, nil
 }
 
-func parseServeFlags(args, environ []string, stdout io.Writer) (roles.Config, error) {
-	return parseRole(roleflags.Serve, args, environ, stdout, nil)
+// roleVerb is a role verb without flags of its own: v's, and main run
+// with the configuration they make.
+func roleVerb(v roleflags.Verb, main func(ctx context.Context, cfg roles.Config, environ []string, stdout, stderr io.Writer) error) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		config := roleConfig(v, fs)
+		return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+			cfg, err := config(args, environ)
+			if err != nil {
+				return err
+			}
+			return main(ctx, cfg, environ, stdout, stderr)
+		}
+	}
 }
+
+var (
+	serveVerb        = roleVerb(roleflags.Serve, serveMain)
+	runnerVerb       = roleVerb(roleflags.Runner, runnerMain)
+	orchestratorVerb = roleVerb(roleflags.Orchestrator, orchestratorMain)
+)
 
 // serveMain runs the stack until ctx is done (the first SIGINT or SIGTERM),
 // then stops it gracefully: running containers keep running and the next
 // `agora serve` on the data dir adopts them.
-func serveMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	cfg, err := parseServeFlags(args, environ, stdout)
-	if err != nil {
-		return err
-	}
+func serveMain(ctx context.Context, cfg roles.Config, environ []string, stdout, stderr io.Writer) error {
+	var err error
 	if cfg.Runner && cfg.Image == "" {
 		// Before connecting: a missing binary is the likeliest mistake.
 		orFlag := "--image IMAGE, --worker PATH or --no-runner"

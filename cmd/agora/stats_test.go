@@ -84,24 +84,3 @@ func TestStatsVerb(t *testing.T) {
 		agora(t, s.env, append([]string{"stats"}, bad.args...)...).want(t, "stats "+strings.Join(bad.args, " "), 2, nil, bad.want)
 	}
 }
-
-func TestSinceTime(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		in   string
-		want time.Time
-	}{
-		{"7d", now.Add(-7 * 24 * time.Hour)}, {"36h", now.Add(-36 * time.Hour)}, {"90m", now.Add(-90 * time.Minute)},
-		{"2026-11-19T00:00:00Z", time.Date(2026, 11, 19, 0, 0, 0, 0, time.UTC)},
-	} {
-		if got, err := sinceTime(tt.in, now); err != nil || !got.Equal(tt.want) {
-			t.Errorf("sinceTime(%q) = %s, %v; want %s", tt.in, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"0d", "-1h", "d", "last week"} {
-		if _, err := sinceTime(bad, now); err == nil {
-			t.Errorf("sinceTime(%q) took it", bad)
-		}
-	}
-}

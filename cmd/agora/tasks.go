@@ -8,13 +8,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,13 +18,17 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/agoradev/agora/client"
-	"github.com/agoradev/agora/cmd/agora/internal/notapi"
+	"github.com/agoradev/agora/cmd/agora/internal/exitcode"
+	"github.com/agoradev/agora/cmd/agora/internal/explain"
+	"github.com/agoradev/agora/cmd/agora/internal/submitreq"
+	"github.com/agoradev/agora/cmd/agora/internal/verbflags"
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/wire"
 )
 
 // defaultServer is where the CLI looks for the API without --server or
-// $AGORA_SERVER: `agora serve` on this machine.
-const defaultServer = "http://127.0.0.1:7070"
+// $AGORA_SERVER (explain.DefaultServer).
+const defaultServer = explain.DefaultServer
 
 // apiFlags are the flags of every verb that talks to the server.
 type apiFlags struct {
@@ -46,28 +46,21 @@ func newAPIFlags(fs *flag.FlagSet) *apiFlags {
 
 // apiVerb is what every verb that talks to the server starts from: its
 // flag set, which holds --server, --token and --json beside the verb's
-// own flags (declared on fs before open), and its usage line.
+// own flags (declared on fs too).
 type apiVerb struct {
 	*apiFlags
-	fs       *flag.FlagSet
-	name     string
-	synopsis string
+	fs *flag.FlagSet
 }
 
-func newAPIVerb(name, synopsis string) *apiVerb {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	return &apiVerb{apiFlags: newAPIFlags(fs), fs: fs, name: name, synopsis: synopsis}
+func newAPIVerb(fs *flag.FlagSet) *apiVerb {
+	return &apiVerb{apiFlags: newAPIFlags(fs), fs: fs}
 }
 
-// open is the one preamble of those verbs: it parses args (flags anywhere,
-// -h prints the usage), lets check refuse the other arguments or a
-// combination of flags with a usage error before anything is sent, and
-// returns a client of the server with those arguments.
-func (v *apiVerb) open(args, environ []string, stdout io.Writer, check func(pos []string) error) (*client.Client, []string, error) {
-	pos, err := parseArgs(v.fs, v.synopsis, args, stdout)
-	if err != nil {
-		return nil, nil, err
-	}
+// open is the one preamble of those verbs once their flags are parsed: it
+// lets check refuse the arguments (pos) or a combination of flags with a
+// usage error before anything is sent, and returns a client of the server
+// with those arguments.
+func (v *apiVerb) open(pos, environ []string, check func(pos []string) error) (*client.Client, []string, error) {
 	if check != nil {
 		if err := check(pos); err != nil {
 			return nil, nil, err
@@ -83,22 +76,11 @@ func (v *apiVerb) open(args, environ []string, stdout io.Writer, check func(pos 
 // connect settles the server and token (flag, else environment, else
 // default) and returns a client of that server.
 func (a *apiFlags) connect(environ []string) (*client.Client, error) {
-	server, from := a.server, "--server"
-	if server == "" {
-		server, from = getenv(environ, "AGORA_SERVER"), "AGORA_SERVER"
+	server, err := explain.Server(a.server, getenv(environ, "AGORA_SERVER"))
+	if err != nil {
+		return nil, err
 	}
-	given := server
-	if server == "" {
-		server = defaultServer
-	}
-	if !strings.Contains(server, "://") {
-		server = "http://" + server
-	}
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef("%s %q: want the agora server's URL, e.g. %s", from, given, defaultServer)
-	}
-	a.server = strings.TrimRight(server, "/")
+	a.server = server
 	if a.token == "" {
 		a.token = getenv(environ, "AGORA_TOKEN")
 	}
@@ -109,7 +91,7 @@ func (a *apiFlags) connect(environ []string) (*client.Client, error) {
 func wantOne(usage string) func([]string) error {
 	return func(pos []string) error {
 		if len(pos) != 1 {
-			return usageError{msg: usage}
+			return exitcode.UsageError{Msg: usage}
 		}
 		return nil
 	}
@@ -128,89 +110,25 @@ func (a *apiFlags) who(by string, environ []string) string {
 // explain turns an error of the client into one line that says what to
 // do; taskID names the task the call was about, if any.
 func (a *apiFlags) explain(err error, taskID string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) {
-		return errors.New("interrupted")
-	}
-	if e, ok := errors.AsType[*client.Error](err); ok {
-		switch {
-		case e.Code == string(wire.CodeNotFound) && taskID != "":
-			return fmt.Errorf("no task %s on %s; 'agora status' lists the tasks", taskID, a.server)
-		case e.Code == string(wire.CodeUnauthorized) && strings.Contains(a.token, ":"):
-			// The server is given NAME:SECRET; a client sends the SECRET.
-			name, _, _ := strings.Cut(a.token, ":")
-			return fmt.Errorf("the agora server at %s refused the token (%s): a client sends only the SECRET of the server's --token NAME:SECRET, so if %q is the token's name, drop it", a.server, e.Message, name+":")
-		case e.Code == string(wire.CodeUnauthorized):
-			return fmt.Errorf("the agora server at %s refused the request (%s); pass --token or set AGORA_TOKEN", a.server, e.Message)
-		case e.Code == string(wire.CodeNoRoute) || e.Code == "":
-			return fmt.Errorf("%s does not answer like an agora server (%s); check --server or AGORA_SERVER", a.server, clipText(e.Message, 120))
-		case e.Code == string(wire.CodeInvalid) || e.Code == string(wire.CodeInvalidAnswer):
-			// The server refused the input and changed nothing: the same
-			// exit code as a mistake the CLI finds itself.
-			return usageError{msg: plainMessage(e)}
-		}
-		return errors.New(plainMessage(e))
-	}
-	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
-		return fmt.Errorf("cannot reach the agora server at %s (is `agora serve` running?)", a.server)
-	}
-	if msg, ok := notapi.Explain(a.server, strings.TrimPrefix(defaultServer, "http://"), err); ok {
-		return errors.New(msg)
-	}
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return fmt.Errorf("lost the agora server at %s: %v", a.server, ue.Err)
-	}
-	return err
-}
-
-// plainMessage is the API's message without the sentinel's own words,
-// which repeat what the message says: "task t-1 is finished already: not
-// possible in the task's state" reads "task t-1 is finished already".
-func plainMessage(e *client.Error) string {
-	msg := e.Message
-	if s := wire.Code(e.Code).Sentinel(); s != nil {
-		switch {
-		case errors.Is(s, wire.ErrInvalidAnswer), errors.Is(s, wire.ErrInvalidRequest):
-			msg = strings.Replace(msg, s.Error()+": ", "", 1)
-			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		case errors.Is(s, wire.ErrWrongState):
-			msg = strings.TrimSuffix(msg, ": "+s.Error())
-		}
-	}
-	return msg
+	return explain.Error(a.server, a.token, err, taskID)
 }
 
 // writeJSON writes v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+func writeJSON(w io.Writer, v any) error { return view.JSON(w, v) }
+
+// show writes v as JSON with --json, else calls text, which writes it
+// for people.
+func (a *apiFlags) show(w io.Writer, v any, text func()) error {
+	if a.json {
+		return writeJSON(w, v)
 	}
-	_, err = w.Write(append(data, '\n'))
-	return err
+	text()
+	return nil
 }
 
-// verbExit runs main and turns its error into the exit code: 0, 1 for a
-// failure, 2 for a usage error, or the code of an exitOutcome.
-func verbExit(stderr io.Writer, name string, err error) int {
-	if o, ok := errors.AsType[exitOutcome](err); ok {
-		if o.msg != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", name, o.msg)
-		}
-		return o.code
-	}
-	return exitCode(stderr, name, err)
-}
-
-// exitOutcome is an exit code a verb chose, with an optional one-line message.
-type exitOutcome struct {
-	code int
-	msg  string
-}
-
-func (o exitOutcome) Error() string { return o.msg }
+// verbExit turns main's error into the exit code: 0, 1 for a failure, 2
+// for a usage error, or the code of an exitcode.Outcome.
+func verbExit(stderr io.Writer, name string, err error) int { return exitcode.Verb(stderr, name, err) }
 
 // ---- paging
 
@@ -240,265 +158,175 @@ func (p *pageFlags) check(name string) error {
 	return nil
 }
 
+// limitText is --limit's value as typed, "" when not given.
+func (p *pageFlags) limitText() string {
+	if p.limit == 0 {
+		return ""
+	}
+	return strconv.Itoa(p.limit)
+}
+
 func (p *pageFlags) options() wire.PageOptions {
 	return wire.PageOptions{Limit: p.limit, Cursor: p.cursor}
-}
-
-// writeMore tells how to see what one page left out: the same command
-// with --cursor for the next page, or --all. args are the command's words
-// and the filters it was given.
-func writeMore(w io.Writer, shown int, items, next string, args ...string) {
-	if next == "" {
-		return
-	}
-	cmd := strings.Join(append(args, "--cursor", next), " ")
-	fmt.Fprintf(w, "\n%d %s shown; more: '%s' (next page), or --all (every one), --limit N (per page)\n", shown, items, cmd)
-}
-
-// shellWord is s as one word of a shell command line.
-func shellWord(s string) string {
-	for _, c := range s {
-		if !(c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == '=' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
 }
 
 // ---- status
 
 const statusSynopsis = "[TASK] [--state STATE] [--label KEY=VALUE] [--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]"
 
-func runStatus(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora status", statusMain(ctx, args, environ, stdout))
-}
-
-// statusMain without TASK is the attention view: the counts and a page of
+// statusVerb without TASK is the attention view: the counts and a page of
 // the tasks, newest first, each with what it needs and the exact next
 // command, what waits for a person first. With TASK it is the task's
 // timeline.
-func statusMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	a := newAPIVerb("agora status", statusSynopsis)
-	state := a.fs.String("state", "", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
+func statusVerb(fs *flag.FlagSet) runFunc {
+	a := newAPIVerb(fs)
+	state, names := new(string), make([]string, len(wire.States))
+	for i, s := range wire.States {
+		names[i] = string(s)
+	}
+	a.fs.Var(verbflags.NewEnum(state, "want one of "+strings.Join(names, ", "), names...), "state", "only tasks in `STATE` (running, queued, needs_input, finished, failed, cancelled, expired)")
 	label := a.fs.String("label", "", "only tasks labelled `KEY=VALUE`")
 	pf := newPageFlags(a.fs, "tasks")
-	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
-		if len(pos) > 1 {
-			return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
-		}
-		if err := pf.check("agora status"); err != nil {
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		c, pos, err := a.open(args, environ, func(pos []string) error {
+			if len(pos) > 1 {
+				return usagef("want at most one TASK, got %d; run 'agora status -h' for the flags", len(pos))
+			}
+			return pf.check("agora status")
+		})
+		if err != nil {
 			return err
 		}
-		if *state != "" && !slices.Contains(wire.States, wire.State(*state)) {
-			names := make([]string, len(wire.States))
-			for i, s := range wire.States {
-				names[i] = string(s)
+		if len(pos) == 1 {
+			t, err := c.Get(ctx, pos[0])
+			if err != nil {
+				return a.explain(err, pos[0])
 			}
-			return usagef("--state %q: want one of %s", *state, strings.Join(names, ", "))
+			return a.show(stdout, t, func() { view.New(stdout, environ).Timeline(stdout, t, time.Now()) })
 		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if len(pos) == 1 {
-		t, err := c.Get(ctx, pos[0])
+		opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
+		var page wire.TaskPage
+		if pf.all {
+			page.Tasks, page.Summary, err = c.ListAll(ctx, opts)
+		} else {
+			page, err = c.List(ctx, opts)
+		}
 		if err != nil {
-			return a.explain(err, pos[0])
+			return a.explain(err, "")
 		}
 		if a.json {
-			return writeJSON(stdout, t)
+			if page.Tasks == nil {
+				page.Tasks = []*wire.Task{}
+			}
+			return writeJSON(stdout, page)
 		}
-		newUI(stdout, environ).writeTimeline(stdout, t, time.Now())
+		view.New(stdout, environ).Attention(stdout, page.Tasks, page.Summary, view.FilterText(*state, *label, page))
+		view.More(stdout, len(page.Tasks), "tasks", page.NextCursor, view.Words("agora status", "--state", *state, "--label", *label, "--limit", pf.limitText())...)
 		return nil
 	}
-	opts := wire.ListOptions{State: wire.State(*state), Label: *label, Limit: pf.limit, Cursor: pf.cursor}
-	var page wire.TaskPage
-	if pf.all {
-		page.Tasks, page.Summary, err = c.ListAll(ctx, opts)
-	} else {
-		page, err = c.List(ctx, opts)
-	}
-	if err != nil {
-		return a.explain(err, "")
-	}
-	if a.json {
-		if page.Tasks == nil {
-			page.Tasks = []*wire.Task{}
-		}
-		return writeJSON(stdout, page)
-	}
-	newUI(stdout, environ).writeAttention(stdout, page.Tasks, page.Summary, filterText(*state, *label, page))
-	words := []string{"agora status"}
-	if *state != "" {
-		words = append(words, "--state", *state)
-	}
-	if *label != "" {
-		words = append(words, "--label", shellWord(*label))
-	}
-	if pf.limit != 0 {
-		words = append(words, "--limit", strconv.Itoa(pf.limit))
-	}
-	writeMore(stdout, len(page.Tasks), "tasks", page.NextCursor, words...)
-	return nil
-}
-
-// filterText says what status --state/--label shows of the tasks the
-// counts line counts: "showing failed: 3 of 12 tasks". With --label the
-// server counts no matches, so the line counts the ones listed, "at
-// least" when more pages follow.
-func filterText(state, label string, page wire.TaskPage) string {
-	if state == "" && label == "" {
-		return ""
-	}
-	total := 0
-	for _, n := range page.Summary.Counts {
-		total += n
-	}
-	var what []string
-	if state != "" {
-		what = append(what, stateLabel(wire.State(state)))
-	}
-	if label != "" {
-		what = append(what, "labelled "+label)
-	}
-	shown := strconv.Itoa(len(page.Tasks))
-	switch {
-	case label == "":
-		shown = strconv.Itoa(page.Summary.Counts[wire.State(state)])
-	case page.NextCursor != "":
-		shown = "at least " + shown
-	}
-	return fmt.Sprintf("showing %s: %s of %d task%s", strings.Join(what, ", "), shown, total, pluralS(total))
 }
 
 // ---- questions
 
 const questionsSynopsis = "[--group] [--limit N | --cursor CURSOR | --all] [--json] [--server URL] [--token TOKEN]"
 
-func runQuestions(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora questions", questionsMain(ctx, args, environ, stdout))
-}
-
-// questionsMain lists a page of the open questions, oldest first.
-func questionsMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	a := newAPIVerb("agora questions", questionsSynopsis)
+// questionsVerb lists a page of the open questions, oldest first.
+func questionsVerb(fs *flag.FlagSet) runFunc {
+	a := newAPIVerb(fs)
 	group := a.fs.Bool("group", false, "one row per identical question (normalised text and option set) of one batch, with the count and the tasks (reads every open question)")
 	pf := newPageFlags(a.fs, "questions")
-	c, _, err := a.open(args, environ, stdout, func(pos []string) error {
-		if len(pos) > 0 {
-			return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
-		}
-		if err := pf.check("agora questions"); err != nil {
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		c, _, err := a.open(args, environ, func(pos []string) error {
+			if len(pos) > 0 {
+				return usagef("unexpected argument %q; 'agora status TASK' shows one task", pos[0])
+			}
+			if err := pf.check("agora questions"); err != nil {
+				return err
+			}
+			if *group && (pf.limit != 0 || pf.cursor != "") {
+				return usagef("--group groups every open question; drop --limit and --cursor")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		if *group && (pf.limit != 0 || pf.cursor != "") {
-			return usagef("--group groups every open question; drop --limit and --cursor")
+		if *group {
+			return questionsGroupedMain(ctx, c, a.apiFlags, environ, stdout)
 		}
+		var page wire.QuestionPage
+		if pf.all {
+			page.Questions, err = c.QuestionsAll(ctx)
+		} else {
+			page, err = c.Questions(ctx, pf.options())
+		}
+		if err != nil {
+			return a.explain(err, "")
+		}
+		if a.json {
+			if page.Questions == nil {
+				page.Questions = []wire.QuestionView{}
+			}
+			return writeJSON(stdout, page)
+		}
+		view.New(stdout, environ).Questions(stdout, page.Questions, time.Now())
+		view.More(stdout, len(page.Questions), "questions", page.NextCursor, view.Words("agora questions", "--limit", pf.limitText())...)
 		return nil
-	})
-	if err != nil {
-		return err
 	}
-	if *group {
-		return questionsGroupedMain(ctx, c, a.apiFlags, environ, stdout)
-	}
-	var page wire.QuestionPage
-	if pf.all {
-		page.Questions, err = c.QuestionsAll(ctx)
-	} else {
-		page, err = c.Questions(ctx, pf.options())
-	}
-	if err != nil {
-		return a.explain(err, "")
-	}
-	if a.json {
-		if page.Questions == nil {
-			page.Questions = []wire.QuestionView{}
-		}
-		return writeJSON(stdout, page)
-	}
-	newUI(stdout, environ).writeQuestions(stdout, page.Questions, time.Now())
-	words := []string{"agora questions"}
-	if pf.limit != 0 {
-		words = append(words, "--limit", strconv.Itoa(pf.limit))
-	}
-	writeMore(stdout, len(page.Questions), "questions", page.NextCursor, words...)
-	return nil
 }
 
 // ---- answer
 
 const answerSynopsis = "TASK ANSWER [--round N | --all-like] [--by NAME] [--remember [--remember-scope SCOPE] [--remember-for 30d]] [--json] [--server URL] [--token TOKEN]"
 
-func runAnswer(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora answer", answerMain(ctx, args, environ, stdout))
-}
-
-// answerMain answers a task's open question, by an option's value or its
+// answerVerb answers a task's open question, by an option's value or its
 // 1-based index. Who answers is --by, else the token's name when a token
 // is given, else $USER.
-func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	a := newAPIVerb("agora answer", answerSynopsis)
+func answerVerb(fs *flag.FlagSet) runFunc {
+	a := newAPIVerb(fs)
 	round := a.fs.Int("round", 0, "answer only if round `N`'s question is the open one (so an answer meant for round 1 never lands on round 2)")
 	by := a.fs.String("by", "", "who answers, recorded in the timeline (default: the token's name, else $USER)")
 	allLike := a.fs.Bool("all-like", false, "also answer every open question identical to TASK's (same batch, text and options); exit 1 if any fails")
 	remember := a.fs.Bool("remember", false, "also make the answer a rule that answers the next questions like it at once ('agora rules' lists them)")
 	rememberScope := a.fs.String("remember-scope", "", "the rule's scope: subagent (default), label:KEY=VALUE or owner")
 	rememberFor := a.fs.String("remember-for", "", "how long the rule lasts, e.g. 12h or 7d (default 30d, at most 180d)")
-	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
-		switch {
-		case len(pos) != 2:
-			return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
-		case *round < 0:
-			return usagef("--round %d: want a round number (1, 2, …)", *round)
-		case *allLike && *round != 0:
-			return usagef("--all-like answers each task's open round; drop --round")
-		case strings.TrimSpace(pos[1]) == "":
-			return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		c, pos, err := a.open(args, environ, func(pos []string) error {
+			switch {
+			case len(pos) != 2:
+				return usagef("want TASK ANSWER, e.g. agora answer t-42 B ('agora questions' lists the open ones)")
+			case *round < 0:
+				return usagef("--round %d: want a round number (1, 2, …)", *round)
+			case *allLike && *round != 0:
+				return usagef("--all-like answers each task's open round; drop --round")
+			case strings.TrimSpace(pos[1]) == "":
+				return usagef("the ANSWER is empty; give one of the question's options (or its number), or a free-text answer")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	rem, err := rememberOf(*remember, *rememberScope, *rememberFor)
-	if err != nil {
-		return err
-	}
-	if *allLike && rem != nil {
-		return usagef("--remember makes a rule of one answer; drop --all-like (the rule answers the others' next questions)")
-	}
-	who := a.who(*by, environ)
-	if *allLike {
-		return answerAllLikeMain(ctx, c, a.apiFlags, pos[0], pos[1], who, stdout)
-	}
-	t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli", Remember: rem})
-	if errors.Is(err, wire.ErrNoQuestion) {
-		return fmt.Errorf("%v; 'agora questions' lists the open ones", a.explain(err, pos[0]))
-	}
-	if err != nil {
-		return a.explain(err, pos[0])
-	}
-	if a.json {
-		return writeJSON(stdout, t)
-	}
-	var answered *wire.Round
-	for i := len(t.Rounds) - 1; i >= 0; i-- {
-		if r := &t.Rounds[i]; r.Answer != nil && r.Question != nil {
-			answered = r
-			break
+		rem, err := submitreq.Remember(*remember, *rememberScope, *rememberFor)
+		if err != nil {
+			return err
 		}
+		if *allLike && rem != nil {
+			return usagef("--remember makes a rule of one answer; drop --all-like (the rule answers the others' next questions)")
+		}
+		who := a.who(*by, environ)
+		if *allLike {
+			return answerAllLikeMain(ctx, c, a.apiFlags, pos[0], pos[1], who, stdout)
+		}
+		t, err := c.Answer(ctx, wire.AnswerRequest{TaskID: pos[0], Round: *round, Answer: pos[1], By: who, Channel: "cli", Remember: rem})
+		if errors.Is(err, wire.ErrNoQuestion) {
+			return fmt.Errorf("%v; 'agora questions' lists the open ones", a.explain(err, pos[0]))
+		}
+		if err != nil {
+			return a.explain(err, pos[0])
+		}
+		return a.show(stdout, t, func() { view.Answered(stdout, t) })
 	}
-	if answered == nil {
-		fmt.Fprintf(stdout, "%s answered; %s\n", t.ID, needsText(t))
-		return nil
-	}
-	fmt.Fprintf(stdout, "%s round %d answered: %s (by %s); %s\n", t.ID, answered.N, answered.Answer.Value, answered.Answer.By, needsText(t))
-	if id := answered.Answer.Remembered; id != "" {
-		fmt.Fprintf(stdout, "remembered as rule %s: 'agora rules show %s'\n", id, id)
-	}
-	return nil
 }
 
 // ---- cancel, respawn, continue, rm
@@ -506,13 +334,13 @@ func answerMain(ctx context.Context, args, environ []string, stdout io.Writer) e
 // bulkSynopsis is a verb that takes one TASK or a selector.
 const bulkSynopsis = "TASK | --batch ID | --label KEY=VALUE | --state STATE [--yes] [--json] [--server URL] [--token TOKEN]"
 
-// runCancel cancels a task. A task that has already ended is no error
+// cancelVerb cancels a task. A task that has already ended is no error
 // (exit 0, and the line says how it ended), so a CI job's cleanup step can
 // always run it; an unknown task still is.
-func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+func cancelVerb(fs *flag.FlagSet) runFunc {
 	ended := false // the task had ended before the cancel
-	return verbExit(stderr, "agora cancel", taskOpMain(ctx, "agora cancel", bulkCancel, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*wire.Task, error) {
+	return taskOpVerb(fs, "agora cancel", bulkCancel,
+		func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) {
 			t, err := c.Cancel(ctx, id)
 			if errors.Is(err, wire.ErrWrongState) {
 				if got, gerr := c.Get(ctx, id); gerr == nil && got.State.Terminal() {
@@ -524,151 +352,112 @@ func runCancel(ctx context.Context, args, environ []string, stdout, stderr io.Wr
 		},
 		func(t *wire.Task) string {
 			if ended {
-				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, stateLabel(t.State), outcomeDetail(t))
+				return fmt.Sprintf("%s had already ended: %s (%s); nothing to cancel", t.ID, view.StateLabel(t.State), view.OutcomeDetail(t))
 			}
-			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, outcomeDetail(t), t.ID)
-		}))
+			return fmt.Sprintf("%s cancelled (%s); 'agora respawn %s' runs it again", t.ID, view.OutcomeDetail(t), t.ID)
+		})
 }
 
-func runRespawn(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora respawn", taskOpMain(ctx, "agora respawn", bulkRespawn, args, environ, stdout, stderr,
-		func(c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) },
+func respawnVerb(fs *flag.FlagSet) runFunc {
+	return taskOpVerb(fs, "agora respawn", bulkRespawn,
+		func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) { return c.Respawn(ctx, id) },
 		func(t *wire.Task) string {
-			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, roundText(lastRound(t)), t.ID)
-		}))
+			return fmt.Sprintf("%s respawned: round %s queued; follow it with 'agora logs %s -f'", t.ID, view.RoundText(view.LastRound(t)), t.ID)
+		})
 }
 
-func outcomeDetail(t *wire.Task) string {
-	if t.Outcome != nil {
-		return t.Outcome.Detail
-	}
-	return stateLabel(t.State)
+// removeVerb deletes a task and its stored output (cancelling it first if
+// it has not ended), or every task a selector picks.
+func removeVerb(fs *flag.FlagSet) runFunc {
+	return taskOpVerb(fs, "agora rm", bulkRemove,
+		func(ctx context.Context, c *client.Client, id string) (*wire.Task, error) {
+			return &wire.Task{ID: id}, c.Remove(ctx, id)
+		},
+		func(t *wire.Task) string { return "removed " + t.ID + " and its stored output" })
 }
 
-// oneOrBulk parses a task verb's flags with the selectors. With a
-// selector it does the bulk operation (bulked true); otherwise it returns
-// the TASK arguments for the one-task form.
-func (a *apiVerb) oneOrBulk(ctx context.Context, bulk bulkOp, args, environ []string, stdout, stderr io.Writer) (pos []string, bulked bool, err error) {
+// oneOrBulk is a task verb's selectors, declared on a's flags. With a
+// selector its run does the bulk operation (bulked true); otherwise it
+// returns the TASK arguments for the one-task form.
+func (a *apiVerb) oneOrBulk(bulk bulkOp) func(ctx context.Context, pos, environ []string, stdout, stderr io.Writer) (_ []string, bulked bool, _ error) {
 	sf := newSelectorFlags(a.fs, bulk.verb)
-	if pos, err = parseArgs(a.fs, a.synopsis, args, stdout); err != nil {
-		return nil, false, err
+	return func(ctx context.Context, pos, environ []string, stdout, stderr io.Writer) ([]string, bool, error) {
+		sel, err := sf.selector()
+		if err != nil {
+			return nil, false, err
+		}
+		if sel.Empty() {
+			return pos, false, nil
+		}
+		if len(pos) > 0 {
+			return nil, true, usagef("give one TASK or a selector (--batch, --label, --state), not both")
+		}
+		c, err := a.connect(environ)
+		if err != nil {
+			return nil, true, err
+		}
+		return nil, true, bulkMain(ctx, c, a.apiFlags, bulk, sel, sf.yes, stdout, stderr)
 	}
-	sel, err := sf.selector()
-	if err != nil {
-		return nil, false, err
-	}
-	if sel.Empty() {
-		return pos, false, nil
-	}
-	if len(pos) > 0 {
-		return nil, true, usagef("give one TASK or a selector (--batch, --label, --state), not both")
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return nil, true, err
-	}
-	return nil, true, bulkMain(ctx, c, a.apiFlags, bulk, sel, sf.yes, stdout, stderr)
 }
 
-// taskOpMain is a verb that takes one TASK and changes it, or every task
+// taskOpVerb is a verb that takes one TASK and changes it, or every task
 // a selector picks (bulk).
-func taskOpMain(ctx context.Context, name string, bulk bulkOp, args, environ []string, stdout, stderr io.Writer,
-	op func(*client.Client, string) (*wire.Task, error), done func(*wire.Task) string) error {
-	a := newAPIVerb(name, bulkSynopsis)
-	pos, bulked, err := a.oneOrBulk(ctx, bulk, args, environ, stdout, stderr)
-	if bulked || err != nil {
-		return err
+func taskOpVerb(fs *flag.FlagSet, name string, bulk bulkOp,
+	op func(context.Context, *client.Client, string) (*wire.Task, error), done func(*wire.Task) string) runFunc {
+	a := newAPIVerb(fs)
+	oneOrBulk := a.oneOrBulk(bulk)
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		pos, bulked, err := oneOrBulk(ctx, args, environ, stdout, stderr)
+		if bulked || err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("want one TASK, e.g. %s t-42, or a selector, e.g. %s --batch nightly ('agora status' lists the tasks)", name, name)
+		}
+		c, err := a.connect(environ)
+		if err != nil {
+			return err
+		}
+		t, err := op(ctx, c, pos[0])
+		if err != nil {
+			return a.explainOp(ctx, c, err, pos[0])
+		}
+		var out any = t
+		if bulk.verb == bulkRemove.verb { // the task is gone: say so
+			out = wire.Change{TaskID: t.ID, Removed: true}
+		}
+		return a.show(stdout, out, func() { fmt.Fprintln(stdout, done(t)) })
 	}
-	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. %s t-42, or a selector, e.g. %s --batch nightly ('agora status' lists the tasks)", name, name)
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	t, err := op(c, pos[0])
-	if err != nil {
-		return a.explainOp(ctx, c, err, pos[0])
-	}
-	if a.json {
-		return writeJSON(stdout, t)
-	}
-	fmt.Fprintln(stdout, done(t))
-	return nil
 }
 
 // explainOp is explain plus, for an operation the task's state does not
 // allow, the command that fits its state.
 func (a *apiFlags) explainOp(ctx context.Context, c *client.Client, err error, taskID string) error {
-	line := a.explain(err, taskID)
-	if !errors.Is(err, wire.ErrWrongState) {
-		return line
-	}
-	t, gerr := c.Get(ctx, taskID)
-	if gerr != nil {
-		return line
-	}
-	if next := nextAction(t); next != "" {
-		return fmt.Errorf("%v; what fits now: %s", line, next)
-	}
-	return line
+	return explain.Op(ctx, c, a.server, a.token, err, taskID)
 }
 
 const continueSynopsis = "TASK MESSAGE [--by NAME] [--json] [--server URL] [--token TOKEN]"
 
-func runContinue(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora continue", continueMain(ctx, args, environ, stdout))
-}
-
-// continueMain gives a finished task a follow-up message: a new round.
-func continueMain(ctx context.Context, args, environ []string, stdout io.Writer) error {
-	a := newAPIVerb("agora continue", continueSynopsis)
+// continueVerb gives a finished task a follow-up message: a new round.
+func continueVerb(fs *flag.FlagSet) runFunc {
+	a := newAPIVerb(fs)
 	by := a.fs.String("by", "", "who continues, recorded in the timeline (default: the token's name, else $USER)")
-	c, pos, err := a.open(args, environ, stdout, func(pos []string) error {
-		if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
-			return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
+	return func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		c, pos, err := a.open(args, environ, func(pos []string) error {
+			if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
+				return usagef(`want TASK MESSAGE, e.g. agora continue t-42 "Now label the duplicates too."`)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		t, err := c.Continue(ctx, pos[0], pos[1], a.who(*by, environ))
+		if err != nil {
+			return a.explainOp(ctx, c, err, pos[0])
+		}
+		return a.show(stdout, t, func() {
+			fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, view.RoundText(view.LastRound(t)), t.ID)
+		})
 	}
-	t, err := c.Continue(ctx, pos[0], pos[1], a.who(*by, environ))
-	if err != nil {
-		return a.explainOp(ctx, c, err, pos[0])
-	}
-	if a.json {
-		return writeJSON(stdout, t)
-	}
-	fmt.Fprintf(stdout, "%s continued: round %s queued with the message; follow it with 'agora logs %s -f'\n", t.ID, roundText(lastRound(t)), t.ID)
-	return nil
-}
-
-func runRemove(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	return verbExit(stderr, "agora rm", removeMain(ctx, args, environ, stdout, stderr))
-}
-
-// removeMain deletes a task and its stored output (cancelling it first if
-// it has not ended), or every task a selector picks.
-func removeMain(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	a := newAPIVerb("agora rm", bulkSynopsis)
-	pos, bulked, err := a.oneOrBulk(ctx, bulkRemove, args, environ, stdout, stderr)
-	if bulked || err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("want one TASK, e.g. agora rm t-42, or a selector, e.g. agora rm --batch nightly ('agora status' lists the tasks)")
-	}
-	c, err := a.connect(environ)
-	if err != nil {
-		return err
-	}
-	if err := c.Remove(ctx, pos[0]); err != nil {
-		return a.explain(err, pos[0])
-	}
-	if a.json {
-		return writeJSON(stdout, wire.Change{TaskID: pos[0], Removed: true})
-	}
-	fmt.Fprintf(stdout, "removed %s and its stored output\n", pos[0])
-	return nil
 }

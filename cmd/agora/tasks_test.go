@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
@@ -252,8 +253,8 @@ func TestStatusQuestionsAnswer(t *testing.T) {
 	agora(t, env, "answer", "paint").want(t, "answer without ANSWER", 2, nil, []string{"want TASK ANSWER"})
 	agora(t, env, "answer", "paint", " ").want(t, "an empty answer", 2, nil, []string{"the ANSWER is empty"})
 	agora(t, env, "answer", "paint", "red", "--round", "x").want(t, "a round that is not a number", 2, nil, []string{`invalid value "x" for flag -round`})
-	if task := s.get(t, "paint"); task.State != wire.StateNeedsInput || lastRound(task).Answer != nil {
-		t.Fatalf("after bad answers the task is %s with answer %+v; want the question still open", task.State, lastRound(task).Answer)
+	if task := s.get(t, "paint"); task.State != wire.StateNeedsInput || view.LastRound(task).Answer != nil {
+		t.Fatalf("after bad answers the task is %s with answer %+v; want the question still open", task.State, view.LastRound(task).Answer)
 	}
 
 	// The answer by its number, flags after the arguments.
@@ -288,8 +289,8 @@ func TestTaskOperations(t *testing.T) {
 	agora(t, env, "cancel", "op").want(t, "cancel a cancelled task", 0,
 		[]string{"op had already ended: cancelled (cancelled while queued); nothing to cancel"}, nil)
 	agora(t, env, "respawn", "op").want(t, "respawn", 0, []string{"op respawned: round 1 (attempt 2) queued"}, nil)
-	if task := s.get(t, "op"); task.State != wire.StateQueued || lastRound(task).DispatchID != "op-r1-2" {
-		t.Fatalf("after respawn: %s, %s; want queued op-r1-2", task.State, lastRound(task).DispatchID)
+	if task := s.get(t, "op"); task.State != wire.StateQueued || view.LastRound(task).DispatchID != "op-r1-2" {
+		t.Fatalf("after respawn: %s, %s; want queued op-r1-2", task.State, view.LastRound(task).DispatchID)
 	}
 	agora(t, env, "respawn", "op").want(t, "respawn a queued task", 1, nil,
 		[]string{"task op is queued; respawn takes a failed, cancelled or expired task; what fits now: agora logs op -f"})
@@ -297,7 +298,7 @@ func TestTaskOperations(t *testing.T) {
 	s.end(t, "op", "op-r1-2", schemas.KindFinished, wire.StateFinished)
 	agora(t, env, "continue", "op", "now in French", "--by", "bob").want(t, "continue", 0,
 		[]string{"op continued: round 2 queued with the message"}, nil)
-	if task := s.get(t, "op"); task.Rounds[len(task.Rounds)-2].Answer.By != "bob" || lastRound(task).FollowUp != "now in French" {
+	if task := s.get(t, "op"); task.Rounds[len(task.Rounds)-2].Answer.By != "bob" || view.LastRound(task).FollowUp != "now in French" {
 		t.Errorf("after continue: rounds %+v; want round 2 following up on bob's message", task.Rounds)
 	}
 	agora(t, env, "continue", "op").want(t, "continue without a message", 2, nil, []string{"want TASK MESSAGE"})

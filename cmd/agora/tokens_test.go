@@ -85,4 +85,6 @@ func TestTokensFromFileAndEnvironment(t *testing.T) {
 	agora(t, env, "serve", "--tokens-file", bad).want(t, "serve with a short hash", 2, nil,
 		[]string{"--tokens-file " + bad + ": line 1: sha256= must be followed by the secret's sha256 in 64 hex digits"})
 	agora(t, env, "token", "create").want(t, "token create without a name", 2, nil, []string{"want one NAME"})
+	agora(t, env, "token", "create", "a:b").want(t, "token create with ':' in the name", 2, nil,
+		[]string{`token name "a:b": a name cannot contain ':' (it separates the name from the secret)`})
 }

@@ -9,9 +9,11 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 )
 
 // Token is one accepted bearer token: the secret's hash (so every compare
@@ -85,6 +87,66 @@ func Parse(raw []string) ([]Token, error) {
 // hashedPrefix marks a token's secret given as its sha256
 // (NAME:sha256=HEX[:ROLE]); a secret that itself starts so cannot be given.
 const hashedPrefix = "sha256="
+
+// CheckName reports a token name that a tokens file line cannot carry: an
+// empty one, one with ':' (the line's separator: "a:b" would read back as
+// a token named "a"), a control character or a line break, white space at
+// either end (a line is trimmed) or a leading '#' (a comment line).
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("a token name must not be empty")
+	case strings.Contains(name, ":"):
+		return fmt.Errorf("token name %q: a name cannot contain ':' (it separates the name from the secret)", name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Errorf("token name %q: a name cannot contain control characters or line breaks", name)
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("token name %q: a name cannot start or end with white space", name)
+	case strings.HasPrefix(name, "#"):
+		return fmt.Errorf("token name %q: a name cannot start with '#' (the line would be a comment)", name)
+	}
+	return nil
+}
+
+// HashedLine is the tokens file line for a token named name with secret
+// and roles, holding only the secret's sha256 (NAME:sha256=HEX[:ROLE,…]).
+// It fails for a name CheckName refuses, and unless the line reads back
+// (ParseFile, Parse) as the same token: that name, that secret, those
+// roles.
+func HashedLine(name, secret string, roles []string) (string, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	line := name + ":" + hashedPrefix + hex.EncodeToString(sum[:])
+	if len(roles) > 0 {
+		line += ":" + strings.Join(roles, ",")
+	}
+	want := Token{Name: name, Sum: sum}
+	for _, r := range roles {
+		switch r {
+		case RoleAdmin:
+			want.Admin = true
+		case RoleAnswerer:
+			want.Answerer = true
+		case RoleSubmitter:
+		default:
+			return "", fmt.Errorf("token role %q: want %s, %s or %s", r, RoleAdmin, RoleAnswerer, RoleSubmitter)
+		}
+	}
+	lines, err := ParseFile(strings.NewReader(line + "\n"))
+	if err != nil {
+		return "", fmt.Errorf("the tokens file line for %q: %w", name, err)
+	}
+	got, err := Parse(lines)
+	if err != nil {
+		return "", fmt.Errorf("the tokens file line for %q: %w", name, err)
+	}
+	if len(got) != 1 || got[0] != want {
+		return "", fmt.Errorf("the tokens file line for %q does not read back as the token it stands for", name)
+	}
+	return line, nil
+}
 
 // ParseFile reads a tokens file: one token a line as Parse takes
 // them (NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE]), blank lines

@@ -52,3 +52,53 @@ func TestParseFile(t *testing.T) {
 		t.Errorf("ParseFile(bad line 2) = %v; want the line named, without the api: prefix", err)
 	}
 }
+
+// TestHashedLine: the line 'agora token create' prints reads back as the
+// token it stands for — its name, secret and roles — or is refused: a
+// name with ':' read back as the part before it.
+func TestHashedLine(t *testing.T) {
+	t.Parallel()
+	const secret = "agora_s3cret"
+	sum := sha256.Sum256([]byte(secret))
+	tests := []struct {
+		name    string
+		roles   []string
+		want    Token
+		wantErr string
+	}{
+		{name: "alice", want: Token{Name: "alice", Sum: sum}},
+		{name: "ci-bot@example.com", roles: []string{RoleAnswerer}, want: Token{Name: "ci-bot@example.com", Sum: sum, Answerer: true}},
+		{name: "root", roles: []string{RoleAdmin, RoleAnswerer}, want: Token{Name: "root", Sum: sum, Admin: true, Answerer: true}},
+		{name: "sam", roles: []string{RoleSubmitter}, want: Token{Name: "sam", Sum: sum}},
+		{name: "a b", want: Token{Name: "a b", Sum: sum}},
+		{name: "a:b", wantErr: "cannot contain ':'"},
+		{name: "", wantErr: "must not be empty"},
+		{name: " alice", wantErr: "white space"},
+		{name: "alice ", wantErr: "white space"},
+		{name: "#alice", wantErr: "comment"},
+		{name: "ali\nce", wantErr: "line breaks"},
+		{name: "ali\tce", wantErr: "control characters"},
+		{name: "alice", roles: []string{"root"}, wantErr: `token role "root"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line, err := HashedLine(tt.name, secret, tt.roles)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("HashedLine(%q, %q) = %q, %v; want an error with %q", tt.name, tt.roles, line, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("HashedLine(%q, %q): %v", tt.name, tt.roles, err)
+			}
+			if strings.Contains(line, secret) {
+				t.Errorf("HashedLine(%q) = %q holds the secret", tt.name, line)
+			}
+			got, err := Parse([]string{line})
+			if err != nil || len(got) != 1 || got[0] != tt.want {
+				t.Errorf("Parse(HashedLine(%q)) = %+v, %v; want %+v", tt.name, got, err, tt.want)
+			}
+		})
+	}
+}

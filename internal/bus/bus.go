@@ -37,6 +37,21 @@
 // with different settings never fight over it. Consumers inherit their
 // stream's replicas.
 //
+// # Reading a bucket on a cluster
+//
+// A KV's Get sees every write acknowledged before it (read-your-writes).
+// nats.go's KV reads with a direct get, which every replica of the
+// bucket's stream answers, so on a cluster a record read back just after
+// it was written could be the one before: a replica acknowledges a write
+// before it applies it (docs/capacity.md). A bucket whose stream has more
+// than one replica is therefore read through the stream's leader (the
+// stream message-get API, which only the leader answers), decoded as
+// nats.go decodes it; Create's own read of a delete marker goes there too.
+// A one-replica bucket keeps the direct get (its one server leads it). The
+// replicas are read when the bucket is opened: a bucket an operator
+// replicates later is read through its leader from the next start of the
+// process. Each, Follow and Watch are unchanged (ordered consumers).
+//
 // # Connecting to a server that is down
 //
 // Connect makes one bounded attempt (Options.ConnectTimeout, and ctx) and
@@ -243,7 +258,10 @@ type Bus struct {
 	runner string
 	// runners is RunnerBucket, once opened (CheckRunnerEvent).
 	runnersMu sync.Mutex
-	runners   jetstream.KeyValue
+	runners   *KV
+	// claimsKV is ClaimBucket, once opened (claims).
+	claimsMu sync.Mutex
+	claimsKV *KV
 }
 
 // Connect connects to the NATS server at url. It returns once the first

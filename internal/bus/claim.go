@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -169,11 +167,20 @@ func (l *Lease) update(ctx context.Context, c Claim) error {
 	return nil
 }
 
-func (b *Bus) claims(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := b.js.KeyValue(ctx, ClaimBucket)
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", ClaimBucket, err)
+// claims is ClaimBucket, opened on first use and kept: a runner claims,
+// renews and settles every dispatch through it. It must exist (EnsureQueue
+// makes it); a failed open is tried again on the next call.
+func (b *Bus) claims(ctx context.Context) (*KV, error) {
+	b.claimsMu.Lock()
+	defer b.claimsMu.Unlock()
+	if b.claimsKV != nil {
+		return b.claimsKV, nil
 	}
+	kv, err := b.lookupKV(ctx, ClaimBucket)
+	if err != nil {
+		return nil, err
+	}
+	b.claimsKV = kv
 	return kv, nil
 }
 
@@ -189,7 +196,7 @@ func (b *Bus) CreateClaim(ctx context.Context, dispatchID string, c Claim) (uint
 		return 0, err
 	}
 	rev, err := kv.Create(ctx, dispatchID, data)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	if errors.Is(err, ErrKeyExists) {
 		return 0, fmt.Errorf("claim %s: %w", dispatchID, ErrClaimed)
 	}
 	if err != nil {
@@ -221,17 +228,17 @@ func (b *Bus) GetClaim(ctx context.Context, dispatchID string) (*Claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := kv.Get(ctx, dispatchID)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	data, rev, err := kv.Get(ctx, dispatchID)
+	if errors.Is(err, ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get claim %s: %w", dispatchID, err)
 	}
 	var c Claim
-	if err := json.Unmarshal(e.Value(), &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("decode claim %s: %w", dispatchID, err)
 	}
-	c.Revision = e.Revision()
+	c.Revision = rev
 	return &c, nil
 }

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -167,4 +168,49 @@ func getClaim(t *testing.T, b *Bus, id string) *Claim {
 		t.Fatalf("GetClaim(%s) = %+v, %v", id, c, err)
 	}
 	return c
+}
+
+// TestClaimsBucketOpenedOnce: a runner's claims, renewals and settles look
+// the claims bucket up once per Bus, not on every call (each lookup is a
+// stream info request to the server).
+func TestClaimsBucketOpenedOnce(t *testing.T) {
+	t.Parallel()
+	b := queueBus(t)
+	ctx := context.Background()
+	infos, err := b.nc.SubscribeSync("$JS.API.STREAM.INFO.KV_" + ClaimBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = infos.Unsubscribe() })
+	lookups := func() int {
+		t.Helper()
+		if err := b.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := infos.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range 5 {
+		id := fmt.Sprintf("once-%d", i)
+		l, err := b.Claim(ctx, id, "r1")
+		if err != nil || !l.Created {
+			t.Fatalf("Claim(%s) = %+v, %v", id, l, err)
+		}
+		if _, err := l.Renew(ctx, "c1"); err != nil {
+			t.Fatalf("Renew(%s): %v", id, err)
+		}
+		if err := l.Done(ctx, "c1"); err != nil {
+			t.Fatalf("Done(%s): %v", id, err)
+		}
+		getClaim(t, b, id)
+		if i == 0 && lookups() == 0 {
+			t.Fatal("the first claim looked nothing up: this test counts the wrong requests")
+		}
+	}
+	if n := lookups(); n > 2 {
+		t.Errorf("5 claims, renewals, settles and reads made %d stream info requests for %s; want it opened once (at most 2: the bucket and its status)", n, ClaimBucket)
+	}
 }

@@ -360,11 +360,11 @@ func (b *Bus) checkRunnerEvent(ctx context.Context, ev schemas.Event, runnerID s
 	for range 2 {
 		pinned := ""
 		if kv != nil {
-			e, err := kv.Get(ctx, ev.DispatchID)
+			v, _, err := kv.Get(ctx, ev.DispatchID)
 			switch {
 			case err == nil:
-				pinned = string(e.Value())
-			case !errors.Is(err, jetstream.ErrKeyNotFound):
+				pinned = string(v)
+			case !errors.Is(err, ErrKeyNotFound):
 				return fmt.Errorf("read the runner of %s: %w", ev.DispatchID, err)
 			}
 		}
@@ -402,7 +402,7 @@ func (b *Bus) checkRunnerEvent(ctx context.Context, ev schemas.Event, runnerID s
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !errors.Is(err, ErrKeyExists) {
 			return fmt.Errorf("record the runner of %s: %w", ev.DispatchID, err)
 		}
 		// Another replica recorded one meanwhile: check against it.
@@ -419,13 +419,13 @@ func lostTakeover(c *Claim, ev schemas.Event, runnerID string) bool {
 
 // runnersKV is RunnerBucket, made when create (the orchestrator's
 // consumer); nil when it does not exist and create is false.
-func (b *Bus) runnersKV(ctx context.Context, create bool) (jetstream.KeyValue, error) {
+func (b *Bus) runnersKV(ctx context.Context, create bool) (*KV, error) {
 	b.runnersMu.Lock()
 	defer b.runnersMu.Unlock()
 	if b.runners != nil {
 		return b.runners, nil
 	}
-	kv, err := b.js.KeyValue(ctx, RunnerBucket)
+	kv, err := b.lookupKV(ctx, RunnerBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
 		kv, err = b.ensureKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      RunnerBucket,

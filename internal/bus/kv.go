@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/schemas"
@@ -20,13 +21,49 @@ var (
 )
 
 // KV is one JetStream key-value bucket; every write can be a
-// compare-and-swap on the key's revision.
+// compare-and-swap on the key's revision, and every Get sees the writes
+// acknowledged before it (read-your-writes), on one server or a cluster
+// (see Get).
 type KV struct {
 	kv     jetstream.KeyValue
 	bucket string
 	// markerTTL, when set, is how long the marker Delete leaves stays in
 	// the bucket's history (KeyValueMarkers).
 	markerTTL time.Duration
+	// nc and js, when set, are the connection Get and Create read the
+	// bucket's stream leader through: the stream is replicated, so a
+	// direct get may be answered by a replica behind the leader.
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+// newKV is bucket as this package hands it out: read through its stream's
+// leader when the stream has more than one replica (replicas as the stream
+// had them when the bucket was opened).
+func (b *Bus) newKV(kv jetstream.KeyValue, bucket string, replicas int) *KV {
+	k := &KV{kv: kv, bucket: bucket}
+	if replicas > 1 {
+		k.nc, k.js = b.nc, b.js
+	}
+	return k
+}
+
+// lookupKV opens bucket, which must exist (jetstream.ErrBucketNotFound
+// otherwise), as newKV does.
+func (b *Bus) lookupKV(ctx context.Context, bucket string) (*KV, error) {
+	kv, err := b.js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	replicas := 1
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		replicas = bs.StreamInfo().Config.Replicas
+	}
+	return b.newKV(kv, bucket, replicas), nil
 }
 
 // KeyValue opens bucket, creating it (file storage, Options.Replicas) when
@@ -38,7 +75,7 @@ func (b *Bus) KeyValue(ctx context.Context, bucket, description string) (*KV, er
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv, bucket: bucket}, nil
+	return kv, nil
 }
 
 // KeyValueTTL opens bucket as KeyValue does, its entries kept ttl after
@@ -51,7 +88,7 @@ func (b *Bus) KeyValueTTL(ctx context.Context, bucket, description string, ttl t
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv, bucket: bucket}, nil
+	return kv, nil
 }
 
 // KeyValueMarkers opens bucket as KeyValue does, with the marker that
@@ -66,7 +103,8 @@ func (b *Bus) KeyValueMarkers(ctx context.Context, bucket, description string, m
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	return &KV{kv: kv, bucket: bucket, markerTTL: markerTTL}, nil
+	kv.markerTTL = markerTTL
+	return kv, nil
 }
 
 func (k *KV) wrap(op, key string, err error) error {
@@ -85,8 +123,24 @@ func (k *KV) wrap(op, key string, err error) error {
 	return fmt.Errorf("%s %s/%s: %w", op, k.bucket, key, err)
 }
 
-// Get returns key's value and revision.
+// Get returns key's value and revision (ErrKeyNotFound when it has none
+// or was deleted).
+//
+// On a replicated bucket it asks the stream's leader (getFromLeader):
+// nats.go's KV reads with a direct get, which any replica answers, and a
+// replica may not have applied the latest acknowledged write yet — on a
+// cluster a record read back just after it was written could be the one
+// before (docs/capacity.md). The leader has applied every write it
+// acknowledged. A bucket with one replica keeps the direct get: its one
+// server is the leader.
 func (k *KV) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+	if k.nc != nil {
+		value, rev, err := k.getFromLeader(ctx, key)
+		if err != nil {
+			return nil, 0, k.wrap("get", key, err)
+		}
+		return value, rev, nil
+	}
 	e, err := k.kv.Get(ctx, key)
 	if err != nil {
 		return nil, 0, k.wrap("get", key, err)
@@ -102,6 +156,13 @@ func (k *KV) Create(ctx context.Context, key string, value []byte) (uint64, erro
 // CreateTTL is Create of a key the server removes ttl later (0: never);
 // the bucket must be opened with KeyValueMarkers.
 func (k *KV) CreateTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	if k.nc != nil {
+		rev, err := k.createOnLeader(ctx, key, value, ttl)
+		if err != nil {
+			return 0, k.wrap("create", key, err)
+		}
+		return rev, nil
+	}
 	var opts []jetstream.KVCreateOpt
 	if ttl > 0 {
 		opts = append(opts, jetstream.KeyTTL(ttl))

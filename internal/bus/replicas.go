@@ -59,8 +59,9 @@ func (b *Bus) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) erro
 
 // ensureKeyValue creates the bucket of cfg, or updates it to cfg, with the
 // replicas replicasFor picks for its stream.
-func (b *Bus) ensureKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+func (b *Bus) ensureKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (*KV, error) {
 	var kv jetstream.KeyValue
+	var replicas int
 	err := b.retryEnsure(ctx, "bucket "+cfg.Bucket, func() error {
 		r, err := b.replicasFor(ctx, "KV_"+cfg.Bucket)
 		if err != nil {
@@ -70,9 +71,13 @@ func (b *Bus) ensureKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) 
 		if kv, err = b.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
+		replicas = r
 		return nil
 	})
-	return kv, err
+	if err != nil {
+		return nil, err
+	}
+	return b.newKV(kv, cfg.Bucket, replicas), nil
 }
 
 // EnsureWindow bounds how long creating or updating a stream, bucket or

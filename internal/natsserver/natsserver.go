@@ -66,6 +66,20 @@ type Config struct {
 	// global account, $G), so an existing store keeps its streams when
 	// authentication is turned on. Only when that account has no store yet.
 	AdoptGlobal string
+	// Cluster, when its Name is set, makes the server one node of a NATS
+	// cluster (tests run one in process; agora serve never sets it).
+	Cluster ClusterConfig
+}
+
+// ClusterConfig makes a server a node of a cluster: it listens for the
+// other nodes' routes on Host:Port and dials Routes.
+type ClusterConfig struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Port is the port this node listens on for routes; required.
+	Port int
+	// Routes are the other nodes' route URLs (nats://127.0.0.1:PORT).
+	Routes []string
 }
 
 // WithDefaults returns c with every unset field set to its default.
@@ -91,6 +105,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nats-server config: port %d out of range 0-65535", c.Port)
 	case c.Host == "":
 		return errors.New("nats-server config: host is required")
+	case c.Cluster.Name != "" && (c.Cluster.Port <= 0 || c.Cluster.Port > 65535):
+		return fmt.Errorf("nats-server config: cluster port %d out of range 1-65535", c.Cluster.Port)
+	case c.Cluster.Name != "" && c.ServerName == "":
+		return errors.New("nats-server config: a cluster node needs a server name")
 	case c.Operator != "" && (c.SystemAccount == "" || c.Accounts[c.SystemAccount] == ""):
 		return errors.New("nats-server config: operator mode needs the system account and its JWT")
 	}
@@ -129,6 +147,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true, // signals belong to main
+	}
+	if cl := cfg.Cluster; cl.Name != "" {
+		opts.Cluster = server.ClusterOpts{Name: cl.Name, Host: cfg.Host, Port: cl.Port}
+		for _, r := range cl.Routes {
+			opts.Routes = append(opts.Routes, server.RoutesFromStr(r)...)
+		}
 	}
 	if cfg.Operator != "" {
 		if err := operatorMode(opts, cfg); err != nil {

@@ -181,6 +181,9 @@ func TestConfig(t *testing.T) {
 		{"no store dir", natsserver.Config{}, "store dir"},
 		{"negative port", natsserver.Config{StoreDir: "/x", Port: -2}, "port -2"},
 		{"port too big", natsserver.Config{StoreDir: "/x", Port: 65536}, "port 65536"},
+		{"cluster node", natsserver.Config{StoreDir: "/x", ServerName: "n0", Cluster: natsserver.ClusterConfig{Name: "c", Port: 6222}}, ""},
+		{"cluster without a port", natsserver.Config{StoreDir: "/x", ServerName: "n0", Cluster: natsserver.ClusterConfig{Name: "c"}}, "cluster port 0"},
+		{"cluster node without a name", natsserver.Config{StoreDir: "/x", Cluster: natsserver.ClusterConfig{Name: "c", Port: 6222}}, "server name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.WithDefaults().Validate()

@@ -250,8 +250,11 @@ func TestRememberCheckboxInBrowser(t *testing.T) {
 	if label := eval[string](c, `document.querySelector("label.remember").textContent`); !strings.Contains(label, "Always answer this question this way for coder") {
 		t.Errorf("the checkbox's label = %q", label)
 	}
-	c.do("tick the checkbox and press B", chromedp.Click(chromedp.CSS(`input[name="remember"]`)),
-		chromedp.Click(chromedp.CSS(`button.option[value="B"]`)), chromedp.WaitVisible(chromedp.CSS(".answer-remembered")))
+	// The clicks run inside the page, in one script: its live refresh can
+	// replace the form between chromedp finding a node and clicking it
+	// ("Could not find node with given id").
+	eval[bool](c, `(document.querySelector('input[name="remember"]').click(), document.querySelector('button.option[value="B"]').click(), true)`)
+	c.do("the answer remembered", chromedp.WaitVisible(chromedp.CSS(".answer-remembered")))
 	task := f.waitTask(id, "answered with a rule made", func(t *wire.Task) bool { return len(t.Rounds) == 2 })
 	rule := task.Rounds[0].Answer.Remembered
 	if a := task.Rounds[0].Answer; a.Value != "B" || rule == "" {

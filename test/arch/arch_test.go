@@ -40,8 +40,9 @@ var may = map[string][]string{
 	// only internal/compute/ecs the ECS one (thirdParty below).
 	"internal/compute/docker": {"internal/compute", "internal/exit"},
 	"internal/compute/ecs":    {"internal/compute", "internal/exit", "internal/fargate"},
-	// The measuring engine (docs/capacity.md): the worker as a process.
-	"internal/compute/procbench": {"internal/compute", "internal/exit"},
+	// The measuring engine (docs/capacity.md): the worker as a process,
+	// or its recorded run replayed (signed with schemas' event MAC).
+	"internal/compute/procbench": {"internal/compute", "internal/exit", "schemas"},
 	"internal/bus":               {"schemas"},
 	"internal/egress":            {"schemas"},
 	"internal/secrets":           {"schemas", "internal/fsutil"},
@@ -78,6 +79,8 @@ var may = map[string][]string{
 	"cmd/agora/internal/cliconfig": nil,
 	// batchreport is batch submit's bookkeeping over the client's lines.
 	"cmd/agora/internal/batchreport": {"client", "wire"},
+	// exitcode is the CLI's exit codes and the errors that choose them.
+	"cmd/agora/internal/exitcode": {"cmd/agora/internal/cliconfig"},
 	// notapi names what answered instead of the API (the NATS port, plain
 	// HTTP) from a request's error.
 	"cmd/agora/internal/notapi": nil,
@@ -86,11 +89,28 @@ var may = map[string][]string{
 	// verbflags is the conventions of every verb's pflag set: spellings,
 	// error wording, usage from the definitions.
 	"cmd/agora/internal/verbflags": nil,
+	// explain is which server the CLI calls and the wording of its errors.
+	"cmd/agora/internal/explain": {"client", "wire", "cmd/agora/internal/notapi", "cmd/agora/internal/exitcode",
+		"cmd/agora/internal/view"},
+	// submitreq is dispatch's submit request, built from flags and files.
+	"cmd/agora/internal/submitreq": {"wire", "schemas", "registryfile", "cmd/agora/internal/exitcode"},
+	// view is how the CLI writes for people: render functions of wire types.
+	"cmd/agora/internal/view": {"client", "wire", "schemas", "cmd/agora/internal/batchreport", "cmd/agora/internal/cliconfig",
+		"cmd/agora/internal/exitcode"},
+	// progress is work in progress on stderr: dispatch --wait's lines, the
+	// batch bar, the bulk counter.
+	"cmd/agora/internal/progress": {"client", "wire", "cmd/agora/internal/view", "cmd/agora/internal/batchreport"},
 	// roleflags declares the role verbs' flags and fills the root's Config
 	// with the lower packages' types and defaults, so the verbs need none.
 	"cmd/agora/internal/roleflags": {"cmd/agora/internal/roles", "images", "schemas", "wire", "runner", "orchestrator",
 		"orchestrator/answer", "orchestrator/answer/slackanswer", "internal/apitoken", "internal/bus", "internal/compute",
 		"internal/compute/ecs", "internal/units"},
+	// follow is dispatch --wait: a task followed to its end, its exit.
+	"cmd/agora/internal/follow": {"client", "wire", "cmd/agora/internal/exitcode", "cmd/agora/internal/explain",
+		"cmd/agora/internal/progress", "cmd/agora/internal/view"},
+	// demo is agora demo's script, on the stack the root starts.
+	"cmd/agora/internal/demo": {"cmd/agora/internal/roles", "client", "wire", "schemas", "cmd/agora/internal/exitcode",
+		"cmd/agora/internal/view"},
 	"cmd/agora": {"client", "wire", "schemas", "registryfile", "internal/apitoken", "cmd/agora/internal/cliconfig",
 		"cmd/agora/internal/roles", "cmd/agora/internal/roleflags"},
 }

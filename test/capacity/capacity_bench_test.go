@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,7 +23,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/internal/bus"
-	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/internal/compute/procbench"
+	"github.com/agoradev/agora/runner/runnertest"
 	"github.com/agoradev/agora/wire"
 )
 
@@ -33,11 +33,14 @@ var (
 	capTasks   = flag.Int("capacity-tasks", 150, "BenchmarkCapacity: two-round tasks per configuration (after a warm-up of 10)")
 	capSlots   = flag.Int("capacity-slots", 4, "BenchmarkCapacity: slots of each runner")
 	capProfile = flag.String("capacity-cpuprofile", "", "BenchmarkCapacity: keep each configuration's CPU profile (labelled by part) in `DIR` as <configuration>.pprof")
+	capEngines = flag.String("capacity-engines", "process,replay", "BenchmarkCapacity: the measuring engine's modes to run each configuration on, side by side: process (the worker each time), replay (a recorded run per dispatch shape)")
 	capShapes  = flag.String("capacity-shapes", "", "BenchmarkCapacity: only these configurations, comma-separated ORCHxRUNNERS[xNODES][/rN], e.g. 1x4,1x4x3,2x4,1x4/r1 (/rN: N router workers; default: 1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1)")
 )
 
 // BenchmarkCapacity measures agora's own ceiling on the measuring engine
-// (no containers; the real worker as a process): for each configuration —
+// (no containers; the real worker as a process, or, in replay mode, a
+// recorded run of it replayed), each configuration on both modes side by
+// side (-capacity-engines): for each configuration —
 // one orchestrator with 1, 4 and 16 runners, the same with a 3-node NATS
 // cluster, and two orchestrators — it submits -capacity-tasks two-round
 // tasks (round 1 asks, a lookup rule answers, round 2 finishes) and
@@ -54,14 +57,23 @@ func BenchmarkCapacity(b *testing.B) {
 	}
 	loadBefore := loadavg()
 	var rows []capRow
+	engines := strings.Split(*capEngines, ",")
+	for _, eng := range engines {
+		if eng != procbench.Name && eng != procbench.ReplayName {
+			b.Fatalf("-capacity-engines %q: want %s and/or %s", *capEngines, procbench.Name, procbench.ReplayName)
+		}
+	}
 	for _, sh := range shapes {
-		b.Run(strings.ReplaceAll(sh.key(), " ", ""), func(b *testing.B) {
-			for b.Loop() {
-				rows = append(rows, measure(b, sh, *capTasks))
-			}
-			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(rows[len(rows)-1].dispatchesPerSec(), "dispatches/s")
-		})
+		for _, eng := range engines {
+			sh.engine = eng
+			b.Run(strings.ReplaceAll(sh.key(), " ", ""), func(b *testing.B) {
+				for b.Loop() {
+					rows = append(rows, measure(b, sh, *capTasks))
+				}
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(rows[len(rows)-1].dispatchesPerSec(), "dispatches/s")
+			})
+		}
 	}
 	// Printed whole: the testing package cuts a benchmark's log after ten
 	// lines.
@@ -76,7 +88,7 @@ func (s shape) key() string {
 	if s.routers > 0 {
 		k += fmt.Sprintf("_r%d", s.routers)
 	}
-	return k
+	return k + "_" + s.engineName()
 }
 
 func parseShapes(list string, slots int) ([]shape, error) {
@@ -122,6 +134,7 @@ type capRow struct {
 	wall   time.Duration
 	events uint64
 	// cpu is CPU time by part: "orchestrator", "runner", "nats-server",
+	// "engine" (the measuring engine's own: process starts, replays),
 	// "workers" (the worker processes and their sub-agents), "other"
 	// (the benchmark's own submits and polls, the Go runtime, GC).
 	cpu   map[string]time.Duration
@@ -129,6 +142,9 @@ type capRow struct {
 	// stored is what the bus holds per task run so far, by stream or
 	// bucket: bytes and messages (keys, for a bucket).
 	stored []storedRow
+	// recorded and replayed count the measured dispatches that ran the
+	// worker and those replayed (replay mode).
+	recorded, replayed int64
 }
 
 // storedRow is one stream's or bucket's size per task.
@@ -150,7 +166,10 @@ func (r capRow) dispatchesPerSec() float64 { return float64(2*r.tasks) / r.wall.
 func measure(b *testing.B, sh shape, tasks int) capRow {
 	b.Helper()
 	s := newStack(b, sh)
-	warm, _ := s.submit(b, "warm", 10)
+	warm, _, errs := s.trySubmit("warm", 10)
+	for _, err := range errs {
+		b.Logf("warm-up: %v", err)
+	}
 	s.wait(b, warm, 5*time.Minute)
 
 	js := jetStream(b, s.urls)
@@ -167,8 +186,12 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	if err := pprof.StartCPUProfile(pf); err != nil {
 		b.Fatal(err)
 	}
+	// Stopped here too when the run fails half-way, or the next
+	// configuration could not profile.
+	b.Cleanup(pprof.StopCPUProfile)
+	recBefore, repBefore := s.workerRuns()
 	began := time.Now()
-	ids, submits := s.submit(b, fmt.Sprintf("m%d", seq.Add(1)), tasks)
+	ids, submits, submitErrs := s.trySubmit(fmt.Sprintf("m%d", seq.Add(1)), tasks)
 	s.wait(b, ids, time.Duration(tasks)*time.Second+2*time.Minute)
 	wall := time.Since(began)
 	pprof.StopCPUProfile()
@@ -176,7 +199,12 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 	if err := pf.Close(); err != nil {
 		b.Fatal(err)
 	}
-	row := capRow{shape: sh, tasks: tasks, wall: wall, events: streamMsgs(b, js, bus.EventStream) - eventsBefore}
+	row := capRow{shape: sh, tasks: tasks, wall: wall, events: streamMsgs(b, js, bus.EventStream) - eventsBefore, failed: len(submitErrs)}
+	for _, err := range submitErrs {
+		b.Log(err)
+	}
+	rec, rep := s.workerRuns()
+	row.recorded, row.replayed = rec-recBefore, rep-repBefore
 	for _, id := range ids {
 		t, err := s.orchs[0].Get(context.Background(), id)
 		switch {
@@ -331,133 +359,85 @@ type partRow struct {
 }
 
 // parts splits the measured tasks' time as BenchmarkThroughput does
-// (orchestrator/throughput_bench_test.go): the Submit call; per dispatch
-// the wait on the queue, the runner's phases, and the orchestrator's
-// apply, answer and re-dispatch, read from the task records.
+// (runnertest.Split): the Submit call; per dispatch the wait on the
+// queue, the runner's phases, and the orchestrator's apply, answer and
+// re-dispatch, read from the task records.
 func (s *stack) parts(ids []string, submits []time.Duration) []partRow {
-	ctx := context.Background()
-	type span struct {
-		name     string
-		from, to runner.Phase
-		durs     []time.Duration
-	}
-	spans := []*span{
-		{name: "  claim", from: runner.PhaseFetched, to: runner.PhaseClaimed},
-		{name: "  host files: claimed → Create", from: runner.PhaseClaimed, to: runner.PhaseCreate},
-		{name: "  create/start (process)", from: runner.PhaseCreate, to: runner.PhaseStarted},
-		{name: "  worker runs: Start → Wait returns", from: runner.PhaseStarted, to: runner.PhaseExited},
-		{name: "  relay: exited → output drained", from: runner.PhaseExited, to: runner.PhaseDrained},
-		{name: "  settle: drained → event stored", from: runner.PhaseDrained, to: runner.PhasePublished},
-		{name: "  settle: remove (process)", from: runner.PhasePublished, to: runner.PhaseRemoved},
-		{name: "  settle: files, claim done, ack", from: runner.PhaseRemoved, to: runner.PhaseDone},
-	}
-	var slot, queue, apply, answered, total []time.Duration
+	var tasks []runnertest.Task
 	for _, id := range ids {
-		t, err := s.orchs[0].Get(ctx, id)
-		if err != nil || len(t.Rounds) != 2 {
+		t, err := s.orchs[0].Get(context.Background(), id)
+		if err != nil {
 			continue
 		}
-		for i, r := range t.Rounds {
-			ph := s.traces.of(r.DispatchID)
-			if ph == nil {
-				continue
-			}
-			for _, sp := range spans {
-				a, ok1 := ph[sp.from]
-				z, ok2 := ph[sp.to]
-				if ok1 && ok2 {
-					sp.durs = append(sp.durs, z.Sub(a))
-				}
-			}
-			slot = append(slot, ph[runner.PhaseDone].Sub(ph[runner.PhaseFetched]))
-			queue = append(queue, ph[runner.PhaseFetched].Sub(r.QueuedAt))
-			stored := ph[runner.PhasePublished]
-			if i == 0 {
-				apply = append(apply, r.AskedAt.Sub(stored))
-				answered = append(answered, t.Rounds[1].QueuedAt.Sub(r.AskedAt))
-			} else {
-				apply = append(apply, t.UpdatedAt.Sub(stored))
-			}
+		task := runnertest.Task{CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		for _, r := range t.Rounds {
+			task.Rounds = append(task.Rounds, runnertest.Round{DispatchID: r.DispatchID, QueuedAt: r.QueuedAt, AskedAt: r.AskedAt})
 		}
-		total = append(total, t.UpdatedAt.Sub(t.CreatedAt))
+		tasks = append(tasks, task)
 	}
+	times := s.traces.Split(tasks)
 	row := func(name string, ds []time.Duration) partRow {
-		return partRow{name: name, mean: mean(ds), p50: percentile(ds, 50), p90: percentile(ds, 90)}
+		return partRow{name: name, mean: runnertest.Mean(ds), p50: runnertest.Percentile(ds, 50), p90: runnertest.Percentile(ds, 90)}
 	}
 	rows := []partRow{
 		row("submit (the Submit call, per task)", submits),
-		row("queue: queued → fetched by a slot", queue),
-		row("slot: fetched → done", slot),
+		row("queue: queued → fetched by a slot", times.Queue),
+		row("slot: fetched → done", times.Slot),
 	}
-	for _, sp := range spans {
-		rows = append(rows, row(sp.name, sp.durs))
+	for i, sp := range runnertest.DispatchSpans {
+		rows = append(rows, row("  "+sp.Name, times.Spans[i]))
 	}
 	return append(rows,
-		row("apply: event stored → task updated", apply),
-		row("answer, re-dispatch: asked → round 2 queued", answered),
-		row("task: submitted → finished (per task)", total))
-}
-
-func mean(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	var sum time.Duration
-	for _, d := range ds {
-		sum += d
-	}
-	return sum / time.Duration(len(ds))
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
+		row("apply: event stored → task updated", times.Apply),
+		row("answer, re-dispatch: asked → round 2 queued", times.Answered),
+		row("task: submitted → finished (per task)", times.Total))
 }
 
 // cpuParts are the CPU columns, in print order.
-var cpuParts = []string{"orchestrator", "runner", "nats-server", "workers", "other"}
+var cpuParts = []string{"orchestrator", "runner", "nats-server", "engine", "workers", "other"}
 
 // capTable is the printed result: one line per configuration, the CPU
 // split, then each configuration's time split, and the verdict.
 func capTable(rows []capRow, loadBefore, loadAfter string) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "capacity: the measuring engine (no containers: agora-worker as a process), two-round tasks (ask, lookup answer, finish)\n")
+	fmt.Fprintf(&sb, "capacity: the measuring engine (no containers: agora-worker as a process, or a recorded run replayed), two-round tasks (ask, lookup answer, finish)\n")
 	fmt.Fprintf(&sb, "machine: %d CPUs; load average (1 5 15 min) %s before, %s after\n", runtime.NumCPU(), loadBefore, loadAfter)
-	fmt.Fprintf(&sb, "%-50s %6s %7s %12s %10s %6s\n", "configuration", "tasks", "wall s", "dispatches/s", "events/s", "failed")
+	fmt.Fprintf(&sb, "%-74s %6s %7s %12s %10s %6s %9s\n", "configuration", "tasks", "wall s", "dispatches/s", "events/s", "failed", "replayed")
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "%-50s %6d %7.1f %12.1f %10.1f %6d\n", r.shape, r.tasks, r.wall.Seconds(), r.dispatchesPerSec(), float64(r.events)/r.wall.Seconds(), r.failed)
+		replayed := "-"
+		if r.shape.engineName() == procbench.ReplayName {
+			replayed = fmt.Sprintf("%d/%d", r.replayed, r.recorded+r.replayed)
+		}
+		fmt.Fprintf(&sb, "%-74s %6d %7.1f %12.1f %10.1f %6d %9s\n", r.shape, r.tasks, r.wall.Seconds(), r.dispatchesPerSec(), float64(r.events)/r.wall.Seconds(), r.failed, replayed)
 	}
-	fmt.Fprintf(&sb, "\nCPU ms per dispatch, by part (share of the machine's %d CPUs over the run)\n", runtime.NumCPU())
-	fmt.Fprintf(&sb, "%-50s", "configuration")
+	fmt.Fprintf(&sb, "\nCPU ms per dispatch, by part (agora's own: orchestrator + runner + nats-server; share of the machine's %d CPUs over the run)\n", runtime.NumCPU())
+	fmt.Fprintf(&sb, "%-74s", "configuration")
 	for _, p := range cpuParts {
 		fmt.Fprintf(&sb, " %13s", p)
 	}
-	fmt.Fprintf(&sb, " %8s\n", "agora %")
+	fmt.Fprintf(&sb, " %12s %8s\n", "agora's own", "agora %")
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "%-50s", r.shape)
+		fmt.Fprintf(&sb, "%-74s", r.shape)
 		var all time.Duration
 		for _, p := range cpuParts {
 			fmt.Fprintf(&sb, " %13.2f", ms(r.cpu[p])/float64(2*r.tasks))
 			all += r.cpu[p]
 		}
-		fmt.Fprintf(&sb, " %7.0f%%\n", 100*all.Seconds()/r.wall.Seconds()/float64(runtime.NumCPU()))
+		own := r.cpu["orchestrator"] + r.cpu["runner"] + r.cpu["nats-server"]
+		fmt.Fprintf(&sb, " %12.2f %7.0f%%\n", ms(own)/float64(2*r.tasks), 100*all.Seconds()/r.wall.Seconds()/float64(runtime.NumCPU()))
 	}
 	for _, r := range rows {
 		fmt.Fprintf(&sb, "\n%s: where a dispatch's time goes\n", r.shape)
-		fmt.Fprintf(&sb, "%-50s %10s %10s %10s\n", "part (per dispatch unless said)", "mean ms", "p50 ms", "p90 ms")
+		fmt.Fprintf(&sb, "%-74s %10s %10s %10s\n", "part (per dispatch unless said)", "mean ms", "p50 ms", "p90 ms")
 		for _, p := range r.parts {
-			fmt.Fprintf(&sb, "%-50s %10.1f %10.1f %10.1f\n", p.name, ms(p.mean), ms(p.p50), ms(p.p90))
+			fmt.Fprintf(&sb, "%-74s %10.1f %10.1f %10.1f\n", p.name, ms(p.mean), ms(p.p50), ms(p.p90))
 		}
 	}
 	if len(rows) > 0 {
 		fmt.Fprintf(&sb, "\nstored on the bus per two-round task (%s)\n", rows[0].shape)
-		fmt.Fprintf(&sb, "%-50s %12s %12s %16s\n", "stream or bucket", "bytes/task", "msgs/task", "subjects/dispatch")
+		fmt.Fprintf(&sb, "%-74s %12s %12s %16s\n", "stream or bucket", "bytes/task", "msgs/task", "subjects/dispatch")
 		for _, st := range rows[0].stored {
-			fmt.Fprintf(&sb, "%-50s %12.0f %12.2f %16.2f\n", st.name, st.bytesPerTask, st.msgsPerTask, st.subjectsPerDispatch)
+			fmt.Fprintf(&sb, "%-74s %12.0f %12.2f %16.2f\n", st.name, st.bytesPerTask, st.msgsPerTask, st.subjectsPerDispatch)
 		}
 	}
 	fmt.Fprintf(&sb, "\n%s", verdict(rows))

@@ -1,9 +1,11 @@
 // Package capacity measures agora's own ceiling: the orchestrator, runners
 // and NATS with the measuring engine (internal/compute/procbench), which
 // runs each dispatch's real agora-worker as a process instead of a
-// container, so only the container engine's cost is gone.
-// BenchmarkCapacity is `make bench-capacity` (docs/capacity.md);
-// TestMeasuringEngine keeps the engine working under `make test`.
+// container (process mode), or replays one recorded run of it per
+// dispatch shape (replay mode), so only the container engine's cost — and
+// in replay mode the worker's — is gone. BenchmarkCapacity is `make
+// bench-capacity` (docs/capacity.md); TestMeasuringEngine and
+// TestMeasuringEngineReplay keep both modes working under `make test`.
 package capacity
 
 import (
@@ -11,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -21,19 +22,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/procbench"
 	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
 	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/testenv"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/orchestrator"
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/runner"
+	"github.com/agoradev/agora/runner/runnertest"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -54,6 +54,17 @@ type shape struct {
 	natsNodes int
 	// routers is the orchestrators' RouterWorkers; 0 is the default.
 	routers int
+	// engine is the measuring engine's mode: procbench.Name (the worker
+	// as a process each time) or procbench.ReplayName (a recorded run
+	// replayed per shape); "" is process.
+	engine string
+}
+
+func (s shape) engineName() string {
+	if s.engine == "" {
+		return procbench.Name
+	}
+	return s.engine
 }
 
 func (s shape) String() string {
@@ -62,7 +73,7 @@ func (s shape) String() string {
 	if s.routers > 0 {
 		str += fmt.Sprintf(" · %d router", s.routers)
 	}
-	return str
+	return str + " · " + s.engineName()
 }
 
 // stack is agora in this process on the measuring engine: NATS (one node
@@ -77,7 +88,58 @@ type stack struct {
 	orchs   []*orchestrator.Orchestrator
 	runners []*runner.Runner
 	probe   *bus.Bus
-	traces  *phaseLog
+	traces  *runnertest.PhaseLog
+	// replayers are the runners' engines in replay mode.
+	replayers []*procbench.Replayer
+}
+
+// workerRuns is how many dispatches ran the worker and how many were
+// replays (replay mode only).
+func (s *stack) workerRuns() (recorded, replayed int64) {
+	for _, e := range s.replayers {
+		rec, rep := e.Stats()
+		recorded += rec
+		replayed += rep
+	}
+	return recorded, replayed
+}
+
+// labelledEngine runs the engine's own work under the label part=engine,
+// so that the measuring engine's cost (a process start, a replay's file
+// writes) is not counted as the runner's: with a container engine it
+// would be dockerd's. Wait and Logs are left to the runner: they wait, and
+// the output they copy is parsed by the runner's writers.
+type labelledEngine struct{ compute.Engine }
+
+func asEngine[T any](ctx context.Context, fn func(context.Context) (T, error)) (out T, err error) {
+	pprof.Do(ctx, pprof.Labels("part", "engine"), func(ctx context.Context) { out, err = fn(ctx) })
+	// Do leaves the goroutine with ctx's labels, and the runner's ctx
+	// carries none: the caller is the runner's.
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("part", "runner")))
+	return out, err
+}
+
+func (l labelledEngine) Create(ctx context.Context, spec compute.ContainerSpec) (string, error) {
+	return asEngine(ctx, func(ctx context.Context) (string, error) { return l.Engine.Create(ctx, spec) })
+}
+
+func (l labelledEngine) Start(ctx context.Context, id string) error {
+	_, err := asEngine(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.Engine.Start(ctx, id) })
+	return err
+}
+
+func (l labelledEngine) Stop(ctx context.Context, id string, grace time.Duration) error {
+	_, err := asEngine(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.Engine.Stop(ctx, id, grace) })
+	return err
+}
+
+func (l labelledEngine) Remove(ctx context.Context, id string) error {
+	_, err := asEngine(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, l.Engine.Remove(ctx, id) })
+	return err
+}
+
+func (l labelledEngine) List(ctx context.Context, labels map[string]string) ([]compute.Container, error) {
+	return asEngine(ctx, func(ctx context.Context) ([]compute.Container, error) { return l.Engine.List(ctx, labels) })
 }
 
 // labelled runs fn with the goroutine label part=name, so the goroutines
@@ -91,10 +153,10 @@ func newStack(tb testing.TB, sh shape) *stack {
 	ctx := context.Background()
 	worker := testenv.Binary(tb, "github.com/agoradev/agora/cmd/agora-worker", false)
 	log := natstest.LoggerLevel(tb, slog.LevelError)
-	s := &stack{shape: sh, traces: &phaseLog{at: map[string]map[runner.Phase]time.Time{}}}
+	s := &stack{shape: sh, traces: runnertest.NewPhaseLog()}
 	labelled("nats-server", func() {
 		if sh.natsNodes > 1 {
-			s.urls = startCluster(tb, sh.natsNodes)
+			s.urls = natstest.StartClusterWith(tb, sh.natsNodes, natsserver.Config{Logger: log}).URLs()
 		} else {
 			s.urls = natstest.StartWith(tb, natsserver.Config{Logger: log}).ClientURL()
 		}
@@ -136,13 +198,26 @@ func newStack(tb testing.TB, sh shape) *stack {
 	for i := range sh.runners {
 		labelled("runner", func() {
 			id := fmt.Sprintf("capacity-%d-%d-r%d", os.Getpid(), seq.Add(1), i)
-			eng, err := procbench.New(procbench.Config{Worker: worker, Image: procbench.Image, Dir: tb.TempDir()})
+			pcfg := procbench.Config{Worker: worker, Image: procbench.Image, Dir: tb.TempDir()}
+			var eng compute.Engine
+			var err error
+			switch sh.engineName() {
+			case procbench.Name:
+				eng, err = procbench.New(pcfg)
+			case procbench.ReplayName:
+				var rep *procbench.Replayer
+				rep, err = procbench.NewReplayer(procbench.ReplayConfig{Config: pcfg})
+				eng = rep
+				s.replayers = append(s.replayers, rep)
+			default:
+				err = fmt.Errorf("engine %q: want %s or %s", sh.engine, procbench.Name, procbench.ReplayName)
+			}
 			if err != nil {
 				tb.Fatal(err)
 			}
 			r, err := runner.New(runner.Config{ID: id, Slots: sh.slots, Image: procbench.Image, DataDir: tb.TempDir(),
-				StorageURI: "file://" + storeDir, Store: store, Bus: connect(id), Engine: eng, Grace: 3 * time.Second,
-				Logger: log, Trace: s.traces.note})
+				StorageURI: "file://" + storeDir, Store: store, Bus: connect(id), Engine: labelledEngine{eng}, Grace: 3 * time.Second,
+				Logger: log, Trace: s.traces.Note})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -159,85 +234,6 @@ func newStack(tb testing.TB, sh shape) *stack {
 	}
 	s.probe = connect("probe")
 	return s
-}
-
-// startCluster starts n nats-servers in this process, routed to each other
-// on loopback, JetStream on each, and returns their client URLs.
-func startCluster(tb testing.TB, n int) string {
-	tb.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ports[i] = freePort(tb)
-	}
-	name := fmt.Sprintf("capacity-%d-%d", os.Getpid(), seq.Add(1))
-	var urls string
-	for i := range n {
-		var routes string
-		for j, p := range ports {
-			if j != i {
-				if routes != "" {
-					routes += ","
-				}
-				routes += fmt.Sprintf("nats://127.0.0.1:%d", p)
-			}
-		}
-		opts := &server.Options{ServerName: fmt.Sprintf("%s-n%d", name, i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: tb.TempDir(), NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: ports[i]},
-			Routes:  server.RoutesFromStr(routes)}
-		ns, err := server.NewServer(opts)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ns.Start()
-		tb.Cleanup(ns.Shutdown)
-		if !ns.ReadyForConnections(20 * time.Second) {
-			tb.Fatalf("nats node %d not ready", i)
-		}
-		if urls != "" {
-			urls += ","
-		}
-		urls += ns.ClientURL()
-	}
-	waitJetStream(tb, urls)
-	return urls
-}
-
-// waitJetStream returns once the cluster's JetStream has a meta leader and
-// answers, which a fresh cluster takes a few seconds to elect.
-func waitJetStream(tb testing.TB, urls string) {
-	tb.Helper()
-	nc, err := nats.Connect(urls)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the NATS cluster's JetStream is not ready: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // twoRounds asks on round 1, keeping state in partial_state; on round 2 it
@@ -257,35 +253,54 @@ echo "{\"colour\": \"$AGORA_ANSWER\", \"round\": $AGORA_ROUND}" > .agora/result.
 
 // submit submits n two-round tasks, spread over the orchestrators from a
 // few goroutines, as API clients would, and returns their ids and how long
-// each Submit took.
+// each Submit call took. A Submit that fails fails the test.
 func (s *stack) submit(tb testing.TB, name string, n int) ([]string, []time.Duration) {
 	tb.Helper()
-	ids := make([]string, n)
+	ids, took, errs := s.trySubmit(name, n)
+	for _, err := range errs {
+		tb.Fatal(err)
+	}
+	return ids, took
+}
+
+// trySubmit is submit that keeps going past a failed Submit: it returns
+// the ids whose Submit succeeded, their Submit calls' times, and the
+// failures (a benchmark counts them as failed tasks: on a NATS cluster a
+// Submit can still answer "task not found" for the task it has just
+// created, docs/capacity.md's caveats).
+func (s *stack) trySubmit(name string, n int) ([]string, []time.Duration, []error) {
+	all := make([]string, n)
 	took := make([]time.Duration, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("cap-%d-%s-%d", os.Getpid(), name, i)
+	failed := make([]error, n)
+	for i := range all {
+		all[i] = fmt.Sprintf("cap-%d-%s-%d", os.Getpid(), name, i)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
 	const clients = 4
 	for c := range clients {
 		wg.Go(func() {
 			for i := c; i < n; i += clients {
 				o := s.orchs[i%len(s.orchs)]
 				at := time.Now()
-				if _, err := o.Submit(context.Background(), wire.SubmitRequest{TaskID: ids[i], Subagent: twoRounds(), Route: "lookup"}); err != nil {
-					errs <- fmt.Errorf("submit %s: %w", ids[i], err)
+				if _, err := o.Submit(context.Background(), wire.SubmitRequest{TaskID: all[i], Subagent: twoRounds(), Route: "lookup"}); err != nil {
+					failed[i] = fmt.Errorf("submit %s: %w", all[i], err)
 				}
 				took[i] = time.Since(at)
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		tb.Fatal(err)
+	var ids []string
+	var times []time.Duration
+	var errs []error
+	for i, err := range failed {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids, times = append(ids, all[i]), append(times, took[i])
 	}
-	return ids, took
+	return ids, times, errs
 }
 
 // wait returns once every task in ids has ended and no runner holds a
@@ -296,8 +311,9 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 	for _, id := range ids {
 		want[id] = true
 	}
-	deadline := time.Now().Add(limit)
-	for {
+	busy := 0
+	// Reading tasks costs CPU the stack shares: every 100 ms.
+	err := testutil.Poll(context.Background(), limit, 100*time.Millisecond, func() error {
 		pending := maps.Clone(want)
 		for id := range pending {
 			t, err := s.orchs[0].Get(context.Background(), id)
@@ -305,49 +321,25 @@ func (s *stack) wait(tb testing.TB, ids []string, limit time.Duration) {
 				delete(want, id)
 			}
 		}
-		busy := 0
+		busy = 0
 		for _, r := range s.runners {
 			busy += len(r.Active())
 		}
 		if len(want) == 0 && busy == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			states := map[string]int{}
-			for id := range want {
-				if t, err := s.orchs[0].Get(context.Background(), id); err != nil {
-					states[err.Error()]++
-				} else {
-					states[string(t.State)+fmt.Sprintf(" (round %d)", len(t.Rounds))]++
-				}
-			}
-			tb.Fatalf("%d of %d tasks not ended within %s (%d dispatches held by runners): %v", len(want), len(ids), limit, busy, states)
+		return fmt.Errorf("%d tasks not ended", len(want))
+	})
+	if err == nil {
+		return
+	}
+	states := map[string]int{}
+	for id := range want {
+		if t, err := s.orchs[0].Get(context.Background(), id); err != nil {
+			states[err.Error()]++
+		} else {
+			states[string(t.State)+fmt.Sprintf(" (round %d)", len(t.Rounds))]++
 		}
-		time.Sleep(100 * time.Millisecond) // reading tasks costs CPU the stack shares
 	}
-}
-
-// phaseLog is the runners' Trace: when each dispatch passed each phase.
-type phaseLog struct {
-	mu sync.Mutex
-	at map[string]map[runner.Phase]time.Time
-}
-
-func (l *phaseLog) note(id string, p runner.Phase, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := l.at[id]
-	if m == nil {
-		m = map[runner.Phase]time.Time{}
-		l.at[id] = m
-	}
-	if _, ok := m[p]; !ok {
-		m[p] = at
-	}
-}
-
-func (l *phaseLog) of(id string) map[runner.Phase]time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.at[id])
+	tb.Fatalf("%d of %d tasks not ended within %s (%d dispatches held by runners): %v", len(want), len(ids), limit, busy, states)
 }

@@ -19,6 +19,11 @@
 // another entrypoint (the egress proxy) is refused, and so is an image other
 // than Config.Image. State lives in memory: a new Engine lists nothing, so a
 // restarted runner adopts nothing (a benchmark does not restart its runner).
+//
+// Replayer (replay.go, --compute replay) goes one step further: it runs the
+// worker once per dispatch shape, records what it printed and wrote, and
+// replays that for the shape's later dispatches with their own ids and
+// event keys, so not even the worker's process is paid for.
 package procbench
 
 import (
@@ -112,22 +117,8 @@ type proc struct {
 
 // Create implements compute.Engine.
 func (e *Engine) Create(_ context.Context, spec compute.ContainerSpec) (string, error) {
-	if err := spec.Validate(); err != nil {
+	if err := checkSpec(spec, e.cfg.Image); err != nil {
 		return "", fmt.Errorf("create process %s: %w", spec.Name, err)
-	}
-	if e.cfg.Image != "" && spec.Image != e.cfg.Image {
-		return "", fmt.Errorf("create process %s: %w: the measuring engine stands in for %s only, not %s", spec.Name, compute.ErrImageNotFound, e.cfg.Image, spec.Image)
-	}
-	if len(spec.Entrypoint) > 0 && spec.Entrypoint[0] != workerEntrypoint {
-		return "", fmt.Errorf("create process %s: %w: the measuring engine runs the worker only, not %s", spec.Name, compute.ErrInvalidSpec, spec.Entrypoint[0])
-	}
-	if len(spec.ScratchDirs) > 0 || spec.Network != "" || len(spec.Secrets) > 0 {
-		return "", fmt.Errorf("create process %s: %w: the measuring engine takes host mounts only (no scratch dirs, user networks or secrets)", spec.Name, compute.ErrInvalidSpec)
-	}
-	for _, m := range spec.Mounts {
-		if _, err := os.Stat(m.Source); err != nil {
-			return "", fmt.Errorf("create process %s: mount %s: %w", spec.Name, m.Target, err)
-		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -183,6 +174,28 @@ func (e *Engine) Create(_ context.Context, spec compute.ContainerSpec) (string, 
 	e.procs[id] = p
 	e.names[name] = id
 	return id, nil
+}
+
+// checkSpec refuses what the measuring engine cannot stand in for.
+func checkSpec(spec compute.ContainerSpec, image string) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if image != "" && spec.Image != image {
+		return fmt.Errorf("%w: the measuring engine stands in for %s only, not %s", compute.ErrImageNotFound, image, spec.Image)
+	}
+	if len(spec.Entrypoint) > 0 && spec.Entrypoint[0] != workerEntrypoint {
+		return fmt.Errorf("%w: the measuring engine runs the worker only, not %s", compute.ErrInvalidSpec, spec.Entrypoint[0])
+	}
+	if len(spec.ScratchDirs) > 0 || spec.Network != "" || len(spec.Secrets) > 0 {
+		return fmt.Errorf("%w: the measuring engine takes host mounts only (no scratch dirs, user networks or secrets)", compute.ErrInvalidSpec)
+	}
+	for _, m := range spec.Mounts {
+		if _, err := os.Stat(m.Source); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Target, err)
+		}
+	}
+	return nil
 }
 
 // hostPath maps a path the container would see onto the host through the

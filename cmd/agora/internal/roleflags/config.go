@@ -85,7 +85,7 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 	case f.natsPort < 0 || f.natsPort > 65535:
 		return roles.Config{}, fmt.Errorf("--nats-port %d: want a port, 1-65535 (0: a free one)", f.natsPort)
 	}
-	if f.compute != computeDocker && f.compute != computeProcess {
+	if f.compute != computeDocker && !f.measuring() {
 		return roles.Config{}, fmt.Errorf("--compute %q: want docker (agora runner --compute ecs runs on ECS)", f.compute)
 	}
 	if err := f.checkRunner(); err != nil {
@@ -152,13 +152,19 @@ func (f *Flags) serve(environ []string) (roles.Config, error) {
 		Slack:        slack,
 		DockerHost:   getenv(environ, "DOCKER_HOST"),
 		// The measuring engine (docs/capacity.md), checked above.
-		MeasuringEngine: f.compute == computeProcess,
+		MeasuringEngine: f.measuring(),
+		MeasuringReplay: f.compute == computeReplay,
 	}
 	f.max.runnerConfig(&cfg)
 	if cfg.Orchestrator {
 		cfg.Answerers = &answer.Resolver{RulesFile: f.rules, WebhookSecret: f.webhookSecret}
 	}
 	return cfg, nil
+}
+
+// measuring reports --compute process or replay: the measuring engine.
+func (f *Flags) measuring() bool {
+	return f.compute == computeProcess || f.compute == computeReplay
 }
 
 // checkRunner checks the runner flags serve and runner share.
@@ -169,12 +175,12 @@ func (f *Flags) checkRunner() error {
 	// The measuring engine runs sub-agents with the operator's own
 	// rights: asked for twice, or refused.
 	switch {
-	case f.compute == computeProcess && !f.benchmark:
-		return errors.New("--compute process runs every dispatch as a plain, unisolated process of this host, for measuring agora only (docs/capacity.md): add --benchmark-engine to ask for it")
-	case f.benchmark && f.compute != computeProcess:
-		return errors.New("--benchmark-engine goes with --compute process only")
-	case f.compute == computeProcess && f.image != "":
-		return errors.New("--compute process runs the agora-worker binary, not an image: drop --image")
+	case f.measuring() && !f.benchmark:
+		return fmt.Errorf("--compute %s runs every dispatch as a plain, unisolated process of this host, for measuring agora only (docs/capacity.md): add --benchmark-engine to ask for it", f.compute)
+	case f.benchmark && !f.measuring():
+		return errors.New("--benchmark-engine goes with --compute process or replay only")
+	case f.measuring() && f.image != "":
+		return fmt.Errorf("--compute %s runs the agora-worker binary, not an image: drop --image", f.compute)
 	}
 	for _, kv := range f.workerEnv {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
@@ -199,8 +205,10 @@ func (f *Flags) runner(environ []string) (roles.Config, error) {
 		return roles.Config{}, errors.New("--worker-nats-signer mints credentials for --worker-nats: give both")
 	case f.signerFile != "" && f.nats.creds == "":
 		return roles.Config{}, errors.New("--worker-nats-signer needs --nats-creds: the workers' users belong to the runner's account")
-	case f.compute != computeDocker && f.compute != computeECS && f.compute != computeProcess:
+	case f.compute != computeDocker && f.compute != computeECS && !f.measuring():
 		return roles.Config{}, fmt.Errorf("--compute %q: want docker or ecs", f.compute)
+	case f.compute == computeReplay && f.workerNATS != "":
+		return roles.Config{}, errors.New("--compute replay prints each dispatch's events for the runner to relay; it cannot publish them: drop --worker-nats")
 	case f.compute == computeECS && f.image == "":
 		return roles.Config{}, errors.New("--compute ecs needs --image: an image ECS pulls (e.g. from ECR); nothing is built for ECS")
 	case f.slots < 1:
@@ -297,7 +305,8 @@ func (f *Flags) runner(environ []string) (roles.Config, error) {
 		Metrics:              f.listen != "",
 		DockerHost:           getenv(environ, "DOCKER_HOST"),
 		ECS:                  ecsCfg,
-		MeasuringEngine:      f.compute == computeProcess,
+		MeasuringEngine:      f.measuring(),
+		MeasuringReplay:      f.compute == computeReplay,
 	}
 	f.max.runnerConfig(&cfg)
 	return cfg, nil

@@ -100,6 +100,9 @@ const (
 	// computeProcess is the measuring engine (internal/compute/procbench):
 	// the worker binary as a plain process, no container. Never a default.
 	computeProcess = "process" // procbench.Name
+	// computeReplay is the measuring engine replaying a recorded worker
+	// run per dispatch shape (procbench.ReplayName). Never a default.
+	computeReplay = "replay"
 )
 
 // Register declares on fs the flags of the verb v, each with its help as
@@ -178,10 +181,10 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		f.role(roleRunner, "worker")
 	}
 	if takes(Serve) {
-		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine); process, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
+		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine); process or replay, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
 	}
 	if takes(Serve, Runner) {
-		fs.BoolVar(&f.benchmark, "benchmark-engine", false, "allow --compute process: every dispatch runs as a plain, unisolated process of this host, for measuring agora only (docs/capacity.md)")
+		fs.BoolVar(&f.benchmark, "benchmark-engine", false, "allow --compute process or replay: every dispatch runs as a plain, unisolated process of this host (or replays one), for measuring agora only (docs/capacity.md)")
 	}
 	if takes(Serve) {
 		f.role(roleRunner, "compute", "benchmark-engine")
@@ -192,7 +195,7 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 	if takes(Runner) {
 		fs.StringVar(&f.workerNATS, "worker-nats", "", "let workers publish their own events to NATS at `URL`, which containers must reach (default: the runner relays them from stdout)")
 		fs.StringVar(&f.signerFile, "worker-nats-signer", "", "mint each --worker-nats worker its own NATS user, allowed only its dispatch's events and logs, with the account's scoped signing key seed in `FILE` (an agora serve's <data-dir>/nats-auth/worker-signer.nk); needs --nats-creds")
-		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md); process, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
+		fs.StringVar(&f.compute, "compute", computeDocker, "run dispatches on `PROVIDER`: docker (this host's engine) or ecs (AWS ECS tasks: the --ecs-… flags, docs/ecs.md); process or replay, the measuring engine, only with --benchmark-engine (docs/capacity.md)")
 		f.ecs.register(f)
 		fs.DurationVar(&f.grace, "grace", runner.DefaultGrace, "wait `DURATION` between SIGTERM and SIGKILL when stopping a container")
 		fs.Int64Var(&f.logCap, "log-cap", runner.DefaultLogCap, "keep at most `BYTES` of each dispatch's output in storage")

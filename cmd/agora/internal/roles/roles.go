@@ -260,6 +260,10 @@ type Config struct {
 	// (docs/capacity.md). It isolates nothing; the CLI asks for it only
 	// with --benchmark-engine. Image must be empty.
 	MeasuringEngine bool
+	// MeasuringReplay, with MeasuringEngine, replays a recorded worker run
+	// for every dispatch of a shape already run once (procbench.Replayer)
+	// instead of running the worker each time.
+	MeasuringReplay bool
 	// DockerHost is $DOCKER_HOST as the caller's environment has it, for
 	// the error when the engine does not answer (the Docker client reads
 	// the variable from the process environment itself).
@@ -413,6 +417,8 @@ func (c Config) Validate() error {
 		case c.Image != "":
 			errs = append(errs, errors.New("the measuring engine runs the agora-worker binary (--worker), not an image: drop --image"))
 		}
+	} else if c.MeasuringReplay {
+		errs = append(errs, errors.New("replay is a mode of the measuring engine: set MeasuringEngine too"))
 	}
 	return errors.Join(errs...)
 }
@@ -708,7 +714,14 @@ func (s *Stack) startRunner(ctx context.Context, workerBin string) error {
 	image := s.cfg.Image
 	var dockerEngine bool
 	if s.cfg.MeasuringEngine {
-		eng, err := procbench.New(procbench.Config{Worker: workerBin, Image: procbench.Image, Dir: filepath.Join(s.cfg.RunnerDataDir, "proc")})
+		pcfg := procbench.Config{Worker: workerBin, Image: procbench.Image, Dir: filepath.Join(s.cfg.RunnerDataDir, "proc")}
+		var eng compute.Engine
+		var err error
+		if s.cfg.MeasuringReplay {
+			eng, err = procbench.NewReplayer(procbench.ReplayConfig{Config: pcfg})
+		} else {
+			eng, err = procbench.New(pcfg)
+		}
 		if err != nil {
 			return err
 		}

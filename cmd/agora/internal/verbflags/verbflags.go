@@ -60,8 +60,51 @@ func ArgsOnly(synopsis string) string {
 	return strings.Join(fields, " ")
 }
 
+// Enum is the value of a flag that takes one of a closed set of words
+// (-o json|name|table, status --state): a word outside the set is refused
+// as it is parsed, and shell completion offers the set.
+type Enum struct {
+	p      *string
+	values []string
+	want   string
+}
+
+// NewEnum is an Enum that stores into p (its default stays what p holds),
+// accepting values; want words the set for an error, e.g. "want json,
+// name or table".
+func NewEnum(p *string, want string, values ...string) *Enum {
+	return &Enum{p: p, values: values, want: want}
+}
+
+// Values are the words the flag takes, in the declared order.
+func (e *Enum) Values() []string { return slices.Clone(e.values) }
+
+func (e *Enum) String() string { return *e.p }
+
+// Set takes s if it is one of the values.
+func (e *Enum) Set(s string) error {
+	if !slices.Contains(e.values, s) {
+		return &EnumError{Value: s, Want: e.want}
+	}
+	*e.p = s
+	return nil
+}
+
+// Type is what pflag calls the value in a usage without a `NAME`.
+func (e *Enum) Type() string { return "string" }
+
+// EnumError is a word an Enum does not take.
+type EnumError struct {
+	Value string
+	Want  string // "want json, name or table"
+}
+
+func (e *EnumError) Error() string { return fmt.Sprintf("%q: %s", e.Value, e.Want) }
+
 // ErrorText words pflag's errors as Go's flag package did, which scripts
-// and tests grep for: "flag provided but not defined: -pull".
+// and tests grep for: "flag provided but not defined: -pull". A word an
+// Enum refuses is named with the flag as it is documented: -o "yaml": want
+// json, name or table.
 func ErrorText(err error) string {
 	name := func(f *flag.Flag) string { return "-" + f.Name }
 	if e, ok := errors.AsType[*flag.NotExistError](err); ok {
@@ -72,6 +115,13 @@ func ErrorText(err error) string {
 		return "flag provided but not defined: -" + n
 	}
 	if e, ok := errors.AsType[*flag.InvalidValueError](err); ok {
+		if ee, ok := errors.AsType[*EnumError](e.Unwrap()); ok {
+			spelled := "--" + e.GetFlag().Name
+			if e.GetFlag().Shorthand != "" {
+				spelled = "-" + e.GetFlag().Shorthand
+			}
+			return spelled + " " + ee.Error()
+		}
 		why := "parse error"
 		if errors.Is(e.Unwrap(), strconv.ErrRange) {
 			why = "value out of range"
@@ -79,7 +129,11 @@ func ErrorText(err error) string {
 		return fmt.Sprintf("invalid value %q for flag %s: %s", e.GetValue(), name(e.GetFlag()), why)
 	}
 	if e, ok := errors.AsType[*flag.ValueRequiredError](err); ok {
-		return "flag needs an argument: " + name(e.GetFlag())
+		msg := "flag needs an argument: -" + e.GetSpecifiedName() // -o, or -server for --server
+		if enum, ok := e.GetFlag().Value.(*Enum); ok {
+			msg += " takes " + strings.TrimPrefix(enum.want, "want ")
+		}
+		return msg
 	}
 	return err.Error()
 }

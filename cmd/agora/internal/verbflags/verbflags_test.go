@@ -91,3 +91,39 @@ func TestPrintHelp(t *testing.T) {
 		t.Errorf("PrintHelp of a set without flags = %q", got)
 	}
 }
+
+// TestEnum: a word outside the set is refused as it is parsed, worded
+// with the flag as it is documented; the set is what completion offers.
+func TestEnum(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{[]string{"-o", "name"}, "name", ""},
+		{[]string{"--output=table"}, "table", ""},
+		{nil, "", ""},
+		{[]string{"-o", "yaml"}, "", `-o "yaml": want json, name or table`},
+		{[]string{"--output", "JSON"}, "", `-o "JSON": want json, name or table`},
+		{[]string{"--state", "bogus"}, "", `--state "bogus": want one of running, failed`},
+		{[]string{"-o"}, "", "flag needs an argument: -o takes json, name or table"},
+	} {
+		fs := flag.NewFlagSet("agora x", flag.ContinueOnError)
+		fs.SetOutput(&bytes.Buffer{})
+		var out, state string
+		enum := NewEnum(&out, "want json, name or table", "json", "name", "table")
+		fs.VarP(enum, "output", "o", "the `FORMAT`")
+		fs.Var(NewEnum(&state, "want one of running, failed", "running", "failed"), "state", "the `STATE`")
+		err := fs.Parse(tt.args)
+		switch {
+		case tt.wantErr == "" && (err != nil || out != tt.want):
+			t.Errorf("Parse(%q) = %q, %v; want %q", tt.args, out, err, tt.want)
+		case tt.wantErr != "" && (err == nil || ErrorText(err) != tt.wantErr):
+			t.Errorf("Parse(%q) error %v; want %q", tt.args, err, tt.wantErr)
+		}
+		if got := enum.Values(); !slices.Equal(got, []string{"json", "name", "table"}) {
+			t.Errorf("Values() = %q", got)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestTimelineShowsWhoActed(t *testing.T) {
 			{Action: wire.ActionRespawn, By: "root", At: at, Detail: "round 2 attempt 2"},
 		}}
 	var b strings.Builder
-	ui{}.writeTimeline(&b, task, at)
+	UI{}.Timeline(&b, task, at)
 	for _, want := range []string{"owner alice", "B — by carol (through slack) via slack", "cancel by alice (while queued)", "respawn by root (round 2 attempt 2)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("timeline lacks %q:\n%s", want, b.String())
@@ -49,7 +49,7 @@ func TestTimelineShowsRetries(t *testing.T) {
 				Detail: "round 1 attempt 2 of 3 after worker-lost: container exited with code 137; dispatched at 10:00:11 UTC (in 10s)"},
 		}}
 	var b strings.Builder
-	ui{}.writeTimeline(&b, task, at.Add(time.Second))
+	UI{}.Timeline(&b, task, at.Add(time.Second))
 	for _, want := range []string{"failed    worker-lost: container exited with code 137", "round 1 (attempt 2)  queued  retried at ",
 		"retry by retry policy (round 1 attempt 2 of 3 after worker-lost: container exited with code 137; dispatched at 10:00:11 UTC (in 10s))"} {
 		if !strings.Contains(b.String(), want) {

@@ -1,10 +1,11 @@
-package main
+package progress
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agoradev/agora/cmd/agora/internal/view"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/wire"
 )
@@ -51,7 +52,7 @@ func TestWaitLinesHeartbeat(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
 	now := t0
 	var out strings.Builder
-	p := newProgress(&out, ui{}, t0, func() time.Time { return now })
+	p := New(&out, view.UI{}, t0, func() time.Time { return now })
 	draft := "draft"
 	q := &schemas.NeedsInput{Question: "Publish the notes or keep a draft?", Options: []string{"publish", "draft"}, Default: &draft}
 	task := func(state wire.State, rounds ...wire.Round) *wire.Task {
@@ -112,7 +113,7 @@ func TestWaitLinesHeartbeat(t *testing.T) {
 	for _, st := range steps {
 		now = t0.Add(st.at)
 		out.Reset()
-		p.update(st.task)
+		p.Update(st.task)
 		var got []string
 		if s := strings.TrimSuffix(out.String(), "\n"); s != "" {
 			got = strings.Split(s, "\n")
@@ -128,12 +129,12 @@ func TestWaitLinesAnswered(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
 	var out strings.Builder
-	p := newProgress(&out, ui{}, t0, func() time.Time { return t0.Add(time.Minute) })
+	p := New(&out, view.UI{}, t0, func() time.Time { return t0.Add(time.Minute) })
 	r := wire.Round{N: 1, DispatchID: "x-r1", State: wire.StateNeedsInput, Question: &schemas.NeedsInput{Question: "A or B?"}, AskedAt: t0,
 		StepDeadline: t0.Add(time.Hour)}
-	p.update(&wire.Task{ID: "x", State: wire.StateNeedsInput, Request: wire.SubmitRequest{Route: "human=1h"}, Rounds: []wire.Round{r}})
+	p.Update(&wire.Task{ID: "x", State: wire.StateNeedsInput, Request: wire.SubmitRequest{Route: "human=1h"}, Rounds: []wire.Round{r}})
 	r.Answer = &wire.Answer{Value: "B", By: "carol", Channel: "cli", At: t0.Add(time.Minute)}
-	p.update(&wire.Task{ID: "x", State: wire.StateQueued, Rounds: []wire.Round{r, {N: 2, DispatchID: "x-r2", State: wire.StateQueued}}})
+	p.Update(&wire.Task{ID: "x", State: wire.StateQueued, Rounds: []wire.Round{r, {N: 2, DispatchID: "x-r2", State: wire.StateQueued}}})
 	for _, want := range []string{"at 15:00:00 UTC it expires (no default)", "  round 1 answered: `B` by carol via cli\nx queued · round 2"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("progress wrote\n%s\nwant it to contain %q", out.String(), want)

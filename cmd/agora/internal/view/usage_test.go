@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"strings"
@@ -25,8 +25,8 @@ func TestUsageText(t *testing.T) {
 			"2 turns · $0.0045 · 2670 tokens in (2400 from cache), 345 out"},
 	}
 	for _, tt := range tests {
-		if got := usageText(tt.in); got != tt.want {
-			t.Errorf("%s: usageText(%+v) = %q, want %q", tt.name, tt.in, got, tt.want)
+		if got := UsageText(tt.in); got != tt.want {
+			t.Errorf("%s: UsageText(%+v) = %q, want %q", tt.name, tt.in, got, tt.want)
 		}
 	}
 }
@@ -43,7 +43,7 @@ func TestTimelineShowsSession(t *testing.T) {
 			{N: 2, State: wire.StateFinished, QueuedAt: at, Usage: &schemas.Usage{Turns: 1, SessionID: "5f0c-1", Resumed: true}},
 		}}
 	var b strings.Builder
-	ui{}.writeTimeline(&b, task, at)
+	UI{}.Timeline(&b, task, at)
 	for _, want := range []string{"5f0c-1 — new conversation", "5f0c-1 — resumed the previous round's conversation"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("timeline lacks %q:\n%s", want, b.String())

@@ -1,4 +1,4 @@
-package main
+package view
 
 import (
 	"strings"
@@ -31,7 +31,7 @@ func TestQuestionsIfUnanswered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var b strings.Builder
-		ui{}.writeQuestions(&b, []wire.QuestionView{{TaskID: "t1", Round: 1, Question: "Publish?", Options: []string{"publish", "draft"},
+		UI{}.Questions(&b, []wire.QuestionView{{TaskID: "t1", Round: 1, Question: "Publish?", Options: []string{"publish", "draft"},
 			Action: "agora answer t1 publish", IfUnanswered: tt.iu}}, now)
 		if !strings.Contains(b.String(), "IF UNANSWERED") || !strings.Contains(b.String(), tt.want) || strings.Contains(b.String(), "stale") {
 			t.Errorf("questions table with %+v:\n%s\nwant %q", tt.iu, b.String(), tt.want)
