@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 # tool only, so not in go.mod.
 ACT_VERSION         := v0.2.89
 
-.PHONY: build tools check test bench bench-throughput bench-cli bench-capacity fuzz faults busybox demo image clean
+.PHONY: build tools check test bench bench-throughput bench-cli bench-capacity bench-api fuzz faults busybox demo image clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
@@ -70,3 +70,9 @@ CAPACITY_SHAPES ?= 1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1
 CAPACITY_ENGINES ?= process,replay
 bench-capacity: ## agora's own ceiling without containers (the measuring engine, process and replay side by side): dispatches/s by 1 orchestrator with 1, 4, 16 runners, a 3-node NATS cluster, 2 orchestrators; 1 router worker (before) beside 8; CPU and time per part (minutes; docs/capacity.md)
 	$(GO) test -run '^$$' -bench Capacity -benchtime 1x -timeout 60m ./test/capacity -args -capacity-tasks=$(CAPACITY_TASKS) -capacity-slots=$(CAPACITY_SLOTS) -capacity-shapes=$(CAPACITY_SHAPES) -capacity-engines=$(CAPACITY_ENGINES)
+
+API_RATES   ?= 100,200,500,1000
+API_EACH    ?= 5s
+API_STREAMS ?= 200
+bench-api: ## the HTTP API under vegeta: agora serve in its own process, API_STREAMS event streams open, submit/get/list/answer/mix at API_RATES requests/s for API_EACH each, then the mix stepped up until errors begin; p50/p99 per row (minutes; docs/capacity.md). API_PROFILE=DIR keeps serve's CPU profile per row
+	$(GO) test -run '^$$' -bench APILoad -benchtime 1x -timeout 20m ./test/apiload -args -apiload-rates=$(API_RATES) -apiload-each=$(API_EACH) -apiload-streams=$(API_STREAMS) $(if $(API_PROFILE),-apiload-cpuprofile=$(API_PROFILE))

@@ -53,6 +53,7 @@ type taskCache struct {
 	unsorted, settledOnce bool
 	open                  map[string]*cacheEntry // the entries of open tasks
 	counts                map[wire.State]int
+	owners                ownerTally // counts per owner
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back. goneBefore is the
 	// previous generation: forgetGone moves gone there and drops what was
@@ -222,7 +223,7 @@ func labelIs(enc, key, value string) bool {
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: map[string]*interned{}}
+		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: map[string]*interned{}}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
@@ -507,6 +508,7 @@ func (c *taskCache) add(e *cacheEntry) {
 		c.open[id] = e
 	}
 	c.counts[e.state]++
+	c.owners.add(e.owner, e.state)
 }
 
 // replace puts e where old is: the same task, created at the same time.
@@ -522,6 +524,8 @@ func (c *taskCache) replace(old, e *cacheEntry) {
 	}
 	c.uncount(old.state)
 	c.counts[e.state]++
+	c.owners.remove(old.owner, old.state)
+	c.owners.add(e.owner, e.state)
 }
 
 // drop unindexes e; the caller holds the lock.
@@ -531,6 +535,7 @@ func (c *taskCache) drop(e *cacheEntry) {
 	delete(c.byID, id)
 	delete(c.open, id)
 	c.uncount(e.state)
+	c.owners.remove(e.owner, e.state)
 	e.dropped = true
 	if c.dropped++; c.dropped > 64 && c.dropped > len(c.order)/8 {
 		c.order = slices.DeleteFunc(c.order, func(e *cacheEntry) bool { return e.dropped })
@@ -689,18 +694,7 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 }
 
 // ownerCounts counts the tasks of owner by state; c.mu is held.
-func (c *taskCache) ownerCounts(owner string) map[wire.State]int {
-	counts := map[wire.State]int{}
-	if owner == "" {
-		return counts
-	}
-	for _, e := range c.order {
-		if !e.dropped && e.owner == owner {
-			counts[e.state]++
-		}
-	}
-	return counts
-}
+func (c *taskCache) ownerCounts(owner string) map[wire.State]int { return c.owners.of(owner) }
 
 // eachOpen calls fn with a copy of the list view of every open task.
 func (c *taskCache) eachOpen(fn func(*wire.Task)) {

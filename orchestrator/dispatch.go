@@ -84,7 +84,9 @@ func (o *Orchestrator) enqueue(ctx context.Context, t *wire.Task) (*wire.Task, e
 	if _, err := o.store.index.Put(ctx, id, []byte(t.ID)); err != nil {
 		o.log.Warn("index dispatch", "dispatch_id", id, "error", err)
 	}
-	return o.store.update(ctx, t.ID, func(t *wire.Task) error {
+	// From t as the caller has it: most often just written (its revision
+	// current), so no read first; a task changed since is read again.
+	return o.store.updateFrom(ctx, t.ID, t, func(t *wire.Task) error {
 		for i := range t.Rounds {
 			if t.Rounds[i].DispatchID == id {
 				if t.Rounds[i].Enqueued {

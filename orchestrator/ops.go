@@ -28,7 +28,7 @@ func (o *Orchestrator) Answer(ctx context.Context, req wire.AnswerRequest) (*wir
 			return nil, err
 		}
 	}
-	return o.acceptAnswer(ctx, req.TaskID, req.Round, acceptance{value: req.Answer, by: by, via: req.Via, channel: channel, remember: req.Remember})
+	return o.acceptAnswer(ctx, req.TaskID, req.Round, acceptance{value: req.Answer, by: by, via: req.Via, channel: channel, remember: req.Remember, read: t})
 }
 
 // accept stores the answer (compare-and-swap: one wins) and queues the next
@@ -45,6 +45,9 @@ type acceptance struct {
 	rule *wire.RuleRef
 	// remember makes the answer a rule once it is accepted.
 	remember *wire.Remember
+	// read is the task as the caller read it, when it did: the
+	// compare-and-swap starts from it instead of reading it again.
+	read *wire.Task
 }
 
 // acceptAnswer stores the answer (compare-and-swap: one wins), makes the
@@ -52,7 +55,7 @@ type acceptance struct {
 func (o *Orchestrator) acceptAnswer(ctx context.Context, taskID string, round int, ac acceptance) (*wire.Task, error) {
 	by, via, channel, assumed := ac.by, ac.via, ac.channel, ac.assumed
 	var made *wire.Rule
-	t, err := o.store.update(ctx, taskID, func(t *wire.Task) error {
+	t, err := o.store.updateFrom(ctx, taskID, ac.read, func(t *wire.Task) error {
 		made = nil
 		r := currentRound(t)
 		if r != nil && round > 0 && r.N != round {

@@ -102,6 +102,8 @@ type Orchestrator struct {
 	rules     *bus.KV
 	ruleCache *ruleCache
 	pipe      *pipeline
+	// hub is the one watch of the tasks bucket every Watch shares.
+	hub watchHub
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -797,47 +799,12 @@ func (o *Orchestrator) Watch(ctx context.Context, fn func(wire.Change)) error {
 
 // WatchReady is Watch that calls ready (when not nil) once the watch is
 // in place: every change after that reaches fn. A page that reads the
-// state on ready misses nothing in between.
+// state on ready misses nothing in between. Every watch of this process
+// shares one watch of the bucket (watchHub): fn must not change the task
+// it is given, and a watch whose fn falls DefaultWatchLag changes behind
+// ends with ErrWatchLagged.
 func (o *Orchestrator) WatchReady(ctx context.Context, fn func(wire.Change), ready func()) error {
-	id := caller(ctx)
-	var (
-		mu   sync.Mutex
-		seen = map[string]bool{}
-	)
-	err := o.store.tasks.Watch(ctx, func(key string, value []byte, rev uint64) {
-		if value == nil {
-			mu.Lock()
-			was := seen[key]
-			delete(seen, key)
-			mu.Unlock()
-			if was || id.Admin || id.Answerer {
-				fn(wire.Change{TaskID: key, Removed: true})
-			}
-			return
-		}
-		var t wire.Task
-		if err := json.Unmarshal(value, &t); err != nil {
-			return
-		}
-		if !id.sees(&t) {
-			return
-		}
-		if !id.Admin && !id.Answerer {
-			mu.Lock()
-			seen[key] = true
-			mu.Unlock()
-		}
-		t.Revision = rev
-		fn(wire.Change{TaskID: key, Task: o.view(&t)})
-	})
-	if err != nil {
-		return err
-	}
-	if ready != nil {
-		ready()
-	}
-	<-ctx.Done()
-	return nil
+	return o.watchReady(ctx, fn, ready)
 }
 
 // current is the task's latest round.

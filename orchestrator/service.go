@@ -66,7 +66,7 @@ type Service interface {
 // Follower is a watch of a Service running aside (Follow).
 type Follower struct {
 	// Changes delivers the changes kept, in order.
-	Changes <-chan wire.Change
+	Changes <-chan *Followed
 	// Ready is closed once the watch is in place: a caller that reads
 	// the state after it misses no change.
 	Ready <-chan struct{}
@@ -74,13 +74,21 @@ type Follower struct {
 	Done <-chan error
 }
 
-// Follow watches svc with ctx (and its identity) in a goroutine until ctx
-// ends, delivering the changes keep accepts (nil: all) on a channel of
-// buffer n. A full channel holds the watch back until ctx ends: bound the
-// reader. Ready is closed when svc says its watch is in place (an
-// Orchestrator does: WatchReady), or at once for a Service that cannot.
+// Follow watches svc with ctx (and its identity) until ctx ends,
+// delivering the changes keep accepts (nil: all). Ready is closed when svc
+// says its watch is in place (an Orchestrator does), or at once for a
+// Service that cannot.
+//
+// An Orchestrator's watch is shared by every watcher of the process and
+// fills Changes itself, up to DefaultWatchLag changes: a reader that falls
+// that far behind is dropped, and Done delivers ErrWatchLagged. Another
+// Service's watch runs in a goroutine, delivering on a channel of buffer
+// n; a full channel holds it back until ctx ends: bound the reader.
 func Follow(ctx context.Context, svc Service, keep func(wire.Change) bool, n int) Follower {
-	changes := make(chan wire.Change, n)
+	if o, ok := svc.(*Orchestrator); ok {
+		return o.follow(ctx, keep)
+	}
+	changes := make(chan *Followed, n)
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	fn := func(c wire.Change) {
@@ -88,12 +96,21 @@ func Follow(ctx context.Context, svc Service, keep func(wire.Change) bool, n int
 			return
 		}
 		select {
-		case changes <- c:
+		case changes <- &Followed{Change: c}:
 		case <-ctx.Done():
 		}
 	}
 	go func() { done <- WatchWhenReady(ctx, svc, fn, func() { close(ready) }) }()
 	return Follower{Changes: changes, Ready: ready, Done: done}
+}
+
+// Followed is one change a Follower delivers. Its Task is shared with
+// every other watcher: read it, do not change it.
+type Followed struct {
+	wire.Change
+	// JSON is the change encoded, made once for every watcher; nil when
+	// the Service did not encode it (the reader encodes Change).
+	JSON []byte
 }
 
 // Watcher is the part of a Service WatchWhenReady needs.

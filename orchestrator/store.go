@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -99,10 +100,30 @@ func (s *store) create(ctx context.Context, t *wire.Task) error {
 // update reads the task, applies fn and writes it back if the revision is
 // unchanged, retrying on a lost race. fn may return errNoChange.
 func (s *store) update(ctx context.Context, id string, fn func(*wire.Task) error) (*wire.Task, error) {
+	return s.updateFrom(ctx, id, nil, fn)
+}
+
+// updateFrom is update whose first try starts from read, a copy of the
+// task this caller read or wrote at read.Revision (nil: read it now): the
+// write is still a compare-and-swap on that revision, so a task changed
+// since is read again and fn applied to it, as update does. It saves the
+// read (a round trip and a decode) where the caller has the task in hand:
+// an answer, the enqueue that follows a write (docs/capacity.md, "The API
+// under load"). fn may change the copy it is given, never read itself.
+func (s *store) updateFrom(ctx context.Context, id string, read *wire.Task, fn func(*wire.Task) error) (*wire.Task, error) {
+	if read != nil {
+		cp := *read
+		cp.Rounds = slices.Clone(read.Rounds)
+		cp.History = slices.Clone(read.History)
+		read = &cp
+	}
 	// A lost race is retried at once (the next read sees the winner), up to
 	// 51 tries; every other error stands.
 	return backoff.Retry(ctx, func() (*wire.Task, error) {
-		t, err := s.get(ctx, id)
+		t, err := read, error(nil)
+		if read = nil; t == nil {
+			t, err = s.get(ctx, id)
+		}
 		if err != nil {
 			return nil, backoff.Permanent(err)
 		}

@@ -46,6 +46,7 @@ func main() {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go exitcode.HandleSignals(sigs, cancel, os.Stderr, os.Exit, time.Now)
+	startProfiling()
 	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 

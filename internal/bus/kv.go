@@ -267,6 +267,17 @@ func (k *KV) Watch(ctx context.Context, fn func(key string, value []byte, rev ui
 	return nil
 }
 
+// WatchLost is Watch that calls lost when the watch ends for another
+// reason than ctx (the connection closed, the server gone).
+func (k *KV) WatchLost(ctx context.Context, fn func(key string, value []byte, rev uint64), lost func()) error {
+	w, err := k.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("watch bucket %s: %w", k.bucket, err)
+	}
+	go pump(ctx, w, fn, func() {}, lost)
+	return nil
+}
+
 // pump hands a watcher's entries to fn until ctx ends or the watcher does.
 func pump(ctx context.Context, w jetstream.KeyWatcher, fn func(key string, value []byte, rev uint64), caughtUp, lost func()) {
 	defer w.Stop()

@@ -19,7 +19,14 @@ type Stream struct {
 	w       io.Writer
 	rc      *http.ResponseController
 	timeout time.Duration
+	// buf holds what Write wrote until Flush sends it in one write: an
+	// event of a few KB is larger than net/http's buffer, so written
+	// through it each event would be a system call of its own.
+	buf []byte
 }
+
+// maxBuffered is how much Write holds before it sends without a Flush.
+const maxBuffered = 256 << 10
 
 // Open starts the stream on w: status 200, text/event-stream, no caching
 // and no proxy buffering. Each later write must finish within timeout.
@@ -34,11 +41,44 @@ func Open(w http.ResponseWriter, timeout time.Duration) *Stream {
 // Send writes the formatted text (whole events or comment lines, ending
 // in a blank line) and flushes it.
 func (s *Stream) Send(format string, args ...any) error {
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := s.Write(format, args...); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(s.w, format, args...); err != nil {
+	return s.Flush()
+}
+
+// Write is Send without the flush: a caller with several events at hand
+// writes them all and flushes once (Flush), one system call instead of
+// one per event. Past maxBuffered it sends what it holds.
+func (s *Stream) Write(format string, args ...any) error {
+	s.buf = fmt.Appendf(s.buf, format, args...)
+	if len(s.buf) >= maxBuffered {
+		return s.send()
+	}
+	return nil
+}
+
+// Flush sends what Write wrote, within the stream's timeout.
+func (s *Stream) Flush() error {
+	if err := s.send(); err != nil {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// send writes what is held to the response.
+func (s *Stream) send() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	_, err := s.w.Write(s.buf)
+	if cap(s.buf) > maxBuffered {
+		s.buf = nil // one burst does not keep a large buffer for the stream's life
+	} else {
+		s.buf = s.buf[:0]
+	}
+	return err
 }

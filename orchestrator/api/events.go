@@ -17,6 +17,10 @@ import (
 // stops reading is disconnected instead of holding the service's watcher.
 const streamWriteTimeout = 30 * time.Second
 
+// changeBatch is how many waiting changes a stream writes before it
+// flushes.
+const changeBatch = 64
+
 // events streams task changes as server-sent events until the client goes
 // away or the service's watch ends:
 //
@@ -25,7 +29,9 @@ const streamWriteTimeout = 30 * time.Second
 //
 // with a ": heartbeat" comment after every Heartbeat without a change.
 // ?task=ID keeps the changes of one task. Changes made while no stream is
-// open are not replayed: a client that reconnects gets the task again.
+// open are not replayed: a client that reconnects gets the task again. A
+// client that falls orchestrator.DefaultWatchLag changes behind gets one
+// error event and the stream ends: it reconnects.
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	taskID := r.URL.Query().Get("task")
 	if taskID != "" {
@@ -62,16 +68,42 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := sse.Open(w, streamWriteTimeout)
-	sendChange := func(c wire.Change) error {
-		data, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
+	writeChange := func(c *orchestrator.Followed) error {
+		data := c.JSON
+		if data == nil {
+			var err error
+			if data, err = json.Marshal(c.Change); err != nil {
+				return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
+			}
 		}
-		return stream.Send("event: %s\ndata: %s\n\n", wire.EventTask, data)
+		return stream.Write("event: %s\ndata: %s\n\n", wire.EventTask, data)
+	}
+	// sendChanges writes c and the changes already waiting behind it (up
+	// to a batch), then flushes once: with many streams open, a flush per
+	// change was half of serve's CPU under load.
+	sendChanges := func(c *orchestrator.Followed) error {
+		if err := writeChange(c); err != nil {
+			return err
+		}
+		for range changeBatch - 1 {
+			select {
+			case c := <-f.Changes:
+				if err := writeChange(c); err != nil {
+					return err
+				}
+			default:
+				return stream.Flush()
+			}
+		}
+		return stream.Flush()
 	}
 	sendError := func(werr error) {
 		if werr != nil && ctx.Err() == nil {
-			h.log.Error("watch task changes", "error", werr)
+			if errors.Is(werr, orchestrator.ErrWatchLagged) {
+				h.log.Info("event stream ended: its client fell behind", "remote_addr", r.RemoteAddr, "error", werr)
+			} else {
+				h.log.Error("watch task changes", "error", werr)
+			}
 			data, _ := json.Marshal(wire.ErrorBody{Error: werr.Error(), Code: wire.CodeInternal})
 			_ = stream.Send("event: %s\ndata: %s\n\n", wire.EventError, data)
 		}
@@ -87,15 +119,20 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case c := <-f.Changes:
-			err = sendChange(c)
+			err = sendChanges(c)
 		case <-heartbeat.C:
 			err = stream.Send(": heartbeat\n\n")
 		case werr := <-f.Done:
 			watchEnded = true
-			for len(f.Changes) > 0 {
-				if err := sendChange(<-f.Changes); err != nil {
+			// A stream dropped for falling behind is told so at once,
+			// not sent the changes it was behind on first.
+			for len(f.Changes) > 0 && !errors.Is(werr, orchestrator.ErrWatchLagged) {
+				if err := writeChange(<-f.Changes); err != nil {
 					return
 				}
+			}
+			if err := stream.Flush(); err != nil {
+				return
 			}
 			sendError(werr)
 			return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,6 +110,28 @@ func TestEvents_StreamsChanges(t *testing.T) {
 	}
 	cancel() // the client goes away
 	waitClosed(t, ended, "the service's Watch context ends after the client disconnects")
+}
+
+// A burst of changes — more than one batch a stream writes before it
+// flushes — arrives whole and in order.
+func TestEvents_BurstInOrder(t *testing.T) {
+	t.Parallel()
+	var sent []wire.Change
+	for i := range 300 {
+		sent = append(sent, change(fmt.Sprintf("t-%d", i), wire.StateRunning))
+	}
+	ended := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	_, r := openStream(t, ctx, api.Config{Service: watchFake(sent, ended)}, "/v1/events")
+	for _, c := range sent {
+		want, _ := json.Marshal(c)
+		if event, data := readEvent(t, r); event != "task" || data != string(want) {
+			t.Fatalf("event = %q %s, want task %s", event, data, want)
+		}
+	}
+	cancel()
+	waitClosed(t, ended, "Watch context ends")
 }
 
 func TestEvents_FilterByTask(t *testing.T) {

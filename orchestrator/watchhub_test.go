@@ -1,0 +1,125 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/wire"
+)
+
+// A watcher that stops reading is ended with ErrWatchLagged once it falls
+// the hub's lag behind, and the others keep getting every change: one slow
+// event stream holds nobody back. Before the shared watch each watcher had
+// its own and was never ended.
+func TestWatchLaggedEnds(t *testing.T) {
+	t.Parallel()
+	o := newListingOrchestrator(t)
+	o.hub.lag = 4
+	ctx := t.Context()
+	stuck := make(chan struct{})
+	slowDone, slowReady, fastReady := make(chan error, 1), make(chan struct{}), make(chan struct{})
+	go func() {
+		slowDone <- o.WatchReady(ctx, func(wire.Change) {
+			select {
+			case <-stuck:
+			case <-ctx.Done():
+			}
+		}, func() { close(slowReady) })
+	}()
+	var got atomic.Int64
+	fastDone := make(chan error, 1)
+	go func() {
+		fastDone <- o.WatchReady(ctx, func(wire.Change) { got.Add(1) }, func() { close(fastReady) })
+	}()
+	<-slowReady
+	<-fastReady
+	const tasks = 10
+	for i := range tasks {
+		if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("lag-%d", i), Subagent: script("s", "true")}); err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+	}
+	// Each submit is two changes: created, then marked enqueued.
+	if err := testutil.Poll(ctx, time.Minute, 10*time.Millisecond, func() error {
+		if n := got.Load(); n < 2*tasks {
+			return fmt.Errorf("the reading watcher got %d changes, want %d", n, 2*tasks)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(stuck)
+	select {
+	case err := <-slowDone:
+		if !errors.Is(err, ErrWatchLagged) {
+			t.Errorf("the stuck watcher's WatchReady = %v, want ErrWatchLagged", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stuck watcher was not ended within 30 s of falling behind")
+	}
+	select {
+	case err := <-fastDone:
+		t.Errorf("the reading watcher ended: %v", err)
+	default:
+	}
+}
+
+// Follow hands each change with its JSON, the same bytes for every
+// watcher, equal to the change encoded.
+func TestFollowEncodesOnce(t *testing.T) {
+	t.Parallel()
+	o := newListingOrchestrator(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	a, b := Follow(ctx, o, nil, 16), Follow(ctx, o, nil, 16)
+	<-a.Ready
+	<-b.Ready
+	if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: "enc-1", Subagent: script("s", "true")}); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	ca, cb := <-a.Changes, <-b.Changes
+	want, err := json.Marshal(ca.Change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ca.JSON) != string(want) {
+		t.Errorf("JSON = %s, want %s", ca.JSON, want)
+	}
+	if len(ca.JSON) == 0 || &ca.JSON[0] != &cb.JSON[0] {
+		t.Errorf("the two followers' JSON are not the same bytes: encoded twice")
+	}
+	cancel()
+	<-a.Done
+	<-b.Done
+}
+
+// A Follower whose reader does not read is dropped once its queue is full:
+// Done says so at once, while its reader still does not read.
+func TestFollowLagged(t *testing.T) {
+	t.Parallel()
+	o := newListingOrchestrator(t)
+	o.hub.lag = 3
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	f := Follow(ctx, o, nil, 0)
+	<-f.Ready
+	for i := range 3 {
+		if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("flag-%d", i), Subagent: script("s", "true")}); err != nil {
+			t.Fatalf("Submit: %v", err)
+		}
+	}
+	select {
+	case err := <-f.Done:
+		if !errors.Is(err, ErrWatchLagged) {
+			t.Errorf("Done = %v, want ErrWatchLagged", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a Follower 3 changes behind was not dropped within 30 s")
+	}
+}
