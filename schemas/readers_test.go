@@ -182,7 +182,7 @@ var notOutside = map[string]string{
 	"orchestrator/store.go:get":                            "a task the orchestrator stored",
 	"orchestrator/store.go:Recall":                         "a round the orchestrator stored",
 	"orchestrator/cache.go:newEntry":                       "the orchestrator's own cache entries",
-	"orchestrator/orchestrator.go:WatchReady":              "tasks the orchestrator stored",
+	"orchestrator/watchhub.go:publish":                     "tasks the orchestrator stored",
 	"orchestrator/pipeline.go:startPipeline":               "parked events the orchestrator stored",
 	"orchestrator/logs.go:followOutput":                    "tasks the orchestrator stored",
 	"orchestrator/conflict.go:fieldsOf":                    "a request already read by the API (an object of exact keys)",
