@@ -31,7 +31,7 @@ func shSpec(name, script string, mounts ...compute.Mount) compute.ContainerSpec 
 		Mounts: mounts, Labels: map[string]string{compute.LabelDispatchID: name}}
 }
 
-func run(t *testing.T, e *Engine, spec compute.ContainerSpec) (exit.Result, string, string) {
+func run(t *testing.T, e compute.Engine, spec compute.ContainerSpec) (exit.Result, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	id, err := e.Create(ctx, spec)

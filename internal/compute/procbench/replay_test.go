@@ -73,24 +73,8 @@ func newReplayer(t *testing.T, hold time.Duration) *Replayer {
 // stdout and its events, each checked against key.
 func runAll(t *testing.T, e compute.Engine, spec compute.ContainerSpec, key []byte) (exit.Result, string, []schemas.Event) {
 	t.Helper()
-	ctx := context.Background()
-	id, err := e.Create(ctx, spec)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() { _ = e.Remove(context.Background(), id) })
-	if err := e.Start(ctx, id); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	var stdout, stderr bytes.Buffer
-	if err := e.Logs(ctx, id, true, &stdout, &stderr); err != nil {
-		t.Fatalf("Logs: %v", err)
-	}
-	res, err := e.Wait(ctx, id)
-	if err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	return res, stdout.String(), signedEvents(t, stdout.String(), key)
+	res, stdout, _ := run(t, e, spec)
+	return res, stdout, signedEvents(t, stdout, key)
 }
 
 func signedEvents(t *testing.T, stdout string, key []byte) []schemas.Event {
