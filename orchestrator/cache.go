@@ -62,6 +62,12 @@ type taskCache struct {
 	// names holds one copy of each sub-agent name and how many entries
 	// use it, so a hundred thousand tasks of one sub-agent hold one string.
 	names map[string]*interned
+	// delivered is the highest revision the watch has handed over, and
+	// pending how many of the values handed over are still being decoded:
+	// with none pending, the cache covers the bucket up to delivered (the
+	// task index snapshot records it: snapshot.go).
+	delivered atomic.Uint64
+	pending   atomic.Int64
 }
 
 // interned is one shared sub-agent name.
@@ -351,7 +357,7 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 	}
 	work := make(chan value, 64)
 	idle := make(chan struct{}, 1)
-	var pending atomic.Int64
+	pending := &c.pending
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
 			for {
@@ -373,9 +379,11 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 	put = func(id string, data []byte, rev uint64) {
 		if data == nil {
 			c.remove(id, rev)
+			c.delivered.Store(rev)
 			return
 		}
 		pending.Add(1)
+		c.delivered.Store(rev)
 		select {
 		case work <- value{id, data, rev}:
 		case <-ctx.Done():

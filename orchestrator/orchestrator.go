@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -79,6 +80,12 @@ type Config struct {
 	// means DefaultRouterWorkers. 1 is the single router agora had before
 	// (docs/capacity.md measures both).
 	RouterWorkers int
+	// IndexSnapshotEvery is how often a running orchestrator saves its
+	// task index to TaskIndexBucket, so that a start reads it and the
+	// changes since instead of every task; 0 means
+	// DefaultIndexSnapshotEvery, below 0 never (every start reads the
+	// whole tasks bucket).
+	IndexSnapshotEvery time.Duration
 }
 
 // DefaultRouterWorkers is Config.RouterWorkers' default.
@@ -102,6 +109,13 @@ type Orchestrator struct {
 	rules     *bus.KV
 	ruleCache *ruleCache
 	pipe      *pipeline
+	// snapshots holds the task index snapshot (nil: none are kept);
+	// snapshotRev is the revision this process last saved, indexFrom the
+	// one its start read (0: it read the whole bucket, for indexWhy).
+	snapshots   *bus.Chunked
+	snapshotRev atomic.Uint64
+	indexFrom   uint64
+	indexWhy    error
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -201,6 +215,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
+	o.openSnapshots(ctx)
 	if err := o.followTasks(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
@@ -224,6 +239,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	workers := o.cfg.RouterWorkers
 	if workers <= 0 {
 		workers = DefaultRouterWorkers
+	}
+	if o.snapshots != nil && o.cfg.IndexSnapshotEvery >= 0 {
+		o.wg.Add(1)
+		go o.snapshotLoop(runCtx, o.indexFrom == 0)
 	}
 	o.wg.Add(3 + workers)
 	for range workers {
@@ -341,12 +360,23 @@ func (o *Orchestrator) sweepLoop(ctx context.Context) {
 func (o *Orchestrator) followTasks(ctx context.Context) error {
 	c := newTaskCache(o.log)
 	o.store.cache = c
-	put, caughtUp := c.feed(ctx)
-	return o.store.tasks.Follow(ctx, put, caughtUp, func() {
+	lost := func() {
 		c.setReady(false)
 		c.settled()
 		o.log.Warn("task cache: the watch of the tasks bucket ended; listing reads the bucket from now on")
-	})
+	}
+	// From the snapshot and the changes since when it may be trusted,
+	// else from every task in the bucket (snapshot.go).
+	o.indexFrom, o.indexWhy = o.loadSnapshot(ctx, c)
+	o.snapshotRev.Store(o.indexFrom)
+	put, caughtUp := c.feed(ctx)
+	if o.indexFrom > 0 {
+		return o.store.tasks.FollowFrom(ctx, o.indexFrom+1, put, caughtUp, lost)
+	}
+	if o.snapshots != nil {
+		o.log.Info("task index: reading every task in the bucket, not the snapshot", "why", o.indexWhy)
+	}
+	return o.store.tasks.Follow(ctx, put, caughtUp, lost)
 }
 
 // listing is the task cache when it is current, else the same index built
