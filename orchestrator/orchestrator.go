@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -789,31 +789,39 @@ func (o *Orchestrator) Questions(ctx context.Context, opts wire.PageOptions) (wi
 	if err != nil {
 		return wire.QuestionPage{}, err
 	}
-	out := []wire.QuestionView{}
-	now := o.now()
+	// Only the keys are sorted; views are built for the page shown, not
+	// for every open question (tens of thousands at a million tasks).
+	type asked struct {
+		key sortKey
+		t   *wire.Task
+		r   *wire.Round
+	}
+	var open []asked
 	id := caller(ctx)
-	c.eachOpen(func(t *wire.Task) {
+	c.eachOpenShared(func(t *wire.Task) {
 		r := currentRound(t)
 		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || !id.sees(t) {
 			return
 		}
-		if hasAfter && keyOf(r.AskedAt, t.ID).compare(after) <= 0 {
+		k := keyOf(r.AskedAt, t.ID)
+		if hasAfter && k.compare(after) <= 0 {
 			return
 		}
-		q := r.Question
-		out = append(out, wire.QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
+		open = append(open, asked{k, t, r})
+	})
+	slices.SortFunc(open, func(a, b asked) int { return a.key.compare(b.key) })
+	page := wire.QuestionPage{Questions: []wire.QuestionView{}}
+	if len(open) > limit {
+		open = open[:limit]
+		page.NextCursor = encodeCursor(cursorQuestions, open[limit-1].key)
+	}
+	now := o.now()
+	for _, a := range open {
+		t, r, q := a.t, a.r, a.r.Question
+		page.Questions = append(page.Questions, wire.QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
 			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now),
 			StepFailures: stepFailures(r)})
-	})
-	sort.Slice(out, func(i, j int) bool {
-		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0
-	})
-	page := wire.QuestionPage{Questions: out}
-	if len(out) > limit {
-		page.Questions = out[:limit:limit]
-		last := out[limit-1]
-		page.NextCursor = encodeCursor(cursorQuestions, keyOf(last.AskedAt, last.TaskID))
 	}
 	return page, nil
 }
