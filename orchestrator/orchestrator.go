@@ -113,6 +113,7 @@ type Orchestrator struct {
 	// snapshotRev is the revision this process last saved, indexFrom the
 	// one its start read (0: it read the whole bucket, for indexWhy).
 	snapshots   *bus.Chunked
+	snapshotMu  sync.Mutex
 	snapshotRev atomic.Uint64
 	indexFrom   uint64
 	indexWhy    error

@@ -80,29 +80,37 @@ func trustSnapshot(m snapshotMeta, b bus.BucketState, now time.Time, markerTTL t
 	return nil
 }
 
+// captured is the cache's entries at one revision, and the names they
+// use.
+type captured struct {
+	entries []*cacheEntry
+	names   []string
+}
+
 // capture returns the entries of the cache and the revision they cover,
 // or ok false when the cache is not current or values are being decoded.
-// Entries do not change once made (a change makes a new one), so the
-// caller may read them after the lock is released.
-func (c *taskCache) capture() (entries []*cacheEntry, rev uint64, ok bool) {
+// Entries do not change once made (a change makes a new one), and the
+// names' list only grows, so the caller may read both after the lock is
+// released.
+func (c *taskCache) capture() (cp captured, rev uint64, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	rev = c.delivered.Load()
 	if !c.ready || c.pending.Load() != 0 || rev == 0 {
-		return nil, 0, false
+		return captured{}, 0, false
 	}
-	entries = make([]*cacheEntry, 0, len(c.byID))
+	entries := make([]*cacheEntry, 0, len(c.byID))
 	for _, e := range c.order {
 		if !e.dropped {
 			entries = append(entries, e)
 		}
 	}
-	return entries, rev, true
+	return captured{entries: entries, names: c.names.list}, rev, true
 }
 
 // restore indexes the entries of a snapshot covering rev, before the
 // watch from rev+1 starts.
-func (c *taskCache) restore(entries []*cacheEntry, rev uint64) {
+func (c *taskCache) restore(entries []newTask, rev uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range entries {
@@ -128,47 +136,30 @@ func (s *snapshotWriter) flush() {
 	s.buf = s.buf[:0]
 }
 
-// encodeSnapshot writes entries, gzipped: per entry its id, creation,
-// revision, state, last update, labels, owner, sub-agent, highest round,
-// round stats, usage and, for an open task, its list view as JSON.
-func encodeSnapshot(entries []*cacheEntry) ([]byte, error) {
+// encodeSnapshot writes the entries, gzipped: per entry its data (id,
+// labels, round stats, usage: packEntry), creation, revision, state, last
+// update, owner, sub-agent, highest round and, for an open task, its list
+// view as JSON.
+func encodeSnapshot(cp captured) ([]byte, error) {
 	var out bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&out, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
 	s := &snapshotWriter{w: bufio.NewWriterSize(zw, 256<<10)}
-	for _, e := range entries {
-		s.str(e.key.id)
-		s.varint(e.key.at)
+	for _, e := range cp.entries {
+		s.str(e.data)
+		s.varint(e.at)
 		s.uvarint(e.rev)
 		s.str(string(e.state))
 		s.varint(e.updated)
-		s.str(e.labels)
-		s.str(e.owner)
-		s.str(e.subagent)
+		s.str(cp.names[e.owner])
+		s.str(cp.names[e.subagent])
 		s.uvarint(uint64(e.round))
-		s.uvarint(uint64(len(e.rounds)))
-		for _, r := range e.rounds {
-			s.varint(r.ranNS)
-			s.varint(r.startNS)
-			s.uvarint(r.packed)
-		}
-		if u := e.usage; u != nil {
-			s.uvarint(1)
-			s.varint(int64(u.Turns))
-			s.uvarint(math.Float64bits(u.CostUSD))
-			s.varint(u.InputTokens)
-			s.varint(u.OutputTokens)
-			s.varint(u.CacheCreationInputTokens)
-			s.varint(u.CacheReadInputTokens)
-		} else {
-			s.uvarint(0)
-		}
 		if e.task != nil {
 			view, err := json.Marshal(e.task)
 			if err != nil {
-				return nil, fmt.Errorf("encode task %s: %w", e.key.id, err)
+				return nil, fmt.Errorf("encode task %s: %w", e.id(), err)
 			}
 			s.uvarint(uint64(len(view)))
 			s.buf = append(s.buf, view...)
@@ -236,53 +227,47 @@ func (s *snapshotReader) bytes() []byte {
 func (s *snapshotReader) str() string { return string(s.bytes()) }
 
 // decodeSnapshot reads the tasks entries encodeSnapshot wrote.
-func decodeSnapshot(data []byte, tasks int) ([]*cacheEntry, error) {
+func decodeSnapshot(data []byte, tasks int) ([]newTask, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
 	s := &snapshotReader{r: bufio.NewReaderSize(zr, 256<<10)}
-	entries := make([]*cacheEntry, 0, tasks)
+	entries := make([]newTask, 0, tasks)
+	// Names repeat: one string each.
+	names := map[string]string{}
+	name := func(b []byte) string {
+		if n, ok := names[string(b)]; ok {
+			return n
+		}
+		n := string(b)
+		names[n] = n
+		return n
+	}
 	for range tasks {
 		e := &cacheEntry{}
-		e.key.id = s.str()
-		e.key.at = s.varint()
+		e.data = s.str()
+		e.at = s.varint()
 		e.rev = s.uvarint()
-		e.state = canonicalState(wire.State(s.str()))
+		e.state = canonicalState(wire.State(name(s.bytes())))
 		e.updated = s.varint()
-		e.labels = s.str()
-		e.owner = s.str()
-		e.subagent = s.str()
+		n := newTask{e: e, owner: name(s.bytes()), subagent: name(s.bytes())}
 		e.round = int32(min(s.uvarint(), math.MaxInt32))
-		n := s.uvarint()
-		if n > 1<<20 {
-			return nil, fmt.Errorf("task %s: %d rounds", e.key.id, n)
-		}
-		if n > 0 {
-			e.rounds = make([]roundStat, n)
-			for i := range e.rounds {
-				e.rounds[i] = roundStat{ranNS: s.varint(), startNS: s.varint(), packed: s.uvarint()}
-			}
-		}
-		if s.uvarint() == 1 {
-			e.usage = &UsageSum{Turns: int(s.varint()), CostUSD: math.Float64frombits(s.uvarint()), InputTokens: s.varint(),
-				OutputTokens: s.varint(), CacheCreationInputTokens: s.varint(), CacheReadInputTokens: s.varint()}
-		}
 		if view := s.bytes(); view != nil {
 			var t wire.Task
 			if err := json.Unmarshal(view, &t); err != nil {
-				return nil, fmt.Errorf("task %s: %w", e.key.id, err)
+				return nil, fmt.Errorf("task %s: %w", e.id(), err)
 			}
-			t.ID, t.Revision, t.State = e.key.id, e.rev, e.state
+			t.ID, t.Revision, t.State = e.id(), e.rev, e.state
 			e.task = &t
 		}
 		if s.err != nil {
 			return nil, fmt.Errorf("entry %d of %d: %w", len(entries)+1, tasks, s.err)
 		}
-		if e.key.id == "" {
+		if e.id() == "" {
 			return nil, fmt.Errorf("entry %d of %d has no task id", len(entries)+1, tasks)
 		}
-		entries = append(entries, e)
+		entries = append(entries, n)
 	}
 	if _, err := s.r.ReadByte(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("more than the %d entries the head counts", tasks)
@@ -351,17 +336,19 @@ func (o *Orchestrator) writeSnapshot(ctx context.Context) (wrote bool, err error
 	if o.snapshots == nil || c == nil {
 		return false, nil
 	}
+	o.snapshotMu.Lock() // one write at a time: the loop's and a test's
+	defer o.snapshotMu.Unlock()
 	var (
-		entries []*cacheEntry
-		rev     uint64
-		ok      bool
-		at      time.Time
+		cp  captured
+		rev uint64
+		ok  bool
+		at  time.Time
 	)
 	// Values being decoded leave the covered revision unknown for a
 	// moment: try again a little later.
 	for range 20 {
 		at = time.Now()
-		if entries, rev, ok = c.capture(); ok {
+		if cp, rev, ok = c.capture(); ok {
 			break
 		}
 		select {
@@ -377,11 +364,11 @@ func (o *Orchestrator) writeSnapshot(ctx context.Context) (wrote bool, err error
 	if err != nil {
 		return false, err
 	}
-	data, err := encodeSnapshot(entries)
+	data, err := encodeSnapshot(cp)
 	if err != nil {
 		return false, err
 	}
-	meta, err := json.Marshal(snapshotMeta{Format: snapshotFormat, Bucket: b.Name, BucketCreated: b.Created, Rev: rev, At: at.UTC(), Tasks: len(entries)})
+	meta, err := json.Marshal(snapshotMeta{Format: snapshotFormat, Bucket: b.Name, BucketCreated: b.Created, Rev: rev, At: at.UTC(), Tasks: len(cp.entries)})
 	if err != nil {
 		return false, err
 	}
@@ -389,7 +376,7 @@ func (o *Orchestrator) writeSnapshot(ctx context.Context) (wrote bool, err error
 		return false, fmt.Errorf("save the task index: %w", err)
 	}
 	o.snapshotRev.Store(rev)
-	o.log.Debug("task index: snapshot saved", "tasks", len(entries), "revision", rev, "bytes", len(data), "took", time.Since(at).Round(time.Millisecond))
+	o.log.Debug("task index: snapshot saved", "tasks", len(cp.entries), "revision", rev, "bytes", len(data), "took", time.Since(at).Round(time.Millisecond))
 	return true, nil
 }
 

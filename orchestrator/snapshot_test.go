@@ -221,7 +221,7 @@ func TestStartFromSnapshot(t *testing.T) {
 func TestSnapshotEncoding(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 28, 12, 0, 0, 123, time.UTC)
-	var entries []*cacheEntry
+	var entries []newTask
 	for i, state := range []wire.State{wire.StateQueued, wire.StateNeedsInput, wire.StateFinished, "paused"} {
 		task := wire.Task{ID: fmt.Sprintf("t%d", i), Owner: "o", State: state, CreatedAt: at.Add(time.Duration(i) * time.Hour), UpdatedAt: at,
 			Request: wire.SubmitRequest{Subagent: script("enc", "true"), Labels: map[string]string{"k": "v", "i": fmt.Sprint(i)}},
@@ -240,7 +240,14 @@ func TestSnapshotEncoding(t *testing.T) {
 		}
 		entries = append(entries, e)
 	}
-	data, err := encodeSnapshot(entries)
+	a := newTaskCache(nil)
+	a.restore(entries, 1)
+	a.setReady(true)
+	cp, _, ok := a.capture()
+	if !ok {
+		t.Fatal("capture of a ready cache: not ok")
+	}
+	data, err := encodeSnapshot(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +255,8 @@ func TestSnapshotEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := newTaskCache(nil), newTaskCache(nil)
-	a.restore(entries, 1)
+	b := newTaskCache(nil)
 	b.restore(got, 1)
-	a.setReady(true)
 	b.setReady(true)
 	if x, y := indexDump(t, a, "k=v", "i=2"), indexDump(t, b, "k=v", "i=2"); x != y {
 		t.Errorf("decoded index:\n%s\nwant\n%s", y, x)
