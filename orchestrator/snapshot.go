@@ -28,7 +28,8 @@ const (
 	// DefaultIndexSnapshotEvery is Config.IndexSnapshotEvery's default.
 	DefaultIndexSnapshotEvery = 5 * time.Minute
 
-	indexSnapshotKey = "tasks"
+	// TaskIndexKey is the snapshot's key in TaskIndexBucket.
+	TaskIndexKey = "tasks"
 	// snapshotFormat is the encoding's version; a snapshot of another is
 	// rebuilt, never read.
 	snapshotFormat = 1
@@ -286,7 +287,7 @@ func (o *Orchestrator) openSnapshots(ctx context.Context) {
 	if mp := int(o.cfg.Bus.MaxPayload()); mp > 0 {
 		chunk = min(chunk, mp-4096)
 	}
-	snaps, err := o.cfg.Bus.Chunked(ctx, TaskIndexBucket, "agora's task index, saved so a start need not read every task", indexSnapshotKey, chunk)
+	snaps, err := o.cfg.Bus.Chunked(ctx, TaskIndexBucket, "agora's task index, saved so a start need not read every task", TaskIndexKey, chunk)
 	if err != nil {
 		o.log.Warn("task index snapshot: cannot open its bucket; every start reads the whole tasks bucket", "error", err)
 		return

@@ -201,7 +201,7 @@ func TestStartFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if k != indexSnapshotKey {
+		if k != TaskIndexKey {
 			if err := kv.Delete(ctx, k); err != nil {
 				t.Fatal(err)
 			}

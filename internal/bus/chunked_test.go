@@ -128,3 +128,30 @@ func TestChunkedWritersAtOnce(t *testing.T) {
 	}
 	t.Logf("%d Puts succeeded, %d lost the race", len(put), lost)
 }
+
+// TestPutAll: every value a bulk load yields is stored, more than one
+// window of them.
+func TestPutAll(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := bustest.Bus(t)
+	kv, err := b.KeyValue(ctx, "put_all", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if err := b.PutAll(ctx, "put_all", 7, func() (string, []byte, bool) {
+		if i == 50 {
+			return "", nil, false
+		}
+		i++
+		return fmt.Sprintf("k%d", i), fmt.Appendf(nil, "v%d", i), true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 50; i++ {
+		if v, _, err := kv.Get(ctx, fmt.Sprintf("k%d", i)); err != nil || string(v) != fmt.Sprintf("v%d", i) {
+			t.Errorf("Get k%d = %q, %v", i, v, err)
+		}
+	}
+}

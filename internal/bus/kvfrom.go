@@ -46,3 +46,40 @@ func (k *KV) FollowFrom(ctx context.Context, from uint64, fn func(key string, va
 	go pump(ctx, w, fn, caughtUp, lost)
 	return nil
 }
+
+// PutAll stores the values next yields (ok false ends them) in bucket
+// with asynchronous publishes, up to window unacknowledged at once: a
+// bulk load (a benchmark's million tasks) that waiting for each
+// acknowledgement in turn would make several times slower. It returns the
+// first publish that failed.
+func (b *Bus) PutAll(ctx context.Context, bucket string, window int, next func() (key string, value []byte, ok bool)) error {
+	var batch []jetstream.PubAckFuture
+	wait := func() error {
+		for _, f := range batch {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return fmt.Errorf("put %s/%s: %w", bucket, f.Msg().Subject, err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for {
+		key, value, ok := next()
+		if !ok {
+			return wait()
+		}
+		f, err := b.js.PublishAsync("$KV."+bucket+"."+key, value)
+		if err != nil {
+			return fmt.Errorf("put %s/%s: %w", bucket, key, err)
+		}
+		if batch = append(batch, f); len(batch) >= window {
+			if err := wait(); err != nil {
+				return err
+			}
+		}
+	}
+}
