@@ -410,7 +410,7 @@ type callResult struct {
 // snapshot after.
 func measureServe(b *testing.B, dir string, scratch bool) serveResult {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	load := loadavg()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
