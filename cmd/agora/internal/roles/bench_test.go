@@ -235,7 +235,9 @@ func benchServeAt(b *testing.B, total int) {
 		fmt.Fprintf(&sb, "%-52s %7d %8.1f %8.1f %8.1f\n", c.Name, c.Items, c.P50MS, c.P99MS, c.MaxMS)
 	}
 	fmt.Fprintf(&sb, "load average after the calls: %s\n", res.LoadAfter)
-	b.Log("\n" + strings.TrimSuffix(sb.String(), "\n"))
+	// On stdout too: the testing package cuts a benchmark's log after a
+	// few lines.
+	fmt.Print(sb.String())
 }
 
 // callRepeats is how often measureServe makes each call: enough for a p99
