@@ -261,7 +261,7 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 		if o.cancel != nil {
 			o.cancel()
 		}
-		go func() { o.wg.Wait(); close(o.stopped) }()
+		go func() { o.wg.Wait(); o.snapshotAtStop(); close(o.stopped) }()
 	})
 	select {
 	case <-o.stopped:

@@ -413,3 +413,19 @@ func (o *Orchestrator) snapshotLoop(ctx context.Context, now bool) {
 		timer.Reset(every)
 	}
 }
+
+// snapshotAtStop saves the task index once more as the orchestrator
+// stops, after everything it ran has ended. With no other orchestrator,
+// nothing changes agora_tasks until the next start, and a snapshot of an
+// unchanged bucket is read however old it is: a start after a stop of any
+// length is quick.
+func (o *Orchestrator) snapshotAtStop() {
+	if o.snapshots == nil || o.store == nil || o.cfg.IndexSnapshotEvery < 0 || !o.cfg.Bus.Connected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := o.writeSnapshot(ctx); err != nil && !errors.Is(err, bus.ErrRevision) {
+		o.log.Warn("task index snapshot at stop", "error", err)
+	}
+}

@@ -160,7 +160,12 @@ func TestStartFromSnapshot(t *testing.T) {
 		t.Errorf("a second writeSnapshot with nothing changed = %v, %v; want no write", wrote, err)
 	}
 
-	// Changes after the snapshot: added, changed, removed.
+	// Stopped, it saves no other snapshot: nothing changed since.
+	if err := o.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Changes after the snapshot (made while no orchestrator runs, so no
+	// snapshot covers them): added, changed, removed.
 	storeTask(t, o, "snap-new", wire.StateQueued, base.Add(time.Hour), map[string]string{"batch": "b9"})
 	storeTask(t, o, "snap-old", wire.StateFinished, base.Add(-2*time.Hour), map[string]string{"batch": "b0"})
 	for _, id := range []string{"snap-03", "snap-10"} {
@@ -176,13 +181,13 @@ func TestStartFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	labels := []string{"batch=b0", "batch=b1", "batch=b2", "batch=b7", "batch=b9"}
-	if err := o.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	again := start()
 	if again.indexFrom == 0 {
 		t.Fatalf("the second start did not read the snapshot: %v", again.indexWhy)
+	}
+	if st, err := again.store.tasks.State(ctx); err != nil || again.indexFrom >= st.LastRev {
+		t.Fatalf("the snapshot read covers revision %d, the bucket's last is %d (%v): the changes since are not exercised", again.indexFrom, st.LastRev, err)
 	}
 	if got, want := indexDump(t, again.store.cache, labels...), indexDump(t, scratchIndex(t, again), labels...); got != want {
 		t.Errorf("the index started from the snapshot and the changes since is not the one built from the bucket:\n%s\nwant\n%s", got, want)
@@ -268,5 +273,50 @@ func TestSnapshotEncoding(t *testing.T) {
 	}
 	if _, err := decodeSnapshot(data[:len(data)/2], len(entries)); err == nil {
 		t.Error("decodeSnapshot of half the data: no error")
+	}
+}
+
+// TestSnapshotAtStop: a stopping orchestrator saves the index covering
+// the bucket's last revision, so the next start reads the snapshot and no
+// change after it — however long the stop (TestTrustSnapshot: an
+// unchanged bucket's snapshot is read at any age).
+func TestSnapshotAtStop(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, st := bustest.Bus(t), storagetest.FileStore(t)
+	start := func() *Orchestrator {
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Stop(context.Background()) })
+		return o
+	}
+	o := start()
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		storeTask(t, o, fmt.Sprintf("stop-%d", i), wire.StateFinished, base.Add(time.Duration(i)*time.Minute), nil)
+	}
+	if err := testutil.Poll(ctx, 10*time.Second, 10*time.Millisecond, func() error {
+		if sel, _, _ := o.store.cache.pageTasks(taskFilter{}, nil, 10); len(sel) != 5 {
+			return fmt.Errorf("the cache lists %d of 5 tasks", len(sel))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	state, err := o.store.tasks.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := start()
+	if again.indexFrom != state.LastRev {
+		t.Errorf("the start after a stop read from revision %d (%v), want the snapshot saved at stop, at the bucket's last %d", again.indexFrom, again.indexWhy, state.LastRev)
 	}
 }
