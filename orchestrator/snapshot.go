@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -425,6 +426,22 @@ func (o *Orchestrator) snapshotAtStop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The watch ended with the rest; it may not have handed over this
+	// process's last writes (the cache knows them, the covered revision
+	// does not): catch up with the bucket once more, so the snapshot
+	// covers its last revision.
+	if c := o.store.cache; c != nil && c.current() {
+		put, caughtUp := c.feed(ctx)
+		done := make(chan struct{})
+		var once sync.Once
+		if err := o.store.tasks.FollowFrom(ctx, c.delivered.Load()+1, put,
+			func() { caughtUp(); once.Do(func() { close(done) }) }, func() {}); err == nil {
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+		}
+	}
 	if _, err := o.writeSnapshot(ctx); err != nil && !errors.Is(err, bus.ErrRevision) {
 		o.log.Warn("task index snapshot at stop", "error", err)
 	}

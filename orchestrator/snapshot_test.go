@@ -146,20 +146,32 @@ func TestStartFromSnapshot(t *testing.T) {
 	if err := o.store.create(ctx, used); err != nil {
 		t.Fatal(err)
 	}
-	var wrote bool
+	// Once the watch has handed over every write, a snapshot covers them
+	// all, and a second with nothing changed is not written.
 	if err := testutil.Poll(ctx, 10*time.Second, 20*time.Millisecond, func() error {
-		var err error
-		if wrote, err = o.writeSnapshot(ctx); err != nil || !wrote {
-			return fmt.Errorf("writeSnapshot = %v, %v", wrote, err)
+		st, err := o.store.tasks.State(ctx)
+		if err != nil {
+			return err
+		}
+		if got := o.store.cache.delivered.Load(); got != st.LastRev {
+			return fmt.Errorf("the watch handed over revision %d of %d", got, st.LastRev)
 		}
 		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Poll(ctx, 10*time.Second, 20*time.Millisecond, func() error {
+		_, err := o.writeSnapshot(ctx)
+		if err == nil && o.snapshotRev.Load() != o.store.cache.delivered.Load() {
+			err = errors.New("no snapshot of the last revision yet")
+		}
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if wrote, err := o.writeSnapshot(ctx); wrote || err != nil {
 		t.Errorf("a second writeSnapshot with nothing changed = %v, %v; want no write", wrote, err)
 	}
-
 	// Stopped, it saves no other snapshot: nothing changed since.
 	if err := o.Stop(ctx); err != nil {
 		t.Fatal(err)
