@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 # tool only, so not in go.mod.
 ACT_VERSION         := v0.2.89
 
-.PHONY: build tools check test bench bench-throughput bench-cli bench-capacity bench-api fuzz faults busybox demo image clean
+.PHONY: build tools check test bench bench-throughput bench-cli bench-capacity bench-api bench-million fuzz faults busybox demo image clean
 
 build: ## the static worker and the CLI into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/agora-worker ./cmd/agora-worker
@@ -63,6 +63,9 @@ bench-throughput: ## agora vs the same containers straight on the engine: TASKS 
 
 bench-cli: ## the CLI end to end: agora dispatch --wait against agora serve vs docker run --rm of the same image, 1 at a time and 8 on 4 slots (docs/benchmarks.md)
 	sh test/benchcli/run.sh $(ROUNDS)
+
+bench-million: ## serve on a data dir of a million stored tasks (written at run time in a temp dir, 3.6 GB, removed after): start with and without the task index snapshot, RSS, first pages p50/p99, /metrics (10-20 minutes; docs/capacity.md)
+	$(GO) test -run '^$$' -bench ServeAt1M -benchtime 1x -timeout 90m ./cmd/agora/internal/roles
 
 CAPACITY_TASKS  ?= 150
 CAPACITY_SLOTS  ?= 4

@@ -60,40 +60,45 @@ type taskCache struct {
 	// there, so a removal is remembered for one to two retention sweeps
 	// (long past any value in flight), not forever.
 	gone, goneBefore map[string]uint64
-	// names holds one copy of each sub-agent name and how many entries
-	// use it, so a hundred thousand tasks of one sub-agent hold one string.
-	names map[string]*interned
+	// names holds one copy of each owner and sub-agent name, so a
+	// hundred thousand tasks of one sub-agent hold one string.
+	names nameTable
+	// delivered is the highest revision the watch has handed over, and
+	// pending how many of the values handed over are still being decoded:
+	// with none pending, the cache covers the bucket up to delivered (the
+	// task index snapshot records it: snapshot.go).
+	delivered atomic.Uint64
+	pending   atomic.Int64
 }
 
-// interned is one shared sub-agent name.
-type interned struct {
-	name string
-	refs int
-}
-
-// cacheEntry is one task in the cache.
+// cacheEntry is one task in the cache: 80 bytes and its data
+// (cache_pack.go). Once indexed it does not change but for dropped: a
+// change to the task makes a new entry.
 type cacheEntry struct {
-	key    sortKey // created_at and id
-	rev    uint64
-	state  wire.State
-	labels string // encodeLabels: one string costs a tenth of a map
-	owner  string
-	// subagent is the sub-agent's name, one string per distinct name
-	// (taskCache.names).
-	subagent string
-	// round is the highest round number (retries and respawns of a round
-	// share its number).
-	round  int32
-	rounds []roundStat
+	at  int64 // created_at, Unix nanoseconds
+	rev uint64
 	// updated is the task's updated_at in Unix seconds: retention expires
 	// a terminal task by it.
 	updated int64
-	// usage sums what the runtime reported; nil when it reported nothing.
-	usage *UsageSum
+	// data packs the id, the labels (encodeLabels), the round stats and
+	// the usage summed over the rounds: packEntry.
+	data string
 	// task is the list view of an open task; nil for a terminal one.
-	task *wire.Task
+	task  *wire.Task
+	state wire.State
+	// owner and subagent are names' indexes.
+	owner, subagent uint32
+	// round is the highest round number (retries and respawns of a round
+	// share its number).
+	round int32
 	// dropped: removed, still in order until the next compaction.
 	dropped bool
+}
+
+// newTask is a decoded entry and its names, before it is indexed.
+type newTask struct {
+	e               *cacheEntry
+	owner, subagent string
 }
 
 // roundStat is what the metrics and stats need of one round
@@ -223,7 +228,7 @@ func labelIs(enc, key, value string) bool {
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: map[string]*interned{}}
+		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: newNameTable()}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
@@ -272,19 +277,17 @@ type usageHead struct {
 }
 
 // newEntry decodes the stored value of task id at revision rev.
-func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
+func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 	var h taskHead
 	if err := json.Unmarshal(value, &h); err != nil {
-		return nil, err
+		return newTask{}, err
 	}
-	e := &cacheEntry{key: keyOf(h.CreatedAt, id), rev: rev, state: canonicalState(h.State)}
-	e.labels = encodeLabels(h.Request.Labels)
-	e.owner = h.Owner
+	e := &cacheEntry{at: h.CreatedAt.UnixNano(), rev: rev, state: canonicalState(h.State)}
 	if !h.UpdatedAt.IsZero() {
 		e.updated = h.UpdatedAt.Unix()
 	}
-	e.subagent = h.Request.Subagent.Name
-	e.rounds = make([]roundStat, len(h.Rounds))
+	rounds := make([]roundStat, len(h.Rounds))
+	var usage *UsageSum
 	for i, r := range h.Rounds {
 		rs := roundStatsOf(r.State, r.QueuedAt, r.RetryAt, r.StartedAt, r.EndedAt)
 		if q := r.Question; q != nil {
@@ -296,21 +299,22 @@ func newEntry(id string, value []byte, rev uint64) (*cacheEntry, error) {
 			rs.Answered, rs.AnswerWaitMS, rs.Assumed = true, a.WaitMS, a.Assumed
 			rs.DefaultTaken = r.Question != nil && r.Question.Default != nil && a.Value == *r.Question.Default
 		}
-		e.rounds[i] = roundStatOf(rs)
+		rounds[i] = roundStatOf(rs)
 		e.round = max(e.round, int32(min(r.N, 1<<31-1)))
 		if u := r.Usage; u != nil {
-			e.usage = e.usage.add(u.Turns, u.CostUSD, u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)
+			usage = usage.add(u.Turns, u.CostUSD, u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)
 		}
 	}
+	e.data = packEntry(id, encodeLabels(h.Request.Labels), rounds, usage)
 	if !e.state.Terminal() {
 		var t wire.Task
 		if err := json.Unmarshal(value, &t); err != nil {
-			return nil, err
+			return newTask{}, err
 		}
 		t.ID, t.Revision, t.State = id, rev, e.state
 		e.task = ListView(&t)
 	}
-	return e, nil
+	return newTask{e: e, owner: h.Owner, subagent: h.Request.Subagent.Name}, nil
 }
 
 // hasItems reports whether raw is a JSON array with an element.
@@ -352,7 +356,7 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 	}
 	work := make(chan value, 64)
 	idle := make(chan struct{}, 1)
-	var pending atomic.Int64
+	pending := &c.pending
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
 			for {
@@ -374,9 +378,11 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 	put = func(id string, data []byte, rev uint64) {
 		if data == nil {
 			c.remove(id, rev)
+			c.delivered.Store(rev)
 			return
 		}
 		pending.Add(1)
+		c.delivered.Store(rev)
 		select {
 		case work <- value{id, data, rev}:
 		case <-ctx.Done():
@@ -408,7 +414,7 @@ func (c *taskCache) put(id string, value []byte, rev uint64) {
 
 // load is put that returns a value that does not decode.
 func (c *taskCache) load(id string, value []byte, rev uint64) error {
-	e, err := newEntry(id, value, rev)
+	n, err := newEntry(id, value, rev)
 	if err != nil {
 		return fmt.Errorf("decode task %s: %w", id, err)
 	}
@@ -425,14 +431,14 @@ func (c *taskCache) load(id string, value []byte, rev uint64) error {
 		delete(c.gone, id)
 		delete(c.goneBefore, id)
 	}
-	if cur != nil && cur.key == e.key {
-		c.replace(cur, e)
+	if cur != nil && cur.at == n.e.at {
+		c.replace(cur, n)
 		return nil
 	}
 	if cur != nil {
 		c.drop(cur)
 	}
-	c.add(e)
+	c.add(n)
 	return nil
 }
 
@@ -483,7 +489,7 @@ func (c *taskCache) ended(cutoff time.Time, limit int) []string {
 			break
 		}
 		if !e.dropped && e.state.Terminal() && e.updated != 0 && e.updated < at {
-			ids = append(ids, e.key.id)
+			ids = append(ids, e.id())
 		}
 	}
 	return ids
@@ -493,16 +499,17 @@ func (c *taskCache) ended(cutoff time.Time, limit int) []string {
 // the order is sorted once at the end (the bucket comes in the order of
 // its last writes, not of creation); after that a new task is the newest
 // and goes at the end.
-func (c *taskCache) add(e *cacheEntry) {
-	id := e.key.id
-	e.subagent = c.intern(e.subagent)
+func (c *taskCache) add(n newTask) {
+	e := n.e
+	id, key := e.id(), e.key()
+	e.owner, e.subagent = c.names.intern(n.owner), c.names.intern(n.subagent)
 	c.byID[id] = e
-	if c.unsorted || len(c.order) == 0 || c.order[len(c.order)-1].key.compare(e.key) < 0 {
+	if c.unsorted || len(c.order) == 0 || c.order[len(c.order)-1].key().compare(key) < 0 {
 		c.order = append(c.order, e)
 	} else if !c.settledOnce {
 		c.order, c.unsorted = append(c.order, e), true
 	} else {
-		c.order = slices.Insert(c.order, c.position(e.key), e)
+		c.order = slices.Insert(c.order, c.position(key), e)
 	}
 	if e.task != nil {
 		c.open[id] = e
@@ -512,10 +519,12 @@ func (c *taskCache) add(e *cacheEntry) {
 }
 
 // replace puts e where old is: the same task, created at the same time.
-func (c *taskCache) replace(old, e *cacheEntry) {
-	id := e.key.id
-	e.subagent = c.intern(e.subagent)
-	c.release(old.subagent)
+func (c *taskCache) replace(old *cacheEntry, n newTask) {
+	e := n.e
+	id := e.id()
+	e.owner, e.subagent = c.names.intern(n.owner), c.names.intern(n.subagent)
+	c.names.release(old.owner)
+	c.names.release(old.subagent)
 	c.byID[id] = e
 	c.order[c.index(old)] = e
 	delete(c.open, id)
@@ -530,8 +539,9 @@ func (c *taskCache) replace(old, e *cacheEntry) {
 
 // drop unindexes e; the caller holds the lock.
 func (c *taskCache) drop(e *cacheEntry) {
-	id := e.key.id
-	c.release(e.subagent)
+	id := e.id()
+	c.names.release(e.owner)
+	c.names.release(e.subagent)
 	delete(c.byID, id)
 	delete(c.open, id)
 	c.uncount(e.state)
@@ -540,26 +550,6 @@ func (c *taskCache) drop(e *cacheEntry) {
 	if c.dropped++; c.dropped > 64 && c.dropped > len(c.order)/8 {
 		c.order = slices.DeleteFunc(c.order, func(e *cacheEntry) bool { return e.dropped })
 		c.dropped = 0
-	}
-}
-
-// intern returns the shared copy of name; the caller holds the lock.
-func (c *taskCache) intern(name string) string {
-	in := c.names[name]
-	if in == nil {
-		in = &interned{name: name}
-		c.names[name] = in
-	}
-	in.refs++
-	return in.name
-}
-
-// release forgets one use of name; the caller holds the lock.
-func (c *taskCache) release(name string) {
-	if in := c.names[name]; in != nil {
-		if in.refs--; in.refs <= 0 {
-			delete(c.names, name)
-		}
 	}
 }
 
@@ -572,7 +562,7 @@ func (c *taskCache) uncount(s wire.State) {
 // index is where e is in the order.
 func (c *taskCache) index(e *cacheEntry) int {
 	if !c.unsorted {
-		if i := c.position(e.key); i < len(c.order) && c.order[i] == e {
+		if i := c.position(e.key()); i < len(c.order) && c.order[i] == e {
 			return i
 		}
 	}
@@ -581,7 +571,7 @@ func (c *taskCache) index(e *cacheEntry) int {
 
 // position is the index of the first entry whose key is not below k.
 func (c *taskCache) position(k sortKey) int {
-	return sort.Search(len(c.order), func(i int) bool { return c.order[i].key.compare(k) >= 0 })
+	return sort.Search(len(c.order), func(i int) bool { return c.order[i].key().compare(k) >= 0 })
 }
 
 // setReady says whether the watch has caught up (and is still there). A
@@ -591,7 +581,7 @@ func (c *taskCache) setReady(ready bool) {
 	if ready {
 		c.settledOnce = true
 		if c.unsorted {
-			slices.SortFunc(c.order, func(a, b *cacheEntry) int { return a.key.compare(b.key) })
+			slices.SortFunc(c.order, func(a, b *cacheEntry) int { return a.key().compare(b.key()) })
 			c.unsorted = false
 		}
 	}
@@ -619,6 +609,20 @@ type taskFilter struct {
 	// scoped: only the tasks of owner.
 	owner  string
 	scoped bool
+	// ownerIdx is owner's index in the cache's names, and noOwner says
+	// no entry has it (bind sets both).
+	ownerIdx uint32
+	noOwner  bool
+}
+
+// bind resolves f's owner in c's names; c.mu is held.
+func (c *taskCache) bind(f taskFilter) taskFilter {
+	if f.scoped {
+		var ok bool
+		f.ownerIdx, ok = c.names.lookup(f.owner)
+		f.noOwner = !ok || f.owner == ""
+	}
+	return f
 }
 
 func filterOf(opts wire.ListOptions) taskFilter {
@@ -630,14 +634,15 @@ func filterOf(opts wire.ListOptions) taskFilter {
 	return f
 }
 
+// matchEntry is whether e passes f, bound to e's cache (bind).
 func (f taskFilter) matchEntry(e *cacheEntry) bool {
-	if f.state != "" && e.state != f.state || f.scoped && (f.owner == "" || e.owner != f.owner) {
+	if f.state != "" && e.state != f.state || f.scoped && (f.noOwner || e.owner != f.ownerIdx) {
 		return false
 	}
 	if !f.label {
 		return true
 	}
-	return labelIs(e.labels, f.key, f.value)
+	return labelIs(e.labels(), f.key, f.value)
 }
 
 func (f taskFilter) matchTask(t *wire.Task) bool {
@@ -667,6 +672,7 @@ type selected struct {
 func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[wire.State]int, more bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	f = c.bind(f)
 	i := len(c.order) - 1
 	if after != nil {
 		i = c.position(*after) - 1
@@ -680,7 +686,7 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 			more = true
 			break
 		}
-		s := selected{key: e.key}
+		s := selected{key: e.key()}
 		if e.task != nil {
 			cp := *e.task
 			s.task = &cp
@@ -694,7 +700,13 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 }
 
 // ownerCounts counts the tasks of owner by state; c.mu is held.
-func (c *taskCache) ownerCounts(owner string) map[wire.State]int { return c.owners.of(owner) }
+func (c *taskCache) ownerCounts(owner string) map[wire.State]int {
+	i, ok := c.names.lookup(owner)
+	if owner == "" || !ok {
+		return map[wire.State]int{}
+	}
+	return c.owners.of(i)
+}
 
 // eachOpen calls fn with a copy of the list view of every open task.
 func (c *taskCache) eachOpen(fn func(*wire.Task)) {
@@ -710,18 +722,27 @@ func (c *taskCache) eachOpen(fn func(*wire.Task)) {
 // created at or after since (zero: every one), oldest first; fn must not
 // keep s.
 func (c *taskCache) eachStats(f taskFilter, since time.Time, fn func(s *TaskStats)) {
-	var s TaskStats
+	var (
+		s      TaskStats
+		rounds []roundStat
+		usage  UsageSum
+	)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	f = c.bind(f)
 	i := 0
 	if !since.IsZero() && !c.unsorted {
 		i = c.position(keyOf(since, ""))
 	}
 	for _, e := range c.order[i:] {
-		if e.dropped || !f.matchEntry(e) || !since.IsZero() && e.key.at < since.UnixNano() {
+		if e.dropped || !f.matchEntry(e) || !since.IsZero() && e.at < since.UnixNano() {
 			continue
 		}
-		s.State, s.Subagent, s.MaxRound, s.Usage = e.state, e.subagent, int(e.round), e.usage
+		s.State, s.Subagent, s.MaxRound, s.Usage = e.state, c.names.name(e.subagent), int(e.round), nil
+		var used bool
+		if rounds, used = e.roundsAndUsage(rounds[:0], &usage); used {
+			s.Usage = &usage
+		}
 		s.OpenQuestion = false
 		if t := e.task; t != nil && t.State == wire.StateNeedsInput {
 			if r := currentRound(t); r != nil && r.Question != nil && r.Answer == nil {
@@ -729,7 +750,7 @@ func (c *taskCache) eachStats(f taskFilter, since time.Time, fn func(s *TaskStat
 			}
 		}
 		s.Rounds = s.Rounds[:0]
-		for _, r := range e.rounds {
+		for _, r := range rounds {
 			s.Rounds = append(s.Rounds, r.stats())
 		}
 		fn(&s)

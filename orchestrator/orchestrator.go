@@ -9,9 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
@@ -79,6 +80,12 @@ type Config struct {
 	// means DefaultRouterWorkers. 1 is the single router agora had before
 	// (docs/capacity.md measures both).
 	RouterWorkers int
+	// IndexSnapshotEvery is how often a running orchestrator saves its
+	// task index to TaskIndexBucket, so that a start reads it and the
+	// changes since instead of every task; 0 means
+	// DefaultIndexSnapshotEvery, below 0 never (every start reads the
+	// whole tasks bucket).
+	IndexSnapshotEvery time.Duration
 }
 
 // DefaultRouterWorkers is Config.RouterWorkers' default.
@@ -104,6 +111,14 @@ type Orchestrator struct {
 	pipe      *pipeline
 	// hub is the one watch of the tasks bucket every Watch shares.
 	hub watchHub
+	// snapshots holds the task index snapshot (nil: none are kept);
+	// snapshotRev is the revision this process last saved, indexFrom the
+	// one its start read (0: it read the whole bucket, for indexWhy).
+	snapshots   *bus.Chunked
+	snapshotMu  sync.Mutex
+	snapshotRev atomic.Uint64
+	indexFrom   uint64
+	indexWhy    error
 
 	mu         sync.Mutex
 	deadlines  map[string]time.Time // task id → when its open question's step times out
@@ -203,6 +218,7 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
 	}
+	o.openSnapshots(ctx)
 	if err := o.followTasks(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start orchestrator: %w", err)
@@ -227,6 +243,10 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	if workers <= 0 {
 		workers = DefaultRouterWorkers
 	}
+	if o.snapshots != nil && o.cfg.IndexSnapshotEvery >= 0 {
+		o.wg.Add(1)
+		go o.snapshotLoop(runCtx, o.indexFrom == 0)
+	}
 	o.wg.Add(3 + workers)
 	for range workers {
 		go o.routeKicks(runCtx)
@@ -243,7 +263,7 @@ func (o *Orchestrator) Stop(ctx context.Context) error {
 		if o.cancel != nil {
 			o.cancel()
 		}
-		go func() { o.wg.Wait(); close(o.stopped) }()
+		go func() { o.wg.Wait(); o.snapshotAtStop(); close(o.stopped) }()
 	})
 	select {
 	case <-o.stopped:
@@ -343,12 +363,23 @@ func (o *Orchestrator) sweepLoop(ctx context.Context) {
 func (o *Orchestrator) followTasks(ctx context.Context) error {
 	c := newTaskCache(o.log)
 	o.store.cache = c
-	put, caughtUp := c.feed(ctx)
-	return o.store.tasks.Follow(ctx, put, caughtUp, func() {
+	lost := func() {
 		c.setReady(false)
 		c.settled()
 		o.log.Warn("task cache: the watch of the tasks bucket ended; listing reads the bucket from now on")
-	})
+	}
+	// From the snapshot and the changes since when it may be trusted,
+	// else from every task in the bucket (snapshot.go).
+	o.indexFrom, o.indexWhy = o.loadSnapshot(ctx, c)
+	o.snapshotRev.Store(o.indexFrom)
+	put, caughtUp := c.feed(ctx)
+	if o.indexFrom > 0 {
+		return o.store.tasks.FollowFrom(ctx, o.indexFrom+1, put, caughtUp, lost)
+	}
+	if o.snapshots != nil {
+		o.log.Info("task index: reading every task in the bucket, not the snapshot", "why", o.indexWhy)
+	}
+	return o.store.tasks.Follow(ctx, put, caughtUp, lost)
 }
 
 // listing is the task cache when it is current, else the same index built
@@ -761,31 +792,39 @@ func (o *Orchestrator) Questions(ctx context.Context, opts wire.PageOptions) (wi
 	if err != nil {
 		return wire.QuestionPage{}, err
 	}
-	out := []wire.QuestionView{}
-	now := o.now()
+	// Only the keys are sorted; views are built for the page shown, not
+	// for every open question (tens of thousands at a million tasks).
+	type asked struct {
+		key sortKey
+		t   *wire.Task
+		r   *wire.Round
+	}
+	var open []asked
 	id := caller(ctx)
-	c.eachOpen(func(t *wire.Task) {
+	c.eachOpenShared(func(t *wire.Task) {
 		r := currentRound(t)
 		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || !id.sees(t) {
 			return
 		}
-		if hasAfter && keyOf(r.AskedAt, t.ID).compare(after) <= 0 {
+		k := keyOf(r.AskedAt, t.ID)
+		if hasAfter && k.compare(after) <= 0 {
 			return
 		}
-		q := r.Question
-		out = append(out, wire.QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
+		open = append(open, asked{k, t, r})
+	})
+	slices.SortFunc(open, func(a, b asked) int { return a.key.compare(b.key) })
+	page := wire.QuestionPage{Questions: []wire.QuestionView{}}
+	if len(open) > limit {
+		open = open[:limit]
+		page.NextCursor = encodeCursor(cursorQuestions, open[limit-1].key)
+	}
+	now := o.now()
+	for _, a := range open {
+		t, r, q := a.t, a.r, a.r.Question
+		page.Questions = append(page.Questions, wire.QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
 			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now),
 			StepFailures: stepFailures(r)})
-	})
-	sort.Slice(out, func(i, j int) bool {
-		return keyOf(out[i].AskedAt, out[i].TaskID).compare(keyOf(out[j].AskedAt, out[j].TaskID)) < 0
-	})
-	page := wire.QuestionPage{Questions: out}
-	if len(out) > limit {
-		page.Questions = out[:limit:limit]
-		last := out[limit-1]
-		page.NextCursor = encodeCursor(cursorQuestions, keyOf(last.AskedAt, last.TaskID))
 	}
 	return page, nil
 }

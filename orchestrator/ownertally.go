@@ -10,12 +10,12 @@ import (
 // tasks change, so a submitter's list (whose summary counts only its own
 // tasks) reads its counts instead of walking every task: at 100,000 tasks
 // that walk was most of the list's time under load (docs/capacity.md, "The
-// API under load").
-type ownerTally map[string]map[wire.State]int
+// API under load"). Owners are the cache's interned name indexes (0: none).
+type ownerTally map[uint32]map[wire.State]int
 
 // add counts one task of owner in state s.
-func (t ownerTally) add(owner string, s wire.State) {
-	if owner == "" {
+func (t ownerTally) add(owner uint32, s wire.State) {
+	if owner == 0 {
 		return
 	}
 	m := t[owner]
@@ -27,7 +27,7 @@ func (t ownerTally) add(owner string, s wire.State) {
 }
 
 // remove uncounts one task of owner in state s.
-func (t ownerTally) remove(owner string, s wire.State) {
+func (t ownerTally) remove(owner uint32, s wire.State) {
 	m := t[owner]
 	if m == nil {
 		return
@@ -41,7 +41,7 @@ func (t ownerTally) remove(owner string, s wire.State) {
 }
 
 // of is a copy of owner's counts (empty for no owner).
-func (t ownerTally) of(owner string) map[wire.State]int {
+func (t ownerTally) of(owner uint32) map[wire.State]int {
 	if m := t[owner]; m != nil {
 		return maps.Clone(m)
 	}

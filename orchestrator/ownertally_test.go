@@ -49,7 +49,7 @@ func TestOwnerTally(t *testing.T) {
 			for _, owner := range []string{"", "ann", "bob", "carol"} {
 				want := map[wire.State]int{}
 				for _, e := range c.order {
-					if !e.dropped && owner != "" && e.owner == owner {
+					if !e.dropped && owner != "" && c.names.name(e.owner) == owner {
 						want[e.state]++
 					}
 				}

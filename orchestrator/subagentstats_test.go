@@ -91,8 +91,8 @@ func TestTaskCacheKeepsTaskStats(t *testing.T) {
 	if c := StatsOf(tasks[2]); c.Rounds[0].WithOptions || !c.Rounds[0].WithDefault || !c.OpenQuestion {
 		t.Errorf("t-c: %+v; want an open question with an empty options list (no options) and a default", c)
 	}
-	if len(c.names) != 2 {
-		t.Errorf("the cache holds %d sub-agent names, want 2 (painter, linter)", len(c.names))
+	if len(c.names.idx) != 4 {
+		t.Errorf("the cache holds %d names, want 4 (sub-agents painter, linter; owners alice, bob)", len(c.names.idx))
 	}
 }
 

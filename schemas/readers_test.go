@@ -177,6 +177,10 @@ func isStrictReader(name string) bool {
 // what they read is not a document from outside agora.
 var notOutside = map[string]string{
 	// agora's own state, written by agora (KV buckets, object storage).
+	"internal/bus/chunked.go:Get":                          "a chunked value's head this process's peers wrote",
+	"internal/bus/chunked.go:Put":                          "a chunked value's head this process's peers wrote",
+	"orchestrator/snapshot.go:decodeSnapshot":              "the task index snapshot an orchestrator saved (SHA-256 checked)",
+	"orchestrator/snapshot.go:loadSnapshot":                "the task index snapshot an orchestrator saved (SHA-256 checked)",
 	"internal/bus/claim.go:GetClaim":                       "a claim the runner wrote",
 	"internal/workspace/workspace.go:ReadRecord":           "the workspace record a worker wrote",
 	"orchestrator/store.go:get":                            "a task the orchestrator stored",

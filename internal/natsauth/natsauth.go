@@ -68,12 +68,12 @@ func WorkerScope() jwt.UserPermissionLimits {
 
 // OrchestratorBuckets are the KV buckets only the orchestrator writes
 // (orchestrator.TaskBucket, IndexBucket, MemoryBucket, ParkedBucket,
-// SessionBucket, RulesBucket, registry.Bucket and slackanswer.Bucket, whose click records answer
+// SessionBucket, RulesBucket, TaskIndexBucket, registry.Bucket and slackanswer.Bucket, whose click records answer
 // questions, spelt out: this package imports nothing of the module;
 // stack.TestEmbeddedNATSRequiresCredentials holds them together).
 // RunnerPermissions is an allow-list that names none of them, nor any
 // bucket added later.
-var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack", "agora_sessions", "agora_rules"}
+var OrchestratorBuckets = []string{"agora_tasks", "agora_dispatch_index", "agora_memory", "agora_parked_events", "agora_registry", "agora_slack", "agora_sessions", "agora_rules", "agora_task_index"}
 
 // Names the runner's permissions are written with (bus's, spelt out:
 // bus's tests import this package; bus.TestRunnerCredentialsScoped holds

@@ -82,7 +82,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	}
 
 	// The runner may not write the orchestrator's buckets.
-	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket, orchestrator.RulesBucket}
+	want := []string{orchestrator.TaskBucket, orchestrator.IndexBucket, orchestrator.MemoryBucket, orchestrator.ParkedBucket, registry.Bucket, slackanswer.Bucket, orchestrator.SessionBucket, orchestrator.RulesBucket, orchestrator.TaskIndexBucket}
 	if !slices.Equal(natsauth.OrchestratorBuckets, want) {
 		t.Fatalf("natsauth.OrchestratorBuckets = %v, want the orchestrator's %v", natsauth.OrchestratorBuckets, want)
 	}
@@ -109,7 +109,8 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 		_, err := js.Publish(pctx, "$KV."+orchestrator.TaskBucket+".t-forged", []byte(`{"state":"finished"}`))
 		return err
 	}
-	// Nor read them (issue 20, finding 5): not the tasks, not the memory.
+	// Nor read them (issue 20, finding 5): not the tasks, not the memory,
+	// not the task index snapshot (it holds the open tasks).
 	read := func(js jetstream.JetStream, bucket string) error {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -127,7 +128,7 @@ func TestEmbeddedNATSRequiresCredentials(t *testing.T) {
 	if err := put(orchJS); err != nil {
 		t.Errorf("the orchestrator's credentials: write agora_tasks: %v", err)
 	}
-	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket, orchestrator.RulesBucket} {
+	for _, bucket := range []string{orchestrator.TaskBucket, orchestrator.MemoryBucket, orchestrator.RulesBucket, orchestrator.TaskIndexBucket} {
 		if err := read(runnerJS, bucket); err == nil {
 			t.Errorf("the runner's credentials read %s, want refused", bucket)
 		}

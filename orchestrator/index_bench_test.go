@@ -1,0 +1,96 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
+)
+
+// indexBenchTask is task i as BenchmarkServeAt1M stores it: three rounds
+// with two answered questions and usage, a batch label, ended; or, when
+// open, one round queued, running or waiting on a question.
+func indexBenchTask(i int, open bool) *wire.Task {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+	def := "B"
+	rnd := func(n int, state wire.State) wire.Round {
+		return wire.Round{N: n, DispatchID: fmt.Sprintf("scale-%06d-r%d", i, n), State: state, QueuedAt: at,
+			StartedAt: at.Add(time.Second), EndedAt: at.Add(time.Duration(30+i%600) * time.Second), ExitCode: new(int), Attempt: 1, Enqueued: true,
+			Usage: &schemas.Usage{InputTokens: 1200, OutputTokens: 300}}
+	}
+	r1, r2, r3 := rnd(1, wire.StateNeedsInput), rnd(2, wire.StateNeedsInput), rnd(3, wire.StateFinished)
+	for _, r := range []*wire.Round{&r1, &r2} {
+		r.Question = &schemas.NeedsInput{Question: "Should I rewrite function A or function B?", Options: []string{"A", "B"},
+			Context: strings.Repeat("Both have the same signature. ", 5), Default: &def,
+			PartialState: json.RawMessage(`{"files_read":["a.go","b.go"],"plan":"compare, then rewrite one"}`)}
+		r.AskedAt = r.EndedAt
+		r.Answer = &wire.Answer{Value: "A", By: "alice", Channel: "api", At: r.EndedAt.Add(time.Duration(i%3600) * time.Second), WaitMS: int64(i%3600) * 1000}
+		r.Decisions = []wire.Decision{{StepIndex: 0, Step: "human=24h", Result: "answered", At: r.Answer.At}}
+	}
+	id := fmt.Sprintf("scale-%06d", i)
+	t := &wire.Task{ID: id,
+		Request: wire.SubmitRequest{TaskID: id,
+			Subagent: schemas.Subagent{Name: "refactor", Runtime: schemas.RuntimeExec, Command: []string{"/bin/sh", "-c", strings.Repeat("echo step; ", 20)}},
+			Input:    json.RawMessage(`{"repo":"example/app","goal":"remove the duplicate of function A"}`), Route: "memory,human=24h",
+			Labels: map[string]string{"batch": fmt.Sprintf("b-%d", i/1000)}},
+		SubagentHash: strings.Repeat("ab", 32), State: wire.StateFinished, Rounds: []wire.Round{r1, r2, r3},
+		CreatedAt: at, UpdatedAt: r3.EndedAt, Outcome: &wire.Outcome{Reason: "finished", Detail: "round 3 finished"},
+		WaitedMS: r1.Answer.WaitMS + r2.Answer.WaitMS, Attention: wire.Attention{Kind: "terminal", Summary: "finished after 3 rounds"}}
+	if open {
+		r := r1
+		r.State, r.Answer, r.Decisions, r.Usage, r.EndedAt, r.ExitCode = wire.StateNeedsInput, nil, nil, nil, time.Time{}, nil
+		t.State, t.Rounds, t.Outcome, t.WaitedMS, t.Attention = wire.StateNeedsInput, []wire.Round{r}, nil, 0, wire.Attention{}
+	}
+	return t
+}
+
+// BenchmarkTaskIndexBytes measures the task index's memory per task (the
+// Go heap after a collection, over the tasks indexed), for ended tasks
+// and for BenchmarkServeAt1M's mix (5% open, whose list view is kept):
+// issue 24 item 3's budget is 1 GB of serve's RSS at a million tasks.
+//
+//	go test -run '^$' -bench TaskIndexBytes -benchtime 1x ./orchestrator
+func BenchmarkTaskIndexBytes(b *testing.B) {
+	const n = 200_000
+	for _, mix := range []struct {
+		name     string
+		openEach int // 1 in openEach is open; 0: none
+	}{{"ended", 0}, {"mix-5pc-open", 20}} {
+		b.Run(mix.name, func(b *testing.B) {
+			values := make([][]byte, n)
+			for i := range values {
+				data, err := json.Marshal(indexBenchTask(i, mix.openEach > 0 && i%mix.openEach == 0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				values[i] = data
+			}
+			var perTask float64
+			for b.Loop() {
+				before := heapAfterGC()
+				c := newTaskCache(nil)
+				for i, v := range values {
+					c.put(fmt.Sprintf("scale-%06d", i), v, uint64(i+1))
+				}
+				c.setReady(true)
+				perTask = float64(heapAfterGC()-before) / n
+				runtime.KeepAlive(c)
+			}
+			b.ReportMetric(perTask, "B/task")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

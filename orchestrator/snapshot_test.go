@@ -1,0 +1,334 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage/storagetest"
+	"github.com/agoradev/agora/internal/testutil"
+	"github.com/agoradev/agora/schemas"
+	"github.com/agoradev/agora/wire"
+)
+
+// TestTrustSnapshot: a snapshot is read only when it is of this format,
+// of this very bucket, not from the future, and either young enough that
+// no removal since can be forgotten or of an unchanged bucket.
+func TestTrustSnapshot(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	created := now.Add(-48 * time.Hour)
+	ttl := 30 * time.Minute
+	good := snapshotMeta{Format: snapshotFormat, Bucket: TaskBucket, BucketCreated: created, Rev: 900, At: now.Add(-5 * time.Minute), Tasks: 10}
+	bucket := bus.BucketState{Name: TaskBucket, Created: created, LastRev: 1000}
+	for _, tt := range []struct {
+		name   string
+		change func(m *snapshotMeta, b *bus.BucketState)
+		reason string // "" when trusted
+	}{
+		{"young, bucket changed since", func(*snapshotMeta, *bus.BucketState) {}, ""},
+		{"just inside the age", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-20 * time.Minute) }, ""},
+		{"too old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-21 * time.Minute) }, "too old"},
+		{"old, bucket unchanged since", func(m *snapshotMeta, b *bus.BucketState) { m.At, b.LastRev = now.Add(-30*24*time.Hour), m.Rev }, ""},
+		{"another format", func(m *snapshotMeta, _ *bus.BucketState) { m.Format = snapshotFormat + 1 }, "format"},
+		{"another bucket", func(m *snapshotMeta, _ *bus.BucketState) { m.Bucket = "agora_other" }, "of bucket"},
+		{"the bucket made again", func(_ *snapshotMeta, b *bus.BucketState) { b.Created = created.Add(time.Hour) }, "created"},
+		{"revision from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.Rev = 1001 }, "from the future"},
+		{"revision from the future of an empty bucket", func(_ *snapshotMeta, b *bus.BucketState) { b.LastRev = 0 }, "from the future"},
+		{"time from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(11 * time.Minute) }, "from the future"},
+		{"a clock a little ahead", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(time.Minute) }, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, b := good, bucket
+			tt.change(&m, &b)
+			err := trustSnapshot(m, b, now, ttl)
+			switch {
+			case tt.reason == "" && err != nil:
+				t.Errorf("trustSnapshot = %v, want trusted", err)
+			case tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+				t.Errorf("trustSnapshot = %v, want an error saying %q", err, tt.reason)
+			}
+		})
+	}
+}
+
+// indexDump is everything a task cache answers with, as text: two caches
+// with the same dump list, count, filter, expire and measure alike.
+func indexDump(t *testing.T, c *taskCache, labels ...string) string {
+	t.Helper()
+	var b strings.Builder
+	sel, counts, _ := c.pageTasks(taskFilter{}, nil, 1<<30)
+	fmt.Fprintf(&b, "counts %v\n", counts)
+	for _, s := range sel {
+		view := []byte("-")
+		if s.task != nil {
+			var err error
+			if view, err = json.Marshal(s.task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Fprintf(&b, "%d %s %s\n", s.key.at, s.key.id, view)
+	}
+	c.eachStats(taskFilter{}, time.Time{}, func(s *TaskStats) {
+		usage := "-"
+		if s.Usage != nil {
+			usage = fmt.Sprintf("%+v", *s.Usage)
+		}
+		fmt.Fprintf(&b, "stats %s %s %d %v %s %+v\n", s.State, s.Subagent, s.MaxRound, s.OpenQuestion, usage, s.Rounds)
+	})
+	fmt.Fprintf(&b, "ended %v\n", c.ended(time.Now().Add(time.Hour), 1<<30))
+	for _, l := range labels {
+		sel, _, _ := c.pageTasks(filterOf(wire.ListOptions{Label: l}), nil, 1<<30)
+		fmt.Fprintf(&b, "label %s:", l)
+		for _, s := range sel {
+			fmt.Fprintf(&b, " %s", s.key.id)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "owner alice %v\n", c.ownerCounts("alice"))
+	return b.String()
+}
+
+// scratchIndex is the index built from every task in the bucket.
+func scratchIndex(t *testing.T, o *Orchestrator) *taskCache {
+	t.Helper()
+	c := newTaskCache(o.log)
+	if err := o.store.tasks.Each(t.Context(), func(id string, value []byte, rev uint64) error { c.put(id, value, rev); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c.setReady(true)
+	return c
+}
+
+// TestStartFromSnapshot: a start from the snapshot and the changes made
+// after it (tasks added, changed, removed) has the very index a start
+// from every task in the bucket has; a snapshot cut short is not read,
+// and the start builds the same index from the bucket.
+func TestStartFromSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, st := bustest.Bus(t), storagetest.FileStore(t)
+	start := func() *Orchestrator {
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Stop(context.Background()) })
+		return o
+	}
+	o := start()
+	if o.indexFrom != 0 {
+		t.Fatalf("the first start read a snapshot (revision %d)", o.indexFrom)
+	}
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	states := []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput, wire.StateFinished, wire.StateFailed, wire.StateCancelled}
+	for i := range 30 {
+		storeTask(t, o, fmt.Sprintf("snap-%02d", i), states[i%len(states)], base.Add(time.Duration(i)*time.Minute),
+			map[string]string{"batch": fmt.Sprintf("b%d", i%3)})
+	}
+	defaultX := "x"
+	// One task with usage, an owner and a question with a default.
+	used := &wire.Task{ID: "snap-used", Owner: "alice", State: wire.StateFinished, CreatedAt: base.Add(-time.Hour), UpdatedAt: base,
+		Request: wire.SubmitRequest{TaskID: "snap-used", Subagent: script("user", "true")},
+		Rounds: []wire.Round{{N: 1, Attempt: 1, State: wire.StateFinished, QueuedAt: base, StartedAt: base.Add(time.Second), EndedAt: base.Add(time.Minute),
+			Question: &schemas.NeedsInput{Question: "q", Default: &defaultX}, Answer: &wire.Answer{Value: "x", WaitMS: 1234},
+			Usage: &schemas.Usage{Turns: 3, CostUSD: 0.25, InputTokens: 100, OutputTokens: 20, CacheReadInputTokens: 7}}}}
+	if err := o.store.create(ctx, used); err != nil {
+		t.Fatal(err)
+	}
+	// Once the watch has handed over every write, a snapshot covers them
+	// all, and a second with nothing changed is not written.
+	if err := testutil.Poll(ctx, 10*time.Second, 20*time.Millisecond, func() error {
+		st, err := o.store.tasks.State(ctx)
+		if err != nil {
+			return err
+		}
+		if got := o.store.cache.delivered.Load(); got != st.LastRev {
+			return fmt.Errorf("the watch handed over revision %d of %d", got, st.LastRev)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Poll(ctx, 10*time.Second, 20*time.Millisecond, func() error {
+		_, err := o.writeSnapshot(ctx)
+		if err == nil && o.snapshotRev.Load() != o.store.cache.delivered.Load() {
+			err = errors.New("no snapshot of the last revision yet")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := o.writeSnapshot(ctx); wrote || err != nil {
+		t.Errorf("a second writeSnapshot with nothing changed = %v, %v; want no write", wrote, err)
+	}
+	// Stopped, it saves no other snapshot: nothing changed since.
+	if err := o.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Changes after the snapshot (made while no orchestrator runs, so no
+	// snapshot covers them): added, changed, removed.
+	storeTask(t, o, "snap-new", wire.StateQueued, base.Add(time.Hour), map[string]string{"batch": "b9"})
+	storeTask(t, o, "snap-old", wire.StateFinished, base.Add(-2*time.Hour), map[string]string{"batch": "b0"})
+	for _, id := range []string{"snap-03", "snap-10"} {
+		if err := o.store.tasks.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := o.store.update(ctx, "snap-00", func(task *wire.Task) error {
+		task.State, task.Rounds[0].State, task.Rounds[0].EndedAt, task.UpdatedAt = wire.StateFinished, wire.StateFinished, base.Add(time.Hour), base.Add(time.Hour)
+		task.Request.Labels = map[string]string{"batch": "b7"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{"batch=b0", "batch=b1", "batch=b2", "batch=b7", "batch=b9"}
+
+	again := start()
+	if again.indexFrom == 0 {
+		t.Fatalf("the second start did not read the snapshot: %v", again.indexWhy)
+	}
+	if st, err := again.store.tasks.State(ctx); err != nil || again.indexFrom >= st.LastRev {
+		t.Fatalf("the snapshot read covers revision %d, the bucket's last is %d (%v): the changes since are not exercised", again.indexFrom, st.LastRev, err)
+	}
+	if got, want := indexDump(t, again.store.cache, labels...), indexDump(t, scratchIndex(t, again), labels...); got != want {
+		t.Errorf("the index started from the snapshot and the changes since is not the one built from the bucket:\n%s\nwant\n%s", got, want)
+	}
+	if err := again.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The snapshot cut short: a chunk gone.
+	kv, err := b.KeyValueMarkers(ctx, TaskIndexBucket, "", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := again.snapshots.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k != TaskIndexKey {
+			if err := kv.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	third := start()
+	if third.indexFrom != 0 || !errors.Is(third.indexWhy, bus.ErrChunksBroken) {
+		t.Fatalf("a start with the snapshot cut short read from revision %d (%v), want the whole bucket read for ErrChunksBroken", third.indexFrom, third.indexWhy)
+	}
+	if got, want := indexDump(t, third.store.cache, labels...), indexDump(t, scratchIndex(t, third), labels...); got != want {
+		t.Errorf("the index rebuilt past a broken snapshot differs from the bucket's:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestSnapshotEncoding: every field of an entry survives the encoding.
+func TestSnapshotEncoding(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 12, 0, 0, 123, time.UTC)
+	var entries []newTask
+	for i, state := range []wire.State{wire.StateQueued, wire.StateNeedsInput, wire.StateFinished, "paused"} {
+		task := wire.Task{ID: fmt.Sprintf("t%d", i), Owner: "o", State: state, CreatedAt: at.Add(time.Duration(i) * time.Hour), UpdatedAt: at,
+			Request: wire.SubmitRequest{Subagent: script("enc", "true"), Labels: map[string]string{"k": "v", "i": fmt.Sprint(i)}},
+			Rounds: []wire.Round{{N: 1, State: state, QueuedAt: at, StartedAt: at.Add(time.Second), EndedAt: at.Add(time.Minute),
+				Usage: &schemas.Usage{Turns: i, CostUSD: 1.5, InputTokens: -1, OutputTokens: 1 << 40}}}}
+		if state == wire.StateNeedsInput {
+			task.Rounds[0].Question = &schemas.NeedsInput{Question: "which?", Options: []string{"a"}}
+		}
+		value, err := json.Marshal(&task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := newEntry(task.ID, value, uint64(10+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	a := newTaskCache(nil)
+	a.restore(entries, 1)
+	a.setReady(true)
+	cp, _, ok := a.capture()
+	if !ok {
+		t.Fatal("capture of a ready cache: not ok")
+	}
+	data, err := encodeSnapshot(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeSnapshot(data, len(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTaskCache(nil)
+	b.restore(got, 1)
+	b.setReady(true)
+	if x, y := indexDump(t, a, "k=v", "i=2"), indexDump(t, b, "k=v", "i=2"); x != y {
+		t.Errorf("decoded index:\n%s\nwant\n%s", y, x)
+	}
+	for _, n := range []int{len(entries) - 1, len(entries) + 1} {
+		if _, err := decodeSnapshot(data, n); err == nil {
+			t.Errorf("decodeSnapshot of %d entries as %d: no error", len(entries), n)
+		}
+	}
+	if _, err := decodeSnapshot(data[:len(data)/2], len(entries)); err == nil {
+		t.Error("decodeSnapshot of half the data: no error")
+	}
+}
+
+// TestSnapshotAtStop: a stopping orchestrator saves the index covering
+// the bucket's last revision, so the next start reads the snapshot and no
+// change after it — however long the stop (TestTrustSnapshot: an
+// unchanged bucket's snapshot is read at any age).
+func TestSnapshotAtStop(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b, st := bustest.Bus(t), storagetest.FileStore(t)
+	start := func() *Orchestrator {
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Stop(context.Background()) })
+		return o
+	}
+	o := start()
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		storeTask(t, o, fmt.Sprintf("stop-%d", i), wire.StateFinished, base.Add(time.Duration(i)*time.Minute), nil)
+	}
+	if err := testutil.Poll(ctx, 10*time.Second, 10*time.Millisecond, func() error {
+		if sel, _, _ := o.store.cache.pageTasks(taskFilter{}, nil, 10); len(sel) != 5 {
+			return fmt.Errorf("the cache lists %d of 5 tasks", len(sel))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	state, err := o.store.tasks.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := start()
+	if again.indexFrom != state.LastRev {
+		t.Errorf("the start after a stop read from revision %d (%v), want the snapshot saved at stop, at the bucket's last %d", again.indexFrom, again.indexWhy, state.LastRev)
+	}
+}
