@@ -3,11 +3,13 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -49,8 +51,15 @@ func TestQueueRoundTrip(t *testing.T) {
 	if dup, err := b.Enqueue(ctx, request("q-1")); err != nil || !dup {
 		t.Errorf("Enqueue(q-1) again = %v, %v; want a duplicate", dup, err)
 	}
-	if n, err := b.QueuedCount(ctx); err != nil || n != 2 {
-		t.Errorf("QueuedCount = %d, %v; want 2", n, err)
+	// The consumer's pending count follows the stream's acknowledged
+	// publishes a moment later, so it is waited for.
+	if err := testutil.Poll(ctx, 10*time.Second, 10*time.Millisecond, func() error {
+		if n, err := b.QueuedCount(ctx); err != nil || n != 2 {
+			return fmt.Errorf("QueuedCount = %d, %v; want 2", n, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	bad := request("q-bad")
 	bad.Network = "internet"
