@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/compute/docker"
 	"github.com/agoradev/agora/internal/natsauth"
@@ -282,9 +283,7 @@ func TestCancel(t *testing.T) {
 	h.enqueue(running)
 	h.enqueue(queued)
 	h.awaitReady(running.Spec.DispatchID)
-	if n, err := h.bus.QueuedCount(ctx); err != nil || n != 1 {
-		t.Errorf("queued = %d, %v; want the second request waiting for the slot", n, err)
-	}
+	bustest.WaitQueued(t, h.bus, 1) // the second request waits for the slot
 	if r.InUse() != 1 {
 		t.Errorf("slots in use = %d, want 1", r.InUse())
 	}
@@ -309,9 +308,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("running dispatch ended %s exit %d, want cancelled 0", ev.Kind, *ev.ExitCode)
 	}
 	h.settled(running.Spec.DispatchID)
-	if n, _ := h.bus.QueuedCount(ctx); n != 0 {
-		t.Errorf("queued = %d after cancelling everything", n)
-	}
+	bustest.WaitQueued(t, h.bus, 0) // after cancelling everything
 }
 
 // TestWorkerLost: a container that ends without the worker's terminal event
@@ -449,9 +446,7 @@ func TestSlots(t *testing.T) {
 	for i, req := range reqs {
 		ws := h.runner.workspace(req.Spec.DispatchID)
 		testutil.Eventually(t, time.Minute, "dispatch to start", func() bool { _, err := os.Stat(ws); return err == nil })
-		if n, err := h.bus.QueuedCount(ctx); err != nil || int(n) != len(reqs)-1-i {
-			t.Errorf("with dispatch %d running: queued = %d, %v; want %d", i, n, err, len(reqs)-1-i)
-		}
+		bustest.WaitQueued(t, h.bus, uint64(len(reqs)-1-i)) // with dispatch i running
 		if got := len(r.Active()); got != 1 {
 			t.Errorf("active = %d, want 1", got)
 		}

@@ -151,8 +151,13 @@ func TestCancel(t *testing.T) {
 	if err != nil || !queued {
 		t.Fatalf("Cancel(queued) = %v, %v; want queued", queued, err)
 	}
-	if n, _ := b.QueuedCount(ctx); n != 0 {
-		t.Errorf("QueuedCount after cancel = %d, want 0", n)
+	if err := testutil.Poll(ctx, 10*time.Second, 10*time.Millisecond, func() error {
+		if n, err := b.QueuedCount(ctx); err != nil || n != 0 {
+			return fmt.Errorf("QueuedCount after cancel = %d, %v; want 0", n, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	ev, err := b.TerminalEvent(ctx, "k-queued")
 	if err != nil || ev == nil || ev.Kind != schemas.KindCancelled {
