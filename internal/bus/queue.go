@@ -115,7 +115,10 @@ func (b *Bus) Enqueue(ctx context.Context, req schemas.DispatchRequest) (duplica
 	return ack.Duplicate, nil
 }
 
-// QueuedCount is how many requests wait in the queue, not yet taken by a runner.
+// QueuedCount is how many requests wait in the queue, not yet taken by a
+// runner: the queue consumer's pending count, which follows an
+// acknowledged publish, ack or removal a moment later (read it by waiting
+// for the count expected, as bustest.WaitQueued does).
 func (b *Bus) QueuedCount(ctx context.Context) (uint64, error) {
 	c, err := b.js.Consumer(ctx, QueueStream, QueueConsumer)
 	if err != nil {
