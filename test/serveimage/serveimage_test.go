@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -181,6 +183,13 @@ func TestServeImage(t *testing.T) {
 	tag := "agora-serve-test:" + run
 	version := "serveimage-" + run
 	workersBefore := workerImages(t)
+	// servedWorkers are the worker images serve built in this test's
+	// containers, read from their logs: only those are removed at the end.
+	// Another suite on the engine builds worker images of its own meanwhile
+	// (test/faults' agora-worker:faults-…), and removing every image that
+	// appeared during this run took one from under a running fault suite.
+	var servedMu sync.Mutex
+	servedWorkers := map[string]bool{}
 	// BuildKit through the CLI needs buildx; without it, the classic
 	// builder (the Dockerfile needs neither).
 	var env []string
@@ -201,9 +210,11 @@ func TestServeImage(t *testing.T) {
 		if _, err := docker(context.Background(), nil, "rmi", tag); err != nil {
 			t.Errorf("remove the test image: %v", err)
 		}
-		// The worker image serve built in the container, unless another
-		// run had it first (it is named by its inputs).
-		for img := range workerImages(t) {
+		// The worker images serve built in the containers, unless another
+		// run had one first (it is named by its inputs).
+		servedMu.Lock()
+		defer servedMu.Unlock()
+		for img := range servedWorkers {
 			if !workersBefore[img] {
 				_, _ = docker(context.Background(), nil, "rmi", img)
 			}
@@ -236,6 +247,13 @@ func TestServeImage(t *testing.T) {
 		t.Helper()
 		_, _ = docker(context.Background(), nil, "rm", "-f", name)
 		t.Cleanup(func() {
+			if logs, err := dockerLogs(name); err == nil {
+				servedMu.Lock()
+				for _, m := range builtWorker.FindAllStringSubmatch(logs, -1) {
+					servedWorkers[m[1]] = true
+				}
+				servedMu.Unlock()
+			}
 			if _, err := docker(context.Background(), nil, "rm", "-f", name); err != nil {
 				t.Errorf("remove container %s: %v", name, err)
 			}
@@ -424,6 +442,10 @@ func dockerLogs(name string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// builtWorker finds the worker image serve logs it builds
+// (images.Build: msg="building worker image" image=TAG).
+var builtWorker = regexp.MustCompile(`msg="building worker image" image=(\S+)`)
 
 // workerImages are the worker images on the engine (images.Build labels
 // them with their inputs).
