@@ -107,6 +107,24 @@ func scratchIndex(t *testing.T, o *Orchestrator) *taskCache {
 	return c
 }
 
+// snapshotStarter gives a bus and starts orchestrators, each stopped in t.Cleanup, on one
+// bus and store (the second start reads what the first saved); snapshots
+// are saved only at start and stop.
+func snapshotStarter(t *testing.T) (*bus.Bus, func() *Orchestrator) {
+	b, st := bustest.Bus(t), storagetest.FileStore(t)
+	return b, func() *Orchestrator {
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Stop(context.Background()) })
+		return o
+	}
+}
+
 // TestStartFromSnapshot: a start from the snapshot and the changes made
 // after it (tasks added, changed, removed) has the very index a start
 // from every task in the bucket has; a snapshot cut short is not read,
@@ -114,18 +132,7 @@ func scratchIndex(t *testing.T, o *Orchestrator) *taskCache {
 func TestStartFromSnapshot(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, st := bustest.Bus(t), storagetest.FileStore(t)
-	start := func() *Orchestrator {
-		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = o.Stop(context.Background()) })
-		return o
-	}
+	b, start := snapshotStarter(t)
 	o := start()
 	if o.indexFrom != 0 {
 		t.Fatalf("the first start read a snapshot (revision %d)", o.indexFrom)
@@ -295,18 +302,7 @@ func TestSnapshotEncoding(t *testing.T) {
 func TestSnapshotAtStop(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, st := bustest.Bus(t), storagetest.FileStore(t)
-	start := func() *Orchestrator {
-		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = o.Stop(context.Background()) })
-		return o
-	}
+	_, start := snapshotStarter(t)
 	o := start()
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 5 {
