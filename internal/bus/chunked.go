@@ -79,6 +79,9 @@ func (c *Chunked) Get(ctx context.Context) (meta, data []byte, err error) {
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return nil, nil, fmt.Errorf("head of %s/%s: %w: %w", c.kv.bucket, c.key, ErrChunksBroken, err)
 	}
+	if h.Size < 0 || h.Chunks < 0 || h.Size > h.Chunks*c.chunkSize {
+		return nil, nil, fmt.Errorf("head of %s/%s: %d bytes in %d chunks of at most %d: %w", c.kv.bucket, c.key, h.Size, h.Chunks, c.chunkSize, ErrChunksBroken)
+	}
 	var buf bytes.Buffer
 	buf.Grow(h.Size)
 	for i := range h.Chunks {

@@ -66,6 +66,20 @@ func TestChunkedRoundTrip(t *testing.T) {
 	if _, got, err := c.Get(ctx); !errors.Is(err, bus.ErrChunksBroken) {
 		t.Errorf("Get with a chunk gone = %d bytes, %v; want ErrChunksBroken", len(got), err)
 	}
+	// Heads whose sizes cannot be: refused, not allocated for (a negative
+	// size made bytes.Buffer.Grow panic).
+	for _, head := range []string{
+		`{"generation":"g","chunks":1,"size":-1,"sha256":""}`,
+		`{"generation":"g","chunks":-1,"size":0,"sha256":""}`,
+		`{"generation":"g","chunks":1,"size":1000000000000,"sha256":""}`,
+	} {
+		if _, err := kv.Put(ctx, "snap", []byte(head)); err != nil {
+			t.Fatal(err)
+		}
+		if _, got, err := c.Get(ctx); !errors.Is(err, bus.ErrChunksBroken) {
+			t.Errorf("Get with head %s = %d bytes, %v; want ErrChunksBroken", head, len(got), err)
+		}
+	}
 }
 
 // TestChunkedWritersAtOnce: several writers putting at once leave one
