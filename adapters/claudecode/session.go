@@ -78,9 +78,21 @@ type savedSession struct {
 	Round int `json:"round"`
 }
 
-// sessionID matches the session ids agora passes to --resume: Claude Code's
-// are UUIDs; anything that could leave a directory is refused.
-var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+// sessionIDChars matches the session ids agora passes to --resume: Claude
+// Code's are UUIDs; anything that could leave a directory is refused. Their
+// length (at most maxSessionIDLen) is checked apart: a counted repetition
+// such as {0,127} compiles to one instruction per count, and this is
+// compiled in every worker's start, where memory touched is time
+// (docs/benchmarks.md).
+var sessionIDChars = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+// maxSessionIDLen is the longest session id taken.
+const maxSessionIDLen = 128
+
+// validSessionID reports whether id is a session id agora passes on.
+func validSessionID(id string) bool {
+	return len(id) <= maxSessionIDLen && sessionIDChars.MatchString(id)
+}
 
 // configDir is Claude Code's config dir in the runtime environment env,
 // or "" when neither CLAUDE_CONFIG_DIR nor HOME says.
@@ -119,7 +131,7 @@ func restoreSession(ws, cfgDir string) (string, error) {
 		return "", err
 	}
 	switch {
-	case !sessionID.MatchString(s.SessionID):
+	case !validSessionID(s.SessionID):
 		return "", fmt.Errorf("%s/%s: session_id %q is not a session id", SessionDir, sessionRecord, s.SessionID)
 	case !validName(s.ProjectDir):
 		return "", fmt.Errorf("%s/%s: project_dir %q is not one directory name", SessionDir, sessionRecord, s.ProjectDir)
@@ -176,7 +188,7 @@ func saveSession(ws, cfgDir, id string, round int) error {
 	switch {
 	case id == "":
 		return errors.New("claude reported no session_id")
-	case !sessionID.MatchString(id):
+	case !validSessionID(id):
 		return fmt.Errorf("claude reported session_id %q, which is not a session id", id)
 	case cfgDir == "":
 		return errors.New("no config dir: neither CLAUDE_CONFIG_DIR nor HOME is set")
