@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 
 	var s overheadSamples
 	var lastInProcess, lastBinary string
-	var wholeDispatch func(bin string, last *string) (wall, cpu time.Duration)
+	var wholeDispatch func(bin string, last *string) (wall, cpu time.Duration, faults int64)
 	seq := 0
 	newDispatch := func(kind string) (id, specFile, ws string) {
 		seq++
@@ -113,14 +114,14 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		lastInProcess = id
 	}
 	binary := func() {
-		wall, cpu := wholeDispatch(workerBin, &lastBinary)
-		s.binary, s.binaryCPU = append(s.binary, wall), append(s.binaryCPU, cpu)
+		wall, cpu, faults := wholeDispatch(workerBin, &lastBinary)
+		s.binary, s.binaryCPU, s.binaryFaults = append(s.binary, wall), append(s.binaryCPU, cpu), append(s.binaryFaults, faults)
 	}
 	before := func() {
-		wall, cpu := wholeDispatch(beforeBin, nil)
-		s.before, s.beforeCPU = append(s.before, wall), append(s.beforeCPU, cpu)
+		wall, cpu, faults := wholeDispatch(beforeBin, nil)
+		s.before, s.beforeCPU, s.beforeFaults = append(s.before, wall), append(s.beforeCPU, cpu), append(s.beforeFaults, faults)
 	}
-	wholeDispatch = func(bin string, last *string) (wall, cpu time.Duration) {
+	wholeDispatch = func(bin string, last *string) (wall, cpu time.Duration, faults int64) {
 		id, specFile, ws := newDispatch("bin")
 		cmd := exec.Command(bin)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "AGORA_DISPATCH_ID=" + id, "AGORA_SPEC_FILE=" + specFile,
@@ -138,7 +139,10 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 		if last != nil {
 			*last = id
 		}
-		return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			faults = ru.Minflt + ru.Majflt
+		}
+		return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), faults
 	}
 
 	variants := []func(){floor, inProcess, version, binary}
@@ -182,6 +186,11 @@ type overheadSamples struct {
 	// The CPU time (user + system) of the binary's whole dispatch: less
 	// moved by other work on the machine than the wall-clock rows.
 	binaryCPU, beforeCPU []time.Duration
+	// The page faults of the binary's whole dispatch (getrusage's minor and
+	// major): on a VM whose memory the host backs lazily, each costs
+	// 10–40 µs, so the pages a process touches are much of its time
+	// (docs/benchmarks.md). A count, steady whatever the load.
+	binaryFaults, beforeFaults []int64
 }
 
 // percentile is the nearest-rank p-th percentile of ds.
@@ -223,6 +232,13 @@ func (s *overheadSamples) report(b *testing.B) {
 	for metric, ds := range map[string][]time.Duration{"binary-cpu": s.binaryCPU, "binary-before-cpu": s.beforeCPU} {
 		if len(ds) > 0 {
 			b.ReportMetric(ms(percentile(ds, 50)), "p50-"+metric+"-ms")
+		}
+	}
+	for metric, fs := range map[string][]int64{"binary": s.binaryFaults, "binary-before": s.beforeFaults} {
+		if len(fs) > 0 {
+			sorted := slices.Clone(fs)
+			slices.Sort(sorted)
+			b.ReportMetric(float64(sorted[(len(sorted)-1)/2]), "p50-"+metric+"-faults")
 		}
 	}
 	floor := percentile(s.floor, 50)
