@@ -234,18 +234,24 @@ func CancelledBeforeStart(dispatchID string) schemas.Event {
 
 // CancelRequested reports whether a cancel command exists for dispatchID.
 func (b *Bus) CancelRequested(ctx context.Context, dispatchID string) (bool, error) {
-	st, err := b.js.Stream(ctx, ControlStream)
-	if err != nil {
-		return false, fmt.Errorf("look up %s: %w", ControlStream, err)
-	}
-	msg, err := st.GetLastMsgForSubject(ctx, ControlSubject(dispatchID))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	var cancel bool
+	err := b.withStream(ctx, ControlStream, func(st jetstream.Stream) error {
+		msg, err := st.GetLastMsgForSubject(ctx, ControlSubject(dispatchID))
+		if err != nil {
+			return err
+		}
+		cancel = string(msg.Data) == ControlCancel
+		return nil
+	})
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return false, nil
-	}
-	if err != nil {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return false, fmt.Errorf("look up %s: %w", ControlStream, err)
+	case err != nil:
 		return false, fmt.Errorf("read control for %s: %w", dispatchID, err)
 	}
-	return string(msg.Data) == ControlCancel, nil
+	return cancel, nil
 }
 
 // WatchControl calls fn for each new command until ctx is done. It returns

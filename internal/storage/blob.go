@@ -45,23 +45,18 @@ func BlobKey(sha256hex string) string {
 }
 
 // PutBlob stores r under BlobKey of its sha256 and returns the key and a ref.
-// It hashes while spooling r to a temp file (memory stays bounded), and skips
-// the upload when the blob is already there: same content, same key.
+// It hashes while spooling r (in memory up to MemSpoolBytes, then to a temp
+// file: memory stays bounded), and skips the upload when the blob is already
+// there: same content, same key.
 func PutBlob(ctx context.Context, s Store, r io.Reader) (key string, ref BlobRef, err error) {
-	f, err := CreateTemp(s, "agora-blob-*")
-	if err != nil {
-		return "", BlobRef{}, fmt.Errorf("put blob: spool: %w", err)
-	}
+	sp := NewSpool(s, "agora-blob-*")
 	defer func() {
-		cerr := f.Close()
-		if rerr := os.Remove(f.Name()); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("put blob: remove spool file: %w", rerr))
-		} else if cerr != nil {
-			err = errors.Join(err, fmt.Errorf("put blob: close spool file: %w", cerr))
+		if cerr := sp.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("put blob: %w", cerr))
 		}
 	}()
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx, r})
+	size, err := io.Copy(io.MultiWriter(sp, h), ctxReader{ctx, r})
 	if err != nil {
 		return "", BlobRef{}, fmt.Errorf("put blob: read: %w", err)
 	}
@@ -78,13 +73,84 @@ func PutBlob(ctx context.Context, s Store, r io.Reader) (key string, ref BlobRef
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return "", BlobRef{}, fmt.Errorf("put blob: %w", err)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", BlobRef{}, fmt.Errorf("put blob %s: rewind spool file: %w", ref.URI, err)
+	rd, err := sp.Reader()
+	if err != nil {
+		return "", BlobRef{}, fmt.Errorf("put blob %s: %w", ref.URI, err)
 	}
-	if err := s.Put(ctx, key, f); err != nil {
+	if err := s.Put(ctx, key, rd); err != nil {
 		return "", BlobRef{}, fmt.Errorf("put blob: %w", err)
 	}
 	return key, ref, nil
+}
+
+// MemSpoolBytes is how much a Spool keeps in memory before it moves to a
+// temp file. Most of what is spooled (a round's workspace archive, a staged
+// blob) is a few kilobytes, and a temp file costs an inode made and freed:
+// on ext4 without a journal every inode freed in the last minutes makes
+// each new one dearer (docs/capacity.md, "Fixed: the runner's cost grew
+// with the run").
+const MemSpoolBytes = 1 << 20
+
+// Spool holds bytes on their way into a store: in memory up to
+// MemSpoolBytes, then in a temp file made by CreateTemp. Write it, read it
+// back once with Reader, Close it (which removes the temp file).
+type Spool struct {
+	s       Store
+	pattern string
+	mem     bytes.Buffer
+	f       *os.File
+}
+
+// NewSpool returns an empty spool for bytes on their way into s; pattern
+// names its temp file, if it needs one (os.CreateTemp's).
+func NewSpool(s Store, pattern string) *Spool { return &Spool{s: s, pattern: pattern} }
+
+// Write implements io.Writer.
+func (sp *Spool) Write(p []byte) (int, error) {
+	if sp.f == nil && sp.mem.Len()+len(p) <= MemSpoolBytes {
+		return sp.mem.Write(p)
+	}
+	if sp.f == nil {
+		f, err := CreateTemp(sp.s, sp.pattern)
+		if err != nil {
+			return 0, fmt.Errorf("spool: %w", err)
+		}
+		sp.f = f
+		if _, err := f.Write(sp.mem.Bytes()); err != nil {
+			return 0, fmt.Errorf("spool: %w", err)
+		}
+		sp.mem = bytes.Buffer{}
+	}
+	return sp.f.Write(p)
+}
+
+// Reader reads what was written, from the start.
+func (sp *Spool) Reader() (io.Reader, error) {
+	if sp.f == nil {
+		return bytes.NewReader(sp.mem.Bytes()), nil
+	}
+	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("rewind spool file: %w", err)
+	}
+	return sp.f, nil
+}
+
+// Close removes the temp file, if there is one. Idempotent.
+func (sp *Spool) Close() error {
+	sp.mem = bytes.Buffer{}
+	if sp.f == nil {
+		return nil
+	}
+	f := sp.f
+	sp.f = nil
+	cerr := f.Close()
+	if rerr := os.Remove(f.Name()); rerr != nil {
+		return fmt.Errorf("remove spool file: %w", rerr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("close spool file: %w", cerr)
+	}
+	return nil
 }
 
 // GetVerified reads the object at key and checks it against wantSHA256 (hex)

@@ -52,13 +52,13 @@ var ErrNoRecord = errors.New("no workspace snapshot")
 // Snapshot archives dir (tar.gz: files, directories and symlinks as they
 // are, nothing else) into store, content-addressed, and returns where it
 // went. A workspace whose files add up to more than maxBytes is refused.
-func Snapshot(ctx context.Context, store storage.Store, dir string, maxBytes int64) (*schemas.ObjectRef, error) {
-	tmp, err := storage.CreateTemp(store, "agora-snapshot-*.tar.gz")
-	if err != nil {
-		return nil, fmt.Errorf("snapshot workspace: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+func Snapshot(ctx context.Context, store storage.Store, dir string, maxBytes int64) (_ *schemas.ObjectRef, err error) {
+	tmp := storage.NewSpool(store, "agora-snapshot-*.tar.gz")
+	defer func() {
+		if cerr := tmp.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("snapshot workspace: %w", cerr)
+		}
+	}()
 	gz := gzip.NewWriter(tmp)
 	tw := tar.NewWriter(gz)
 	var total int64
@@ -120,13 +120,14 @@ func Snapshot(ctx context.Context, store storage.Store, dir string, maxBytes int
 	if err == nil {
 		err = gz.Close()
 	}
+	var archive io.Reader
 	if err == nil {
-		_, err = tmp.Seek(0, io.SeekStart)
+		archive, err = tmp.Reader()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot workspace: %w", err)
 	}
-	_, ref, err := storage.PutBlob(ctx, store, tmp)
+	_, ref, err := storage.PutBlob(ctx, store, archive)
 	if err != nil {
 		return nil, fmt.Errorf("store workspace snapshot: %w", err)
 	}

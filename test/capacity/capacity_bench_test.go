@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +33,7 @@ import (
 var (
 	capTasks   = flag.Int("capacity-tasks", 150, "BenchmarkCapacity: two-round tasks per configuration (after a warm-up of 10)")
 	capSlots   = flag.Int("capacity-slots", 4, "BenchmarkCapacity: slots of each runner")
-	capProfile = flag.String("capacity-cpuprofile", "", "BenchmarkCapacity: keep each configuration's CPU profile (labelled by part) in `DIR` as <configuration>.pprof")
+	capProfile = flag.String("capacity-cpuprofile", "", "BenchmarkCapacity: keep each configuration's CPU profiles (labelled by part) in `DIR`: <configuration>.early.pprof until half the measured dispatches are done, <configuration>.late.pprof after")
 	capEngines = flag.String("capacity-engines", "process,replay", "BenchmarkCapacity: the measuring engine's modes to run each configuration on, side by side: process (the worker each time), replay (a recorded run per dispatch shape)")
 	capShapes  = flag.String("capacity-shapes", "", "BenchmarkCapacity: only these configurations, comma-separated ORCHxRUNNERS[xNODES][/rN], e.g. 1x4,1x4x3,2x4,1x4/r1 (/rN: N router workers; default: 1x1,1x4,1x16,1x4x3,2x4,1x4/r1,1x4x3/r1)")
 )
@@ -145,6 +146,74 @@ type capRow struct {
 	// recorded and replayed count the measured dispatches that ran the
 	// worker and those replayed (replay mode).
 	recorded, replayed int64
+	// runnerHalves is the runner's CPU ms per dispatch over the first
+	// half of the measured dispatches and over the second.
+	runnerHalves [2]float64
+}
+
+// runHalves profiles a run in two halves: until a number of dispatches is
+// done, then the rest. Its watch (switchAt) ends before the run's last stop.
+type runHalves struct {
+	s     *stack
+	paths [2]string
+	f     *os.File
+	cur   int
+	used  []int
+	// self is the process's CPU (rusage) in each half, done the
+	// dispatches finished in it; both hold the start until it ends.
+	self [2]time.Duration
+	done [2]int64
+}
+
+func (h *runHalves) start(i int) error {
+	f, err := os.Create(h.paths[i])
+	if err != nil {
+		return err
+	}
+	h.self[i], h.done[i] = rusage(syscall.RUSAGE_SELF), h.s.done.Load()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	h.f, h.cur, h.used = f, i, append(h.used, i)
+	return nil
+}
+
+// stop ends the current half.
+func (h *runHalves) stop() error {
+	pprof.StopCPUProfile()
+	i := h.cur
+	h.self[i], h.done[i] = rusage(syscall.RUSAGE_SELF)-h.self[i], h.s.done.Load()-h.done[i]
+	return h.f.Close()
+}
+
+// switchAt starts the second half once done reaches at; the returned
+// func ends the watch (the run is over) and returns once it has ended.
+func (h *runHalves) switchAt(at int64, tb testing.TB) func() {
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for h.s.done.Load() < at {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+		if err := h.stop(); err != nil {
+			tb.Error(err)
+			return
+		}
+		if err := h.start(1); err != nil {
+			tb.Error(err)
+		}
+	}()
+	return func() {
+		close(quit)
+		<-ended
+	}
 }
 
 // storedRow is one stream's or bucket's size per task.
@@ -174,31 +243,31 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 
 	js := jetStream(b, s.urls)
 	eventsBefore := streamMsgs(b, js, bus.EventStream)
-	profile := filepath.Join(b.TempDir(), "cpu.pprof")
+	// Two profiles: until half the measured dispatches are done, and the
+	// rest, so one run shows whether a dispatch costs more late than early.
+	profiles := [2]string{filepath.Join(b.TempDir(), "early.pprof"), filepath.Join(b.TempDir(), "late.pprof")}
 	if *capProfile != "" {
-		profile = filepath.Join(*capProfile, sh.key()+".pprof")
+		profiles = [2]string{filepath.Join(*capProfile, sh.key()+".early.pprof"), filepath.Join(*capProfile, sh.key()+".late.pprof")}
 	}
-	pf, err := os.Create(profile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	selfBefore, childBefore := rusage(syscall.RUSAGE_SELF), rusage(syscall.RUSAGE_CHILDREN)
-	if err := pprof.StartCPUProfile(pf); err != nil {
+	halves := &runHalves{s: s, paths: profiles}
+	childBefore := rusage(syscall.RUSAGE_CHILDREN)
+	if err := halves.start(0); err != nil {
 		b.Fatal(err)
 	}
 	// Stopped here too when the run fails half-way, or the next
 	// configuration could not profile.
 	b.Cleanup(pprof.StopCPUProfile)
+	switched := halves.switchAt(s.done.Load()+int64(tasks), b)
 	recBefore, repBefore := s.workerRuns()
 	began := time.Now()
 	ids, submits, submitErrs := s.trySubmit(fmt.Sprintf("m%d", seq.Add(1)), tasks)
 	s.wait(b, ids, time.Duration(tasks)*time.Second+2*time.Minute)
 	wall := time.Since(began)
-	pprof.StopCPUProfile()
-	self, child := rusage(syscall.RUSAGE_SELF)-selfBefore, rusage(syscall.RUSAGE_CHILDREN)-childBefore
-	if err := pf.Close(); err != nil {
+	switched()
+	if err := halves.stop(); err != nil {
 		b.Fatal(err)
 	}
+	child := rusage(syscall.RUSAGE_CHILDREN) - childBefore
 	row := capRow{shape: sh, tasks: tasks, wall: wall, events: streamMsgs(b, js, bus.EventStream) - eventsBefore, failed: len(submitErrs)}
 	for _, err := range submitErrs {
 		b.Log(err)
@@ -233,7 +302,14 @@ func measure(b *testing.B, sh shape, tasks int) capRow {
 		row.stored = append(row.stored, storedRow{name: name, bytesPerTask: float64(info.State.Bytes) / all,
 			msgsPerTask: float64(info.State.Msgs) / all, subjectsPerDispatch: float64(info.State.NumSubjects) / (2 * all)})
 	}
-	row.cpu = cpuByPart(b, profile, self)
+	row.cpu = map[string]time.Duration{}
+	for _, i := range halves.used {
+		cpu := cpuByPart(b, halves.paths[i], halves.self[i])
+		for part, d := range cpu {
+			row.cpu[part] += d
+		}
+		row.runnerHalves[i] = ms(cpu["runner"]) / float64(max(halves.done[i], 1))
+	}
 	row.cpu["workers"] = child
 	row.parts = s.parts(ids, submits)
 	fmt.Printf("%s: %d tasks in %.1f s, %.1f dispatches/s\n", sh, tasks, wall.Seconds(), row.dispatchesPerSec())
@@ -402,6 +478,7 @@ func capTable(rows []capRow, loadBefore, loadAfter string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "capacity: the measuring engine (no containers: agora-worker as a process, or a recorded run replayed), two-round tasks (ask, lookup answer, finish)\n")
 	fmt.Fprintf(&sb, "machine: %d CPUs; load average (1 5 15 min) %s before, %s after\n", runtime.NumCPU(), loadBefore, loadAfter)
+	fmt.Fprintf(&sb, "the run's directories (TMPDIR): %s\n", fileSystem(os.TempDir()))
 	fmt.Fprintf(&sb, "%-74s %6s %7s %12s %10s %6s %9s\n", "configuration", "tasks", "wall s", "dispatches/s", "events/s", "failed", "replayed")
 	for _, r := range rows {
 		replayed := "-"
@@ -425,6 +502,10 @@ func capTable(rows []capRow, loadBefore, loadAfter string) string {
 		}
 		own := r.cpu["orchestrator"] + r.cpu["runner"] + r.cpu["nats-server"]
 		fmt.Fprintf(&sb, " %12.2f %7.0f%%\n", ms(own)/float64(2*r.tasks), 100*all.Seconds()/r.wall.Seconds()/float64(runtime.NumCPU()))
+	}
+	fmt.Fprintf(&sb, "\nrunner CPU ms per dispatch, first half of the measured dispatches → second half (a rise: the run makes its own dispatches dearer)\n")
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "%-74s %6.2f → %.2f\n", r.shape, r.runnerHalves[0], r.runnerHalves[1])
 	}
 	for _, r := range rows {
 		fmt.Fprintf(&sb, "\n%s: where a dispatch's time goes\n", r.shape)
@@ -484,4 +565,37 @@ func verdict(rows []capRow) string {
 			r.shape, stage, ms(wait), top, 100*topCPU.Seconds()/max(own.Seconds(), 1e-9))
 	}
 	return sb.String()
+}
+
+// fileSystem names the file system dir is on, and says when it is ext4
+// without a journal: there every inode made costs more the more inodes
+// were freed in the last minutes (the kernel skips them, one buffer
+// lookup each), so a run that makes and removes files for each dispatch
+// makes its own dispatches dearer as it goes (docs/capacity.md).
+func fileSystem(dir string) string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "unknown"
+	}
+	var point, kind, source string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if len(f) < 5 || sep < 0 || sep+2 >= len(f) {
+			continue
+		}
+		if p := f[4]; (dir == p || strings.HasPrefix(dir, strings.TrimSuffix(p, "/")+"/")) && len(p) >= len(point) {
+			point, kind, source = p, f[sep+1], f[sep+2]
+		}
+	}
+	if kind == "" {
+		return "unknown"
+	}
+	out := fmt.Sprintf("%s (%s on %s)", kind, source, point)
+	if kind == "ext4" && strings.HasPrefix(source, "/dev/") {
+		if journals, _ := filepath.Glob("/proc/fs/jbd2/" + filepath.Base(source) + "-*"); len(journals) == 0 {
+			out += ", without a journal: every inode made there costs more the more were freed in the last minutes, so the runner's CPU a dispatch grows with the run (docs/capacity.md)"
+		}
+	}
+	return out
 }

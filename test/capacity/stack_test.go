@@ -91,6 +91,8 @@ type stack struct {
 	traces  *runnertest.PhaseLog
 	// replayers are the runners' engines in replay mode.
 	replayers []*procbench.Replayer
+	// done counts the dispatches the runners have finished (PhaseDone).
+	done atomic.Int64
 }
 
 // workerRuns is how many dispatches ran the worker and how many were
@@ -217,7 +219,12 @@ func newStack(tb testing.TB, sh shape) *stack {
 			}
 			r, err := runner.New(runner.Config{ID: id, Slots: sh.slots, Image: procbench.Image, DataDir: tb.TempDir(),
 				StorageURI: "file://" + storeDir, Store: store, Bus: connect(id), Engine: labelledEngine{eng}, Grace: 3 * time.Second,
-				Logger: log, Trace: s.traces.Note})
+				Logger: log, Trace: func(id string, p runner.Phase, at time.Time) {
+					s.traces.Note(id, p, at)
+					if p == runner.PhaseDone {
+						s.done.Add(1)
+					}
+				}})
 			if err != nil {
 				tb.Fatal(err)
 			}
