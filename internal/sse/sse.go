@@ -69,6 +69,20 @@ func (s *Stream) Write(format string, args ...any) error {
 	return nil
 }
 
+// Event is Write of one event, name and data (one line), without the
+// formatting: the API's streams write thousands a second.
+func (s *Stream) Event(name string, data []byte) error {
+	s.buf = append(s.buf, "event: "...)
+	s.buf = append(s.buf, name...)
+	s.buf = append(s.buf, "\ndata: "...)
+	s.buf = append(s.buf, data...)
+	s.buf = append(s.buf, "\n\n"...)
+	if len(s.buf) >= maxBuffered {
+		return s.send()
+	}
+	return nil
+}
+
 // Flush sends what Write wrote, within the stream's timeout.
 func (s *Stream) Flush() error {
 	if err := s.send(); err != nil {

@@ -76,7 +76,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 				return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
 			}
 		}
-		return stream.Write("event: %s\ndata: %s\n\n", wire.EventTask, data)
+		return stream.Event(wire.EventTask, data)
 	}
 	// sendChanges writes c and the changes already waiting behind it (up
 	// to a batch), then flushes once: with many streams open, a flush per
