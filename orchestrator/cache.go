@@ -414,6 +414,13 @@ func (c *taskCache) put(id string, value []byte, rev uint64) {
 
 // load is put that returns a value that does not decode.
 func (c *taskCache) load(id string, value []byte, rev uint64) error {
+	// A revision the cache has already — this process's own write, put
+	// by the store, coming back on the cache's watch — is not decoded
+	// again: the decode (twice for an open task) was 6% of serve's CPU at
+	// 200 submits a second (docs/capacity.md, "The API under load").
+	if c.has(id, rev) {
+		return nil
+	}
 	n, err := newEntry(id, value, rev)
 	if err != nil {
 		return fmt.Errorf("decode task %s: %w", id, err)
@@ -440,6 +447,18 @@ func (c *taskCache) load(id string, value []byte, rev uint64) error {
 	}
 	c.add(n)
 	return nil
+}
+
+// has reports whether the cache holds task id at rev or later, or knows
+// it removed since.
+func (c *taskCache) has(id string, rev uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.byID[id]; cur != nil && cur.rev >= rev {
+		return true
+	}
+	g, ok := c.goneAt(id)
+	return ok && rev <= g
 }
 
 // remove drops a task removed at revision rev; 0 means "whatever is

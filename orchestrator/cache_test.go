@@ -64,6 +64,27 @@ func TestTaskCacheOrdering(t *testing.T) {
 	}
 }
 
+// A revision the cache holds already — this process's own write, put by
+// the store, coming back on the cache's watch — is not decoded again: a
+// value that would not decode shows it.
+func TestTaskCacheSkipsHeldRevision(t *testing.T) {
+	c := newTaskCache(natstest.Logger(t))
+	c.setReady(true)
+	data, _ := json.Marshal(wire.Task{ID: "t", State: wire.StateQueued})
+	c.put("t", data, 5)
+	c.remove("u", 7)
+	for _, tc := range []struct {
+		id      string
+		rev     uint64
+		decoded bool
+	}{{"t", 4, false}, {"t", 5, false}, {"u", 7, false}, {"t", 6, true}, {"u", 8, true}} {
+		err := c.load(tc.id, []byte("not json"), tc.rev)
+		if decoded := err != nil; decoded != tc.decoded {
+			t.Errorf("load(%s, rev %d) = %v: decoded %v, want %v", tc.id, tc.rev, err, decoded, tc.decoded)
+		}
+	}
+}
+
 // TestTaskCacheOrder: the bucket arrives in the order of its last writes;
 // the cache lists by creation (then id), newest first, whatever the order
 // of arrival, before and after catching up.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/agoradev/agora/wire"
@@ -37,8 +38,14 @@ var errWatchLost = errors.New("the watch of the tasks bucket ended")
 // rather than hold the others back. The watch of the bucket runs while
 // anyone watches.
 type watchHub struct {
-	mu   sync.Mutex
-	subs map[*hubSub]struct{}
+	mu sync.Mutex
+	// subs are the watchers, in a slice: the fan-out walks it per change.
+	subs []*hubSub
+	// owners is the owner of each task as the watch last saw it, so its
+	// removal (which carries no task) goes to the streams that may see
+	// it: one map for the hub, where each watcher kept one of its own
+	// (200 map writes per change with 200 streams open).
+	owners map[string]string
 	// gen numbers the watches of the bucket, so a late change or loss from
 	// a stopped one is ignored; stop ends the current one (nil: none).
 	gen  int
@@ -53,30 +60,20 @@ type hubSub struct {
 	// done is closed when the hub drops the watcher; err says why.
 	done chan struct{}
 	err  error
-	// id is the caller's identity, keep its own filter (nil: all); all
-	// says the caller is told of every removal, seen the tasks it saw
-	// in this watch, whose removal it is told of. The fan-out alone
-	// touches them, under the hub's lock.
-	id   Identity
+	// name is the caller's name (Identity.Name), keep its own filter
+	// (nil: all); all says the caller sees every task (an admin, an
+	// answerer), else it sees those name owns.
+	name string
 	keep func(wire.Change) bool
 	all  bool
-	seen map[string]bool
 }
 
-// accepts reports whether s is sent c, noting what it saw; h.mu is held.
-func (s *hubSub) accepts(c *wire.Change) bool {
-	if c.Removed {
-		if !s.seen[c.TaskID] && !s.all {
-			return false
-		}
-		delete(s.seen, c.TaskID)
-	} else {
-		if !s.id.sees(c.Task) {
-			return false
-		}
-		if !s.all {
-			s.seen[c.TaskID] = true
-		}
+// accepts reports whether s is sent c, a change of a task owned by owner
+// ("": unknown, a removal of a task the watch never saw); h.mu is held.
+// Identity.sees, for a removal too.
+func (s *hubSub) accepts(c *wire.Change, owner string) bool {
+	if !s.all && (s.name == "" || owner != s.name) {
+		return false
 	}
 	return s.keep == nil || s.keep(*c)
 }
@@ -103,17 +100,17 @@ func (o *Orchestrator) subscribe(ctx context.Context, keep func(wire.Change) boo
 		}
 		h.stop = cancel
 	}
-	if h.subs == nil {
-		h.subs = map[*hubSub]struct{}{}
+	if h.owners == nil {
+		h.owners = map[string]string{}
 	}
 	lag := h.lag
 	if lag <= 0 {
 		lag = DefaultWatchLag
 	}
 	id := caller(ctx)
-	s := &hubSub{ch: make(chan *Followed, lag), done: make(chan struct{}), id: id, keep: keep,
-		all: id.Admin || id.Answerer, seen: map[string]bool{}}
-	h.subs[s] = struct{}{}
+	s := &hubSub{ch: make(chan *Followed, lag), done: make(chan struct{}), name: id.Name, keep: keep,
+		all: id.Admin || id.Answerer}
+	h.subs = append(h.subs, s)
 	return s, nil
 }
 
@@ -122,19 +119,20 @@ func (o *Orchestrator) unsubscribe(s *hubSub) {
 	h := &o.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.subs[s]; ok {
+	if slices.Contains(h.subs, s) {
 		h.drop(s, nil)
 	}
 }
 
 // drop ends watcher s with err; h.mu is held.
 func (h *watchHub) drop(s *hubSub, err error) {
-	delete(h.subs, s)
+	h.subs = slices.DeleteFunc(h.subs, func(o *hubSub) bool { return o == s })
 	s.err = err
 	close(s.done)
 	if len(h.subs) == 0 && h.stop != nil {
 		h.stop()
 		h.stop = nil
+		h.owners = nil
 	}
 }
 
@@ -162,15 +160,29 @@ func (o *Orchestrator) publish(gen int, key string, value []byte, rev uint64) {
 	if gen != h.gen {
 		return
 	}
-	for s := range h.subs {
-		if !s.accepts(&f.Change) {
+	var owner string
+	if c.Removed {
+		owner = h.owners[key]
+		delete(h.owners, key)
+	} else {
+		owner = c.Task.Owner
+		if h.owners[key] != owner {
+			h.owners[key] = owner
+		}
+	}
+	var lagged []*hubSub
+	for _, s := range h.subs {
+		if !s.accepts(&f.Change, owner) {
 			continue
 		}
 		select {
 		case s.ch <- f:
 		default:
-			h.drop(s, fmt.Errorf("this stream %w (%d behind): reconnect, then read the state again", ErrWatchLagged, cap(s.ch)))
+			lagged = append(lagged, s)
 		}
+	}
+	for _, s := range lagged {
+		h.drop(s, fmt.Errorf("this stream %w (%d behind): reconnect, then read the state again", ErrWatchLagged, cap(s.ch)))
 	}
 }
 
@@ -182,7 +194,7 @@ func (o *Orchestrator) watchLost(gen int) {
 	if gen != h.gen {
 		return
 	}
-	for s := range h.subs {
+	for _, s := range slices.Clone(h.subs) {
 		h.drop(s, errWatchLost)
 	}
 	if h.stop != nil {

@@ -123,3 +123,62 @@ func TestFollowLagged(t *testing.T) {
 		t.Fatal("a Follower 3 changes behind was not dropped within 30 s")
 	}
 }
+
+// A submitter's watch is told of the removal of a task it owns, though it
+// saw no change of that task itself (the shared watch did), and never of
+// another owner's: the removal carries no task, so the hub remembers
+// whose it was. Before, each watch kept the tasks it had seen, a map
+// write per change per watcher, and missed this removal.
+func TestFollowRemovalToOwner(t *testing.T) {
+	t.Parallel()
+	o := newListingOrchestrator(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	alice, bob := WithIdentity(ctx, Identity{Name: "alice"}), WithIdentity(ctx, Identity{Name: "bob"})
+	admin := Follow(ctx, o, nil, 0) // the operator's: the hub watches from here on
+	<-admin.Ready
+	if _, err := o.Submit(alice, wire.SubmitRequest{TaskID: "gone-1", Subagent: script("s", "true")}); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	if _, err := o.Cancel(alice, "gone-1"); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	// Its changes (created, marked enqueued, cancelled) through the hub
+	// before the owners' watches start; the removal is the next.
+	for range 3 {
+		select {
+		case <-admin.Changes:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the operator's watch did not get the submitted task's changes within 30 s")
+		}
+	}
+	a, b := Follow(alice, o, nil, 0), Follow(bob, o, nil, 0)
+	<-a.Ready
+	<-b.Ready
+	if err := o.Remove(alice, "gone-1"); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	var got *Followed
+	for got == nil || !got.Removed {
+		select {
+		case got = <-a.Changes:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the owner's watch was not told of the removal within 30 s")
+		}
+	}
+	if got.TaskID != "gone-1" {
+		t.Errorf("removal of %s, want gone-1", got.TaskID)
+	}
+	// The admin sees every change: once it has the removal, the hub has
+	// handed it to every watcher it was for.
+	for c := range admin.Changes {
+		if c.Removed {
+			break
+		}
+	}
+	select {
+	case c := <-b.Changes:
+		t.Errorf("another owner's watch got %s (removed %v)", c.TaskID, c.Removed)
+	default:
+	}
+}

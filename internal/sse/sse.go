@@ -28,12 +28,23 @@ type Stream struct {
 // maxBuffered is how much Write holds before it sends without a Flush.
 const maxBuffered = 256 << 10
 
-// Open starts the stream on w: status 200, text/event-stream, no caching
-// and no proxy buffering. Each later write must finish within timeout.
-func Open(w http.ResponseWriter, timeout time.Duration) *Stream {
+// Open starts the stream on w, the response to r: status 200,
+// text/event-stream, no caching and no proxy buffering. Each later write
+// must finish within timeout.
+//
+// Over HTTP/1.1 the stream is sent without chunked transfer coding, as the
+// SSE specification recommends (net/http's "Transfer-Encoding: identity"):
+// the body ends when the connection closes. Chunked, every flush is two
+// system calls — the data, then the chunk's closing CRLF — and with 200
+// streams open those were a third of serve's CPU (docs/capacity.md, "The
+// API under load").
+func Open(w http.ResponseWriter, r *http.Request, timeout time.Duration) *Stream {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	if r.ProtoMajor == 1 && r.ProtoMinor >= 1 {
+		w.Header().Set("Transfer-Encoding", "identity")
+	}
 	w.WriteHeader(http.StatusOK)
 	return &Stream{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
@@ -52,6 +63,20 @@ func (s *Stream) Send(format string, args ...any) error {
 // one per event. Past maxBuffered it sends what it holds.
 func (s *Stream) Write(format string, args ...any) error {
 	s.buf = fmt.Appendf(s.buf, format, args...)
+	if len(s.buf) >= maxBuffered {
+		return s.send()
+	}
+	return nil
+}
+
+// Event is Write of one event, name and data (one line), without the
+// formatting: the API's streams write thousands a second.
+func (s *Stream) Event(name string, data []byte) error {
+	s.buf = append(s.buf, "event: "...)
+	s.buf = append(s.buf, name...)
+	s.buf = append(s.buf, "\ndata: "...)
+	s.buf = append(s.buf, data...)
+	s.buf = append(s.buf, "\n\n"...)
 	if len(s.buf) >= maxBuffered {
 		return s.send()
 	}

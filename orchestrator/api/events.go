@@ -18,8 +18,8 @@ import (
 const streamWriteTimeout = 30 * time.Second
 
 // changeBatch is how many waiting changes a stream writes before it
-// flushes.
-const changeBatch = 64
+// flushes: what a paced stream gathers at many hundred changes a second.
+const changeBatch = 1024
 
 // events streams task changes as server-sent events until the client goes
 // away or the service's watch ends:
@@ -67,7 +67,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	case <-ctx.Done():
 		return
 	}
-	stream := sse.Open(w, streamWriteTimeout)
+	stream := sse.Open(w, r, streamWriteTimeout)
 	writeChange := func(c *orchestrator.Followed) error {
 		data := c.JSON
 		if data == nil {
@@ -76,7 +76,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 				return fmt.Errorf("encode change of task %s: %w", c.TaskID, err)
 			}
 		}
-		return stream.Write("event: %s\ndata: %s\n\n", wire.EventTask, data)
+		return stream.Event(wire.EventTask, data)
 	}
 	// sendChanges writes c and the changes already waiting behind it (up
 	// to a batch), then flushes once: with many streams open, a flush per
@@ -108,33 +108,64 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			_ = stream.Send("event: %s\ndata: %s\n\n", wire.EventError, data)
 		}
 	}
+	// end writes what the ended watch left — c, then the changes queued
+	// — and its error event. A stream dropped for falling behind is told
+	// so at once, not sent the changes it was behind on first.
+	end := func(c *orchestrator.Followed, werr error) {
+		if !errors.Is(werr, orchestrator.ErrWatchLagged) {
+			if c != nil {
+				if err := writeChange(c); err != nil {
+					return
+				}
+			}
+			for len(f.Changes) > 0 {
+				if err := writeChange(<-f.Changes); err != nil {
+					return
+				}
+			}
+		}
+		if err := stream.Flush(); err != nil {
+			return
+		}
+		sendError(werr)
+	}
 	if err := stream.Send(": stream open\n\n"); err != nil {
 		return
 	}
 	heartbeat := time.NewTicker(h.heartbeat)
 	defer heartbeat.Stop()
+	// A stream writes changes at most once per h.pace: the ones that come
+	// meanwhile wait and go out together. With 200 streams open and a
+	// change every few milliseconds, a write (and a wake-up of this
+	// goroutine) per change was most of serve's CPU.
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	var wrote time.Time
 	for {
 		var err error
 		select {
 		case <-ctx.Done():
 			return
 		case c := <-f.Changes:
+			if wait := h.pace - time.Since(wrote); h.pace > 0 && wait > 0 {
+				pace.Reset(wait)
+				select {
+				case <-ctx.Done():
+					return
+				case werr := <-f.Done:
+					watchEnded = true
+					end(c, werr)
+					return
+				case <-pace.C:
+				}
+			}
 			err = sendChanges(c)
+			wrote = time.Now()
 		case <-heartbeat.C:
 			err = stream.Send(": heartbeat\n\n")
 		case werr := <-f.Done:
 			watchEnded = true
-			// A stream dropped for falling behind is told so at once,
-			// not sent the changes it was behind on first.
-			for len(f.Changes) > 0 && !errors.Is(werr, orchestrator.ErrWatchLagged) {
-				if err := writeChange(<-f.Changes); err != nil {
-					return
-				}
-			}
-			if err := stream.Flush(); err != nil {
-				return
-			}
-			sendError(werr)
+			end(nil, werr)
 			return
 		}
 		if err != nil {

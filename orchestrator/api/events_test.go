@@ -9,8 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agoradev/agora/orchestrator/api"
@@ -205,4 +208,105 @@ func TestEvents_WatchEndsAfterChanges(t *testing.T) {
 	if rest, err := io.ReadAll(r); err != nil || len(rest) != 0 {
 		t.Errorf("after the last change: %q, %v; want the stream to end", rest, err)
 	}
+}
+
+// writeCounter is a ResponseWriter that keeps each write of the body
+// apart, so a test sees which changes went out together.
+type writeCounter struct {
+	mu     sync.Mutex
+	header http.Header
+	writes []string
+}
+
+func (w *writeCounter) Header() http.Header { return w.header }
+func (w *writeCounter) WriteHeader(int)     {}
+func (w *writeCounter) Flush()              {}
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// since is the writes after the first n, and how many there are now.
+func (w *writeCounter) since(n int) ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.writes[n:]), len(w.writes)
+}
+
+// A stream that has just written waits out its pace, and the changes that
+// come meanwhile go out together in one write; one that was quiet writes
+// at once. (synctest: the clock moves only when every goroutine waits.)
+func TestEvents_PacedWrites(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const pace = time.Second
+		send := make(chan func(wire.Change), 1)
+		svc := &apitest.Service{WatchFunc: func(ctx context.Context, fn func(wire.Change)) error {
+			send <- fn
+			<-ctx.Done()
+			return nil
+		}}
+		h, err := api.NewHandler(api.Config{Service: svc, Logger: testLogger(t), StreamPace: pace})
+		if err != nil {
+			t.Fatalf("NewHandler: %v", err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		req := httptest.NewRequestWithContext(ctx, "GET", "/v1/events", nil)
+		req.RemoteAddr, req.Host = "127.0.0.1:40000", "127.0.0.1:7070"
+		w := &writeCounter{header: http.Header{}}
+		served := make(chan struct{})
+		go func() { h.ServeHTTP(w, req); close(served) }()
+		fn := <-send
+		synctest.Wait()
+		_, n := w.since(0) // ": stream open"
+
+		fn(change("t-1", wire.StateQueued))
+		synctest.Wait()
+		if got, now := w.since(n); len(got) != 1 || !strings.Contains(got[0], `"t-1"`) {
+			t.Fatalf("after the first change of a quiet stream: writes %q, want one with t-1", got)
+		} else {
+			n = now
+		}
+		for _, id := range []string{"t-2", "t-3", "t-4"} {
+			fn(change(id, wire.StateQueued))
+			synctest.Wait()
+		}
+		if got, _ := w.since(n); len(got) != 0 {
+			t.Fatalf("changes within the pace of the last write: written at once %q, want them held", got)
+		}
+		time.Sleep(pace)
+		synctest.Wait()
+		got, _ := w.since(n)
+		if len(got) != 1 || strings.Count(got[0], "event: task\n") != 3 {
+			t.Fatalf("after the pace: writes %q, want the three held changes in one", got)
+		}
+		if a, b, c := strings.Index(got[0], `"t-2"`), strings.Index(got[0], `"t-3"`), strings.Index(got[0], `"t-4"`); a > b || b > c {
+			t.Errorf("the held changes out of order: %q", got[0])
+		}
+		cancel()
+		<-served
+	})
+}
+
+// An event stream over HTTP/1.1 goes without chunked transfer coding, one
+// write per flush instead of two; the body ends with the connection.
+func TestEvents_NotChunked(t *testing.T) {
+	t.Parallel()
+	sent := []wire.Change{change("t-1", wire.StateRunning)}
+	ended := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	resp, r := openStream(t, ctx, api.Config{Service: watchFake(sent, ended)}, "/v1/events")
+	if len(resp.TransferEncoding) != 0 || resp.ContentLength != -1 || !resp.Close {
+		t.Errorf("GET /v1/events: transfer encoding %q, content length %d, close %v; want none, unknown (-1), true",
+			resp.TransferEncoding, resp.ContentLength, resp.Close)
+	}
+	want, _ := json.Marshal(sent[0])
+	if event, data := readEvent(t, r); event != "task" || data != string(want) {
+		t.Errorf("event = %q %s, want task %s", event, data, want)
+	}
+	cancel()
+	waitClosed(t, ended, "Watch context ends")
 }

@@ -51,7 +51,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request, _ api.Session) 
 		<-f.Done
 		return
 	}
-	stream := sse.Open(w, writeTimeout)
+	stream := sse.Open(w, r, writeTimeout)
 	// Retry after 2 s when the stream drops; sync: whatever changed before
 	// this stream watched, the page reads now.
 	if err := stream.Send("retry: 2000\nevent: sync\ndata: {}\n\n"); err != nil {

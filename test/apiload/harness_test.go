@@ -74,6 +74,10 @@ type row struct {
 	streamsEnded   int64
 	load           string
 	achievedPerSec float64
+	// cpu is serve's CPU time (user and system) from the attack's start
+	// until the streams have read its changes: what the row's requests
+	// cost serve, the delivery of their changes included.
+	cpu time.Duration
 }
 
 // report is a run's table and what the streams saw.
@@ -124,10 +128,13 @@ func run(tb testing.TB, p plan) report {
 		if p.profileDir != "" {
 			prof = srv.profile(tb, p.each, filepath.Join(p.profileDir, fmt.Sprintf("%s-%d.pprof", ep, rate)))
 		}
+		cpu0 := srv.cpu()
 		r := tg.attack(ep, rate, p.each, p.timeout)
 		r.endpoint = label
 		prof.wait(tb)
 		r.streamsOpen, r.streamsEnded, r.load = st.open(), st.ended.Load(), loadavg()
+		st.settle()
+		r.cpu = srv.cpu() - cpu0
 		p.progress(r.line())
 		return r
 	}
@@ -198,8 +205,12 @@ func (r row) line() string {
 	if r.firstError != "" {
 		first = "  (" + clip(r.firstError, 70) + ")"
 	}
-	return fmt.Sprintf("%-18s %6d %8d %9.1f %9.1f %9.1f %7d %6d/%d %s%s", r.endpoint, r.rate, r.requests,
-		ms(r.p50), ms(r.p99), ms(r.max), r.errors, r.streamsOpen, r.streamsEnded, r.load, first)
+	cpuPer := 0.0
+	if r.requests > 0 {
+		cpuPer = ms(r.cpu) / float64(r.requests)
+	}
+	return fmt.Sprintf("%-18s %6d %8d %9.1f %9.1f %9.1f %7d %6d/%d %9.2f %s%s", r.endpoint, r.rate, r.requests,
+		ms(r.p50), ms(r.p99), ms(r.max), r.errors, r.streamsOpen, r.streamsEnded, cpuPer, r.load, first)
 }
 
 // table prints the report whole.
@@ -207,7 +218,7 @@ func (rep report) table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agora serve under vegeta: %d event streams open throughout; %d open questions seeded; load average before %s\n",
 		rep.streams, rep.seeded, rep.loadBefore)
-	fmt.Fprintf(&b, "%-18s %6s %8s %9s %9s %9s %7s %8s %s\n", "endpoint", "rate/s", "requests", "p50 ms", "p99 ms", "max ms", "errors", "streams", "load average (1, 5, 15 min)")
+	fmt.Fprintf(&b, "%-18s %6s %8s %9s %9s %9s %7s %8s %9s %s\n", "endpoint", "rate/s", "requests", "p50 ms", "p99 ms", "max ms", "errors", "streams", "CPU ms/r", "load average (1, 5, 15 min)")
 	for _, r := range rep.rows {
 		b.WriteString(r.line() + "\n")
 	}
@@ -234,7 +245,7 @@ func (rep report) table() string {
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "streams: %d of %d open at the end; %d task events read, %d error events, %d reconnects; load average after %s\n",
 		rep.streamsOpen, rep.streams, rep.streamEvents, rep.streamErrors, rep.reconnects, rep.loadAfter)
-	b.WriteString("(streams column: open now / ended so far)\n")
+	b.WriteString("(streams column: open now / ended so far; CPU ms/r: serve's CPU time per request, from the attack's start until the streams have read its changes)\n")
 	return b.String()
 }
 
@@ -431,6 +442,25 @@ func (s *server) stop(tb testing.TB) {
 		<-s.done
 		tb.Errorf("serve did not stop within a minute of SIGTERM")
 	}
+}
+
+// cpu is serve's CPU time so far, user and system (/proc/PID/stat; 0
+// where there is none).
+func (s *server) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	// Clock ticks of USER_HZ, 100 a second on Linux.
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // profile is a CPU profile of serve being taken.
