@@ -22,7 +22,8 @@ import (
 // taskCache is what listing reads instead of decoding the bucket: a small
 // index entry for every task — id, state, created_at, labels, and the few
 // numbers the metrics need — in creation order, and the list view
-// (ListView) of every open task (queued, running, needs_input) decoded. A
+// (ListView) of every open task (queued, running, needs_input), packed
+// (cache_open.go). A
 // terminal task's body is not kept: a page that shows it reads it from the
 // bucket. So memory follows the open tasks, not every task ever run:
 // docs/benchmarks.md, "Listing at scale".
@@ -52,6 +53,9 @@ type taskCache struct {
 	// has caught up (settledOnce).
 	unsorted, settledOnce bool
 	open                  map[string]*cacheEntry // the entries of open tasks
+	// asking is the open tasks the questions page lists (asked): a scan
+	// of 15,000 small values, not of every open task's entry.
+	asking map[string]askedEntry
 	counts                map[wire.State]int
 	owners                ownerTally // counts per owner
 	// gone holds the revision at which a task was removed, so an older
@@ -83,8 +87,9 @@ type cacheEntry struct {
 	// data packs the id, the labels (encodeLabels), the round stats and
 	// the usage summed over the rounds: packEntry.
 	data string
-	// task is the list view of an open task; nil for a terminal one.
-	task  *wire.Task
+	// open is what an open task keeps besides (cache_open.go); nil for a
+	// terminal one.
+	open  *openEntry
 	state wire.State
 	// owner and subagent are names' indexes.
 	owner, subagent uint32
@@ -228,7 +233,7 @@ func labelIs(enc, key, value string) bool {
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: newNameTable()}
+		open: map[string]*cacheEntry{}, asking: map[string]askedEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: newNameTable()}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
@@ -252,6 +257,8 @@ type taskHead struct {
 		RetryAt   time.Time  `json:"retry_at"`
 		StartedAt time.Time  `json:"started_at"`
 		EndedAt   time.Time  `json:"ended_at"`
+		AskedAt   time.Time  `json:"asked_at"`
+		Enqueued  bool       `json:"enqueued"`
 		Usage     *usageHead `json:"usage"`
 		Question  *struct {
 			// Options is left undecoded: only whether there are any counts.
@@ -312,7 +319,11 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 			return newTask{}, err
 		}
 		t.ID, t.Revision, t.State = id, rev, e.state
-		e.task = ListView(&t)
+		view, err := json.Marshal(ListView(&t))
+		if err != nil {
+			return newTask{}, fmt.Errorf("encode its list view: %w", err)
+		}
+		e.open = openOf(&h, string(view))
 	}
 	return newTask{e: e, owner: h.Owner, subagent: h.Request.Subagent.Name}, nil
 }
@@ -511,9 +522,7 @@ func (c *taskCache) add(n newTask) {
 	} else {
 		c.order = slices.Insert(c.order, c.position(key), e)
 	}
-	if e.task != nil {
-		c.open[id] = e
-	}
+	c.addOpen(id, e)
 	c.counts[e.state]++
 	c.owners.add(e.owner, e.state)
 }
@@ -527,10 +536,8 @@ func (c *taskCache) replace(old *cacheEntry, n newTask) {
 	c.names.release(old.subagent)
 	c.byID[id] = e
 	c.order[c.index(old)] = e
-	delete(c.open, id)
-	if e.task != nil {
-		c.open[id] = e
-	}
+	c.dropOpen(id)
+	c.addOpen(id, e)
 	c.uncount(old.state)
 	c.counts[e.state]++
 	c.owners.remove(old.owner, old.state)
@@ -543,7 +550,7 @@ func (c *taskCache) drop(e *cacheEntry) {
 	c.names.release(e.owner)
 	c.names.release(e.subagent)
 	delete(c.byID, id)
-	delete(c.open, id)
+	c.dropOpen(id)
 	c.uncount(e.state)
 	c.owners.remove(e.owner, e.state)
 	e.dropped = true
@@ -656,17 +663,17 @@ func (f taskFilter) matchTask(t *wire.Task) bool {
 	return ok && v == f.value
 }
 
-// selected is one task a page shows: the list view of an open task, or
-// only the key of a terminal one, whose body the bucket holds.
+// selected is one task a page shows: an open task, whose list view the
+// cache holds (packed), or only the key of a terminal one, whose body the
+// bucket holds.
 type selected struct {
 	key  sortKey
-	task *wire.Task
+	open *openEntry
 }
 
 // pageTasks selects up to limit tasks matching f, newest first, from the
-// one after the cursor key on (every task when after is nil). Open tasks
-// come as copies of their list view (the caller may set the copy's own
-// fields, not what they point to). more says whether another match
+// one after the cursor key on (every task when after is nil). more says
+// whether another match
 // follows; counts are every task's by state (with f scoped to an owner,
 // that owner's).
 func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[wire.State]int, more bool) {
@@ -686,12 +693,7 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 			more = true
 			break
 		}
-		s := selected{key: e.key()}
-		if e.task != nil {
-			cp := *e.task
-			s.task = &cp
-		}
-		sel = append(sel, s)
+		sel = append(sel, selected{key: e.key(), open: e.open})
 	}
 	if f.scoped {
 		return sel, c.ownerCounts(f.owner), more
@@ -706,16 +708,6 @@ func (c *taskCache) ownerCounts(owner string) map[wire.State]int {
 		return map[wire.State]int{}
 	}
 	return c.owners.of(i)
-}
-
-// eachOpen calls fn with a copy of the list view of every open task.
-func (c *taskCache) eachOpen(fn func(*wire.Task)) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, e := range c.open {
-		cp := *e.task
-		fn(&cp)
-	}
 }
 
 // eachStats calls fn with the stats of every task f matches that was
@@ -743,12 +735,7 @@ func (c *taskCache) eachStats(f taskFilter, since time.Time, fn func(s *TaskStat
 		if rounds, used = e.roundsAndUsage(rounds[:0], &usage); used {
 			s.Usage = &usage
 		}
-		s.OpenQuestion = false
-		if t := e.task; t != nil && t.State == wire.StateNeedsInput {
-			if r := currentRound(t); r != nil && r.Question != nil && r.Answer == nil {
-				s.OpenQuestion = true
-			}
-		}
+		s.OpenQuestion = e.open != nil && e.open.waitsOnQuestion(e.state)
 		s.Rounds = s.Rounds[:0]
 		for _, r := range rounds {
 			s.Rounds = append(s.Rounds, r.stats())

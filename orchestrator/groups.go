@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agoradev/agora/orchestrator/answer"
@@ -33,25 +34,34 @@ func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOption
 	if err != nil {
 		return nil, err
 	}
+	// Chosen and ordered from the cache's open entries; only the views
+	// of the questions grouped are decoded.
+	var picked []keyedOpen
+	id := caller(ctx)
+	c.eachOpen(func(t openTask) {
+		if !t.waitsOnQuestion(t.state) || !id.seesOwner(t.owner) {
+			return
+		}
+		if opts.Batch != "" && !labelIs(t.labels, wire.BatchLabel, opts.Batch) {
+			return
+		}
+		picked = append(picked, keyedOpen{sortKey{t.asked, t.id}, t.openEntry})
+	})
+	slices.SortFunc(picked, func(a, b keyedOpen) int { return a.key.compare(b.key) })
 	type open struct {
 		t *wire.Task
 		r *wire.Round
 	}
-	var qs []open
-	id := caller(ctx)
-	c.eachOpen(func(t *wire.Task) {
-		r := currentRound(t)
-		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil || !id.sees(t) {
-			return
+	qs := make([]open, 0, len(picked))
+	for _, p := range picked {
+		t, err := p.e.task()
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", p.key.id, err)
 		}
-		if opts.Batch != "" && t.Request.Labels[wire.BatchLabel] != opts.Batch {
-			return
+		if r := currentRound(t); r != nil && r.Question != nil {
+			qs = append(qs, open{t, r})
 		}
-		qs = append(qs, open{t, r})
-	})
-	sort.Slice(qs, func(i, j int) bool {
-		return keyOf(qs[i].r.AskedAt, qs[i].t.ID).compare(keyOf(qs[j].r.AskedAt, qs[j].t.ID)) < 0
-	})
+	}
 	groups := []wire.QuestionGroup{}
 	index := map[string]int{}
 	for _, q := range qs {

@@ -158,13 +158,8 @@ func encodeSnapshot(cp captured) ([]byte, error) {
 		s.str(cp.names[e.owner])
 		s.str(cp.names[e.subagent])
 		s.uvarint(uint64(e.round))
-		if e.task != nil {
-			view, err := json.Marshal(e.task)
-			if err != nil {
-				return nil, fmt.Errorf("encode task %s: %w", e.id(), err)
-			}
-			s.uvarint(uint64(len(view)))
-			s.buf = append(s.buf, view...)
+		if e.open != nil {
+			s.str(e.open.view)
 		} else {
 			s.uvarint(0)
 		}
@@ -256,12 +251,12 @@ func decodeSnapshot(data []byte, tasks int) ([]newTask, error) {
 		n := newTask{e: e, owner: name(s.bytes()), subagent: name(s.bytes())}
 		e.round = int32(min(s.uvarint(), math.MaxInt32))
 		if view := s.bytes(); view != nil {
-			var t wire.Task
-			if err := json.Unmarshal(view, &t); err != nil {
+			// Kept packed; only what the scans of the open tasks read
+			// is decoded (cache_open.go).
+			var err error
+			if e.open, err = openOfView(view); err != nil {
 				return nil, fmt.Errorf("task %s: %w", e.id(), err)
 			}
-			t.ID, t.Revision, t.State = e.id(), e.rev, e.state
-			e.task = &t
 		}
 		if s.err != nil {
 			return nil, fmt.Errorf("entry %d of %d: %w", len(entries)+1, tasks, s.err)
