@@ -323,7 +323,7 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 		if err != nil {
 			return newTask{}, fmt.Errorf("encode its list view: %w", err)
 		}
-		e.open = openOf(&h, string(view))
+		e.open = openOf(&h, view)
 	}
 	return newTask{e: e, owner: h.Owner, subagent: h.Request.Subagent.Name}, nil
 }

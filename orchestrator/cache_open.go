@@ -22,8 +22,9 @@ import (
 // Like the entry, it does not change once made.
 type openEntry struct {
 	// view is the task's list view (ListView) as JSON, with its id,
-	// revision and state set.
-	view string
+	// revision and state set; never written to once made (a []byte, so a
+	// decode does not copy it first).
+	view []byte
 	// asked is the current round's AskedAt as keyOf takes it: the
 	// questions page's order.
 	asked int64
@@ -44,7 +45,7 @@ const (
 
 // openOf makes the open entry of a task whose list view is view and
 // whose head (the same task, or its view) is h.
-func openOf(h *taskHead, view string) *openEntry {
+func openOf(h *taskHead, view []byte) *openEntry {
 	o := &openEntry{view: view, due: math.MinInt64}
 	if len(h.Rounds) == 0 {
 		return o
@@ -75,13 +76,13 @@ func openOfView(view []byte) (*openEntry, error) {
 	if err := json.Unmarshal(view, &h); err != nil {
 		return nil, err
 	}
-	return openOf(&h, string(view)), nil
+	return openOf(&h, view), nil
 }
 
 // task decodes the list view: a copy of the caller's own.
 func (o *openEntry) task() (*wire.Task, error) {
 	var t wire.Task
-	if err := json.Unmarshal([]byte(o.view), &t); err != nil {
+	if err := json.Unmarshal(o.view, &t); err != nil {
 		return nil, fmt.Errorf("decode the list view of an open task: %w", err)
 	}
 	return &t, nil

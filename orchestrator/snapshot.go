@@ -159,7 +159,8 @@ func encodeSnapshot(cp captured) ([]byte, error) {
 		s.str(cp.names[e.subagent])
 		s.uvarint(uint64(e.round))
 		if e.open != nil {
-			s.str(e.open.view)
+			s.uvarint(uint64(len(e.open.view)))
+			s.buf = append(s.buf, e.open.view...)
 		} else {
 			s.uvarint(0)
 		}
