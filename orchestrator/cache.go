@@ -56,8 +56,8 @@ type taskCache struct {
 	// asking is the open tasks the questions page lists (asked): a scan
 	// of 15,000 small values, not of every open task's entry.
 	asking map[string]askedEntry
-	counts                map[wire.State]int
-	owners                ownerTally // counts per owner
+	counts map[wire.State]int
+	owners ownerTally // counts per owner
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back. goneBefore is the
 	// previous generation: forgetGone moves gone there and drops what was
