@@ -75,7 +75,7 @@ type taskCache struct {
 	pending   atomic.Int64
 }
 
-// cacheEntry is one task in the cache: 80 bytes and its data
+// cacheEntry is one task in the cache: 64 bytes and its data
 // (cache_pack.go). Once indexed it does not change but for dropped: a
 // change to the task makes a new entry.
 type cacheEntry struct {
@@ -89,15 +89,41 @@ type cacheEntry struct {
 	data string
 	// open is what an open task keeps besides (cache_open.go); nil for a
 	// terminal one.
-	open  *openEntry
-	state wire.State
+	open *openEntry
 	// owner and subagent are names' indexes.
 	owner, subagent uint32
 	// round is the highest round number (retries and respawns of a round
 	// share its number).
 	round int32
+	// st is 1 + the state's index in wire.States; 0 for a state this
+	// version does not know (never terminal, so open: open.state names
+	// it). A byte, not a string, keeps the entry in 64 bytes, not 80.
+	st uint8
 	// dropped: removed, still in order until the next compaction.
 	dropped bool
+}
+
+// state is the task's state.
+func (e *cacheEntry) state() wire.State {
+	if e.st > 0 && int(e.st) <= len(wire.States) {
+		return wire.States[e.st-1]
+	}
+	if e.open != nil {
+		return e.open.state
+	}
+	return ""
+}
+
+// setState sets the entry's state; one this version does not know needs
+// the entry's open part (the caller makes it first).
+func (e *cacheEntry) setState(s wire.State) error {
+	if e.st = stateIndex(s); e.st == 0 {
+		if e.open == nil {
+			return fmt.Errorf("state %q, which this version does not know, of a task with no list view", s)
+		}
+		e.open.state = s
+	}
+	return nil
 }
 
 // newTask is a decoded entry and its names, before it is indexed.
@@ -289,7 +315,8 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 	if err := json.Unmarshal(value, &h); err != nil {
 		return newTask{}, err
 	}
-	e := &cacheEntry{at: h.CreatedAt.UnixNano(), rev: rev, state: canonicalState(h.State)}
+	e := &cacheEntry{at: h.CreatedAt.UnixNano(), rev: rev}
+	state := canonicalState(h.State)
 	if !h.UpdatedAt.IsZero() {
 		e.updated = h.UpdatedAt.Unix()
 	}
@@ -313,17 +340,20 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 		}
 	}
 	e.data = packEntry(id, encodeLabels(h.Request.Labels), rounds, usage)
-	if !e.state.Terminal() {
+	if !state.Terminal() {
 		var t wire.Task
 		if err := json.Unmarshal(value, &t); err != nil {
 			return newTask{}, err
 		}
-		t.ID, t.Revision, t.State = id, rev, e.state
+		t.ID, t.Revision, t.State = id, rev, state
 		view, err := json.Marshal(ListView(&t))
 		if err != nil {
 			return newTask{}, fmt.Errorf("encode its list view: %w", err)
 		}
 		e.open = openOf(&h, view)
+	}
+	if err := e.setState(state); err != nil {
+		return newTask{}, err
 	}
 	return newTask{e: e, owner: h.Owner, subagent: h.Request.Subagent.Name}, nil
 }
@@ -499,7 +529,7 @@ func (c *taskCache) ended(cutoff time.Time, limit int) []string {
 		if len(ids) >= limit {
 			break
 		}
-		if !e.dropped && e.state.Terminal() && e.updated != 0 && e.updated < at {
+		if !e.dropped && e.state().Terminal() && e.updated != 0 && e.updated < at {
 			ids = append(ids, e.id())
 		}
 	}
@@ -523,8 +553,8 @@ func (c *taskCache) add(n newTask) {
 		c.order = slices.Insert(c.order, c.position(key), e)
 	}
 	c.addOpen(id, e)
-	c.counts[e.state]++
-	c.owners.add(e.owner, e.state)
+	c.counts[e.state()]++
+	c.owners.add(e.owner, e.state())
 }
 
 // replace puts e where old is: the same task, created at the same time.
@@ -538,10 +568,10 @@ func (c *taskCache) replace(old *cacheEntry, n newTask) {
 	c.order[c.index(old)] = e
 	c.dropOpen(id)
 	c.addOpen(id, e)
-	c.uncount(old.state)
-	c.counts[e.state]++
-	c.owners.remove(old.owner, old.state)
-	c.owners.add(e.owner, e.state)
+	c.uncount(old.state())
+	c.counts[e.state()]++
+	c.owners.remove(old.owner, old.state())
+	c.owners.add(e.owner, e.state())
 }
 
 // drop unindexes e; the caller holds the lock.
@@ -551,8 +581,8 @@ func (c *taskCache) drop(e *cacheEntry) {
 	c.names.release(e.subagent)
 	delete(c.byID, id)
 	c.dropOpen(id)
-	c.uncount(e.state)
-	c.owners.remove(e.owner, e.state)
+	c.uncount(e.state())
+	c.owners.remove(e.owner, e.state())
 	e.dropped = true
 	if c.dropped++; c.dropped > 64 && c.dropped > len(c.order)/8 {
 		c.order = slices.DeleteFunc(c.order, func(e *cacheEntry) bool { return e.dropped })
@@ -643,7 +673,7 @@ func filterOf(opts wire.ListOptions) taskFilter {
 
 // matchEntry is whether e passes f, bound to e's cache (bind).
 func (f taskFilter) matchEntry(e *cacheEntry) bool {
-	if f.state != "" && e.state != f.state || f.scoped && (f.noOwner || e.owner != f.ownerIdx) {
+	if f.state != "" && e.state() != f.state || f.scoped && (f.noOwner || e.owner != f.ownerIdx) {
 		return false
 	}
 	if !f.label {
@@ -730,12 +760,12 @@ func (c *taskCache) eachStats(f taskFilter, since time.Time, fn func(s *TaskStat
 		if e.dropped || !f.matchEntry(e) || !since.IsZero() && e.at < since.UnixNano() {
 			continue
 		}
-		s.State, s.Subagent, s.MaxRound, s.Usage = e.state, c.names.name(e.subagent), int(e.round), nil
+		s.State, s.Subagent, s.MaxRound, s.Usage = e.state(), c.names.name(e.subagent), int(e.round), nil
 		var used bool
 		if rounds, used = e.roundsAndUsage(rounds[:0], &usage); used {
 			s.Usage = &usage
 		}
-		s.OpenQuestion = e.open != nil && e.open.waitsOnQuestion(e.state)
+		s.OpenQuestion = e.open != nil && e.open.waitsOnQuestion(e.state())
 		s.Rounds = s.Rounds[:0]
 		for _, r := range rounds {
 			s.Rounds = append(s.Rounds, r.stats())

@@ -33,6 +33,9 @@ type openEntry struct {
 	// for neither); retryAt is its RetryAt (0: none).
 	due, retryAt int64
 	flags        uint8
+	// state is the task's state when this version does not know it
+	// (cacheEntry.st).
+	state wire.State
 }
 
 // openEntry's flags: what the task's current round is.
@@ -120,7 +123,7 @@ func (c *taskCache) eachOpen(fn func(openTask)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for id, e := range c.open {
-		fn(openTask{id: id, state: e.state, owner: c.names.name(e.owner), labels: e.labels(), openEntry: e.open})
+		fn(openTask{id: id, state: e.state(), owner: c.names.name(e.owner), labels: e.labels(), openEntry: e.open})
 	}
 }
 
@@ -138,7 +141,7 @@ func (c *taskCache) addOpen(id string, e *cacheEntry) {
 		return
 	}
 	c.open[id] = e
-	if e.state == wire.StateNeedsInput && e.open.has(openQuestion) {
+	if e.state() == wire.StateNeedsInput && e.open.has(openQuestion) {
 		c.asking[id] = askedEntry{e.open.asked, e.owner, e.open}
 	}
 }

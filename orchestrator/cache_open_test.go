@@ -149,7 +149,7 @@ func checkOpenEntry(t *testing.T, from string, c *taskCache, id string, want *wi
 		t.Errorf("%s: firstAsked of another owner = %d, want 0", from, len(first))
 	}
 	waits := want.State == wire.StateNeedsInput && r != nil && r.Question != nil && r.Answer == nil
-	if got := e.open.waitsOnQuestion(e.state); got != waits {
+	if got := e.open.waitsOnQuestion(e.state()); got != waits {
 		t.Errorf("%s: waitsOnQuestion = %v, want %v", from, got, waits)
 	}
 	c.eachStats(taskFilter{}, time.Time{}, func(s *TaskStats) {

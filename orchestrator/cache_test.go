@@ -28,7 +28,7 @@ func TestTaskCacheOrdering(t *testing.T) {
 		sel, _, _ := c.pageTasks(taskFilter{}, nil, wire.MaxPageLimit)
 		for _, s := range sel {
 			n++
-			state = c.byID[s.key.id].state
+			state = c.byID[s.key.id].state()
 		}
 		return n, state
 	}
@@ -168,8 +168,8 @@ func TestTaskCacheKeepsTerminalTasksOut(t *testing.T) {
 	c := o.store.cache
 	c.mu.RLock()
 	for id, e := range c.byID {
-		if open := !e.state.Terminal(); open != (e.open != nil) || open != (c.open[id] != nil) {
-			t.Errorf("cache entry %s (%s): body kept %v, in the open set %v; want both %v", id, e.state, e.open != nil, c.open[id] != nil, open)
+		if open := !e.state().Terminal(); open != (e.open != nil) || open != (c.open[id] != nil) {
+			t.Errorf("cache entry %s (%s): body kept %v, in the open set %v; want both %v", id, e.state(), e.open != nil, c.open[id] != nil, open)
 		}
 		if e.open == nil {
 			continue

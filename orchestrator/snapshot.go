@@ -153,7 +153,7 @@ func encodeSnapshot(cp captured) ([]byte, error) {
 		s.str(e.data)
 		s.varint(e.at)
 		s.uvarint(e.rev)
-		s.str(string(e.state))
+		s.str(string(e.state()))
 		s.varint(e.updated)
 		s.str(cp.names[e.owner])
 		s.str(cp.names[e.subagent])
@@ -247,7 +247,7 @@ func decodeSnapshot(data []byte, tasks int) ([]newTask, error) {
 		e.data = s.str()
 		e.at = s.varint()
 		e.rev = s.uvarint()
-		e.state = canonicalState(wire.State(name(s.bytes())))
+		state := canonicalState(wire.State(name(s.bytes())))
 		e.updated = s.varint()
 		n := newTask{e: e, owner: name(s.bytes()), subagent: name(s.bytes())}
 		e.round = int32(min(s.uvarint(), math.MaxInt32))
@@ -264,6 +264,9 @@ func decodeSnapshot(data []byte, tasks int) ([]newTask, error) {
 		}
 		if e.id() == "" {
 			return nil, fmt.Errorf("entry %d of %d has no task id", len(entries)+1, tasks)
+		}
+		if err := e.setState(state); err != nil {
+			return nil, fmt.Errorf("task %s: %w", e.id(), err)
 		}
 		entries = append(entries, n)
 	}
