@@ -232,6 +232,12 @@ func uvarint(s string) (uint64, int) {
 
 // labelIs reports whether the encoded labels give key the value.
 func labelIs(enc, key, value string) bool {
+	v, ok := labelValue(enc, key)
+	return ok && v == value
+}
+
+// labelValue is the value the encoded labels give key.
+func labelValue(enc, key string) (string, bool) {
 	next := func() (string, bool) {
 		n, w := uvarint(enc)
 		if w <= 0 || uint64(len(enc)-w) < n {
@@ -244,17 +250,17 @@ func labelIs(enc, key, value string) bool {
 	for enc != "" {
 		k, ok := next()
 		if !ok {
-			return false
+			return "", false
 		}
 		v, ok := next()
 		if !ok {
-			return false
+			return "", false
 		}
 		if k == key {
-			return v == value
+			return v, true
 		}
 	}
-	return false
+	return "", false
 }
 
 func newTaskCache(log *slog.Logger) *taskCache {
@@ -283,8 +289,6 @@ type taskHead struct {
 		RetryAt   time.Time  `json:"retry_at"`
 		StartedAt time.Time  `json:"started_at"`
 		EndedAt   time.Time  `json:"ended_at"`
-		AskedAt   time.Time  `json:"asked_at"`
-		Enqueued  bool       `json:"enqueued"`
 		Usage     *usageHead `json:"usage"`
 		Question  *struct {
 			// Options is left undecoded: only whether there are any counts.
@@ -350,7 +354,7 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 		if err != nil {
 			return newTask{}, fmt.Errorf("encode its list view: %w", err)
 		}
-		e.open = openOf(&h, view)
+		e.open = openOf(t.Rounds, view)
 	}
 	if err := e.setState(state); err != nil {
 		return newTask{}, err

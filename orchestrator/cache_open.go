@@ -14,9 +14,9 @@ import (
 // it is ~2.4 KB of Go values, its JSON half that, and of the 50,000 open
 // tasks at a million stored only the hundred a page shows need it
 // decoded (docs/capacity.md, "A million stored tasks"). What the scans of
-// every open task read — the questions page's order, the outbox sweep,
-// recovery, the stats — is kept beside it, decoded: a scan decodes no
-// view.
+// every open task read — the questions page's order, the question
+// groups' keys, the outbox sweep, recovery, the stats — is kept beside
+// it, decoded: a scan decodes no view.
 
 // openEntry is what the cache keeps of an open task besides its entry.
 // Like the entry, it does not change once made.
@@ -32,7 +32,12 @@ type openEntry struct {
 	// later of its QueuedAt and RetryAt (Unix nanoseconds; math.MinInt64
 	// for neither); retryAt is its RetryAt (0: none).
 	due, retryAt int64
-	flags        uint8
+	// round is the current round's number.
+	round int32
+	flags uint8
+	// group is the current round's question's QuestionGroupKey, and
+	// failures its stepFailures ("" when none); for the question groups.
+	group, failures string
 	// state is the task's state when this version does not know it
 	// (cacheEntry.st).
 	state wire.State
@@ -47,15 +52,19 @@ const (
 )
 
 // openOf makes the open entry of a task whose list view is view and
-// whose head (the same task, or its view) is h.
-func openOf(h *taskHead, view []byte) *openEntry {
+// whose rounds (the task's, or its view's) are rounds.
+func openOf(rounds []wire.Round, view []byte) *openEntry {
 	o := &openEntry{view: view, due: math.MinInt64}
-	if len(h.Rounds) == 0 {
+	if len(rounds) == 0 {
 		return o
 	}
-	r := &h.Rounds[len(h.Rounds)-1]
+	r := &rounds[len(rounds)-1]
 	o.flags = openRound
+	o.round = int32(min(r.N, math.MaxInt32))
 	o.asked = r.AskedAt.UnixNano()
+	if q := r.Question; q != nil {
+		o.group, o.failures = QuestionGroupKey(q.Question, q.Options), stepFailures(r)
+	}
 	if d := later(r.QueuedAt, r.RetryAt); !d.IsZero() {
 		o.due = d.UnixNano()
 	}
@@ -73,13 +82,16 @@ func openOf(h *taskHead, view []byte) *openEntry {
 	return o
 }
 
-// openOfView makes the open entry of the list view view (a snapshot's).
+// openOfView makes the open entry of the list view view (a snapshot's),
+// decoding only its rounds.
 func openOfView(view []byte) (*openEntry, error) {
-	var h taskHead
-	if err := json.Unmarshal(view, &h); err != nil {
+	var v struct {
+		Rounds []wire.Round `json:"rounds"`
+	}
+	if err := json.Unmarshal(view, &v); err != nil {
 		return nil, err
 	}
-	return openOf(&h, view), nil
+	return openOf(v.Rounds, view), nil
 }
 
 // task decodes the list view: a copy of the caller's own.
@@ -132,7 +144,7 @@ func (c *taskCache) eachOpen(fn func(openTask)) {
 type askedEntry struct {
 	asked int64 // openEntry.asked
 	owner uint32
-	e     *openEntry
+	e     *cacheEntry
 }
 
 // addOpen indexes e as an open task, when it is one; c.mu is held.
@@ -142,7 +154,7 @@ func (c *taskCache) addOpen(id string, e *cacheEntry) {
 	}
 	c.open[id] = e
 	if e.state() == wire.StateNeedsInput && e.open.has(openQuestion) {
-		c.asking[id] = askedEntry{e.open.asked, e.owner, e.open}
+		c.asking[id] = askedEntry{e.open.asked, e.owner, e}
 	}
 }
 
@@ -172,9 +184,41 @@ func (c *taskCache) firstAsked(n int, all bool, owner string, after *sortKey) []
 		if after != nil && k.compare(*after) <= 0 {
 			continue
 		}
-		first = keepFirst(first, n, keyedOpen{k, a.e})
+		first = keepFirst(first, n, keyedOpen{k, a.e.open})
 	}
 	return first
+}
+
+// askedQuestion is an open question as the question groups read it.
+type askedQuestion struct {
+	key             sortKey
+	batch, subagent string
+	*openEntry
+}
+
+// openQuestions is the questions the tasks wait on (waitsOnQuestion)
+// that owner's caller sees (every one when all), of batch (any when ""),
+// in the questions page's order.
+func (c *taskCache) openQuestions(all bool, owner, batch string) []askedQuestion {
+	var out []askedQuestion
+	c.mu.RLock()
+	ownerIdx, known := c.names.lookup(owner)
+	if all || owner != "" && known {
+		for id, a := range c.asking {
+			e := a.e
+			if !all && a.owner != ownerIdx || !e.open.waitsOnQuestion(e.state()) {
+				continue
+			}
+			b, _ := labelValue(e.labels(), wire.BatchLabel)
+			if batch != "" && b != batch {
+				continue
+			}
+			out = append(out, askedQuestion{sortKey{a.asked, id}, b, c.names.name(e.subagent), e.open})
+		}
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(out, func(a, b askedQuestion) int { return a.key.compare(b.key) })
+	return out
 }
 
 // keyedOpen is an open task and its place in an order.

@@ -34,7 +34,8 @@ func TestOpenEntryRoundTrip(t *testing.T) {
 		r.StartedAt, r.EndedAt, r.AskedAt, r.StepDeadline = base.Add(time.Second), base.Add(2*time.Second), base.Add(2*time.Second), base.Add(time.Hour)
 		r.Question = &schemas.NeedsInput{Question: "Which one?", Options: []string{"a", "b"}, Context: "both work", Default: &def,
 			PartialState: json.RawMessage(`{"notes":"` + strings.Repeat("x", 4096) + `"}`)}
-		r.Decisions = []wire.Decision{{StepIndex: 0, Step: "agent:x", Result: "failed", At: r.AskedAt}}
+		r.Decisions = []wire.Decision{{StepIndex: 0, Step: "agent:x", Result: "error", Detail: "timed out", At: r.AskedAt},
+			{StepIndex: 1, Step: "human=1h", Result: "pending", At: r.AskedAt}}
 		if answered {
 			r.Answer = &wire.Answer{Value: "a", By: "alice", Channel: "api", At: base.Add(time.Minute), WaitMS: 58_000}
 		}
@@ -136,7 +137,7 @@ func checkOpenEntry(t *testing.T, from string, c *taskCache, id string, want *wi
 	}
 	r := currentRound(want)
 	listed := want.State == wire.StateNeedsInput && r != nil && r.Question != nil
-	if a, ok := c.asking[id]; ok != listed || ok && (sortKey{a.asked, id} != keyOf(r.AskedAt, id) || a.e != e.open) {
+	if a, ok := c.asking[id]; ok != listed || ok && (sortKey{a.asked, id} != keyOf(r.AskedAt, id) || a.e != e) {
 		t.Errorf("%s: on the questions page %v (%+v), want %v", from, ok, a, listed)
 	}
 	if first := c.firstAsked(10, true, "", nil); len(first) != len(c.asking) {
@@ -157,6 +158,27 @@ func checkOpenEntry(t *testing.T, from string, c *taskCache, id string, want *wi
 			t.Errorf("%s: stats say open question %v, want %v", from, s.OpenQuestion, waits)
 		}
 	})
+	qs := c.openQuestions(true, "", "")
+	if len(qs) != map[bool]int{true: 1}[waits] {
+		t.Fatalf("%s: openQuestions = %d, want %v", from, len(qs), waits)
+	}
+	if waits {
+		q := qs[0]
+		if q.key != keyOf(r.AskedAt, id) || q.batch != want.Request.Labels[wire.BatchLabel] || q.subagent != want.Request.Subagent.Name ||
+			q.group != QuestionGroupKey(r.Question.Question, r.Question.Options) || q.failures != stepFailures(r) || int(q.round) != r.N ||
+			!time.Unix(0, q.asked).Equal(r.AskedAt) {
+			t.Errorf("%s: the open question is %+v (batch %q, sub-agent %q, group %q, failures %q, round %d); want the view's", from, q.key, q.batch, q.subagent, q.group, q.failures, q.round)
+		}
+		for _, f := range []struct {
+			all          bool
+			owner, batch string
+			want         int
+		}{{false, "alice", "b-1", 1}, {false, "bob", "", 0}, {true, "", "b-2", 0}, {false, "", "", 0}} {
+			if got := len(c.openQuestions(f.all, f.owner, f.batch)); got != f.want {
+				t.Errorf("%s: openQuestions(%v, %q, %q) = %d, want %d", from, f.all, f.owner, f.batch, got, f.want)
+			}
+		}
+	}
 	if e.open.has(openRound) != (r != nil) {
 		t.Errorf("%s: has a round %v, want %v", from, e.open.has(openRound), r != nil)
 	}
