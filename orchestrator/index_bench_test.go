@@ -131,20 +131,36 @@ func scaleMixTask(i int, now time.Time) *wire.Task {
 // the task index in process, at 100,000 tasks in BenchmarkServeAt1M's
 // mix (5,000 open, 1,500 of them questions): the first page of
 // GET /v1/questions, of GET /v1/tasks?state=needs_input, of
-// GET /v1/questions/groups (every batch), and one pass of the stats every scrape of
-// /metrics makes; CPU and allocations per call (-benchmem).
+// GET /v1/questions/groups (every batch), and one pass of the stats every
+// scrape of /metrics makes; CPU and allocations per call (-benchmem).
+// "1M-open" is the open tasks of a million in that mix alone (50,000,
+// 15,000 of them questions: what the questions page and the groups read
+// at a million; the needs-input page finds them sooner without the ended
+// ones between).
 //
 //	go test -run '^$' -bench ListingAt100k -benchmem ./orchestrator
 func BenchmarkListingAt100k(b *testing.B) {
-	const n = 100_000
+	for _, size := range []struct {
+		name     string
+		n        int
+		openOnly bool
+	}{{"100k", 100_000, false}, {"1M-open", 1_000_000, true}} {
+		b.Run(size.name, func(b *testing.B) { benchListing(b, size.n, size.openOnly) })
+	}
+}
+
+func benchListing(b *testing.B, n int, openOnly bool) {
 	now := time.Now()
 	c := newTaskCache(nil)
 	for i := range n {
+		if openOnly && i%1000 >= 50 {
+			continue
+		}
 		data, err := json.Marshal(scaleMixTask(i, now))
 		if err != nil {
 			b.Fatal(err)
 		}
-		c.put(fmt.Sprintf("scale-%06d", i), data, uint64(i+1))
+		c.put(fmt.Sprintf("scale-%07d", i), data, uint64(i+1))
 	}
 	c.setReady(true)
 	o := &Orchestrator{cfg: Config{Now: time.Now}, store: &store{cache: c}}
@@ -187,4 +203,43 @@ func BenchmarkListingAt100k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSnapshotRestore measures what a start from the task index
+// snapshot spends on the index: decoding a snapshot of 200,000 tasks in
+// BenchmarkServeAt1M's mix (5% open) and indexing its entries; CPU and
+// allocations per restore (-benchmem).
+//
+//	go test -run '^$' -bench SnapshotRestore -benchmem ./orchestrator
+func BenchmarkSnapshotRestore(b *testing.B) {
+	const n = 200_000
+	now := time.Now()
+	c := newTaskCache(nil)
+	for i := range n {
+		data, err := json.Marshal(scaleMixTask(i, now))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.put(fmt.Sprintf("scale-%06d", i), data, uint64(i+1))
+	}
+	c.setReady(true)
+	c.delivered.Store(n)
+	cp, rev, ok := c.capture()
+	if !ok {
+		b.Fatal("capture: the cache is not current")
+	}
+	data, err := encodeSnapshot(cp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		entries, err := decodeSnapshot(data, len(cp.entries))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := newTaskCache(nil)
+		r.restore(entries, rev)
+		r.setReady(true)
+	}
 }
