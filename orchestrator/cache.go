@@ -22,7 +22,8 @@ import (
 // taskCache is what listing reads instead of decoding the bucket: a small
 // index entry for every task — id, state, created_at, labels, and the few
 // numbers the metrics need — in creation order, and the list view
-// (ListView) of every open task (queued, running, needs_input) decoded. A
+// (ListView) of every open task (queued, running, needs_input), packed
+// (cache_open.go). A
 // terminal task's body is not kept: a page that shows it reads it from the
 // bucket. So memory follows the open tasks, not every task ever run:
 // docs/benchmarks.md, "Listing at scale".
@@ -52,8 +53,11 @@ type taskCache struct {
 	// has caught up (settledOnce).
 	unsorted, settledOnce bool
 	open                  map[string]*cacheEntry // the entries of open tasks
-	counts                map[wire.State]int
-	owners                ownerTally // counts per owner
+	// asking is the open tasks the questions page lists (asked): a scan
+	// of 15,000 small values, not of every open task's entry.
+	asking map[string]askedEntry
+	counts map[wire.State]int
+	owners ownerTally // counts per owner
 	// gone holds the revision at which a task was removed, so an older
 	// value still in flight does not bring it back. goneBefore is the
 	// previous generation: forgetGone moves gone there and drops what was
@@ -71,7 +75,7 @@ type taskCache struct {
 	pending   atomic.Int64
 }
 
-// cacheEntry is one task in the cache: 80 bytes and its data
+// cacheEntry is one task in the cache: 64 bytes and its data
 // (cache_pack.go). Once indexed it does not change but for dropped: a
 // change to the task makes a new entry.
 type cacheEntry struct {
@@ -83,16 +87,43 @@ type cacheEntry struct {
 	// data packs the id, the labels (encodeLabels), the round stats and
 	// the usage summed over the rounds: packEntry.
 	data string
-	// task is the list view of an open task; nil for a terminal one.
-	task  *wire.Task
-	state wire.State
+	// open is what an open task keeps besides (cache_open.go); nil for a
+	// terminal one.
+	open *openEntry
 	// owner and subagent are names' indexes.
 	owner, subagent uint32
 	// round is the highest round number (retries and respawns of a round
 	// share its number).
 	round int32
+	// st is 1 + the state's index in wire.States; 0 for a state this
+	// version does not know (never terminal, so open: open.state names
+	// it). A byte, not a string, keeps the entry in 64 bytes, not 80.
+	st uint8
 	// dropped: removed, still in order until the next compaction.
 	dropped bool
+}
+
+// state is the task's state.
+func (e *cacheEntry) state() wire.State {
+	if e.st > 0 && int(e.st) <= len(wire.States) {
+		return wire.States[e.st-1]
+	}
+	if e.open != nil {
+		return e.open.state
+	}
+	return ""
+}
+
+// setState sets the entry's state; one this version does not know needs
+// the entry's open part (the caller makes it first).
+func (e *cacheEntry) setState(s wire.State) error {
+	if e.st = stateIndex(s); e.st == 0 {
+		if e.open == nil {
+			return fmt.Errorf("state %q, which this version does not know, of a task with no list view", s)
+		}
+		e.open.state = s
+	}
+	return nil
 }
 
 // newTask is a decoded entry and its names, before it is indexed.
@@ -201,6 +232,12 @@ func uvarint(s string) (uint64, int) {
 
 // labelIs reports whether the encoded labels give key the value.
 func labelIs(enc, key, value string) bool {
+	v, ok := labelValue(enc, key)
+	return ok && v == value
+}
+
+// labelValue is the value the encoded labels give key.
+func labelValue(enc, key string) (string, bool) {
 	next := func() (string, bool) {
 		n, w := uvarint(enc)
 		if w <= 0 || uint64(len(enc)-w) < n {
@@ -213,22 +250,22 @@ func labelIs(enc, key, value string) bool {
 	for enc != "" {
 		k, ok := next()
 		if !ok {
-			return false
+			return "", false
 		}
 		v, ok := next()
 		if !ok {
-			return false
+			return "", false
 		}
 		if k == key {
-			return v == value
+			return v, true
 		}
 	}
-	return false
+	return "", false
 }
 
 func newTaskCache(log *slog.Logger) *taskCache {
 	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
-		open: map[string]*cacheEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: newNameTable()}
+		open: map[string]*cacheEntry{}, asking: map[string]askedEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: newNameTable()}
 }
 
 // taskHead is the part of a stored task the index keeps; decoding only
@@ -282,7 +319,8 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 	if err := json.Unmarshal(value, &h); err != nil {
 		return newTask{}, err
 	}
-	e := &cacheEntry{at: h.CreatedAt.UnixNano(), rev: rev, state: canonicalState(h.State)}
+	e := &cacheEntry{at: h.CreatedAt.UnixNano(), rev: rev}
+	state := canonicalState(h.State)
 	if !h.UpdatedAt.IsZero() {
 		e.updated = h.UpdatedAt.Unix()
 	}
@@ -306,13 +344,20 @@ func newEntry(id string, value []byte, rev uint64) (newTask, error) {
 		}
 	}
 	e.data = packEntry(id, encodeLabels(h.Request.Labels), rounds, usage)
-	if !e.state.Terminal() {
+	if !state.Terminal() {
 		var t wire.Task
 		if err := json.Unmarshal(value, &t); err != nil {
 			return newTask{}, err
 		}
-		t.ID, t.Revision, t.State = id, rev, e.state
-		e.task = ListView(&t)
+		t.ID, t.Revision, t.State = id, rev, state
+		view, err := json.Marshal(ListView(&t))
+		if err != nil {
+			return newTask{}, fmt.Errorf("encode its list view: %w", err)
+		}
+		e.open = openOf(t.Rounds, view)
+	}
+	if err := e.setState(state); err != nil {
+		return newTask{}, err
 	}
 	return newTask{e: e, owner: h.Owner, subagent: h.Request.Subagent.Name}, nil
 }
@@ -507,7 +552,7 @@ func (c *taskCache) ended(cutoff time.Time, limit int) []string {
 		if len(ids) >= limit {
 			break
 		}
-		if !e.dropped && e.state.Terminal() && e.updated != 0 && e.updated < at {
+		if !e.dropped && e.state().Terminal() && e.updated != 0 && e.updated < at {
 			ids = append(ids, e.id())
 		}
 	}
@@ -530,11 +575,9 @@ func (c *taskCache) add(n newTask) {
 	} else {
 		c.order = slices.Insert(c.order, c.position(key), e)
 	}
-	if e.task != nil {
-		c.open[id] = e
-	}
-	c.counts[e.state]++
-	c.owners.add(e.owner, e.state)
+	c.addOpen(id, e)
+	c.counts[e.state()]++
+	c.owners.add(e.owner, e.state())
 }
 
 // replace puts e where old is: the same task, created at the same time.
@@ -546,14 +589,12 @@ func (c *taskCache) replace(old *cacheEntry, n newTask) {
 	c.names.release(old.subagent)
 	c.byID[id] = e
 	c.order[c.index(old)] = e
-	delete(c.open, id)
-	if e.task != nil {
-		c.open[id] = e
-	}
-	c.uncount(old.state)
-	c.counts[e.state]++
-	c.owners.remove(old.owner, old.state)
-	c.owners.add(e.owner, e.state)
+	c.dropOpen(id)
+	c.addOpen(id, e)
+	c.uncount(old.state())
+	c.counts[e.state()]++
+	c.owners.remove(old.owner, old.state())
+	c.owners.add(e.owner, e.state())
 }
 
 // drop unindexes e; the caller holds the lock.
@@ -562,9 +603,9 @@ func (c *taskCache) drop(e *cacheEntry) {
 	c.names.release(e.owner)
 	c.names.release(e.subagent)
 	delete(c.byID, id)
-	delete(c.open, id)
-	c.uncount(e.state)
-	c.owners.remove(e.owner, e.state)
+	c.dropOpen(id)
+	c.uncount(e.state())
+	c.owners.remove(e.owner, e.state())
 	e.dropped = true
 	if c.dropped++; c.dropped > 64 && c.dropped > len(c.order)/8 {
 		c.order = slices.DeleteFunc(c.order, func(e *cacheEntry) bool { return e.dropped })
@@ -655,7 +696,7 @@ func filterOf(opts wire.ListOptions) taskFilter {
 
 // matchEntry is whether e passes f, bound to e's cache (bind).
 func (f taskFilter) matchEntry(e *cacheEntry) bool {
-	if f.state != "" && e.state != f.state || f.scoped && (f.noOwner || e.owner != f.ownerIdx) {
+	if f.state != "" && e.state() != f.state || f.scoped && (f.noOwner || e.owner != f.ownerIdx) {
 		return false
 	}
 	if !f.label {
@@ -675,17 +716,17 @@ func (f taskFilter) matchTask(t *wire.Task) bool {
 	return ok && v == f.value
 }
 
-// selected is one task a page shows: the list view of an open task, or
-// only the key of a terminal one, whose body the bucket holds.
+// selected is one task a page shows: an open task, whose list view the
+// cache holds (packed), or only the key of a terminal one, whose body the
+// bucket holds.
 type selected struct {
 	key  sortKey
-	task *wire.Task
+	open *openEntry
 }
 
 // pageTasks selects up to limit tasks matching f, newest first, from the
-// one after the cursor key on (every task when after is nil). Open tasks
-// come as copies of their list view (the caller may set the copy's own
-// fields, not what they point to). more says whether another match
+// one after the cursor key on (every task when after is nil). more says
+// whether another match
 // follows; counts are every task's by state (with f scoped to an owner,
 // that owner's).
 func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []selected, counts map[wire.State]int, more bool) {
@@ -705,12 +746,7 @@ func (c *taskCache) pageTasks(f taskFilter, after *sortKey, limit int) (sel []se
 			more = true
 			break
 		}
-		s := selected{key: e.key()}
-		if e.task != nil {
-			cp := *e.task
-			s.task = &cp
-		}
-		sel = append(sel, s)
+		sel = append(sel, selected{key: e.key(), open: e.open})
 	}
 	if f.scoped {
 		return sel, c.ownerCounts(f.owner), more
@@ -725,16 +761,6 @@ func (c *taskCache) ownerCounts(owner string) map[wire.State]int {
 		return map[wire.State]int{}
 	}
 	return c.owners.of(i)
-}
-
-// eachOpen calls fn with a copy of the list view of every open task.
-func (c *taskCache) eachOpen(fn func(*wire.Task)) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, e := range c.open {
-		cp := *e.task
-		fn(&cp)
-	}
 }
 
 // eachStats calls fn with the stats of every task f matches that was
@@ -757,17 +783,12 @@ func (c *taskCache) eachStats(f taskFilter, since time.Time, fn func(s *TaskStat
 		if e.dropped || !f.matchEntry(e) || !since.IsZero() && e.at < since.UnixNano() {
 			continue
 		}
-		s.State, s.Subagent, s.MaxRound, s.Usage = e.state, c.names.name(e.subagent), int(e.round), nil
+		s.State, s.Subagent, s.MaxRound, s.Usage = e.state(), c.names.name(e.subagent), int(e.round), nil
 		var used bool
 		if rounds, used = e.roundsAndUsage(rounds[:0], &usage); used {
 			s.Usage = &usage
 		}
-		s.OpenQuestion = false
-		if t := e.task; t != nil && t.State == wire.StateNeedsInput {
-			if r := currentRound(t); r != nil && r.Question != nil && r.Answer == nil {
-				s.OpenQuestion = true
-			}
-		}
+		s.OpenQuestion = e.open != nil && e.open.waitsOnQuestion(e.state())
 		s.Rounds = s.Rounds[:0]
 		for _, r := range rounds {
 			s.Rounds = append(s.Rounds, r.stats())

@@ -28,7 +28,7 @@ func TestTaskCacheOrdering(t *testing.T) {
 		sel, _, _ := c.pageTasks(taskFilter{}, nil, wire.MaxPageLimit)
 		for _, s := range sel {
 			n++
-			state = c.byID[s.key.id].state
+			state = c.byID[s.key.id].state()
 		}
 		return n, state
 	}
@@ -51,8 +51,8 @@ func TestTaskCacheOrdering(t *testing.T) {
 		t.Errorf("a task submitted again after removal: %d tasks, %s", n, s)
 	}
 	c.put("t", value(wire.StateFinished), 10) // it ends: out of the open set
-	if n, s := count(); n != 1 || s != wire.StateFinished || len(c.open) != 0 || c.byID["t"].task != nil {
-		t.Errorf("a finished task: %d tasks, %s, %d open, body kept %v", n, s, len(c.open), c.byID["t"].task != nil)
+	if n, s := count(); n != 1 || s != wire.StateFinished || len(c.open) != 0 || c.byID["t"].open != nil {
+		t.Errorf("a finished task: %d tasks, %s, %d open, body kept %v", n, s, len(c.open), c.byID["t"].open != nil)
 	}
 	c.put("u", value(wire.StateQueued), 12)
 	c.put("t", []byte("not json"), 11)
@@ -189,11 +189,14 @@ func TestTaskCacheKeepsTerminalTasksOut(t *testing.T) {
 	c := o.store.cache
 	c.mu.RLock()
 	for id, e := range c.byID {
-		if open := !e.state.Terminal(); open != (e.task != nil) || open != (c.open[id] != nil) {
-			t.Errorf("cache entry %s (%s): body kept %v, in the open set %v; want both %v", id, e.state, e.task != nil, c.open[id] != nil, open)
+		if open := !e.state().Terminal(); open != (e.open != nil) || open != (c.open[id] != nil) {
+			t.Errorf("cache entry %s (%s): body kept %v, in the open set %v; want both %v", id, e.state(), e.open != nil, c.open[id] != nil, open)
 		}
-		if e.task != nil && (len(e.task.Request.Input) > 0 || e.task.Rounds[0].Question != nil && len(e.task.Rounds[0].Question.PartialState) > 0) {
-			t.Errorf("cache entry %s holds the input or partial_state", id)
+		if e.open == nil {
+			continue
+		}
+		if v, err := e.open.task(); err != nil || len(v.Request.Input) > 0 || v.Rounds[0].Question != nil && len(v.Rounds[0].Question.PartialState) > 0 {
+			t.Errorf("cache entry %s holds the input or partial_state (or its view does not decode: %v)", id, err)
 		}
 	}
 	c.mu.RUnlock()

@@ -4,8 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agoradev/agora/orchestrator/answer"
 	"github.com/agoradev/agora/wire"
@@ -33,45 +34,38 @@ func (o *Orchestrator) QuestionGroups(ctx context.Context, opts wire.GroupOption
 	if err != nil {
 		return nil, err
 	}
-	type open struct {
-		t *wire.Task
-		r *wire.Round
-	}
-	var qs []open
+	// Chosen, ordered and grouped from the cache's open entries: only the
+	// view of each group's first question is decoded, for what the group
+	// shows of it.
 	id := caller(ctx)
-	c.eachOpen(func(t *wire.Task) {
-		r := currentRound(t)
-		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || r.Answer != nil || !id.sees(t) {
-			return
-		}
-		if opts.Batch != "" && t.Request.Labels[wire.BatchLabel] != opts.Batch {
-			return
-		}
-		qs = append(qs, open{t, r})
-	})
-	sort.Slice(qs, func(i, j int) bool {
-		return keyOf(qs[i].r.AskedAt, qs[i].t.ID).compare(keyOf(qs[j].r.AskedAt, qs[j].t.ID)) < 0
-	})
+	qs := c.openQuestions(id.Admin || id.Answerer, id.Name, opts.Batch)
 	groups := []wire.QuestionGroup{}
-	index := map[string]int{}
+	index := map[[2]string]int{}
+	now := o.now()
 	for _, q := range qs {
-		batch := q.t.Request.Labels[wire.BatchLabel]
-		key := QuestionGroupKey(q.r.Question.Question, q.r.Question.Options)
-		id := groupID(batch, key)
-		i, ok := index[id]
+		k := [2]string{q.batch, q.group} // groupID's hash once a group, not once a question
+		i, ok := index[k]
 		if !ok {
+			t, err := q.task()
+			if err != nil {
+				return nil, fmt.Errorf("task %s: %w", q.key.id, err)
+			}
+			r := currentRound(t)
+			if r == nil || r.Question == nil {
+				continue // cannot be: the entry says it asked
+			}
 			i = len(groups)
-			index[id] = i
-			nq := q.r.Question
-			groups = append(groups, wire.QuestionGroup{ID: id, Key: key, Batch: batch, Question: nq.Question,
-				Options: nq.Options, Context: nq.Context, Default: nq.Default, AskedAt: q.r.AskedAt,
-				Action: answerAction(q.t.ID, nq), IfUnanswered: ifUnanswered(q.t, q.r, o.now())})
+			index[k] = i
+			nq := r.Question
+			groups = append(groups, wire.QuestionGroup{ID: groupID(q.batch, q.group), Key: q.group, Batch: q.batch, Question: nq.Question,
+				Options: nq.Options, Context: nq.Context, Default: nq.Default, AskedAt: r.AskedAt,
+				Action: answerAction(t.ID, nq), IfUnanswered: ifUnanswered(t, r, now)})
 		}
 		g := &groups[i]
 		g.Count++
-		g.TaskIDs = append(g.TaskIDs, q.t.ID)
-		g.Questions = append(g.Questions, wire.GroupMember{TaskID: q.t.ID, Round: q.r.N,
-			Subagent: q.t.Request.Subagent.Name, AskedAt: q.r.AskedAt, StepFailures: stepFailures(q.r)})
+		g.TaskIDs = append(g.TaskIDs, q.key.id)
+		g.Questions = append(g.Questions, wire.GroupMember{TaskID: q.key.id, Round: int(q.round),
+			Subagent: q.subagent, AskedAt: time.Unix(0, q.asked).UTC(), StepFailures: q.failures})
 		if g.Count == 2 {
 			g.Action = allLikeAction(g.Action, g.TaskIDs[0], g.Options)
 		}

@@ -63,8 +63,11 @@ func (id Identity) actor() string {
 }
 
 // sees reports whether id may read t (and answer it).
-func (id Identity) sees(t *wire.Task) bool {
-	return id.Admin || id.Answerer || id.owns(t)
+func (id Identity) sees(t *wire.Task) bool { return id.seesOwner(t.Owner) }
+
+// seesOwner is sees of a task of owner.
+func (id Identity) seesOwner(owner string) bool {
+	return id.Admin || id.Answerer || id.Name != "" && owner == id.Name
 }
 
 // owns reports whether id may act on t: cancel, respawn, continue, remove.

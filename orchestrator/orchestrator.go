@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,13 +286,26 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 			return err
 		}
 	}
-	c.eachOpen(func(t *wire.Task) {
-		if r := currentRound(t); r != nil && t.State == wire.StateNeedsInput {
-			o.schedule(t.ID, wakeAt(t, r))
-		} else if t.State == wire.StateQueued && waitingRetry(r, o.now()) {
-			o.scheduleRetry(t.ID, r.RetryAt)
+	var asking []*openEntry
+	retries := map[string]time.Time{}
+	now := o.now()
+	c.eachOpen(func(t openTask) {
+		if t.has(openRound) && t.state == wire.StateNeedsInput {
+			asking = append(asking, t.openEntry)
+		} else if t.state == wire.StateQueued && t.waitingRetry(now) {
+			retries[t.id] = time.Unix(0, t.retryAt).UTC()
 		}
 	})
+	for _, e := range asking {
+		t, err := e.task()
+		if err != nil {
+			return err
+		}
+		o.schedule(t.ID, wakeAt(t, currentRound(t)))
+	}
+	for id, at := range retries {
+		o.scheduleRetry(id, at)
+	}
 	return o.sweepOutbox(ctx, c, 0)
 }
 
@@ -306,12 +318,12 @@ func (o *Orchestrator) recover(ctx context.Context) error {
 func (o *Orchestrator) sweepOutbox(ctx context.Context, c *taskCache, minAge time.Duration) error {
 	var pending []string
 	now := o.now()
-	c.eachOpen(func(t *wire.Task) {
+	c.eachOpen(func(t openTask) {
 		// A retry waiting for its backoff is the retry timer's; past it,
 		// the sweep's like any other round.
-		if r := currentRound(t); r != nil && t.State == wire.StateQueued && !r.Enqueued && !waitingRetry(r, now) &&
-			now.Sub(later(r.QueuedAt, r.RetryAt)) >= minAge {
-			pending = append(pending, t.ID)
+		if t.has(openRound) && t.state == wire.StateQueued && !t.has(openEnqueued) && !t.waitingRetry(now) &&
+			t.due <= now.UnixNano()-int64(minAge) {
+			pending = append(pending, t.id)
 		}
 	})
 	for _, id := range pending {
@@ -740,8 +752,12 @@ func (o *Orchestrator) readPage(ctx context.Context, sel []selected, f taskFilte
 		slots    = make(chan struct{}, pageReads)
 	)
 	for i, s := range sel {
-		if s.task != nil {
-			out[i] = s.task
+		if s.open != nil {
+			t, err := s.open.task()
+			if err != nil {
+				return nil, fmt.Errorf("task %s: %w", s.key.id, err)
+			}
+			out[i] = t
 			continue
 		}
 		wg.Add(1)
@@ -792,27 +808,15 @@ func (o *Orchestrator) Questions(ctx context.Context, opts wire.PageOptions) (wi
 	if err != nil {
 		return wire.QuestionPage{}, err
 	}
-	// Only the keys are sorted; views are built for the page shown, not
-	// for every open question (tens of thousands at a million tasks).
-	type asked struct {
-		key sortKey
-		t   *wire.Task
-		r   *wire.Round
-	}
-	var open []asked
+	// Only the page's keys are kept in order, from the cache's open
+	// entries, and only the page's views are decoded: not every open
+	// question (tens of thousands at a million tasks).
 	id := caller(ctx)
-	c.eachOpenShared(func(t *wire.Task) {
-		r := currentRound(t)
-		if t.State != wire.StateNeedsInput || r == nil || r.Question == nil || !id.sees(t) {
-			return
-		}
-		k := keyOf(r.AskedAt, t.ID)
-		if hasAfter && k.compare(after) <= 0 {
-			return
-		}
-		open = append(open, asked{k, t, r})
-	})
-	slices.SortFunc(open, func(a, b asked) int { return a.key.compare(b.key) })
+	var from *sortKey
+	if hasAfter {
+		from = &after
+	}
+	open := c.firstAsked(limit+1, id.Admin || id.Answerer, id.Name, from)
 	page := wire.QuestionPage{Questions: []wire.QuestionView{}}
 	if len(open) > limit {
 		open = open[:limit]
@@ -820,7 +824,15 @@ func (o *Orchestrator) Questions(ctx context.Context, opts wire.PageOptions) (wi
 	}
 	now := o.now()
 	for _, a := range open {
-		t, r, q := a.t, a.r, a.r.Question
+		t, err := a.e.task()
+		if err != nil {
+			return wire.QuestionPage{}, fmt.Errorf("task %s: %w", a.key.id, err)
+		}
+		r := currentRound(t)
+		if r == nil || r.Question == nil {
+			continue // cannot be: the entry says it asked
+		}
+		q := r.Question
 		page.Questions = append(page.Questions, wire.QuestionView{TaskID: t.ID, Round: r.N, DispatchID: r.DispatchID, Subagent: t.Request.Subagent.Name,
 			Question: q.Question, Options: q.Options, Context: q.Context, Default: q.Default, AskedAt: r.AskedAt,
 			AgeMS: now.Sub(r.AskedAt).Milliseconds(), Action: answerAction(t.ID, q), IfUnanswered: ifUnanswered(t, r, now),

@@ -50,7 +50,7 @@ func TestOwnerTally(t *testing.T) {
 				want := map[wire.State]int{}
 				for _, e := range c.order {
 					if !e.dropped && owner != "" && c.names.name(e.owner) == owner {
-						want[e.state]++
+						want[e.state()]++
 					}
 				}
 				c.mu.RLock()

@@ -153,18 +153,14 @@ func encodeSnapshot(cp captured) ([]byte, error) {
 		s.str(e.data)
 		s.varint(e.at)
 		s.uvarint(e.rev)
-		s.str(string(e.state))
+		s.str(string(e.state()))
 		s.varint(e.updated)
 		s.str(cp.names[e.owner])
 		s.str(cp.names[e.subagent])
 		s.uvarint(uint64(e.round))
-		if e.task != nil {
-			view, err := json.Marshal(e.task)
-			if err != nil {
-				return nil, fmt.Errorf("encode task %s: %w", e.id(), err)
-			}
-			s.uvarint(uint64(len(view)))
-			s.buf = append(s.buf, view...)
+		if e.open != nil {
+			s.uvarint(uint64(len(e.open.view)))
+			s.buf = append(s.buf, e.open.view...)
 		} else {
 			s.uvarint(0)
 		}
@@ -251,23 +247,26 @@ func decodeSnapshot(data []byte, tasks int) ([]newTask, error) {
 		e.data = s.str()
 		e.at = s.varint()
 		e.rev = s.uvarint()
-		e.state = canonicalState(wire.State(name(s.bytes())))
+		state := canonicalState(wire.State(name(s.bytes())))
 		e.updated = s.varint()
 		n := newTask{e: e, owner: name(s.bytes()), subagent: name(s.bytes())}
 		e.round = int32(min(s.uvarint(), math.MaxInt32))
 		if view := s.bytes(); view != nil {
-			var t wire.Task
-			if err := json.Unmarshal(view, &t); err != nil {
+			// Kept packed; only what the scans of the open tasks read
+			// is decoded (cache_open.go).
+			var err error
+			if e.open, err = openOfView(view); err != nil {
 				return nil, fmt.Errorf("task %s: %w", e.id(), err)
 			}
-			t.ID, t.Revision, t.State = e.id(), e.rev, e.state
-			e.task = &t
 		}
 		if s.err != nil {
 			return nil, fmt.Errorf("entry %d of %d: %w", len(entries)+1, tasks, s.err)
 		}
 		if e.id() == "" {
 			return nil, fmt.Errorf("entry %d of %d has no task id", len(entries)+1, tasks)
+		}
+		if err := e.setState(state); err != nil {
+			return nil, fmt.Errorf("task %s: %w", e.id(), err)
 		}
 		entries = append(entries, n)
 	}

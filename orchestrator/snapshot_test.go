@@ -67,12 +67,17 @@ func indexDump(t *testing.T, c *taskCache, labels ...string) string {
 	sel, counts, _ := c.pageTasks(taskFilter{}, nil, 1<<30)
 	fmt.Fprintf(&b, "counts %v\n", counts)
 	for _, s := range sel {
-		view := []byte("-")
-		if s.task != nil {
-			var err error
-			if view, err = json.Marshal(s.task); err != nil {
+		view := "-"
+		if s.open != nil {
+			v, err := s.open.task()
+			if err != nil {
 				t.Fatal(err)
 			}
+			data, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			view = fmt.Sprintf("%s %+v", data, *s.open)
 		}
 		fmt.Fprintf(&b, "%d %s %s\n", s.key.at, s.key.id, view)
 	}

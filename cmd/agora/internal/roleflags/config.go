@@ -43,6 +43,9 @@ func (f *Flags) Config(environ []string) (roles.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if cfg.MemoryLimit, err = f.memoryLimit(environ, cgroupMemoryLimit("/")); err != nil {
+		return cfg, err
+	}
 	cfg.NATSAllowAnonymous = f.nats.allowAnonymous
 	cfg.AWSEnv = awsEnv(environ)
 	if err := cfg.WithDefaults().Validate(); err != nil {

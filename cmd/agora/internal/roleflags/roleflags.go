@@ -87,6 +87,8 @@ type Flags struct {
 	cpus           float64
 	memoryMB, pids int64
 
+	memLimit string
+
 	nats  natsAuthFlags
 	max   maxFlags
 	slack slackFlags
@@ -154,6 +156,10 @@ func Register(fs *flag.FlagSet, v Verb) *Flags {
 		})+"; --tokens-file or $AGORA_TOKENS keep it out of the process list")
 		fs.StringVar(&f.tokensFile, "tokens-file", "", "accept the tokens in `FILE`, one a line: NAME:SECRET[:ROLE] or NAME:sha256=HEX[:ROLE] ('agora token create' makes one), # comments; mode 0600 or stricter (default $AGORA_TOKENS_FILE)")
 		f.env("tokens-file", "AGORA_TOKENS_FILE")
+	}
+	if takes(Serve, Runner, Orchestrator) {
+		fs.StringVar(&f.memLimit, "memory-limit", memoryLimitAuto, "keep this process's Go memory under `SIZE`, e.g. 900MiB: a soft limit (the garbage is collected sooner near it), not a cap; auto: 90% of the process's cgroup memory limit when it has one, else none ($GOMEMLIMIT, when set, instead); off: none (default $AGORA_MEMORY_LIMIT, else auto)")
+		f.env("memory-limit", "AGORA_MEMORY_LIMIT")
 	}
 	if takes(Serve) {
 		fs.IntVar(&f.natsPort, "nats-port", 0, "listen for NATS clients on loopback port `N` (embedded server only; default: a free port)")

@@ -201,12 +201,17 @@ func benchServeAt(b *testing.B, total int) {
 	began := time.Now()
 	mix := fillTasks(b, dir, total)
 	b.Logf("%d tasks stored in %s: %v, %.0f MB of JSON (%d B a task)", total, time.Since(began).Round(time.Second), mix.counts, float64(mix.bytes)/(1<<20), mix.bytes/total)
-	var res, cold serveResult
+	var res, cold, limited serveResult
+	limit := os.Getenv(benchMemoryLimitEnv)
 	for b.Loop() {
 		// The first start reads every task and saves the task index
-		// snapshot; the second reads the snapshot and the changes since.
+		// snapshot; the second reads the snapshot and the changes since;
+		// a third, when asked, does the same under a soft memory limit.
 		cold = measureServe(b, dir, true)
 		res = measureServe(b, dir, false)
+		if limit != "" {
+			limited = measureServe(b, dir, false, "GOMEMLIMIT="+limit)
+		}
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(cold.StartMS, "start-scratch-ms")
@@ -235,9 +240,34 @@ func benchServeAt(b *testing.B, total int) {
 		fmt.Fprintf(&sb, "%-52s %7d %8.1f %8.1f %8.1f\n", c.Name, c.Items, c.P50MS, c.P99MS, c.MaxMS)
 	}
 	fmt.Fprintf(&sb, "load average after the calls: %s\n", res.LoadAfter)
+	if limit != "" {
+		printLimited(&sb, limit, limited)
+		b.ReportMetric(limited.Listed.RSS, "limited-rss-MB")
+		b.ReportMetric(limited.Listed.Peak, "limited-peak-rss-MB")
+	}
 	// On stdout too: the testing package cuts a benchmark's log after a
 	// few lines.
 	fmt.Print(sb.String())
+}
+
+// benchMemoryLimitEnv, set to a size (GOMEMLIMIT's form, e.g. 900MiB),
+// makes benchServeAt start serve a third time from the snapshot, under
+// that soft memory limit (what agora serve --memory-limit sets), and
+// measure it the same way: side by side with the start without one.
+const benchMemoryLimitEnv = "AGORA_BENCH_MEMORY_LIMIT"
+
+// printLimited writes what the start under the memory limit measured.
+func printLimited(sb *strings.Builder, limit string, r serveResult) {
+	fmt.Fprintf(sb, "third start, from the snapshot, GOMEMLIMIT=%s: %.0f ms; load average before %s, after the calls %s\n", limit, r.StartMS, r.LoadBefore, r.LoadAfter)
+	for _, m := range []struct {
+		name string
+		m    serveMemory
+	}{{"after start", r.Started}, {"after the listings", r.Listed}, {"20 s later", r.Settled}} {
+		fmt.Fprintf(sb, "%-40s %10.0f %10.0f %14.0f\n", m.name, m.m.RSS, m.m.Peak, m.m.HeapInuse)
+	}
+	for _, c := range r.Calls {
+		fmt.Fprintf(sb, "%-52s %7d %8.1f %8.1f %8.1f\n", c.Name, c.Items, c.P50MS, c.P99MS, c.MaxMS)
+	}
 }
 
 // callRepeats is how often measureServe makes each call: enough for a p99
@@ -407,16 +437,16 @@ type callResult struct {
 	P50MS, P99MS, MaxMS float64
 }
 
-// measureServe starts serve on dir in a child process and measures it;
-// scratch: only its start and how long it takes to save the task index
-// snapshot after.
-func measureServe(b *testing.B, dir string, scratch bool) serveResult {
+// measureServe starts serve on dir in a child process (with env besides
+// this process's environment) and measures it; scratch: only its start
+// and how long it takes to save the task index snapshot after.
+func measureServe(b *testing.B, dir string, scratch bool, env ...string) serveResult {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	load := loadavg()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveChildEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), serveChildEnv+"="+dir), env...)
 	if scratch {
 		cmd.Env = append(cmd.Env, serveSnapshotEnv+"=1")
 	}

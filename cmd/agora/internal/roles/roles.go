@@ -29,11 +29,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +119,10 @@ type Config struct {
 	// containers mount paths under it. An orchestrator on a remote NATS
 	// keeps nothing on this host, so neither makes nor locks it.
 	DataDir string
+	// MemoryLimit, above 0, is the soft limit on this process's Go memory
+	// Start sets (debug.SetMemoryLimit: process-wide, and it stays after
+	// Stop); 0 leaves the runtime's own (GOMEMLIMIT, else none).
+	MemoryLimit int64
 	// NATSURL is the NATS server (with JetStream) to use; empty starts an
 	// embedded one on loopback with its store in DataDir/nats.
 	NATSURL string
@@ -487,6 +493,12 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return nil, err
 	}
 	s = &Stack{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		s.log.Info("Go memory soft limit", "bytes", limit)
+	}
 	defer func() {
 		if err != nil {
 			s.stop(context.WithoutCancel(ctx))
