@@ -262,9 +262,6 @@ type Bus struct {
 	// claimsKV is ClaimBucket, once opened (claims).
 	claimsMu sync.Mutex
 	claimsKV *KV
-	// streams are the stream handles withStream keeps, by name.
-	streamsMu sync.Mutex
-	streams   map[string]jetstream.Stream
 }
 
 // Connect connects to the NATS server at url. It returns once the first

@@ -41,24 +41,21 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 	if err := b.ready(); errors.Is(err, ErrClosed) {
 		return nil, fmt.Errorf("read events from %s: %w", subject, err)
 	}
+	st, err := b.js.Stream(ctx, EventStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read events from %s: look up stream %s: %w", subject, EventStream, err)
+	}
 	// The dispatch's own subject (orchestrator, worker) and its runners'
 	// (RunnerEventSubject), merged in stream order.
-	var own, relayed []StoredEvent
-	read := false
-	err := b.withStream(ctx, EventStream, func(st jetstream.Stream) (err error) {
-		read = true
-		if own, err = storedOn(ctx, st, subject); err != nil {
-			return err
-		}
-		relayed, err = storedOn(ctx, st, subject+".>")
-		return err
-	})
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, nil
-	case err != nil && !read:
-		return nil, fmt.Errorf("read events from %s: look up stream %s: %w", subject, EventStream, err)
-	case err != nil:
+	own, err := storedOn(ctx, st, subject)
+	if err != nil {
+		return nil, err
+	}
+	relayed, err := storedOn(ctx, st, subject+".>")
+	if err != nil {
 		return nil, err
 	}
 	out := make([]StoredEvent, 0, len(own)+len(relayed))

@@ -234,24 +234,18 @@ func CancelledBeforeStart(dispatchID string) schemas.Event {
 
 // CancelRequested reports whether a cancel command exists for dispatchID.
 func (b *Bus) CancelRequested(ctx context.Context, dispatchID string) (bool, error) {
-	var cancel bool
-	err := b.withStream(ctx, ControlStream, func(st jetstream.Stream) error {
-		msg, err := st.GetLastMsgForSubject(ctx, ControlSubject(dispatchID))
-		if err != nil {
-			return err
-		}
-		cancel = string(msg.Data) == ControlCancel
-		return nil
-	})
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case errors.Is(err, jetstream.ErrStreamNotFound):
+	st, err := b.js.Stream(ctx, ControlStream)
+	if err != nil {
 		return false, fmt.Errorf("look up %s: %w", ControlStream, err)
-	case err != nil:
+	}
+	msg, err := st.GetLastMsgForSubject(ctx, ControlSubject(dispatchID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("read control for %s: %w", dispatchID, err)
 	}
-	return cancel, nil
+	return string(msg.Data) == ControlCancel, nil
 }
 
 // WatchControl calls fn for each new command until ctx is done. It returns
