@@ -51,21 +51,25 @@ func TestWatchLaggedEnds(t *testing.T) {
 	}()
 	<-slowReady
 	<-fastReady
+	// One submit at a time, each waited for until the reading watcher has
+	// seen it: at most two changes wait in its queue, under the lag of 4,
+	// however slow the machine, while the stuck watcher's queue fills.
 	const tasks = 10
 	for i := range tasks {
-		if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: fmt.Sprintf("lag-%d", i), Subagent: script("s", "true")}); err != nil {
+		id := fmt.Sprintf("lag-%d", i)
+		if _, err := o.Submit(ctx, wire.SubmitRequest{TaskID: id, Subagent: script("s", "true")}); err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
-	}
-	if err := testutil.Poll(ctx, time.Minute, 10*time.Millisecond, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if n := len(enqueued); n < tasks {
-			return fmt.Errorf("the reading watcher saw %d tasks enqueued, want %d", n, tasks)
+		if err := testutil.Poll(ctx, time.Minute, 5*time.Millisecond, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !enqueued[id] {
+				return fmt.Errorf("the reading watcher has not seen %s enqueued (it saw %d tasks enqueued)", id, len(enqueued))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
 	}
 	close(stuck)
 	select {
