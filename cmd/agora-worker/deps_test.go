@@ -38,3 +38,37 @@ func TestWorkerLinksNoServerSide(t *testing.T) {
 		}
 	}
 }
+
+// TestHeapAdvisedBeforeLargeInits runs the built worker with the runtime's
+// init trace: hugeheap/atstart must initialise before the packages whose
+// inits allocate most of the start-up's heap (the JSON Schema library, the
+// AWS SDK), or their pages are touched before the heap may take huge pages
+// (docs/benchmarks.md). An import added to hugeheap could move it later.
+func TestHeapAdvisedBeforeLargeInits(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(workerBin, "version")
+	cmd.Env = append(cmd.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agora-worker version: %v\n%s", err, out)
+	}
+	order := map[string]int{}
+	for i, line := range strings.Split(string(out), "\n") {
+		// "init github.com/… @1.9 ms, 0.25 ms clock, 4096 bytes, 1 allocs"
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			if _, seen := order[f[1]]; !seen {
+				order[f[1]] = i
+			}
+		}
+	}
+	const advise = "github.com/agoradev/agora/internal/hugeheap/atstart"
+	at, ok := order[advise]
+	if !ok {
+		t.Fatalf("no init of %s in the trace: agora-worker does not import it\n%s", advise, out)
+	}
+	for pkg, i := range order {
+		if (strings.HasPrefix(pkg, "github.com/santhosh-tekuri/jsonschema") || strings.HasPrefix(pkg, "github.com/aws/")) && i < at {
+			t.Errorf("%s initialises before %s", pkg, advise)
+		}
+	}
+}

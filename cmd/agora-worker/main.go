@@ -23,6 +23,7 @@ import (
 	"github.com/agoradev/agora/adapters"
 	"github.com/agoradev/agora/adapters/claudecode"
 	"github.com/agoradev/agora/adapters/exec"
+	_ "github.com/agoradev/agora/internal/hugeheap/atstart" // huge pages for the heap, before the large package inits
 	"github.com/agoradev/agora/internal/units"
 	"github.com/agoradev/agora/schemas"
 	"github.com/agoradev/agora/worker"

@@ -34,8 +34,11 @@ var may = map[string][]string{
 	"internal/sse":        nil,
 	"internal/storage":    nil,
 	"internal/units":      nil,
-	"internal/proc":       {"internal/exit"},
-	"internal/compute":    {"internal/exit"},
+	"internal/hugeheap":   nil,
+	// Imported by agora-worker for its init alone (huge pages for the heap).
+	"internal/hugeheap/atstart": {"internal/hugeheap"},
+	"internal/proc":             {"internal/exit"},
+	"internal/compute":          {"internal/exit"},
 	// The engines: only internal/compute/docker imports the Docker SDK,
 	// only internal/compute/ecs the ECS one (thirdParty below).
 	"internal/compute/docker": {"internal/compute", "internal/exit"},
@@ -55,7 +58,7 @@ var may = map[string][]string{
 	"worker": {"adapters", "schemas", "skills", "worker/sentinel", "internal/bus", "internal/fsutil", "internal/proc",
 		"internal/secrets", "internal/secrets/awssm", "internal/storage", "internal/workspace"},
 	"cmd/agora-worker": {"adapters", "adapters/exec", "adapters/claudecode", "schemas", "worker", "worker/sentinel",
-		"internal/egress", "internal/units"},
+		"internal/egress", "internal/units", "internal/hugeheap/atstart"},
 	"images": {"internal/compute"},
 	"runner": {"schemas", "internal/bus", "internal/compute", "internal/egress", "internal/exit", "internal/natsauth",
 		"internal/secrets", "internal/secrets/awssm", "internal/storage", "internal/units", "internal/workspace"},
