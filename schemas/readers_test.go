@@ -29,7 +29,7 @@ var readers = map[string]string{
 	"orchestrator/orchestrator.go:validate":                   "a submitted task's input",
 	"registryfile/file.go:parse":                              "registry files (YAML turned into JSON)",
 	"internal/bus/events.go:storedOn":                         "stored events (their kind)",
-	"internal/bus/events.go:Events":                           "stored events",
+	"internal/bus/events.go:counted":                          "stored events",
 	"internal/bus/queue.go:SubscribeEvents":                   "live events",
 	"internal/bus/consume.go:readEvent":                       "consumed events",
 	"orchestrator/answer/slackanswer/events.go:EventsHandler": "Slack Events API bodies",
