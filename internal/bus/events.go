@@ -31,7 +31,8 @@ type StoredEvent struct {
 }
 
 // StoredEvents returns every message stored on EventSubject(dispatchID) and
-// its runners' RunnerEventSubject, in stream order, without interpreting it beyond Kind. It reads until the
+// its runners' RunnerEventSubject, in stream order, without interpreting it
+// beyond Kind. It reads from the stream's leader (leaderNext) until the
 // server has no further message for the subject; a missing stream means no
 // events.
 func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEvent, error) {
@@ -42,20 +43,16 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 	if err := b.ready(); errors.Is(err, ErrClosed) {
 		return nil, fmt.Errorf("read events from %s: %w", subject, err)
 	}
-	st, err := b.js.Stream(ctx, EventStream)
+	// The dispatch's own subject (orchestrator, worker) and its runners'
+	// (RunnerEventSubject), merged in stream order.
+	own, err := b.storedOn(ctx, subject)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read events from %s: look up stream %s: %w", subject, EventStream, err)
-	}
-	// The dispatch's own subject (orchestrator, worker) and its runners'
-	// (RunnerEventSubject), merged in stream order.
-	own, err := storedOn(ctx, st, subject)
-	if err != nil {
 		return nil, err
 	}
-	relayed, err := storedOn(ctx, st, subject+".>")
+	relayed, err := b.storedOn(ctx, RunnerEventFilter(dispatchID))
 	if err != nil {
 		return nil, err
 	}
@@ -70,13 +67,17 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 	return out, nil
 }
 
-// storedOn reads every message of st on filter, in stream order.
-func storedOn(ctx context.Context, st jetstream.Stream, filter string) ([]StoredEvent, error) {
+// storedOn reads every message of AGORA_EVENTS on filter, in stream order,
+// from the stream's leader.
+func (b *Bus) storedOn(ctx context.Context, filter string) ([]StoredEvent, error) {
 	var out []StoredEvent
 	for seq := uint64(1); ; {
-		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		msg, err := b.leaderNext(ctx, EventStream, filter, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return out, nil
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, err
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read events from %s at sequence %d: %w", filter, seq, err)

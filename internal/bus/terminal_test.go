@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
 
@@ -86,13 +92,10 @@ func TestPublishTerminalRace(t *testing.T) {
 
 			// Both read before either publishes: both would publish.
 			aEv, bEv := asked(id), lost(id)
-			aDec, err := a.decideTerminal(ctx, aEv, nil)
-			if err != nil || aDec.done {
-				t.Fatalf("ra's decision = %+v, %v; want to publish", aDec, err)
-			}
-			bDec, err := b.decideTerminal(ctx, bEv, []string{"ra"})
-			if err != nil || bDec.done {
-				t.Fatalf("rb's decision = %+v, %v; want to publish", bDec, err)
+			aDec := decide(t, a, aEv, nil)
+			bDec := decide(t, b, bEv, []string{"ra"})
+			if aDec.done || bDec.done {
+				t.Fatalf("decisions = %+v, %+v; want both to publish", aDec, bDec)
 			}
 			type side struct {
 				bus     *Bus
@@ -103,10 +106,10 @@ func TestPublishTerminalRace(t *testing.T) {
 			sides := map[string]side{"a": {a, aEv, aDec.lastSeq, nil}, "b": {b, bEv, bDec.lastSeq, []string{"ra"}}}
 			first, second := sides[tc.first], sides[map[string]string{"a": "b", "b": "a"}[tc.first]]
 
-			if _, err := first.bus.publishAfter(ctx, first.ev, mustEncode(t, first.ev), first.lastSeq); err != nil {
+			if err := publishAfter(t, first.bus, first.ev, first.lastSeq); err != nil {
 				t.Fatalf("first publish: %v", err)
 			}
-			if _, err := second.bus.publishAfter(ctx, second.ev, mustEncode(t, second.ev), second.lastSeq); !errors.Is(err, ErrEventsChanged) {
+			if err := publishAfter(t, second.bus, second.ev, second.lastSeq); !errors.Is(err, ErrEventsChanged) {
 				t.Fatalf("second publish after a stale read: %v; want ErrEventsChanged (refused by the server)", err)
 			}
 			// Read again, the second finds the first's outcome and publishes nothing.
@@ -170,6 +173,35 @@ func TestPublishTerminalCountsOnlyWhatCounts(t *testing.T) {
 	}
 }
 
+// decide is b.decideTerminal, tried again while the cluster answers
+// with an error (a request timing out on a loaded machine).
+func decide(t *testing.T, b *Bus, ev schemas.Event, holders []string) terminalDecision {
+	t.Helper()
+	var d terminalDecision
+	if err := testutil.Poll(t.Context(), 30*time.Second, 100*time.Millisecond, func() error {
+		var err error
+		d, err = b.decideTerminal(t.Context(), ev, holders)
+		return err
+	}); err != nil {
+		t.Fatalf("decide on %s: %v", ev.Kind, err)
+	}
+	return d
+}
+
+// publishAfter is b.publishAfter, tried again while the error is neither
+// the condition's refusal nor permanent (a timeout on a loaded machine;
+// the msg-id keeps a retry single).
+func publishAfter(t *testing.T, b *Bus, ev schemas.Event, lastSeq uint64) error {
+	t.Helper()
+	return testutil.Poll(t.Context(), 30*time.Second, 100*time.Millisecond, func() error {
+		_, err := b.publishAfter(t.Context(), ev, mustEncode(t, ev), lastSeq)
+		if err == nil || errors.Is(err, ErrEventsChanged) || permanent(err) {
+			return testutil.Permanent(err)
+		}
+		return err
+	})
+}
+
 func mustEncode(t *testing.T, ev schemas.Event) []byte {
 	t.Helper()
 	data, err := encodeEvent(ev)
@@ -177,4 +209,84 @@ func mustEncode(t *testing.T, ev schemas.Event) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestStoredEventsReadFromLeader: a dispatch's events are read from the
+// stream's leader even when AGORA_EVENTS allows direct gets (as a stream
+// the nats CLI made does): a direct get is answered by any replica, and
+// one a moment behind would not have the terminal event a runner decides
+// on. The spy sees every request of each API.
+func TestStoredEventsReadFromLeader(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := eventStreamConfig()
+	cfg.AllowDirect = true
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Connect(ctx, srv.ClientURL(), Options{Name: t.Name(), Logger: natstest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	r, err := b.AsRunner("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, ms := 0, int64(1)
+	for _, pub := range []*Bus{b, r} {
+		ev := schemas.Event{Kind: schemas.KindStarted, DispatchID: "d-1", Time: time.Now().UTC()}
+		if pub == r {
+			ev = schemas.Event{Kind: schemas.KindFinished, DispatchID: "d-1", Time: time.Now().UTC(), ExitCode: &code, DurationMS: &ms}
+		}
+		if _, err := pub.PublishEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	spy, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(spy.Close)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	for _, subj := range []string{"$JS.API.DIRECT.GET." + EventStream, "$JS.API.DIRECT.GET." + EventStream + ".>", "$JS.API.STREAM.MSG.GET." + EventStream} {
+		if _, err := spy.Subscribe(subj, func(m *nats.Msg) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[strings.Join(strings.Split(m.Subject, ".")[:3], ".")]++
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := r.StoredEvents(ctx, "d-1")
+	if err != nil || len(stored) != 2 || stored[0].Kind != schemas.KindStarted || stored[1].Kind != schemas.KindFinished ||
+		stored[1].MsgID != "d-1.dispatch.finished.r1" || stored[1].Time.IsZero() {
+		t.Fatalf("StoredEvents = %+v, %v; want started, then r1's finished with its msg-id and time", stored, err)
+	}
+	if err := spy.Flush(); err != nil { // the requests above reach the spy before this PONG
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["$JS.API.DIRECT"] != 0 || seen["$JS.API.STREAM"] == 0 {
+		t.Errorf("requests seen: %v; want only the leader's message-get API", seen)
+	}
+	if ev, err := r.TerminalEvent(ctx, "no-such-dispatch"); err != nil || ev != nil {
+		t.Errorf("TerminalEvent of a dispatch with no events = %+v, %v", ev, err)
+	}
 }
