@@ -73,6 +73,16 @@ func (d *dispatch) resolveClaim(ctx context.Context) {
 		d.log.Info("request already settled by its runner (claim done)", "claim_runner", c.Runner)
 		r.removeLeftovers(ctx, d.id)
 		d.acknowledge(ctx)
+	case c.State == bus.ClaimLost && c.Runner == r.cfg.ID:
+		// This runner took it over as lost and stopped before its
+		// worker-lost was stored (or before the acknowledgement): settle
+		// it so again, never run it.
+		ev := lostEvent(&d.req.Spec, 0, fmt.Sprintf("runner %s stopped renewing its claim; its container is presumed lost with its host", c.Previous))
+		if _, err := r.publishTerminalOnce(ctx, d.log, ev, c.Previous); err != nil {
+			d.handBack(retryLaterDelay)
+			return
+		}
+		d.acknowledge(ctx)
 	case c.Runner == r.cfg.ID:
 		found, err := r.cfg.Engine.List(ctx, r.containerLabels(d.id))
 		if err != nil {

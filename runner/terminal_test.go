@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/internal/bus"
+	"github.com/agoradev/agora/internal/compute"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
 )
@@ -28,7 +30,7 @@ func TestRedeliveredAfterAnotherRunnerSettled(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.LeaseTimeout = time.Second })
 	req := request("exit 0")
 	id := req.Spec.DispatchID
-	other := settledByAnotherRunner(t, h, req, bus.ClaimDone)
+	other := settledByAnotherRunner(t, h, req, func(c *bus.Claim) { c.State = bus.ClaimDone })
 	h.enqueue(req)
 	h.start()
 	waitAcknowledged(t, h, id)
@@ -49,17 +51,43 @@ func TestTakeOverFindsTheHoldersOutcome(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.LeaseTimeout = time.Second })
 	req := request("exit 0")
 	id := req.Spec.DispatchID
-	settledByAnotherRunner(t, h, req, bus.ClaimRunning)
+	settledByAnotherRunner(t, h, req, nil)
 	h.enqueue(req)
 	h.start()
 	waitAcknowledged(t, h, id)
 	h.assertOnce(id)
 }
 
+// TestOwnLostClaimNotRun: this runner took a dispatch over as lost and
+// stopped before its worker-lost was stored; the request comes back to
+// it. It used to find its own claim, no container, and start the dispatch
+// (a round run twice). Now it settles it as the takeover would have — and
+// the runner it took over from had stored the outcome, so nothing is
+// published and no container is created.
+func TestOwnLostClaimNotRun(t *testing.T) {
+	t.Parallel()
+	var created atomic.Int32
+	h := newHarness(t, nil)
+	h.cfg.Engine = &hookEngine{Engine: h.engine, afterCreate: func(context.Context, compute.ContainerSpec, string) { created.Add(1) }}
+	req := request("exit 0")
+	id := req.Spec.DispatchID
+	settledByAnotherRunner(t, h, req, func(c *bus.Claim) {
+		c.State, c.Previous, c.Runner, c.Heartbeat = bus.ClaimLost, c.Runner, h.cfg.ID, time.Now().UTC()
+	})
+	h.enqueue(req)
+	h.start()
+	waitAcknowledged(t, h, id)
+	h.assertOnce(id)
+	if n := created.Load(); n != 0 {
+		t.Errorf("%d containers created for a dispatch this runner had taken over as lost; want none", n)
+	}
+}
+
 // settledByAnotherRunner stores, as another runner would, req's started
-// and needs_input on that runner's subject and leaves its claim in state,
-// its heartbeat an hour old. It returns that runner's bus.
-func settledByAnotherRunner(t *testing.T, h *harness, req schemas.DispatchRequest, state string) *bus.Bus {
+// and needs_input on that runner's subject and leaves its claim running,
+// its heartbeat an hour old, then changed by change (nil: as it is). It
+// returns that runner's bus.
+func settledByAnotherRunner(t *testing.T, h *harness, req schemas.DispatchRequest, change func(*bus.Claim)) *bus.Bus {
 	t.Helper()
 	ctx := context.Background()
 	id := req.Spec.DispatchID
@@ -85,8 +113,8 @@ func settledByAnotherRunner(t *testing.T, h *harness, req schemas.DispatchReques
 	if err != nil {
 		t.Fatal(err)
 	}
-	if state != bus.ClaimRunning {
-		c.State = state
+	if change != nil {
+		change(&c)
 		if _, err := h.bus.UpdateClaim(ctx, id, c, rev); err != nil {
 			t.Fatal(err)
 		}

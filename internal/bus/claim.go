@@ -15,9 +15,12 @@ import (
 type Claim struct {
 	// State is ClaimRunning (a runner took it), ClaimCancelled (a cancel
 	// came first; no runner may start it), ClaimLost or ClaimDone.
-	State     string    `json:"state"`
-	Runner    string    `json:"runner,omitempty"`
-	Container string    `json:"container,omitempty"`
+	State     string `json:"state"`
+	Runner    string `json:"runner,omitempty"`
+	Container string `json:"container,omitempty"`
+	// Previous is, on a claim taken over as lost, the runner that held it
+	// before: its terminal event, if it stored one, is the outcome.
+	Previous  string    `json:"previous,omitempty"`
 	Heartbeat time.Time `json:"heartbeat"`
 	Revision  uint64    `json:"-"`
 }
@@ -148,7 +151,7 @@ func (l *Lease) TakeOver(ctx context.Context) error {
 	if c.State == ClaimDone || c.State == ClaimCancelled {
 		return fmt.Errorf("take over claim of %s: it is %s: %w", l.dispatchID, c.State, ErrClaimSettled)
 	}
-	c.State, c.Runner, c.Heartbeat = ClaimLost, l.runnerID, time.Now().UTC()
+	c.State, c.Runner, c.Previous, c.Heartbeat = ClaimLost, l.runnerID, c.Runner, time.Now().UTC()
 	rev, err := l.b.UpdateClaim(ctx, l.dispatchID, c, l.Found.Revision)
 	if err != nil {
 		return err
