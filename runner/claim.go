@@ -59,7 +59,26 @@ func (d *dispatch) resolveClaim(ctx context.Context) {
 	switch {
 	case c.State == bus.ClaimCancelled:
 		// The cancel came first; it publishes the event, we make sure.
-		if err := r.publish(ctx, d.log, bus.CancelledBeforeStart(d.id)); err != nil {
+		if _, err := r.publishTerminalOnce(ctx, d.log, bus.CancelledBeforeStart(d.id)); err != nil {
+			d.handBack(retryLaterDelay)
+			return
+		}
+		d.acknowledge(ctx)
+	case c.State == bus.ClaimDone:
+		// Its runner stored the outcome before it marked the claim done;
+		// the acknowledgement was lost (TestClusterFaults: "no responders"
+		// while the queue consumer's leader was down). The outcome may be
+		// on that runner's subject, which this one does not count, so the
+		// claim says it: never take a done claim over.
+		d.log.Info("request already settled by its runner (claim done)", "claim_runner", c.Runner)
+		r.removeLeftovers(ctx, d.id)
+		d.acknowledge(ctx)
+	case c.State == bus.ClaimLost && c.Runner == r.cfg.ID:
+		// This runner took it over as lost and stopped before its
+		// worker-lost was stored (or before the acknowledgement): settle
+		// it so again, never run it.
+		ev := lostEvent(&d.req.Spec, 0, fmt.Sprintf("runner %s stopped renewing its claim; its container is presumed lost with its host", c.Previous))
+		if _, err := r.publishTerminalOnce(ctx, d.log, ev, c.Previous); err != nil {
 			d.handBack(retryLaterDelay)
 			return
 		}
@@ -89,7 +108,10 @@ func (d *dispatch) resolveClaim(ctx context.Context) {
 			return
 		}
 		ev := lostEvent(&d.req.Spec, 0, fmt.Sprintf("runner %s stopped renewing its claim at %s; its container is presumed lost with its host", c.Runner, c.Heartbeat.Format(time.RFC3339)))
-		if err := r.publish(ctx, d.log, ev); err != nil {
+		// Published only while no terminal event counts, the silent
+		// runner's among them: it may have stored the outcome and
+		// stopped before marking the claim done.
+		if _, err := r.publishTerminalOnce(ctx, d.log, ev, c.Runner); err != nil {
 			d.handBack(retryLaterDelay)
 			return
 		}

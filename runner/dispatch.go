@@ -169,7 +169,7 @@ func (d *dispatch) handBack(delay time.Duration) {
 // before the event is stored, nothing is finished: the request is handed
 // back and the next runner process settles it.
 func (d *dispatch) conclude(ctx context.Context, ev schemas.Event) {
-	if err := d.r.publishTerminal(ctx, d.log, ev); err != nil {
+	if _, err := d.r.publishTerminal(ctx, d.log, ev); err != nil {
 		d.retryLater(err)
 		return
 	}

@@ -53,11 +53,17 @@ func (d *dispatch) settle(ctx context.Context, exit containerExit, logs *logSink
 			_ = r.publish(ctx, d.log, ev)
 			continue
 		}
-		if err := r.publishTerminal(ctx, d.log, ev); err != nil {
+		settled, err := r.publishTerminal(ctx, d.log, ev)
+		if err != nil {
 			// Stopping: the exited container stays, and settling it again
 			// finds the events on its stdout.
 			d.retryLater(err)
 			return
+		}
+		if settled != nil {
+			// Stored meanwhile (a runner that took the claim over as lost):
+			// that one is the outcome.
+			out.Terminal = *settled
 		}
 		r.trace(d.id, PhasePublished)
 	}
@@ -80,10 +86,28 @@ func (r *Runner) publish(ctx context.Context, log *slog.Logger, ev schemas.Event
 	return nil
 }
 
-// publishTerminal stores a dispatch's terminal event, trying again (every
-// few seconds, holding the slot) until it is stored or the runner stops:
-// an outcome is never given up on while the runner runs.
-func (r *Runner) publishTerminal(ctx context.Context, log *slog.Logger, ev schemas.Event) error {
+// publishTerminalOnce stores a dispatch's terminal event within the
+// runner's window, unless the dispatch has one that counts already, which
+// it returns (bus.PublishTerminal: the server refuses a publish that
+// raced another runner's). holders are the runners whose terminal events
+// count besides this one's (the one whose claim it took over).
+func (r *Runner) publishTerminalOnce(ctx context.Context, log *slog.Logger, ev schemas.Event, holders ...string) (*schemas.Event, error) {
+	_, settled, err := r.cfg.Bus.PublishTerminal(ctx, ev, r.cfg.PublishWindow, holders...)
+	if err != nil {
+		log.Error("publish terminal event", "kind", ev.Kind, "error", err)
+		return nil, err
+	}
+	if settled != nil {
+		log.Info("the dispatch has a terminal event already; not publishing another", "kind", ev.Kind, "stored_kind", settled.Kind)
+	}
+	return settled, nil
+}
+
+// publishTerminal stores a dispatch's terminal event as
+// publishTerminalOnce does, trying again (every few seconds, holding the
+// slot) until it is stored, or found stored, or the runner stops: an
+// outcome is never given up on while the runner runs.
+func (r *Runner) publishTerminal(ctx context.Context, log *slog.Logger, ev schemas.Event) (*schemas.Event, error) {
 	// Only the runner's stop ends the tries, not ctx: each publish is
 	// bounded by its own window.
 	tries, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -97,19 +121,20 @@ func (r *Runner) publishTerminal(ctx context.Context, log *slog.Logger, ev schem
 	}()
 	var last error
 	attempt := 0
-	_, err := backoff.Retry(tries, func() (struct{}, error) {
+	settled, err := backoff.Retry(tries, func() (*schemas.Event, error) {
 		attempt++
-		last = r.publish(ctx, log, ev)
-		return struct{}{}, last
+		settled, err := r.publishTerminalOnce(ctx, log, ev)
+		last = err
+		return settled, err
 	}, backoff.WithBackOff(&linearBackOff{step: time.Second, max: 10 * time.Second}),
 		backoff.WithMaxElapsedTime(0),
 		backoff.WithNotify(func(err error, pause time.Duration) {
 			log.Warn("the terminal event is not stored yet; trying again", "kind", ev.Kind, "attempt", attempt, "retry_in", pause)
 		}))
 	if err != nil {
-		return last // the runner stopped: the publish's error, not the stop's
+		return nil, last // the runner stopped: the publish's error, not the stop's
 	}
-	return nil
+	return settled, nil
 }
 
 // linearBackOff waits step, 2×step, … up to max: a terminal event is

@@ -29,7 +29,7 @@ var readers = map[string]string{
 	"orchestrator/orchestrator.go:validate":                   "a submitted task's input",
 	"registryfile/file.go:parse":                              "registry files (YAML turned into JSON)",
 	"internal/bus/events.go:storedOn":                         "stored events (their kind)",
-	"internal/bus/events.go:Events":                           "stored events",
+	"internal/bus/events.go:counted":                          "stored events",
 	"internal/bus/queue.go:SubscribeEvents":                   "live events",
 	"internal/bus/consume.go:readEvent":                       "consumed events",
 	"orchestrator/answer/slackanswer/events.go:EventsHandler": "Slack Events API bodies",
@@ -220,6 +220,7 @@ var notOutside = map[string]string{
 	// Other programs and services, decoded into their own shapes, with no
 	// contract field names to confuse.
 	"internal/bus/leaderget.go:getFromLeader":             "the NATS server's JetStream API answer to a message get",
+	"internal/bus/leaderget.go:leaderNext":                "the NATS server's JetStream API answer to a message get (the event inside is read by storedOn and counted)",
 	"internal/compute/procbench/replay.go:cancelledEvent": "an event line the replaying engine recorded from the real worker (benchmarks only)",
 	"adapters/claudecode/stream.go:parse":                 "Claude Code's stream-json output, read leniently",
 	"internal/compute/docker/image.go:readBuildOutput":    "the Docker daemon's build stream",

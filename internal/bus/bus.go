@@ -77,7 +77,12 @@
 // subject and sequence ("first message at or after seq on this subject"),
 // until the server reports that there is none: no consumer to create or
 // clean up, no waiting. A dispatch has a handful of events, so one request
-// per event is cheap. Kinds outside the closed vocabulary are logged and
+// per event is cheap. The requests go to the stream's leader
+// ($JS.API.STREAM.MSG.GET) whatever the stream's allow_direct says — a
+// direct get is answered by any replica, which may be a moment behind —
+// and need no STREAM.INFO first. A runner decides on that read whether a
+// dispatch is settled, and publishes a terminal event only on the
+// condition that nothing changed since (PublishTerminal). Kinds outside the closed vocabulary are logged and
 // skipped; StoredEvents returns everything stored, raw, for diagnostics and
 // tests.
 package bus

@@ -15,9 +15,12 @@ import (
 type Claim struct {
 	// State is ClaimRunning (a runner took it), ClaimCancelled (a cancel
 	// came first; no runner may start it), ClaimLost or ClaimDone.
-	State     string    `json:"state"`
-	Runner    string    `json:"runner,omitempty"`
-	Container string    `json:"container,omitempty"`
+	State     string `json:"state"`
+	Runner    string `json:"runner,omitempty"`
+	Container string `json:"container,omitempty"`
+	// Previous is, on a claim taken over as lost, the runner that held it
+	// before: its terminal event, if it stored one, is the outcome.
+	Previous  string    `json:"previous,omitempty"`
 	Heartbeat time.Time `json:"heartbeat"`
 	Revision  uint64    `json:"-"`
 }
@@ -35,6 +38,11 @@ const (
 
 // ErrClaimed means another claim for the dispatch exists already.
 var ErrClaimed = errors.New("dispatch already claimed")
+
+// ErrClaimSettled means a claim records an outcome already: its runner
+// marked it done, or a cancel took it before any runner. Nobody may take
+// it over.
+var ErrClaimSettled = errors.New("claim is settled")
 
 // A Lease is one runner's side of one dispatch's claim: what Claim found
 // when the runner was handed the dispatch, and the revision the runner's
@@ -133,11 +141,17 @@ func (l *Lease) Done(ctx context.Context, containerID string) error {
 
 // TakeOver records that the runner settles, as lost, a dispatch whose
 // claim (Found) another runner stopped renewing. It fails when the claim
-// changed since Claim read it: that runner is alive, or another took it
-// over first.
+// changed since Claim read it (that runner is alive, or another took it
+// over first), and with ErrClaimSettled when Found is done or cancelled:
+// its outcome is recorded, so declaring it lost would give the dispatch a
+// second terminal event. A lost claim whose taker went silent in turn may
+// be taken over again.
 func (l *Lease) TakeOver(ctx context.Context) error {
 	c := l.Found
-	c.State, c.Runner, c.Heartbeat = ClaimLost, l.runnerID, time.Now().UTC()
+	if c.State == ClaimDone || c.State == ClaimCancelled {
+		return fmt.Errorf("take over claim of %s: it is %s: %w", l.dispatchID, c.State, ErrClaimSettled)
+	}
+	c.State, c.Runner, c.Previous, c.Heartbeat = ClaimLost, l.runnerID, c.Runner, time.Now().UTC()
 	rev, err := l.b.UpdateClaim(ctx, l.dispatchID, c, l.Found.Revision)
 	if err != nil {
 		return err

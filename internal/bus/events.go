@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,7 +31,8 @@ type StoredEvent struct {
 }
 
 // StoredEvents returns every message stored on EventSubject(dispatchID) and
-// its runners' RunnerEventSubject, in stream order, without interpreting it beyond Kind. It reads until the
+// its runners' RunnerEventSubject, in stream order, without interpreting it
+// beyond Kind. It reads from the stream's leader (leaderNext) until the
 // server has no further message for the subject; a missing stream means no
 // events.
 func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEvent, error) {
@@ -41,20 +43,16 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 	if err := b.ready(); errors.Is(err, ErrClosed) {
 		return nil, fmt.Errorf("read events from %s: %w", subject, err)
 	}
-	st, err := b.js.Stream(ctx, EventStream)
+	// The dispatch's own subject (orchestrator, worker) and its runners'
+	// (RunnerEventSubject), merged in stream order.
+	own, err := b.storedOn(ctx, subject)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read events from %s: look up stream %s: %w", subject, EventStream, err)
-	}
-	// The dispatch's own subject (orchestrator, worker) and its runners'
-	// (RunnerEventSubject), merged in stream order.
-	own, err := storedOn(ctx, st, subject)
-	if err != nil {
 		return nil, err
 	}
-	relayed, err := storedOn(ctx, st, subject+".>")
+	relayed, err := b.storedOn(ctx, RunnerEventFilter(dispatchID))
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +67,17 @@ func (b *Bus) StoredEvents(ctx context.Context, dispatchID string) ([]StoredEven
 	return out, nil
 }
 
-// storedOn reads every message of st on filter, in stream order.
-func storedOn(ctx context.Context, st jetstream.Stream, filter string) ([]StoredEvent, error) {
+// storedOn reads every message of AGORA_EVENTS on filter, in stream order,
+// from the stream's leader.
+func (b *Bus) storedOn(ctx context.Context, filter string) ([]StoredEvent, error) {
 	var out []StoredEvent
 	for seq := uint64(1); ; {
-		msg, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		msg, err := b.leaderNext(ctx, EventStream, filter, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return out, nil
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, err
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read events from %s at sequence %d: %w", filter, seq, err)
@@ -98,13 +100,44 @@ func storedOn(ctx context.Context, st jetstream.Stream, filter string) ([]Stored
 
 // Events returns the lifecycle events stored for dispatchID, in the order
 // they were stored. Messages whose kind is outside the vocabulary, that do
-// not decode, or that name another dispatch are logged and skipped.
+// not decode, or that name another dispatch are logged and skipped; so are
+// another runner's events that do not count (counted).
 func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, error) {
 	stored, err := b.StoredEvents(ctx, dispatchID)
 	if err != nil {
 		return nil, err
 	}
-	events := make([]schemas.Event, 0, len(stored))
+	counted, err := b.counted(ctx, dispatchID, stored, nil)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]schemas.Event, len(counted))
+	for i, c := range counted {
+		events[i] = c.Event
+	}
+	return events, nil
+}
+
+// countedEvent is a stored event that counts, decoded.
+type countedEvent struct {
+	StoredEvent
+	Event schemas.Event
+}
+
+// counted decodes stored (dispatchID's messages, in stream order) and keeps
+// the events that count for this Bus. The dispatch's own subject (worker,
+// orchestrator) always counts. Another runner's event counts as the
+// orchestrator counts it (CheckRunnerEvent) on a Bus that is no runner's.
+// On a runner's Bus its own events count, and another runner's only when
+// that runner is in holders (the runner whose claim this one took over
+// names its predecessor) or the dispatch's claim says that runner took it
+// over as lost and the event is its worker-lost failure (what the
+// orchestrator accepts from a taker): so no runner can make another
+// believe its dispatch settled, while two runners never both settle one.
+func (b *Bus) counted(ctx context.Context, dispatchID string, stored []StoredEvent, holders []string) ([]countedEvent, error) {
+	out := make([]countedEvent, 0, len(stored))
+	var claim *Claim
+	claimRead := false
 	for _, se := range stored {
 		log := b.log.With("dispatch_id", dispatchID, "seq", se.Sequence, "kind", se.Kind)
 		if !se.Kind.Known() {
@@ -120,23 +153,33 @@ func (b *Bus) Events(ctx context.Context, dispatchID string) ([]schemas.Event, e
 			log.Warn("skip event of another dispatch", "event_dispatch_id", ev.DispatchID)
 			continue
 		}
-		// Another runner's event counts only as the orchestrator counts
-		// it (CheckRunnerEvent). A runner counts none but its own: so no
-		// runner can make another believe its dispatch settled.
-		if _, runner, _ := ParseEventSubject(se.Subject); runner != "" && runner != b.runner {
-			if b.runner != "" {
-				continue
-			}
-			if err := b.checkRunnerEvent(ctx, ev, runner, false); errors.Is(err, ErrNotClaimant) {
-				log.Warn("skip event of a runner that does not hold the dispatch", "runner", runner, "error", err)
-				continue
-			} else if err != nil {
-				return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
+		if _, runner, _ := ParseEventSubject(se.Subject); runner != "" && runner != b.runner && !slices.Contains(holders, runner) {
+			if b.runner == "" {
+				if err := b.checkRunnerEvent(ctx, ev, runner, false); errors.Is(err, ErrNotClaimant) {
+					log.Warn("skip event of a runner that does not hold the dispatch", "runner", runner, "error", err)
+					continue
+				} else if err != nil {
+					return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
+				}
+			} else {
+				if !ev.Kind.Terminal() {
+					continue
+				}
+				if !claimRead {
+					c, err := b.GetClaim(ctx, dispatchID)
+					if err != nil {
+						return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
+					}
+					claim, claimRead = c, true
+				}
+				if !lostTakeover(claim, ev, runner) {
+					continue
+				}
 			}
 		}
-		events = append(events, ev)
+		out = append(out, countedEvent{StoredEvent: se, Event: ev})
 	}
-	return events, nil
+	return out, nil
 }
 
 // TerminalEvent returns dispatchID's terminal event (finished, needs_input,

@@ -40,17 +40,74 @@ func keyValid(key string) bool {
 
 // msgGetRequest and msgGetResponse are the message-get API's JSON.
 type msgGetRequest struct {
-	LastBySubject string `json:"last_by_subj"`
+	LastBySubject string `json:"last_by_subj,omitempty"`
+	Sequence      uint64 `json:"seq,omitempty"`
+	NextBySubject string `json:"next_by_subj,omitempty"`
 }
 
 type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
 	Message *struct {
-		Subject  string `json:"subject"`
-		Sequence uint64 `json:"seq"`
-		Header   []byte `json:"hdrs,omitempty"`
-		Data     []byte `json:"data,omitempty"`
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
 	} `json:"message,omitempty"`
+}
+
+// leaderMsg is one message the stream's leader returned.
+type leaderMsg struct {
+	Subject  string
+	Sequence uint64
+	Header   nats.Header
+	Data     []byte
+	Time     time.Time
+}
+
+// leaderNext returns stream's first message at or after seq on filter
+// (which may hold wildcards), read from the stream's leader with the
+// message-get API whatever the stream's allow_direct says: nats.go's
+// Stream.GetMsg makes a direct get, which any replica answers, when the
+// stream allows them (the nats CLI creates streams so), and a replica a
+// moment behind would not have the last events. No such message is
+// jetstream.ErrMsgNotFound, no such stream jetstream.ErrStreamNotFound.
+// It needs no STREAM.INFO first.
+func (b *Bus) leaderNext(ctx context.Context, stream, filter string, seq uint64) (*leaderMsg, error) {
+	req, err := json.Marshal(msgGetRequest{Sequence: seq, NextBySubject: filter})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, leaderGetTimeout)
+		defer cancel()
+	}
+	reply, err := b.nc.RequestWithContext(ctx, jsAPIMsgGet+stream, req)
+	if err != nil {
+		return nil, err
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, fmt.Errorf("decode the stream leader's answer: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
+		return nil, jetstream.ErrStreamNotFound
+	case resp.Error != nil:
+		return nil, resp.Error
+	case resp.Message == nil:
+		return nil, jetstream.ErrInvalidJetStreamResponse
+	}
+	m := &leaderMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data, Time: resp.Message.Time}
+	if len(resp.Message.Header) > 0 {
+		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, fmt.Errorf("decode the headers of %s at sequence %d: %w", m.Subject, m.Sequence, err)
+		}
+	}
+	return m, nil
 }
 
 // getFromLeader reads key's last message from the leader of the bucket's

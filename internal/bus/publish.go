@@ -162,7 +162,7 @@ func encodeEvent(ev schemas.Event) ([]byte, error) {
 
 // publish sends one encoded event; when no stream answers, it ensures the
 // stream and sends once more.
-func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte) (PublishAck, error) {
+func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte, opts ...jetstream.PublishOpt) (PublishAck, error) {
 	subject := b.eventSubject(ev.DispatchID)
 	wrap := func(err error) error { return fmt.Errorf("publish %s to %s: %w", ev.Kind, subject, err) }
 	if err := b.ready(); err != nil {
@@ -171,13 +171,13 @@ func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte) (Publi
 	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
 	defer cancel()
 
-	ack, err := b.jsPublish(ctx, ev, subject, data)
+	ack, err := b.jsPublish(ctx, ev, subject, data, opts)
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
 		b.log.Info("no stream answered; ensuring it", "stream", EventStream, "subject", subject)
 		if err := b.EnsureEventStream(ctx); err != nil {
 			return PublishAck{}, wrap(err)
 		}
-		ack, err = b.jsPublish(ctx, ev, subject, data)
+		ack, err = b.jsPublish(ctx, ev, subject, data, opts)
 	}
 	if errors.Is(err, nats.ErrMaxPayload) {
 		err = fmt.Errorf("%w: %d bytes of JSON plus headers, server max payload %d bytes; "+
@@ -193,14 +193,15 @@ func (b *Bus) publish(ctx context.Context, ev schemas.Event, data []byte) (Publi
 	return PublishAck{Stream: ack.Stream, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 
-func (b *Bus) jsPublish(ctx context.Context, ev schemas.Event, subject string, data []byte) (*jetstream.PubAck, error) {
-	return b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data},
+func (b *Bus) jsPublish(ctx context.Context, ev schemas.Event, subject string, data []byte, extra []jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	opts := append([]jetstream.PublishOpt{
 		jetstream.WithMsgID(b.msgID(ev)),
 		jetstream.WithExpectStream(EventStream),
 		// No stream answering is handled above (ensure, then once more);
 		// do not let the client sleep on it first.
 		jetstream.WithRetryAttempts(0),
-	)
+	}, extra...)
+	return b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, opts...)
 }
 
 // eventSubject is where this Bus publishes dispatchID's events: its
