@@ -73,6 +73,12 @@ type taskCache struct {
 	// task index snapshot records it: snapshot.go).
 	delivered atomic.Uint64
 	pending   atomic.Int64
+	// idle gets a token when a decoder brings pending to 0. It is the
+	// cache's, not one feed's: a feed's caughtUp waits for the values
+	// of an earlier feed too (snapshotAtStop follows the bucket again
+	// while the run's last value may still be decoding), and a token put
+	// by that feed's decoder must wake it.
+	idle chan struct{}
 }
 
 // cacheEntry is one task in the cache: 64 bytes and its data
@@ -264,7 +270,7 @@ func labelValue(enc, key string) (string, bool) {
 }
 
 func newTaskCache(log *slog.Logger) *taskCache {
-	return &taskCache{log: log, caughtUp: make(chan struct{}), byID: map[string]*cacheEntry{},
+	return &taskCache{log: log, caughtUp: make(chan struct{}), idle: make(chan struct{}, 1), byID: map[string]*cacheEntry{},
 		open: map[string]*cacheEntry{}, asking: map[string]askedEntry{}, counts: map[wire.State]int{}, owners: ownerTally{}, gone: map[string]uint64{}, goneBefore: map[string]uint64{}, names: newNameTable()}
 }
 
@@ -392,7 +398,7 @@ func stateIndex(s wire.State) uint8 {
 // decoded on every core, and applied in whatever order they are decoded:
 // the revisions decide which value of a task stands, and a removal is
 // remembered. caughtUp waits for the values before it. The decoders end
-// with ctx.
+// with ctx, once they have applied what they were handed.
 func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte, rev uint64), caughtUp func()) {
 	type value struct {
 		id   string
@@ -400,23 +406,37 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 		rev  uint64
 	}
 	work := make(chan value, 64)
-	idle := make(chan struct{}, 1)
 	pending := &c.pending
+	done := func() {
+		if pending.Add(-1) == 0 {
+			select {
+			case c.idle <- struct{}{}:
+			default: // a token is there already
+			}
+		}
+	}
+	// The decoders apply every value handed to them, those still queued
+	// when ctx ends too: its revision counts as delivered, and a capture
+	// that sees none pending takes the cache to cover it (before, a
+	// decoder that left on ctx's end left the queued values pending for
+	// good: the stop's catch-up waited out its bound, and would have
+	// started past values never applied).
+	var (
+		mu     sync.Mutex
+		closed bool
+	)
+	go func() {
+		<-ctx.Done()
+		mu.Lock()
+		closed = true
+		close(work)
+		mu.Unlock()
+	}()
 	for range runtime.GOMAXPROCS(0) {
 		go func() {
-			for {
-				select {
-				case v := <-work:
-					c.put(v.id, v.data, v.rev)
-					if pending.Add(-1) == 0 {
-						select {
-						case idle <- struct{}{}:
-						default:
-						}
-					}
-				case <-ctx.Done():
-					return
-				}
+			for v := range work {
+				c.put(v.id, v.data, v.rev)
+				done()
 			}
 		}()
 	}
@@ -426,24 +446,34 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 			c.delivered.Store(rev)
 			return
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return // neither pending nor delivered: a later follow reads it
+		}
 		pending.Add(1)
 		c.delivered.Store(rev)
-		select {
-		case work <- value{id, data, rev}:
-		case <-ctx.Done():
-		}
+		work <- value{id, data, rev}
 	}
 	caughtUp = func() {
-		for pending.Load() > 0 {
-			select {
-			case <-idle:
-			case <-ctx.Done():
-				return
-			}
+		if c.waitDecoded(ctx) {
+			c.setReady(true)
 		}
-		c.setReady(true)
 	}
 	return put, caughtUp
+}
+
+// waitDecoded waits until no value handed over is being decoded (false:
+// ctx ended first).
+func (c *taskCache) waitDecoded(ctx context.Context) bool {
+	for c.pending.Load() > 0 {
+		select {
+		case <-c.idle:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // put stores the task value of revision rev unless a newer one is there.

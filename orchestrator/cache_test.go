@@ -148,6 +148,12 @@ func newListingOrchestrator(t *testing.T) *Orchestrator {
 // partial_state.
 func storeTask(t *testing.T, o *Orchestrator, id string, state wire.State, created time.Time, labels map[string]string) {
 	t.Helper()
+	storeTaskIn(t, o.store, id, state, created, labels)
+}
+
+// storeTaskIn is storeTask through a store of its own.
+func storeTaskIn(t *testing.T, s *store, id string, state wire.State, created time.Time, labels map[string]string) {
+	t.Helper()
 	big := strings.Repeat("x", 64<<10)
 	req := wire.SubmitRequest{TaskID: id, Subagent: script("lister", "true"), Labels: labels,
 		Input: json.RawMessage(`{"blob":"` + big + `"}`)}
@@ -167,7 +173,7 @@ func storeTask(t *testing.T, o *Orchestrator, id string, state wire.State, creat
 		task.Outcome = &wire.Outcome{Reason: string(state), Detail: "round 1 " + string(state)}
 	}
 	task.Rounds = []wire.Round{r}
-	if err := o.store.create(t.Context(), task); err != nil {
+	if err := s.create(t.Context(), task); err != nil {
 		t.Fatal(err)
 	}
 }

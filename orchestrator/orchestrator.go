@@ -83,7 +83,7 @@ type Config struct {
 	// task index to TaskIndexBucket, so that a start reads it and the
 	// changes since instead of every task; 0 means
 	// DefaultIndexSnapshotEvery, below 0 never (every start reads the
-	// whole tasks bucket).
+	// whole tasks bucket); at most MaxIndexSnapshotEvery.
 	IndexSnapshotEvery time.Duration
 }
 
@@ -155,6 +155,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	if err := CheckRetention(cfg.Retention); err != nil {
 		return nil, fmt.Errorf("orchestrator config: %w", err)
+	}
+	if cfg.IndexSnapshotEvery > MaxIndexSnapshotEvery {
+		return nil, fmt.Errorf("orchestrator config: the task index snapshot every %s: at most %s, half the age at which a start after a crash still reads it", cfg.IndexSnapshotEvery, MaxIndexSnapshotEvery)
 	}
 	cfg.CIRoute = orDefault(cfg.CIRoute, wire.DefaultCIRoute)
 	if _, err := wire.ParseRoute(cfg.CIRoute); err != nil {

@@ -26,8 +26,17 @@ import (
 const (
 	// TaskIndexBucket holds the snapshot: a head record and its chunks.
 	TaskIndexBucket = "agora_task_index"
-	// DefaultIndexSnapshotEvery is Config.IndexSnapshotEvery's default.
+	// DefaultIndexSnapshotEvery is Config.IndexSnapshotEvery's default:
+	// after a crash the last periodic snapshot is at most this old, and
+	// it is read (with the changes since) by a start up to
+	// snapshotMaxAge(MarkerTTL) − 5 minutes = 15 minutes after the crash.
 	DefaultIndexSnapshotEvery = 5 * time.Minute
+	// MaxIndexSnapshotEvery is the longest Config.IndexSnapshotEvery:
+	// half the age at which a snapshot of a changed bucket is still read
+	// (20 minutes), so a start within 10 minutes of a crash reads the
+	// last periodic one. Saved less often, a crash would mostly leave a
+	// snapshot no start may read.
+	MaxIndexSnapshotEvery = 10 * time.Minute
 
 	// TaskIndexKey is the snapshot's key in TaskIndexBucket.
 	TaskIndexKey = "tasks"
@@ -428,17 +437,29 @@ func (o *Orchestrator) snapshotAtStop() {
 	// The watch ended with the rest; it may not have handed over this
 	// process's last writes (the cache knows them, the covered revision
 	// does not): catch up with the bucket once more, so the snapshot
-	// covers its last revision.
+	// covers its last revision. When it covers it already — the common
+	// case — there is nothing to follow: only the values still being
+	// decoded to wait for. (Following from past the bucket's end relied
+	// on nats.go's "caught up" for a consumer with nothing pending.)
 	if c := o.store.cache; c != nil && c.current() {
-		put, caughtUp := c.feed(ctx)
-		done := make(chan struct{})
-		var once sync.Once
-		if err := o.store.tasks.FollowFrom(ctx, c.delivered.Load()+1, put,
-			func() { caughtUp(); once.Do(func() { close(done) }) }, func() {}); err == nil {
-			select {
-			case <-done:
-			case <-ctx.Done():
+		b, err := o.store.tasks.State(ctx)
+		if err != nil {
+			o.log.Warn("task index snapshot at stop", "error", err)
+			return
+		}
+		if b.LastRev > c.delivered.Load() {
+			put, caughtUp := c.feed(ctx)
+			done := make(chan struct{})
+			var once sync.Once
+			if err := o.store.tasks.FollowFrom(ctx, c.delivered.Load()+1, put,
+				func() { caughtUp(); once.Do(func() { close(done) }) }, func() {}); err == nil {
+				select {
+				case <-done:
+				case <-ctx.Done():
+				}
 			}
+		} else {
+			c.waitDecoded(ctx)
 		}
 	}
 	if _, err := o.writeSnapshot(ctx); err != nil && !errors.Is(err, bus.ErrRevision) {

@@ -114,11 +114,11 @@ func scratchIndex(t *testing.T, o *Orchestrator) *taskCache {
 
 // snapshotStarter gives a bus and starts orchestrators, each stopped in t.Cleanup, on one
 // bus and store (the second start reads what the first saved); snapshots
-// are saved only at start and stop.
+// are saved at start and stop, and then only every MaxIndexSnapshotEvery.
 func snapshotStarter(t *testing.T) (*bus.Bus, func() *Orchestrator) {
 	b, st := bustest.Bus(t), storagetest.FileStore(t)
 	return b, func() *Orchestrator {
-		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: time.Hour})
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: MaxIndexSnapshotEvery})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,5 +331,108 @@ func TestSnapshotAtStop(t *testing.T) {
 	again := start()
 	if again.indexFrom != state.LastRev {
 		t.Errorf("the start after a stop read from revision %d (%v), want the snapshot saved at stop, at the bucket's last %d", again.indexFrom, again.indexWhy, state.LastRev)
+	}
+}
+
+// TestStartAfterCrash: an orchestrator that never stops — its process
+// killed: its connection gone, no save at stop — leaves its last
+// periodic snapshot, and the next start reads it and the changes made
+// after it (tasks added, changed and removed while no orchestrator ran)
+// and has the very index a start from every task in the bucket has.
+func TestStartAfterCrash(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv, st := natstest.Start(t), storagetest.FileStore(t)
+	connect := func(name string) *bus.Bus {
+		b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		return b
+	}
+	start := func(b *bus.Bus, every time.Duration) *Orchestrator {
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Stop(context.Background()) })
+		return o
+	}
+	crashing := connect("crashing")
+	o := start(crashing, 20*time.Millisecond)
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	states := []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput, wire.StateFinished, wire.StateFailed, wire.StateCancelled}
+	for i := range 12 {
+		storeTask(t, o, fmt.Sprintf("crash-%02d", i), states[i%len(states)], base.Add(time.Duration(i)*time.Minute),
+			map[string]string{"batch": fmt.Sprintf("b%d", i%3)})
+	}
+	// A periodic save covering every write: the loop's, not a stop's.
+	var saved snapshotMeta
+	if err := testutil.Poll(ctx, 20*time.Second, 10*time.Millisecond, func() error {
+		b, err := o.store.tasks.State(ctx)
+		if err != nil {
+			return err
+		}
+		raw, _, err := o.snapshots.Get(ctx)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &saved); err != nil {
+			return err
+		}
+		if saved.Rev != b.LastRev {
+			return fmt.Errorf("the snapshot covers revision %d of %d", saved.Rev, b.LastRev)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The crash: the connection goes with the process; nothing more is
+	// saved (its Stop in t.Cleanup finds no connection to save through).
+	crashing.Close()
+
+	// While no orchestrator runs: added, changed, removed.
+	changer, err := openStore(ctx, connect("changer"), MarkerTTL, natstest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeTaskIn(t, changer, "crash-new", wire.StateQueued, base.Add(time.Hour), map[string]string{"batch": "b9"})
+	for _, id := range []string{"crash-01", "crash-03"} {
+		if err := changer.tasks.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"crash-00", "crash-02"} {
+		if _, err := changer.update(ctx, id, func(task *wire.Task) error {
+			task.State, task.Rounds[0].State, task.Rounds[0].EndedAt, task.UpdatedAt = wire.StateFinished, wire.StateFinished, base.Add(time.Hour), base.Add(time.Hour)
+			task.Request.Labels = map[string]string{"batch": "b7"}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	again := start(connect("next"), MaxIndexSnapshotEvery)
+	if again.indexFrom != saved.Rev {
+		t.Fatalf("the start after the crash read from revision %d (%v), want the periodic snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
+	}
+	labels := []string{"batch=b0", "batch=b1", "batch=b2", "batch=b7", "batch=b9"}
+	got := indexDump(t, again.store.cache, labels...)
+	if want := indexDump(t, scratchIndex(t, again), labels...); got != want {
+		t.Errorf("the index from the periodic snapshot and the changes since is not the one built from the bucket:\n%s\nwant\n%s", got, want)
+	}
+	for _, want := range []string{"crash-new", "label batch=b7: crash-02 crash-00\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the index misses %q:\n%s", want, got)
+		}
+	}
+	for _, gone := range []string{"crash-01", "crash-03"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("the index still has %s, removed after the snapshot:\n%s", gone, got)
+		}
 	}
 }
