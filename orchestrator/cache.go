@@ -441,15 +441,18 @@ func (c *taskCache) feed(ctx context.Context) (put func(id string, value []byte,
 		}()
 	}
 	put = func(id string, data []byte, rev uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			// Neither applied nor delivered, a removal neither (it would
+			// count a value skipped before it as delivered): a later
+			// follow from delivered+1 reads both.
+			return
+		}
 		if data == nil {
 			c.remove(id, rev)
 			c.delivered.Store(rev)
 			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return // neither pending nor delivered: a later follow reads it
 		}
 		pending.Add(1)
 		c.delivered.Store(rev)

@@ -548,3 +548,44 @@ func TestCacheEntryPacking(t *testing.T) {
 		t.Errorf("cold start after a retry backoff = %s, want 3s", got.ColdStart)
 	}
 }
+
+// TestFeedAtItsEnd: a value handed to a feed as its ctx ends is either
+// applied or not counted at all — never left pending for good, never
+// counted as delivered unapplied — so a follow from delivered+1 (the
+// stop's catch-up) misses nothing, and waiting for the decoders ends.
+func TestFeedAtItsEnd(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	value := func(i int) []byte {
+		return fmt.Appendf(nil, `{"state":"finished","created_at":"2026-11-29T00:00:%02dZ"}`, i)
+	}
+	for range 200 {
+		c := newTaskCache(nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		put, _ := c.feed(ctx)
+		for i := range n {
+			if i == n/2 {
+				cancel()
+			}
+			put(fmt.Sprintf("t%02d", i), value(i), uint64(i+1))
+		}
+		put("t00", nil, n+1) // a removal after the end
+		wait, stop := context.WithTimeout(t.Context(), 30*time.Second)
+		decoded := c.waitDecoded(wait)
+		stop()
+		if !decoded {
+			t.Fatalf("%d values stay pending after the feed ended", c.pending.Load())
+		}
+		delivered := c.delivered.Load()
+		c.mu.RLock()
+		for i := range n {
+			_, cached := c.byID[fmt.Sprintf("t%02d", i)]
+			removed := i == 0 && delivered > n
+			if uint64(i+1) <= delivered && cached == removed {
+				t.Errorf("delivered is %d, yet task t%02d (revision %d) cached = %v", delivered, i, i+1, cached)
+			}
+		}
+		c.mu.RUnlock()
+		cancel()
+	}
+}
