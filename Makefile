@@ -64,7 +64,7 @@ bench-throughput: ## agora vs the same containers straight on the engine: TASKS 
 bench-cli: ## the CLI end to end: agora dispatch --wait against agora serve vs docker run --rm of the same image, 1 at a time and 8 on 4 slots (docs/benchmarks.md)
 	sh test/benchcli/run.sh $(ROUNDS)
 
-bench-million: ## serve on a data dir of a million stored tasks (written at run time in a temp dir, 3.6 GB, removed after): start with and without the task index snapshot, RSS, first pages p50/p99, /metrics (10-20 minutes; docs/capacity.md)
+bench-million: ## serve on a data dir of a million stored tasks (written at run time in a temp dir, 3.6 GB, removed after): start without the task index snapshot, after a crash (the periodic snapshot and 1% changed since) and from a stop's snapshot, RSS, first pages p50/p99, /metrics (10-20 minutes; docs/capacity.md)
 	$(GO) test -run '^$$' -bench ServeAt1M -benchtime 1x -timeout 90m ./cmd/agora/internal/roles
 
 CAPACITY_TASKS  ?= 150

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
@@ -32,23 +35,28 @@ func TestTrustSnapshot(t *testing.T) {
 		name   string
 		change func(m *snapshotMeta, b *bus.BucketState)
 		reason string // "" when trusted
+		stale  bool   // trusted, but its removals are found by listing the keys
 	}{
-		{"young, bucket changed since", func(*snapshotMeta, *bus.BucketState) {}, ""},
-		{"just inside the age", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-20 * time.Minute) }, ""},
-		{"too old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-21 * time.Minute) }, "too old"},
-		{"old, bucket unchanged since", func(m *snapshotMeta, b *bus.BucketState) { m.At, b.LastRev = now.Add(-30*24*time.Hour), m.Rev }, ""},
-		{"another format", func(m *snapshotMeta, _ *bus.BucketState) { m.Format = snapshotFormat + 1 }, "format"},
-		{"another bucket", func(m *snapshotMeta, _ *bus.BucketState) { m.Bucket = "agora_other" }, "of bucket"},
-		{"the bucket made again", func(_ *snapshotMeta, b *bus.BucketState) { b.Created = created.Add(time.Hour) }, "created"},
-		{"revision from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.Rev = 1001 }, "from the future"},
-		{"revision from the future of an empty bucket", func(_ *snapshotMeta, b *bus.BucketState) { b.LastRev = 0 }, "from the future"},
-		{"time from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(11 * time.Minute) }, "from the future"},
-		{"a clock a little ahead", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(time.Minute) }, ""},
+		{"young, bucket changed since", func(*snapshotMeta, *bus.BucketState) {}, "", false},
+		{"just inside the age", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-20 * time.Minute) }, "", false},
+		{"old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-21 * time.Minute) }, "", true},
+		{"a month old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-30 * 24 * time.Hour) }, "", true},
+		{"old, bucket unchanged since", func(m *snapshotMeta, b *bus.BucketState) { m.At, b.LastRev = now.Add(-30*24*time.Hour), m.Rev }, "", false},
+		{"another format", func(m *snapshotMeta, _ *bus.BucketState) { m.Format = snapshotFormat + 1 }, "format", false},
+		{"another bucket", func(m *snapshotMeta, _ *bus.BucketState) { m.Bucket = "agora_other" }, "of bucket", false},
+		{"the bucket made again", func(_ *snapshotMeta, b *bus.BucketState) { b.Created = created.Add(time.Hour) }, "created", false},
+		{"revision from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.Rev = 1001 }, "from the future", false},
+		{"revision from the future of an empty bucket", func(_ *snapshotMeta, b *bus.BucketState) { b.LastRev = 0 }, "from the future", false},
+		{"time from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(11 * time.Minute) }, "from the future", false},
+		{"a clock a little ahead", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(time.Minute) }, "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m, b := good, bucket
 			tt.change(&m, &b)
 			err := trustSnapshot(m, b, now, ttl)
+			if stale := snapshotStale(m, b, now, ttl); err == nil && stale != tt.stale {
+				t.Errorf("snapshotStale = %t, want %t", stale, tt.stale)
+			}
 			switch {
 			case tt.reason == "" && err != nil:
 				t.Errorf("trustSnapshot = %v, want trusted", err)
@@ -434,5 +442,137 @@ func TestStartAfterCrash(t *testing.T) {
 		if strings.Contains(got, gone) {
 			t.Errorf("the index still has %s, removed after the snapshot:\n%s", gone, got)
 		}
+	}
+}
+
+// TestStartFromStaleSnapshot: a snapshot older than a delete marker lives
+// is read too. Tasks removed after it whose markers the server has dropped
+// (here after a marker TTL of 2 s, the same mechanism as the 30 minutes)
+// are found by listing the bucket's keys, and the index equals one built
+// from every task. Without that listing the removed tasks come back.
+func TestStartFromStaleSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const markerTTL = 2 * time.Second
+	srv, st := natstest.Start(t), storagetest.FileStore(t)
+	connect := func(name string) *bus.Bus {
+		b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		return b
+	}
+	start := func(b *bus.Bus, every time.Duration) *Orchestrator {
+		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.markerTTL = markerTTL
+		if err := o.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Stop(context.Background()) })
+		return o
+	}
+	crashing := connect("crashing")
+	o := start(crashing, 20*time.Millisecond)
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	states := []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput, wire.StateFinished, wire.StateFailed, wire.StateCancelled}
+	for i := range 12 {
+		storeTask(t, o, fmt.Sprintf("stale-%02d", i), states[i%len(states)], base.Add(time.Duration(i)*time.Minute),
+			map[string]string{"batch": fmt.Sprintf("b%d", i%3)})
+	}
+	var saved snapshotMeta
+	if err := testutil.Poll(ctx, 20*time.Second, 10*time.Millisecond, func() error {
+		b, err := o.store.tasks.State(ctx)
+		if err != nil {
+			return err
+		}
+		raw, _, err := o.snapshots.Get(ctx)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, &saved); err != nil {
+			return err
+		}
+		if saved.Rev != b.LastRev {
+			return fmt.Errorf("the snapshot covers revision %d of %d", saved.Rev, b.LastRev)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	crashing.Close()
+
+	// While no orchestrator runs: a task added, one changed, two removed,
+	// and then the removals' delete markers expire.
+	changer, err := openStore(ctx, connect("changer"), markerTTL, natstest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeTaskIn(t, changer, "stale-new", wire.StateQueued, base.Add(time.Hour), map[string]string{"batch": "b9"})
+	if _, err := changer.update(ctx, "stale-00", func(task *wire.Task) error {
+		task.State, task.Rounds[0].State, task.Rounds[0].EndedAt, task.UpdatedAt = wire.StateFinished, wire.StateFinished, base.Add(time.Hour), base.Add(time.Hour)
+		task.Request.Labels = map[string]string{"batch": "b7"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	removed := []string{"stale-01", "stale-03"}
+	for _, id := range removed {
+		if err := changer.tasks.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "KV_"+TaskBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Poll(ctx, 30*time.Second, 50*time.Millisecond, func() error {
+		for _, id := range removed {
+			_, err := stream.GetLastMsgForSubject(ctx, "$KV."+TaskBucket+"."+id)
+			if !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return fmt.Errorf("%s's delete marker: %v", id, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	again := start(connect("next"), MaxIndexSnapshotEvery)
+	if again.indexFrom != saved.Rev {
+		t.Fatalf("the start read from revision %d (%v), want the stale snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
+	}
+	select {
+	case <-again.store.cache.caughtUp:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	if !again.store.cache.current() {
+		t.Fatal("the index is not in use after the start from a stale snapshot")
+	}
+	labels := []string{"batch=b0", "batch=b1", "batch=b2", "batch=b7", "batch=b9"}
+	got := indexDump(t, again.store.cache, labels...)
+	if want := indexDump(t, scratchIndex(t, again), labels...); got != want {
+		t.Errorf("the index from the stale snapshot is not the one built from the bucket:\n%s\nwant\n%s", got, want)
+	}
+	for _, gone := range removed {
+		if strings.Contains(got, gone) {
+			t.Errorf("the index still has %s, removed after the snapshot (its marker gone):\n%s", gone, got)
+		}
+	}
+	if !strings.Contains(got, "stale-new") {
+		t.Errorf("the index misses stale-new, added after the snapshot:\n%s", got)
 	}
 }

@@ -201,21 +201,33 @@ func benchServeAt(b *testing.B, total int) {
 	began := time.Now()
 	mix := fillTasks(b, dir, total)
 	b.Logf("%d tasks stored in %s: %v, %.0f MB of JSON (%d B a task)", total, time.Since(began).Round(time.Second), mix.counts, float64(mix.bytes)/(1<<20), mix.bytes/total)
-	var res, cold, limited serveResult
+	var res, cold, limited, stale serveResult
 	limit := os.Getenv(benchMemoryLimitEnv)
 	for b.Loop() {
 		// The first start reads every task and saves the task index
-		// snapshot; the second reads the snapshot and the changes since;
-		// a third, when asked, does the same under a soft memory limit.
-		cold = measureServe(b, dir, true)
-		res = measureServe(b, dir, false)
+		// snapshot, as a running serve does every 5 minutes, and is
+		// then killed (SIGKILL: no save at stop); 1% of the tasks change
+		// or go while no serve runs; the second start reads the
+		// snapshot and those changes since — a start after a crash; a
+		// third, when asked, reads the snapshot the second saved at its
+		// stop, under a soft memory limit.
+		cold = measureServe(b, dir, thenCrash)
+		changeTasks(b, dir, total, total/100)
+		res = measureServe(b, dir, withCalls)
 		if limit != "" {
-			limited = measureServe(b, dir, false, "GOMEMLIMIT="+limit)
+			limited = measureServe(b, dir, withCalls, "GOMEMLIMIT="+limit)
 		}
+		// Last, a start from a snapshot older than a delete marker lives
+		// (the stop's, aged an hour) with 1% changed since: it lists the
+		// bucket's keys to find the removals (docs/orchestrator.md).
+		changeTasks(b, dir, total, total/100)
+		ageSnapshot(b, dir, time.Hour)
+		stale = measureServe(b, dir, startOnly)
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(cold.StartMS, "start-scratch-ms")
 	b.ReportMetric(res.StartMS, "start-ms")
+	b.ReportMetric(stale.StartMS, "start-stale-ms")
 	b.ReportMetric(res.Listed.RSS, "rss-MB")
 	b.ReportMetric(res.Listed.Peak, "peak-rss-MB")
 	b.ReportMetric(res.Settled.RSS, "settled-rss-MB")
@@ -226,8 +238,8 @@ func benchServeAt(b *testing.B, total int) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "serve with %d tasks (%v), %d B of JSON a task; load average before start %s\n", total, mix.counts, mix.bytes/total, res.LoadBefore)
-	fmt.Fprintf(&sb, "first start, no snapshot (NATS, every task read, orchestrator, API): %.0f ms; the snapshot saved %.0f ms after; load average before %s\n", cold.StartMS, cold.SnapshotMS, cold.LoadBefore)
-	fmt.Fprintf(&sb, "second start, from the snapshot and the changes since: %.0f ms\n", res.StartMS)
+	fmt.Fprintf(&sb, "first start, no snapshot (NATS, every task read, orchestrator, API): %.0f ms; the snapshot saved %.0f ms after, then SIGKILL; load average before %s\n", cold.StartMS, cold.SnapshotMS, cold.LoadBefore)
+	fmt.Fprintf(&sb, "second start, after the crash: from that snapshot and the %d tasks changed or removed since: %.0f ms\n", total/100, res.StartMS)
 	fmt.Fprintf(&sb, "%-40s %10s %10s %14s\n", "serve's memory, MB", "VmRSS", "VmHWM", "HeapInuse")
 	for _, m := range []struct {
 		name string
@@ -240,6 +252,8 @@ func benchServeAt(b *testing.B, total int) {
 		fmt.Fprintf(&sb, "%-52s %7d %8.1f %8.1f %8.1f\n", c.Name, c.Items, c.P50MS, c.P99MS, c.MaxMS)
 	}
 	fmt.Fprintf(&sb, "load average after the calls: %s\n", res.LoadAfter)
+	fmt.Fprintf(&sb, "last start, from a snapshot aged an hour (stale: the keys listed) and %d tasks changed or removed since: %.0f ms (RSS %.0f MB); load average before %s\n",
+		total/100, stale.StartMS, stale.Started.RSS, stale.LoadBefore)
 	if limit != "" {
 		printLimited(&sb, limit, limited)
 		b.ReportMetric(limited.Listed.RSS, "limited-rss-MB")
@@ -369,6 +383,92 @@ func fillTasks(b *testing.B, dir string, total int) taskMix {
 	return mix
 }
 
+// changeTasks changes n of the total tasks fillTasks stored, spread over
+// them, with the embedded server on dir/nats as no serve runs: half
+// rewritten (updated now, as a round's end would), half removed (as
+// retention or agora rm would).
+func changeTasks(b *testing.B, dir string, total, n int) {
+	b.Helper()
+	ctx := context.Background()
+	srv, err := natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Shutdown()
+	bs, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: "bench change"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs.Close()
+	kv, err := bs.KeyValueMarkers(ctx, orchestrator.TaskBucket, "agora tasks, one key per task id", orchestrator.MarkerTTL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now, step, k := time.Now().UTC(), total/n, 0
+	if err := bs.PutAll(ctx, orchestrator.TaskBucket, 2000, func() (string, []byte, bool) {
+		if k >= n {
+			return "", nil, false
+		}
+		t := scaleTask(k*step, total, now)
+		k += 2
+		t.UpdatedAt, t.Attention.Summary = now, "changed after the snapshot"
+		data, err := json.Marshal(t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return t.ID, data, true
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for k := 1; k < n; k += 2 {
+		if err := kv.Delete(ctx, fmt.Sprintf("scale-%06d", k*step)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// ageSnapshot makes the task index snapshot in dir's bucket look taken
+// by earlier than it was: its head's time, nothing else.
+func ageSnapshot(b *testing.B, dir string, by time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	srv, err := natsserver.Start(ctx, natsserver.Config{StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Shutdown()
+	bs, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: "bench age snapshot"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs.Close()
+	snaps, err := bs.Chunked(ctx, orchestrator.TaskIndexBucket, "", orchestrator.TaskIndexKey, 512<<10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, data, err := snaps.Get(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var head map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &head); err != nil {
+		b.Fatal(err)
+	}
+	var at time.Time
+	if err := json.Unmarshal(head["at"], &at); err != nil {
+		b.Fatalf("the snapshot head's time: %v", err)
+	}
+	if head["at"], err = json.Marshal(at.Add(-by)); err != nil {
+		b.Fatal(err)
+	}
+	if raw, err = json.Marshal(head); err != nil {
+		b.Fatal(err)
+	}
+	if err := snaps.Put(ctx, raw, data); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // scaleTask is task i of total: the tasks created evenly over the last
 // 500,000 s (5.8 days: 5 s apart for 100,000, 0.5 s for a million, inside
 // the default retention of a week, so serve expires none while measured),
@@ -437,16 +537,29 @@ type callResult struct {
 	P50MS, P99MS, MaxMS float64
 }
 
+// serveMode is what measureServe measures of a serve.
+type serveMode int
+
+const (
+	// withCalls: its start, its memory and the calls, then a stop.
+	withCalls serveMode = iota
+	// thenCrash: its start and how long it takes to save the task index
+	// snapshot after; then the child is killed, as by a crash.
+	thenCrash
+	// startOnly: its start, then a stop.
+	startOnly
+)
+
 // measureServe starts serve on dir in a child process (with env besides
-// this process's environment) and measures it; scratch: only its start
-// and how long it takes to save the task index snapshot after.
-func measureServe(b *testing.B, dir string, scratch bool, env ...string) serveResult {
+// this process's environment) and measures what mode says.
+func measureServe(b *testing.B, dir string, mode serveMode, env ...string) serveResult {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	load := loadavg()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), serveChildEnv+"="+dir), env...)
+	scratch := mode == thenCrash
 	if scratch {
 		cmd.Env = append(cmd.Env, serveSnapshotEnv+"=1")
 	}
@@ -463,6 +576,14 @@ func measureServe(b *testing.B, dir string, scratch bool, env ...string) serveRe
 		b.Fatal(err)
 	}
 	defer func() {
+		if scratch { // a crash: no stop, no snapshot at stop
+			if err := cmd.Process.Kill(); err != nil {
+				b.Errorf("kill the serve child: %v", err)
+			}
+			_ = cmd.Wait()
+			stdin.Close()
+			return
+		}
 		stdin.Close() // serveChild stops serve and exits
 		if err := cmd.Wait(); err != nil {
 			b.Errorf("serve child: %v", err)
@@ -491,6 +612,9 @@ func measureServe(b *testing.B, dir string, scratch bool, env ...string) serveRe
 			b.Fatalf("serve child did not say the snapshot was saved: %v", err)
 		}
 		res.SnapshotMS = saved.SnapshotMS
+		return res
+	}
+	if mode == startOnly {
 		return res
 	}
 
