@@ -14,7 +14,9 @@ import (
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/bus/bustest"
+	"github.com/agoradev/agora/internal/natsserver"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
+	"github.com/agoradev/agora/internal/storage"
 	"github.com/agoradev/agora/internal/storage/storagetest"
 	"github.com/agoradev/agora/internal/testutil"
 	"github.com/agoradev/agora/schemas"
@@ -342,43 +344,55 @@ func TestSnapshotAtStop(t *testing.T) {
 	}
 }
 
-// TestStartAfterCrash: an orchestrator that never stops — its process
-// killed: its connection gone, no save at stop — leaves its last
-// periodic snapshot, and the next start reads it and the changes made
-// after it (tasks added, changed and removed while no orchestrator ran)
-// and has the very index a start from every task in the bucket has.
-func TestStartAfterCrash(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	srv, st := natstest.Start(t), storagetest.FileStore(t)
-	connect := func(name string) *bus.Bus {
-		b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(b.Close)
-		return b
+// crashFixture runs orchestrators on one NATS server and store, each on
+// a connection of its own that a test can close as a crash would.
+type crashFixture struct {
+	t   *testing.T
+	srv *natsserver.Server
+	st  storage.Store
+	// markerTTL is the delete markers' TTL of every orchestrator started.
+	markerTTL time.Duration
+}
+
+func newCrashFixture(t *testing.T, markerTTL time.Duration) *crashFixture {
+	return &crashFixture{t: t, srv: natstest.Start(t), st: storagetest.FileStore(t), markerTTL: markerTTL}
+}
+
+func (f *crashFixture) connect(name string) *bus.Bus {
+	b, err := bus.Connect(f.t.Context(), f.srv.ClientURL(), bus.Options{Name: name})
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	start := func(b *bus.Bus, every time.Duration) *Orchestrator {
-		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: every})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = o.Stop(context.Background()) })
-		return o
+	f.t.Cleanup(b.Close)
+	return b
+}
+
+func (f *crashFixture) start(b *bus.Bus, every time.Duration) *Orchestrator {
+	o, err := New(Config{Bus: b, Store: f.st, Logger: natstest.Logger(f.t), IndexSnapshotEvery: every})
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	crashing := connect("crashing")
-	o := start(crashing, 20*time.Millisecond)
-	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	o.markerTTL = f.markerTTL
+	if err := o.Start(f.t.Context()); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = o.Stop(context.Background()) })
+	return o
+}
+
+// savedThenCrashed stores twelve tasks named prefix-00…11 through an
+// orchestrator saving its index every 20 ms, waits for a periodic save
+// covering them all, and closes its connection: the crash (its Stop in
+// t.Cleanup finds no connection to save through). It returns the save.
+func (f *crashFixture) savedThenCrashed(prefix string) snapshotMeta {
+	t, ctx := f.t, f.t.Context()
+	crashing := f.connect("crashing")
+	o := f.start(crashing, 20*time.Millisecond)
 	states := []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput, wire.StateFinished, wire.StateFailed, wire.StateCancelled}
 	for i := range 12 {
-		storeTask(t, o, fmt.Sprintf("crash-%02d", i), states[i%len(states)], base.Add(time.Duration(i)*time.Minute),
+		storeTask(t, o, fmt.Sprintf("%s-%02d", prefix, i), states[i%len(states)], crashBase.Add(time.Duration(i)*time.Minute),
 			map[string]string{"batch": fmt.Sprintf("b%d", i%3)})
 	}
-	// A periodic save covering every write: the loop's, not a stop's.
 	var saved snapshotMeta
 	if err := testutil.Poll(ctx, 20*time.Second, 10*time.Millisecond, func() error {
 		b, err := o.store.tasks.State(ctx)
@@ -399,50 +413,79 @@ func TestStartAfterCrash(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// The crash: the connection goes with the process; nothing more is
-	// saved (its Stop in t.Cleanup finds no connection to save through).
 	crashing.Close()
+	return saved
+}
 
-	// While no orchestrator runs: added, changed, removed.
-	changer, err := openStore(ctx, connect("changer"), MarkerTTL, natstest.Logger(t))
+// crashBase is when the crash fixtures' tasks were created.
+var crashBase = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// changedWhileDown opens the tasks bucket apart from any orchestrator and
+// adds prefix-new, moves prefix-00 and prefix-02 to finished with the
+// label batch=b7, and removes removed.
+func (f *crashFixture) changedWhileDown(prefix string, removed ...string) {
+	t, ctx := f.t, f.t.Context()
+	changer, err := openStore(ctx, f.connect("changer"), f.markerTTL, natstest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	storeTaskIn(t, changer, "crash-new", wire.StateQueued, base.Add(time.Hour), map[string]string{"batch": "b9"})
-	for _, id := range []string{"crash-01", "crash-03"} {
+	storeTaskIn(t, changer, prefix+"-new", wire.StateQueued, crashBase.Add(time.Hour), map[string]string{"batch": "b9"})
+	for _, id := range removed {
 		if err := changer.tasks.Delete(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, id := range []string{"crash-00", "crash-02"} {
+	for _, id := range []string{prefix + "-00", prefix + "-02"} {
 		if _, err := changer.update(ctx, id, func(task *wire.Task) error {
-			task.State, task.Rounds[0].State, task.Rounds[0].EndedAt, task.UpdatedAt = wire.StateFinished, wire.StateFinished, base.Add(time.Hour), base.Add(time.Hour)
+			task.State, task.Rounds[0].State, task.Rounds[0].EndedAt, task.UpdatedAt = wire.StateFinished, wire.StateFinished, crashBase.Add(time.Hour), crashBase.Add(time.Hour)
 			task.Request.Labels = map[string]string{"batch": "b7"}
 			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
 
-	again := start(connect("next"), MaxIndexSnapshotEvery)
-	if again.indexFrom != saved.Rev {
-		t.Fatalf("the start after the crash read from revision %d (%v), want the periodic snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
+// sameAsFromScratch fails t unless o's index is the one built from every
+// task, holds prefix-new and the relabelled tasks, and none of removed.
+func sameAsFromScratch(t *testing.T, o *Orchestrator, prefix string, removed ...string) {
+	t.Helper()
+	if !o.store.cache.current() {
+		t.Fatal("the index is not in use after the start")
 	}
 	labels := []string{"batch=b0", "batch=b1", "batch=b2", "batch=b7", "batch=b9"}
-	got := indexDump(t, again.store.cache, labels...)
-	if want := indexDump(t, scratchIndex(t, again), labels...); got != want {
-		t.Errorf("the index from the periodic snapshot and the changes since is not the one built from the bucket:\n%s\nwant\n%s", got, want)
+	got := indexDump(t, o.store.cache, labels...)
+	if want := indexDump(t, scratchIndex(t, o), labels...); got != want {
+		t.Errorf("the index from the snapshot and the changes since is not the one built from the bucket:\n%s\nwant\n%s", got, want)
 	}
-	for _, want := range []string{"crash-new", "label batch=b7: crash-02 crash-00\n"} {
+	for _, want := range []string{prefix + "-new", fmt.Sprintf("label batch=b7: %s-02 %s-00\n", prefix, prefix)} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the index misses %q:\n%s", want, got)
 		}
 	}
-	for _, gone := range []string{"crash-01", "crash-03"} {
+	for _, gone := range removed {
 		if strings.Contains(got, gone) {
 			t.Errorf("the index still has %s, removed after the snapshot:\n%s", gone, got)
 		}
 	}
+}
+
+// TestStartAfterCrash: an orchestrator that never stops — its process
+// killed: its connection gone, no save at stop — leaves its last
+// periodic snapshot, and the next start reads it and the changes made
+// after it (tasks added, changed and removed while no orchestrator ran)
+// and has the very index a start from every task in the bucket has.
+func TestStartAfterCrash(t *testing.T) {
+	t.Parallel()
+	f := newCrashFixture(t, MarkerTTL)
+	saved := f.savedThenCrashed("crash")
+	removed := []string{"crash-01", "crash-03"}
+	f.changedWhileDown("crash", removed...)
+	again := f.start(f.connect("next"), MaxIndexSnapshotEvery)
+	if again.indexFrom != saved.Rev {
+		t.Fatalf("the start after the crash read from revision %d (%v), want the periodic snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
+	}
+	sameAsFromScratch(t, again, "crash", removed...)
 }
 
 // TestStartFromStaleSnapshot: a snapshot older than a delete marker lives
@@ -453,79 +496,11 @@ func TestStartAfterCrash(t *testing.T) {
 func TestStartFromStaleSnapshot(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	const markerTTL = 2 * time.Second
-	srv, st := natstest.Start(t), storagetest.FileStore(t)
-	connect := func(name string) *bus.Bus {
-		b, err := bus.Connect(ctx, srv.ClientURL(), bus.Options{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(b.Close)
-		return b
-	}
-	start := func(b *bus.Bus, every time.Duration) *Orchestrator {
-		o, err := New(Config{Bus: b, Store: st, Logger: natstest.Logger(t), IndexSnapshotEvery: every})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.markerTTL = markerTTL
-		if err := o.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = o.Stop(context.Background()) })
-		return o
-	}
-	crashing := connect("crashing")
-	o := start(crashing, 20*time.Millisecond)
-	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	states := []wire.State{wire.StateQueued, wire.StateRunning, wire.StateNeedsInput, wire.StateFinished, wire.StateFailed, wire.StateCancelled}
-	for i := range 12 {
-		storeTask(t, o, fmt.Sprintf("stale-%02d", i), states[i%len(states)], base.Add(time.Duration(i)*time.Minute),
-			map[string]string{"batch": fmt.Sprintf("b%d", i%3)})
-	}
-	var saved snapshotMeta
-	if err := testutil.Poll(ctx, 20*time.Second, 10*time.Millisecond, func() error {
-		b, err := o.store.tasks.State(ctx)
-		if err != nil {
-			return err
-		}
-		raw, _, err := o.snapshots.Get(ctx)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(raw, &saved); err != nil {
-			return err
-		}
-		if saved.Rev != b.LastRev {
-			return fmt.Errorf("the snapshot covers revision %d of %d", saved.Rev, b.LastRev)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	crashing.Close()
-
-	// While no orchestrator runs: a task added, one changed, two removed,
-	// and then the removals' delete markers expire.
-	changer, err := openStore(ctx, connect("changer"), markerTTL, natstest.Logger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	storeTaskIn(t, changer, "stale-new", wire.StateQueued, base.Add(time.Hour), map[string]string{"batch": "b9"})
-	if _, err := changer.update(ctx, "stale-00", func(task *wire.Task) error {
-		task.State, task.Rounds[0].State, task.Rounds[0].EndedAt, task.UpdatedAt = wire.StateFinished, wire.StateFinished, base.Add(time.Hour), base.Add(time.Hour)
-		task.Request.Labels = map[string]string{"batch": "b7"}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	f := newCrashFixture(t, 2*time.Second)
+	saved := f.savedThenCrashed("stale")
 	removed := []string{"stale-01", "stale-03"}
-	for _, id := range removed {
-		if err := changer.tasks.Delete(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nc, err := nats.Connect(srv.ClientURL())
+	f.changedWhileDown("stale", removed...)
+	nc, err := nats.Connect(f.srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,30 +524,9 @@ func TestStartFromStaleSnapshot(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-
-	again := start(connect("next"), MaxIndexSnapshotEvery)
+	again := f.start(f.connect("next"), MaxIndexSnapshotEvery)
 	if again.indexFrom != saved.Rev {
 		t.Fatalf("the start read from revision %d (%v), want the stale snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
 	}
-	select {
-	case <-again.store.cache.caughtUp:
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	}
-	if !again.store.cache.current() {
-		t.Fatal("the index is not in use after the start from a stale snapshot")
-	}
-	labels := []string{"batch=b0", "batch=b1", "batch=b2", "batch=b7", "batch=b9"}
-	got := indexDump(t, again.store.cache, labels...)
-	if want := indexDump(t, scratchIndex(t, again), labels...); got != want {
-		t.Errorf("the index from the stale snapshot is not the one built from the bucket:\n%s\nwant\n%s", got, want)
-	}
-	for _, gone := range removed {
-		if strings.Contains(got, gone) {
-			t.Errorf("the index still has %s, removed after the snapshot (its marker gone):\n%s", gone, got)
-		}
-	}
-	if !strings.Contains(got, "stale-new") {
-		t.Errorf("the index misses stale-new, added after the snapshot:\n%s", got)
-	}
+	sameAsFromScratch(t, again, "stale", removed...)
 }
