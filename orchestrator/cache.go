@@ -107,9 +107,6 @@ type cacheEntry struct {
 	st uint8
 	// dropped: removed, still in order until the next compaction.
 	dropped bool
-	// listed: seen in the bucket's key listing of a start from a stale
-	// snapshot (dropRemovedSince); false again once that has swept.
-	listed bool
 }
 
 // state is the task's state.
@@ -557,42 +554,6 @@ func (c *taskCache) remove(id string, rev uint64) {
 	if cur != nil && cur.rev <= rev { // not a task created again since
 		c.drop(cur)
 	}
-}
-
-// markListed notes that id is a live key of the bucket (dropRemovedSince).
-func (c *taskCache) markListed(id string) {
-	c.mu.Lock()
-	if e := c.byID[id]; e != nil {
-		e.listed = true
-	}
-	c.mu.Unlock()
-}
-
-// dropUnlisted drops the entries of revision at most rev that the key
-// listing did not mark: tasks removed since rev whose delete markers the
-// server no longer keeps. A later entry not listed is left to its
-// removal, which the watch still brings. It returns how many it dropped.
-func (c *taskCache) dropUnlisted(rev uint64) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var gone []*cacheEntry
-	for _, e := range c.byID {
-		if e.listed {
-			e.listed = false
-			continue
-		}
-		if e.rev <= rev {
-			gone = append(gone, e)
-		}
-	}
-	for _, e := range gone {
-		id := e.id()
-		if g, _ := c.goneAt(id); e.rev > g {
-			c.gone[id] = e.rev
-		}
-		c.drop(e)
-	}
-	return len(gone)
 }
 
 // goneAt is the revision at which id was removed; the caller holds the lock.

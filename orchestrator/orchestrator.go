@@ -385,30 +385,11 @@ func (o *Orchestrator) followTasks(ctx context.Context) error {
 	}
 	// From the snapshot and the changes since when it may be trusted,
 	// else from every task in the bucket (snapshot.go).
-	from, stale, why := o.loadSnapshot(ctx, c)
-	o.indexFrom, o.indexWhy = from, why
-	o.snapshotRev.Store(from)
+	o.indexFrom, o.indexWhy = o.loadSnapshot(ctx, c)
+	o.snapshotRev.Store(o.indexFrom)
 	put, caughtUp := c.feed(ctx)
-	if from > 0 {
-		if stale {
-			ready := caughtUp
-			caughtUp = func() {
-				if !c.waitDecoded(ctx) {
-					return
-				}
-				if err := o.dropRemovedSince(ctx, c, from); err != nil {
-					// Not knowing which tasks are gone, the index is not
-					// used: as when the watch is lost.
-					if ctx.Err() == nil {
-						o.log.Error("task index: cannot list the tasks bucket's keys after a stale snapshot; listing reads the bucket from now on", "error", err)
-					}
-					c.settled()
-					return
-				}
-				ready()
-			}
-		}
-		return o.store.tasks.FollowFrom(ctx, from+1, put, caughtUp, lost)
+	if o.indexFrom > 0 {
+		return o.store.tasks.FollowFrom(ctx, o.indexFrom+1, put, caughtUp, lost)
 	}
 	if o.snapshots != nil {
 		o.log.Info("task index: reading every task in the bucket, not the snapshot", "why", o.indexWhy)

@@ -28,15 +28,14 @@ const (
 	TaskIndexBucket = "agora_task_index"
 	// DefaultIndexSnapshotEvery is Config.IndexSnapshotEvery's default:
 	// after a crash the last periodic snapshot is at most this old, and
-	// a start up to snapshotMaxAge(MarkerTTL) − 5 minutes = 15 minutes
-	// after the crash reads it with the changes since alone; a later
-	// one lists the bucket's keys as well (snapshotStale).
+	// it is read (with the changes since) by a start up to
+	// snapshotMaxAge(MarkerTTL) − 5 minutes = 15 minutes after the crash.
 	DefaultIndexSnapshotEvery = 5 * time.Minute
 	// MaxIndexSnapshotEvery is the longest Config.IndexSnapshotEvery:
-	// half the age at which a snapshot of a changed bucket is read with
-	// the changes since alone (20 minutes), so a start within 10 minutes
-	// of a crash needs no key listing. Saved less often, most starts
-	// after a crash would.
+	// half the age at which a snapshot of a changed bucket is still read
+	// (20 minutes), so a start within 10 minutes of a crash reads the
+	// last periodic one. Saved less often, a crash would mostly leave a
+	// snapshot no start may read.
 	MaxIndexSnapshotEvery = 10 * time.Minute
 
 	// TaskIndexKey is the snapshot's key in TaskIndexBucket.
@@ -64,21 +63,12 @@ type snapshotMeta struct {
 	Tasks int       `json:"tasks"`
 }
 
-// snapshotMaxAge is how old a snapshot may be and be read with the
-// changes since alone, when the bucket changed since: a task removed after
-// Rev is known only by its delete marker, which the server drops markerTTL
-// after the removal. A third of the TTL is left for clocks and the
-// watch's lag. An older one is stale (snapshotStale).
+// snapshotMaxAge is how old a snapshot may be and still be read, when
+// the bucket changed since: a task removed after Rev is known only by its
+// delete marker, which the server drops markerTTL after the removal, so a
+// snapshot older than that could bring a removed task back. A third of
+// the TTL is left for clocks and the watch's lag.
 func snapshotMaxAge(markerTTL time.Duration) time.Duration { return markerTTL * 2 / 3 }
-
-// snapshotStale says whether a snapshot that may be read (trustSnapshot)
-// needs its removals found apart: the bucket changed since, and a task
-// removed after Rev may have left no delete marker by now. A start from
-// it lists the bucket's keys once caught up and drops the tasks not
-// there (dropRemovedSince).
-func snapshotStale(m snapshotMeta, b bus.BucketState, now time.Time, markerTTL time.Duration) bool {
-	return m.Rev < b.LastRev && now.Sub(m.At) > snapshotMaxAge(markerTTL)
-}
 
 // trustSnapshot says why a snapshot may not be read (nil: it may) of the
 // tasks bucket b, at now.
@@ -94,6 +84,9 @@ func trustSnapshot(m snapshotMeta, b bus.BucketState, now time.Time, markerTTL t
 		return fmt.Errorf("from the future: it covers revision %d, the bucket's last is %d", m.Rev, b.LastRev)
 	case m.At.After(now.Add(markerTTL - snapshotMaxAge(markerTTL))):
 		return fmt.Errorf("from the future: taken %s, now is %s", m.At.Format(time.RFC3339), now.Format(time.RFC3339))
+	case m.Rev < b.LastRev && now.Sub(m.At) > snapshotMaxAge(markerTTL):
+		// Unchanged since (Rev is the last revision), any age will do.
+		return fmt.Errorf("too old: taken %s ago, and removals older than %s may be forgotten", now.Sub(m.At).Round(time.Second), markerTTL)
 	}
 	return nil
 }
@@ -312,63 +305,38 @@ func (o *Orchestrator) openSnapshots(ctx context.Context) {
 }
 
 // loadSnapshot restores c from the snapshot when one may be trusted and
-// returns the revision it covers (0: none, with why); stale: the start
-// must also find the tasks removed since that left no delete marker
-// (snapshotStale).
-func (o *Orchestrator) loadSnapshot(ctx context.Context, c *taskCache) (rev uint64, stale bool, why error) {
+// returns the revision it covers (0: none, with why).
+func (o *Orchestrator) loadSnapshot(ctx context.Context, c *taskCache) (rev uint64, why error) {
 	if o.snapshots == nil {
-		return 0, false, errors.New("snapshots are off")
+		return 0, errors.New("snapshots are off")
 	}
 	began := time.Now()
 	raw, data, err := o.snapshots.Get(ctx)
 	if errors.Is(err, bus.ErrKeyNotFound) {
-		return 0, false, errors.New("there is none")
+		return 0, errors.New("there is none")
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	var m snapshotMeta
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return 0, false, fmt.Errorf("its head does not decode: %w", err)
+		return 0, fmt.Errorf("its head does not decode: %w", err)
 	}
 	b, err := o.store.tasks.State(ctx)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
-	now := time.Now()
-	if err := trustSnapshot(m, b, now, o.markerTTL); err != nil {
-		return 0, false, err
+	if err := trustSnapshot(m, b, time.Now(), o.markerTTL); err != nil {
+		return 0, err
 	}
 	entries, err := decodeSnapshot(data, m.Tasks)
 	if err != nil {
-		return 0, false, fmt.Errorf("it does not decode: %w", err)
+		return 0, fmt.Errorf("it does not decode: %w", err)
 	}
 	c.restore(entries, m.Rev)
-	stale = snapshotStale(m, b, now, o.markerTTL)
 	o.log.Info("task index: starting from its snapshot", "tasks", m.Tasks, "revision", m.Rev, "bucket_revision", b.LastRev,
-		"age", now.Sub(m.At).Round(time.Second), "stale", stale, "bytes", len(data), "read_in", time.Since(began).Round(time.Millisecond))
-	return m.Rev, stale, nil
-}
-
-// dropRemovedSince finds the tasks removed after revision rev that the
-// watch from rev+1 cannot report — their delete markers are gone — by
-// listing the bucket's live keys (headers only, no values read) and
-// dropping the cached tasks of rev or before that are not among them.
-// Called once caught up, before the cache is ready; the watch's later
-// removals still come after it.
-func (o *Orchestrator) dropRemovedSince(ctx context.Context, c *taskCache, rev uint64) error {
-	began := time.Now()
-	listed := 0
-	if err := o.store.tasks.EachKey(ctx, func(key string, _ uint64) {
-		listed++
-		c.markListed(key)
-	}); err != nil {
-		return err
-	}
-	dropped := c.dropUnlisted(rev)
-	o.log.Info("task index: the snapshot was stale; dropped the tasks no longer in the bucket", "keys", listed, "dropped", dropped,
-		"in", time.Since(began).Round(time.Millisecond))
-	return nil
+		"age", time.Since(m.At).Round(time.Second), "bytes", len(data), "read_in", time.Since(began).Round(time.Millisecond))
+	return m.Rev, nil
 }
 
 // writeSnapshot saves the task cache when it covers a revision other than

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/bus/bustest"
 	"github.com/agoradev/agora/internal/natsserver"
@@ -37,28 +34,23 @@ func TestTrustSnapshot(t *testing.T) {
 		name   string
 		change func(m *snapshotMeta, b *bus.BucketState)
 		reason string // "" when trusted
-		stale  bool   // trusted, but its removals are found by listing the keys
 	}{
-		{"young, bucket changed since", func(*snapshotMeta, *bus.BucketState) {}, "", false},
-		{"just inside the age", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-20 * time.Minute) }, "", false},
-		{"old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-21 * time.Minute) }, "", true},
-		{"a month old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-30 * 24 * time.Hour) }, "", true},
-		{"old, bucket unchanged since", func(m *snapshotMeta, b *bus.BucketState) { m.At, b.LastRev = now.Add(-30*24*time.Hour), m.Rev }, "", false},
-		{"another format", func(m *snapshotMeta, _ *bus.BucketState) { m.Format = snapshotFormat + 1 }, "format", false},
-		{"another bucket", func(m *snapshotMeta, _ *bus.BucketState) { m.Bucket = "agora_other" }, "of bucket", false},
-		{"the bucket made again", func(_ *snapshotMeta, b *bus.BucketState) { b.Created = created.Add(time.Hour) }, "created", false},
-		{"revision from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.Rev = 1001 }, "from the future", false},
-		{"revision from the future of an empty bucket", func(_ *snapshotMeta, b *bus.BucketState) { b.LastRev = 0 }, "from the future", false},
-		{"time from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(11 * time.Minute) }, "from the future", false},
-		{"a clock a little ahead", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(time.Minute) }, "", false},
+		{"young, bucket changed since", func(*snapshotMeta, *bus.BucketState) {}, ""},
+		{"just inside the age", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-20 * time.Minute) }, ""},
+		{"too old, bucket changed since", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(-21 * time.Minute) }, "too old"},
+		{"old, bucket unchanged since", func(m *snapshotMeta, b *bus.BucketState) { m.At, b.LastRev = now.Add(-30*24*time.Hour), m.Rev }, ""},
+		{"another format", func(m *snapshotMeta, _ *bus.BucketState) { m.Format = snapshotFormat + 1 }, "format"},
+		{"another bucket", func(m *snapshotMeta, _ *bus.BucketState) { m.Bucket = "agora_other" }, "of bucket"},
+		{"the bucket made again", func(_ *snapshotMeta, b *bus.BucketState) { b.Created = created.Add(time.Hour) }, "created"},
+		{"revision from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.Rev = 1001 }, "from the future"},
+		{"revision from the future of an empty bucket", func(_ *snapshotMeta, b *bus.BucketState) { b.LastRev = 0 }, "from the future"},
+		{"time from the future", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(11 * time.Minute) }, "from the future"},
+		{"a clock a little ahead", func(m *snapshotMeta, _ *bus.BucketState) { m.At = now.Add(time.Minute) }, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m, b := good, bucket
 			tt.change(&m, &b)
 			err := trustSnapshot(m, b, now, ttl)
-			if stale := snapshotStale(m, b, now, ttl); err == nil && stale != tt.stale {
-				t.Errorf("snapshotStale = %t, want %t", stale, tt.stale)
-			}
 			switch {
 			case tt.reason == "" && err != nil:
 				t.Errorf("trustSnapshot = %v, want trusted", err)
@@ -350,12 +342,10 @@ type crashFixture struct {
 	t   *testing.T
 	srv *natsserver.Server
 	st  storage.Store
-	// markerTTL is the delete markers' TTL of every orchestrator started.
-	markerTTL time.Duration
 }
 
-func newCrashFixture(t *testing.T, markerTTL time.Duration) *crashFixture {
-	return &crashFixture{t: t, srv: natstest.Start(t), st: storagetest.FileStore(t), markerTTL: markerTTL}
+func newCrashFixture(t *testing.T) *crashFixture {
+	return &crashFixture{t: t, srv: natstest.Start(t), st: storagetest.FileStore(t)}
 }
 
 func (f *crashFixture) connect(name string) *bus.Bus {
@@ -372,7 +362,6 @@ func (f *crashFixture) start(b *bus.Bus, every time.Duration) *Orchestrator {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	o.markerTTL = f.markerTTL
 	if err := o.Start(f.t.Context()); err != nil {
 		f.t.Fatal(err)
 	}
@@ -425,7 +414,7 @@ var crashBase = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 // label batch=b7, and removes removed.
 func (f *crashFixture) changedWhileDown(prefix string, removed ...string) {
 	t, ctx := f.t, f.t.Context()
-	changer, err := openStore(ctx, f.connect("changer"), f.markerTTL, natstest.Logger(t))
+	changer, err := openStore(ctx, f.connect("changer"), MarkerTTL, natstest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +466,7 @@ func sameAsFromScratch(t *testing.T, o *Orchestrator, prefix string, removed ...
 // and has the very index a start from every task in the bucket has.
 func TestStartAfterCrash(t *testing.T) {
 	t.Parallel()
-	f := newCrashFixture(t, MarkerTTL)
+	f := newCrashFixture(t)
 	saved := f.savedThenCrashed("crash")
 	removed := []string{"crash-01", "crash-03"}
 	f.changedWhileDown("crash", removed...)
@@ -486,47 +475,4 @@ func TestStartAfterCrash(t *testing.T) {
 		t.Fatalf("the start after the crash read from revision %d (%v), want the periodic snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
 	}
 	sameAsFromScratch(t, again, "crash", removed...)
-}
-
-// TestStartFromStaleSnapshot: a snapshot older than a delete marker lives
-// is read too. Tasks removed after it whose markers the server has dropped
-// (here after a marker TTL of 2 s, the same mechanism as the 30 minutes)
-// are found by listing the bucket's keys, and the index equals one built
-// from every task. Without that listing the removed tasks come back.
-func TestStartFromStaleSnapshot(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	f := newCrashFixture(t, 2*time.Second)
-	saved := f.savedThenCrashed("stale")
-	removed := []string{"stale-01", "stale-03"}
-	f.changedWhileDown("stale", removed...)
-	nc, err := nats.Connect(f.srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, "KV_"+TaskBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := testutil.Poll(ctx, 30*time.Second, 50*time.Millisecond, func() error {
-		for _, id := range removed {
-			_, err := stream.GetLastMsgForSubject(ctx, "$KV."+TaskBucket+"."+id)
-			if !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return fmt.Errorf("%s's delete marker: %v", id, err)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	again := f.start(f.connect("next"), MaxIndexSnapshotEvery)
-	if again.indexFrom != saved.Rev {
-		t.Fatalf("the start read from revision %d (%v), want the stale snapshot's %d", again.indexFrom, again.indexWhy, saved.Rev)
-	}
-	sameAsFromScratch(t, again, "stale", removed...)
 }

@@ -243,30 +243,6 @@ func (k *KV) Each(ctx context.Context, fn func(key string, value []byte, rev uin
 	}
 }
 
-// EachKey calls fn for every live key and its revision, values not read
-// (the server sends the headers only).
-func (k *KV) EachKey(ctx context.Context, fn func(key string, rev uint64)) error {
-	w, err := k.kv.WatchAll(ctx, jetstream.IgnoreDeletes(), jetstream.MetaOnly())
-	if err != nil {
-		return fmt.Errorf("list the keys of bucket %s: %w", k.bucket, err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("list the keys of bucket %s: the watch ended before it caught up", k.bucket)
-			}
-			if e == nil { // caught up
-				return nil
-			}
-			fn(e.Key(), e.Revision())
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // Follow calls fn with every live key's value, then caughtUp once, then fn
 // for every change (value nil when deleted) until ctx ends — one ordered
 // watch, so no change falls between the snapshot and the updates. When the
