@@ -70,12 +70,6 @@ func (b *Bus) PublishEvent(ctx context.Context, ev schemas.Event) (PublishAck, e
 // of the window. The error names the number of attempts and wraps the last
 // attempt's error. Options.OnRetry sees every failed attempt that is retried.
 func (b *Bus) PublishEventRetry(ctx context.Context, ev schemas.Event, window time.Duration) (PublishAck, error) {
-	start := time.Now()
-	deadline := start.Add(window)
-	giveUp := func(attempts int, err error) (PublishAck, error) {
-		return PublishAck{}, fmt.Errorf("gave up after %d attempts in %s: %w",
-			attempts, time.Since(start).Round(time.Millisecond), err)
-	}
 	data, err := encodeEvent(ev)
 	if err != nil {
 		return PublishAck{}, err
@@ -83,12 +77,26 @@ func (b *Bus) PublishEventRetry(ctx context.Context, ev schemas.Event, window ti
 	if window <= 0 {
 		return PublishAck{}, fmt.Errorf("publish %s to %s: retry window %s is not positive", ev.Kind, EventSubject(ev.DispatchID), window)
 	}
-	attempt := 0
+	return b.retryWithin(ctx, ev, window, func(actx context.Context) (PublishAck, error) {
+		return b.publish(actx, ev, data)
+	})
+}
+
+// retryWithin makes attempts to store ev — each with a context that ends
+// with the window — with windowBackOff's pauses, until one succeeds, window
+// has passed, ctx is done or the error is one a retry cannot fix. It
+// returns the ack with Attempts set, or an error that names the number of
+// attempts and wraps the last attempt's error. Options.OnRetry sees every
+// failed attempt that is retried.
+func (b *Bus) retryWithin(ctx context.Context, ev schemas.Event, window time.Duration, attempt func(context.Context) (PublishAck, error)) (PublishAck, error) {
+	start := time.Now()
+	deadline := start.Add(window)
+	attempts := 0
 	var last error
 	ack, err := backoff.Retry(ctx, func() (PublishAck, error) {
-		attempt++
+		attempts++
 		actx, cancel := context.WithDeadline(ctx, deadline)
-		ack, err := b.publish(actx, ev, data)
+		ack, err := attempt(actx)
 		cancel()
 		last = err
 		if err == nil {
@@ -98,26 +106,26 @@ func (b *Bus) PublishEventRetry(ctx context.Context, ev schemas.Event, window ti
 			return ack, backoff.Permanent(err)
 		}
 		b.log.Debug("publish event failed; retrying", "dispatch_id", ev.DispatchID, "kind", ev.Kind,
-			"attempt", attempt, "err", err)
+			"attempt", attempts, "err", err)
 		if b.opts.OnRetry != nil {
-			b.opts.OnRetry(attempt, err)
+			b.opts.OnRetry(attempts, err)
 		}
 		return ack, err
 	}, backoff.WithBackOff(&windowBackOff{deadline: deadline}), backoff.WithMaxElapsedTime(0))
 	switch {
 	case err == nil:
-		ack.Attempts = attempt
-		if attempt > 1 {
+		ack.Attempts = attempts
+		if attempts > 1 {
 			b.log.Info("published event after retries", "dispatch_id", ev.DispatchID, "kind", ev.Kind,
-				"attempts", attempt, "elapsed", time.Since(start))
+				"attempts", attempts, "elapsed", time.Since(start))
 		}
 		return ack, nil
 	case !errors.Is(err, last):
 		// ctx ended during a pause: Retry returns its cause alone.
-		return giveUp(attempt, fmt.Errorf("%w (last error: %w)", err, last))
-	default:
-		return giveUp(attempt, err)
+		err = fmt.Errorf("%w (last error: %w)", err, last)
 	}
+	return PublishAck{}, fmt.Errorf("gave up after %d attempts in %s: %w",
+		attempts, time.Since(start).Round(time.Millisecond), err)
 }
 
 // windowBackOff is PublishEventRetry's pause: retryBaseDelay doubling up to

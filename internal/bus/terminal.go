@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agoradev/agora/schemas"
@@ -45,40 +44,18 @@ func (b *Bus) PublishTerminal(ctx context.Context, ev schemas.Event, window time
 	if window <= 0 {
 		return PublishAck{}, nil, fmt.Errorf("publish %s to %s: retry window %s is not positive", ev.Kind, subject, window)
 	}
-	start := time.Now()
-	deadline := start.Add(window)
-	attempt := 0
-	var last error
 	var settled *schemas.Event
-	ack, err := backoff.Retry(ctx, func() (PublishAck, error) {
-		attempt++
-		actx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
+	ack, err := b.retryWithin(ctx, ev, window, func(actx context.Context) (PublishAck, error) {
 		ack, found, err := b.publishIfUnsettled(actx, ev, data, holders)
-		last = err
-		switch {
-		case err == nil:
+		if err == nil {
 			settled = found
-			return ack, nil
-		case permanent(err) || ctx.Err() != nil || time.Until(deadline) <= minAttemptTime:
-			return ack, backoff.Permanent(err)
-		}
-		b.log.Debug("publish terminal event failed; retrying", "dispatch_id", ev.DispatchID, "kind", ev.Kind,
-			"attempt", attempt, "err", err)
-		if b.opts.OnRetry != nil {
-			b.opts.OnRetry(attempt, err)
 		}
 		return ack, err
-	}, backoff.WithBackOff(&windowBackOff{deadline: deadline}), backoff.WithMaxElapsedTime(0))
-	switch {
-	case err == nil:
-		ack.Attempts = attempt
-		return ack, settled, nil
-	case !errors.Is(err, last):
-		err = fmt.Errorf("%w (last error: %w)", err, last)
+	})
+	if err != nil {
+		return PublishAck{}, nil, err
 	}
-	return PublishAck{}, nil, fmt.Errorf("gave up after %d attempts in %s: %w",
-		attempt, time.Since(start).Round(time.Millisecond), err)
+	return ack, settled, nil
 }
 
 // publishIfUnsettled is one read and one conditional publish of
