@@ -302,7 +302,7 @@ type taskHead struct {
 		Question  *struct {
 			// Options is left undecoded: only whether there are any counts.
 			Options jsontext.Value `json:"options"`
-			Default *string         `json:"default"`
+			Default *string        `json:"default"`
 		} `json:"question"`
 		Answer *struct {
 			Value   string `json:"value"`
