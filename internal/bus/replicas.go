@@ -71,6 +71,9 @@ func (b *Bus) ensureKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) 
 		if kv, err = b.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
+		if err := b.narrowDuplicateWindow(ctx, "KV_"+cfg.Bucket); err != nil {
+			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
+		}
 		replicas = r
 		return nil
 	})
@@ -78,6 +81,34 @@ func (b *Bus) ensureKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) 
 		return nil, err
 	}
 	return b.newKV(kv, cfg.Bucket, replicas), nil
+}
+
+// BucketDuplicateWindow is the de-duplication window of a bucket's stream:
+// the server's least. nats.go gives every bucket 2 minutes, but no put
+// carries a Nats-Msg-Id (a bucket's writes are kept apart by revision),
+// while a server recovering the stream loads every message of the last
+// window to rebuild the duplicates it never has: at a restart just after
+// a burst of writes, a million tasks read from disk (3.5 GB) and the
+// per-block subject state they leave on the heap for minutes
+// (docs/capacity.md, "A million stored tasks").
+const BucketDuplicateWindow = 100 * time.Millisecond
+
+// narrowDuplicateWindow sets the de-duplication window of the bucket
+// stream name to BucketDuplicateWindow. CreateOrUpdateKeyValue has just
+// set it to nats.go's 2 minutes; the stream a restart recovers has the
+// narrow one.
+func (b *Bus) narrowDuplicateWindow(ctx context.Context, name string) error {
+	st, err := b.js.Stream(ctx, name)
+	if err != nil {
+		return err
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.Duplicates == BucketDuplicateWindow {
+		return nil
+	}
+	cfg.Duplicates = BucketDuplicateWindow
+	_, err = b.js.UpdateStream(ctx, cfg)
+	return err
 }
 
 // EnsureWindow bounds how long creating or updating a stream, bucket or

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agoradev/agora/internal/bus"
 	"github.com/agoradev/agora/internal/natsserver/natstest"
@@ -59,5 +60,37 @@ func TestReplicasOutOfRange(t *testing.T) {
 	srv := natstest.Start(t)
 	if _, err := bus.Connect(testCtx(t), srv.ClientURL(), bus.Options{Replicas: 6}); err == nil {
 		t.Error("Connect with 6 replicas succeeded, want an error (JetStream keeps at most 5)")
+	}
+}
+
+// A bucket's stream keeps the least de-duplication window, whoever ensured
+// it last: no put carries a Nats-Msg-Id, and a server recovering a stream
+// loads every message of its window (nats.go's 2 minutes: at a restart
+// after a burst, every task written in it) to rebuild duplicates.
+func TestBucketsKeepNoDuplicateWindow(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	ctx := testCtx(t)
+	js := rawJetStream(t, srv.ClientURL())
+	for range 2 { // made, then ensured again as the next start does
+		b := connect(t, srv.ClientURL(), bus.Options{})
+		if _, err := b.KeyValue(ctx, "window_test", ""); err != nil {
+			t.Fatalf("KeyValue: %v", err)
+		}
+		if _, err := b.KeyValueMarkers(ctx, "window_markers", "", time.Minute); err != nil {
+			t.Fatalf("KeyValueMarkers: %v", err)
+		}
+		if err := b.EnsureQueue(ctx); err != nil {
+			t.Fatalf("EnsureQueue: %v", err)
+		}
+		for _, name := range []string{"KV_window_test", "KV_window_markers", "KV_" + bus.ClaimBucket} {
+			st, err := js.Stream(ctx, name)
+			if err != nil {
+				t.Fatalf("Stream(%s): %v", name, err)
+			}
+			if got := st.CachedInfo().Config.Duplicates; got != bus.BucketDuplicateWindow {
+				t.Errorf("%s: duplicate window %v, want %v", name, got, bus.BucketDuplicateWindow)
+			}
+		}
 	}
 }

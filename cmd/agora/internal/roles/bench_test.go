@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -214,9 +216,9 @@ func benchServeAt(b *testing.B, total int) {
 		// stop, under a soft memory limit.
 		cold = measureServe(b, dir, thenCrash)
 		changeTasks(b, dir, total, total/100)
-		res = measureServe(b, dir, withCalls)
+		res = measureServe(b, dir, withCalls, heapProfileEnv("after-crash")...)
 		if limit != "" {
-			limited = measureServe(b, dir, withCalls, "GOMEMLIMIT="+limit)
+			limited = measureServe(b, dir, withCalls, append(heapProfileEnv("limited"), "GOMEMLIMIT="+limit)...)
 		}
 		// Last, a start from a snapshot older than a delete marker lives
 		// (the stop's, aged an hour) with 1% changed since — after a long
@@ -270,6 +272,40 @@ func benchServeAt(b *testing.B, total int) {
 // that soft memory limit (what agora serve --memory-limit sets), and
 // measure it the same way: side by side with the start without one.
 const benchMemoryLimitEnv = "AGORA_BENCH_MEMORY_LIMIT"
+
+// benchHeapDirEnv, set to a directory, makes benchServeAt keep the Go heap
+// profile of the serves it calls (after a collection, once the calls are
+// made), DIR/after-crash.pprof and DIR/limited.pprof: what the RSS after
+// the calls holds (go tool pprof -sample_index=inuse_space).
+const benchHeapDirEnv = "AGORA_BENCH_SERVE_HEAP"
+
+// serveHeapFileEnv names the file serveChild writes its heap profile to.
+const serveHeapFileEnv = "AGORA_BENCH_SERVE_HEAP_FILE"
+
+// heapProfileEnv is the serve child's environment for a heap profile named
+// name, when benchHeapDirEnv asks for them.
+func heapProfileEnv(name string) []string {
+	dir := os.Getenv(benchHeapDirEnv)
+	if dir == "" {
+		return nil
+	}
+	return []string{serveHeapFileEnv + "=" + filepath.Join(dir, name+".pprof")}
+}
+
+// writeHeapProfile writes this process's heap profile to path, after a
+// collection, so it shows what is live.
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
 
 // printLimited writes what the start under the memory limit measured.
 func printLimited(sb *strings.Builder, limit string, r serveResult) {
@@ -714,6 +750,11 @@ func serveChild(dir string) int {
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	if path := os.Getenv(serveHeapFileEnv); path != "" {
+		if err := writeHeapProfile(path); err != nil {
+			fmt.Fprintln(os.Stderr, "serve child: heap profile:", err)
+		}
+	}
 	if err := s.Stop(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "serve child: stop:", err)
 		return 1
