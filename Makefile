@@ -39,6 +39,7 @@ bench: ## benchmarks, printed as tables
 
 fuzz: ## a short run of every fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./worker/sentinel
+	$(GO) test -run '^$$' -fuzz FuzzHeadDecode -fuzztime 30s ./orchestrator
 
 faults: ## the fault suite: SIGKILLs of serve, a runner and NATS during a batch; and of a NATS cluster node, an orchestrator and a runner (docs/reliability.md)
 	$(GO) test -count=1 -v -run 'TestFaults|TestClusterFaults' -timeout 15m ./test/faults

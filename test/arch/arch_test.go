@@ -137,6 +137,7 @@ var thirdParty = map[string][]string{
 	"github.com/aws/aws-sdk-go-v2/service/s3":             {"internal/storage"},
 	"github.com/slack-go/slack":                           {"orchestrator/answer/slackanswer"},
 	"github.com/tsenart/vegeta":                           {"test/apiload"},
+	"github.com/go-json-experiment/json":                  {"orchestrator"},
 }
 
 // workerMustNotLink are what the static worker binary never links: the

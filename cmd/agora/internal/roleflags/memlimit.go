@@ -14,7 +14,7 @@ import (
 // --memory-limit: a soft limit on the Go runtime's memory (the heap, most
 // of serve's RSS at scale), which roles.Start sets. Go collects garbage
 // when the heap has doubled since the last collection: a serve holding
-// 450 MB of live index and NATS state grows towards 900 MB and more
+// 360 MB of live index and NATS state (a million tasks) grows towards 720 MB and more
 // before collecting. Near the limit it collects earlier instead
 // (docs/capacity.md, "A million stored tasks").
 const (

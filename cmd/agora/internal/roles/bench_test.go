@@ -214,7 +214,7 @@ func benchServeAt(b *testing.B, total int) {
 		// snapshot and those changes since — a start after a crash; a
 		// third, when asked, reads the snapshot the second saved at its
 		// stop, under a soft memory limit.
-		cold = measureServe(b, dir, thenCrash)
+		cold = measureServe(b, dir, thenCrash, heapProfileEnv("first")...)
 		changeTasks(b, dir, total, total/100)
 		res = measureServe(b, dir, withCalls, heapProfileEnv("after-crash")...)
 		if limit != "" {
@@ -225,7 +225,7 @@ func benchServeAt(b *testing.B, total int) {
 		// outage: it is not read, every task is (docs/orchestrator.md).
 		changeTasks(b, dir, total, total/100)
 		ageSnapshot(b, dir, time.Hour)
-		stale = measureServe(b, dir, startOnly)
+		stale = measureServe(b, dir, startOnly, heapProfileEnv("stale")...)
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(cold.StartMS, "start-scratch-ms")
@@ -274,9 +274,12 @@ func benchServeAt(b *testing.B, total int) {
 const benchMemoryLimitEnv = "AGORA_BENCH_MEMORY_LIMIT"
 
 // benchHeapDirEnv, set to a directory, makes benchServeAt keep the Go heap
-// profile of the serves it calls (after a collection, once the calls are
-// made), DIR/after-crash.pprof and DIR/limited.pprof: what the RSS after
-// the calls holds (go tool pprof -sample_index=inuse_space).
+// profile of the serves it starts, after a collection: the first start's
+// once it has saved the snapshot (DIR/first.pprof), the second's and the
+// third's once the calls are made (after-crash.pprof, limited.pprof), the
+// last's once started (stale.pprof). go tool pprof
+// -sample_index=inuse_space shows what is live, alloc_space what the
+// process allocated.
 const benchHeapDirEnv = "AGORA_BENCH_SERVE_HEAP"
 
 // serveHeapFileEnv names the file serveChild writes its heap profile to.
@@ -744,6 +747,11 @@ func serveChild(dir string) int {
 		if err := waitSnapshot(ctx, s.bus); err != nil {
 			fmt.Fprintln(os.Stderr, "serve child:", err)
 			return 1
+		}
+		if path := os.Getenv(serveHeapFileEnv); path != "" { // before the parent kills it
+			if err := writeHeapProfile(path); err != nil {
+				fmt.Fprintln(os.Stderr, "serve child: heap profile:", err)
+			}
 		}
 		if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"snapshot_ms": msOf(time.Since(began))}); err != nil {
 			return 1
