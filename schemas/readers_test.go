@@ -219,8 +219,7 @@ var notOutside = map[string]string{
 	"wire/registry.go:UnmarshalJSON":              "a string or list of strings, called by the reader with the raw value",
 	// Other programs and services, decoded into their own shapes, with no
 	// contract field names to confuse.
-	"internal/bus/leaderget.go:getFromLeader":             "the NATS server's JetStream API answer to a message get",
-	"internal/bus/leaderget.go:leaderNext":                "the NATS server's JetStream API answer to a message get (the event inside is read by storedOn and counted)",
+	"internal/bus/leaderget.go:leaderGet":                 "the NATS server's JetStream API answer to a message get (an event inside is read by storedOn and counted)",
 	"internal/compute/procbench/replay.go:cancelledEvent": "an event line the replaying engine recorded from the real worker (benchmarks only)",
 	"adapters/claudecode/stream.go:parse":                 "Claude Code's stream-json output, read leniently",
 	"internal/compute/docker/image.go:readBuildOutput":    "the Docker daemon's build stream",

@@ -138,6 +138,16 @@ func (b *Bus) counted(ctx context.Context, dispatchID string, stored []StoredEve
 	out := make([]countedEvent, 0, len(stored))
 	var claim *Claim
 	claimRead := false
+	readClaim := func() (*Claim, error) {
+		if !claimRead {
+			c, err := b.GetClaim(ctx, dispatchID)
+			if err != nil {
+				return nil, err
+			}
+			claim, claimRead = c, true
+		}
+		return claim, nil
+	}
 	for _, se := range stored {
 		log := b.log.With("dispatch_id", dispatchID, "seq", se.Sequence, "kind", se.Kind)
 		if !se.Kind.Known() {
@@ -154,32 +164,42 @@ func (b *Bus) counted(ctx context.Context, dispatchID string, stored []StoredEve
 			continue
 		}
 		if _, runner, _ := ParseEventSubject(se.Subject); runner != "" && runner != b.runner && !slices.Contains(holders, runner) {
-			if b.runner == "" {
-				if err := b.checkRunnerEvent(ctx, ev, runner, false); errors.Is(err, ErrNotClaimant) {
-					log.Warn("skip event of a runner that does not hold the dispatch", "runner", runner, "error", err)
-					continue
-				} else if err != nil {
-					return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
-				}
-			} else {
-				if !ev.Kind.Terminal() {
-					continue
-				}
-				if !claimRead {
-					c, err := b.GetClaim(ctx, dispatchID)
-					if err != nil {
-						return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
-					}
-					claim, claimRead = c, true
-				}
-				if !lostTakeover(claim, ev, runner) {
-					continue
-				}
+			counts, err := b.otherRunnerCounts(ctx, ev, runner, readClaim)
+			if err != nil {
+				return nil, fmt.Errorf("read events of %s: %w", dispatchID, err)
+			}
+			if !counts {
+				continue
 			}
 		}
 		out = append(out, countedEvent{StoredEvent: se, Event: ev})
 	}
 	return out, nil
+}
+
+// otherRunnerCounts reports whether ev, stored by runner (neither this Bus's
+// runner nor a holder), counts: on a Bus that is no runner's as the
+// orchestrator counts it (CheckRunnerEvent); on a runner's only when it is
+// the worker-lost failure of a runner that took the dispatch's claim over
+// as lost (claim reads the claim, once).
+func (b *Bus) otherRunnerCounts(ctx context.Context, ev schemas.Event, runner string, claim func() (*Claim, error)) (bool, error) {
+	if b.runner == "" {
+		err := b.checkRunnerEvent(ctx, ev, runner, false)
+		if errors.Is(err, ErrNotClaimant) {
+			b.log.Warn("skip event of a runner that does not hold the dispatch", "dispatch_id", ev.DispatchID,
+				"kind", ev.Kind, "runner", runner, "error", err)
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if !ev.Kind.Terminal() {
+		return false, nil
+	}
+	c, err := claim()
+	if err != nil {
+		return false, err
+	}
+	return lostTakeover(c, ev, runner), nil
 }
 
 // TerminalEvent returns dispatchID's terminal event (finished, needs_input,

@@ -74,7 +74,14 @@ type leaderMsg struct {
 // jetstream.ErrMsgNotFound, no such stream jetstream.ErrStreamNotFound.
 // It needs no STREAM.INFO first.
 func (b *Bus) leaderNext(ctx context.Context, stream, filter string, seq uint64) (*leaderMsg, error) {
-	req, err := json.Marshal(msgGetRequest{Sequence: seq, NextBySubject: filter})
+	return leaderGet(ctx, b.nc, stream, msgGetRequest{Sequence: seq, NextBySubject: filter})
+}
+
+// leaderGet asks the leader of stream for the message req names with the
+// message-get API. No such message is jetstream.ErrMsgNotFound, no such
+// stream jetstream.ErrStreamNotFound.
+func leaderGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequest) (*leaderMsg, error) {
+	data, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func (b *Bus) leaderNext(ctx context.Context, stream, filter string, seq uint64)
 		ctx, cancel = context.WithTimeout(ctx, leaderGetTimeout)
 		defer cancel()
 	}
-	reply, err := b.nc.RequestWithContext(ctx, jsAPIMsgGet+stream, req)
+	reply, err := nc.RequestWithContext(ctx, jsAPIMsgGet+stream, data)
 	if err != nil {
 		return nil, err
 	}
@@ -121,43 +128,19 @@ func (k *KV) getFromLeader(ctx context.Context, key string) ([]byte, uint64, err
 		return nil, 0, jetstream.ErrInvalidKey
 	}
 	subject := "$KV." + k.bucket + "." + key
-	req, err := json.Marshal(msgGetRequest{LastBySubject: subject})
-	if err != nil {
-		return nil, 0, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, leaderGetTimeout)
-		defer cancel()
-	}
-	msg, err := k.nc.RequestWithContext(ctx, jsAPIMsgGet+"KV_"+k.bucket, req)
-	if err != nil {
-		return nil, 0, err
-	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, 0, fmt.Errorf("decode the stream leader's answer: %w", err)
-	}
+	m, err := leaderGet(ctx, k.nc, "KV_"+k.bucket, msgGetRequest{LastBySubject: subject})
 	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return nil, 0, jetstream.ErrKeyNotFound
-	case resp.Error != nil:
-		return nil, 0, resp.Error
-	case resp.Message == nil:
-		return nil, 0, jetstream.ErrInvalidJetStreamResponse
-	case resp.Message.Subject != subject:
-		return nil, 0, fmt.Errorf("the stream leader answered with a message of %q, not %q", resp.Message.Subject, subject)
+	case err != nil:
+		return nil, 0, err
+	case m.Subject != subject:
+		return nil, 0, fmt.Errorf("the stream leader answered with a message of %q, not %q", m.Subject, subject)
 	}
-	var hdr nats.Header
-	if len(resp.Message.Header) > 0 {
-		if hdr, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
-			return nil, 0, fmt.Errorf("decode the headers of %s: %w", subject, err)
-		}
+	if kvOperation(m.Header) != jetstream.KeyValuePut {
+		return nil, m.Sequence, jetstream.ErrKeyDeleted
 	}
-	if kvOperation(hdr) != jetstream.KeyValuePut {
-		return nil, resp.Message.Sequence, jetstream.ErrKeyDeleted
-	}
-	return resp.Message.Data, resp.Message.Sequence, nil
+	return m.Data, m.Sequence, nil
 }
 
 // kvOperation is what a bucket's message records, read exactly as nats.go's
